@@ -17,8 +17,8 @@
 namespace mlperf::json {
 
 class Value;
+struct Member;
 using Array = std::vector<Value>;
-using Member = std::pair<std::string, Value>;
 using Object = std::vector<Member>;
 
 enum class Type { kNull, kBool, kInt, kFloat, kString, kArray, kObject };
@@ -76,6 +76,14 @@ class Value {
   // Shared so that copying a parsed log line is cheap; mutation copies first.
   std::shared_ptr<Array> array_;
   std::shared_ptr<Object> object_;
+};
+
+// One name/value pair of an object; constructible from any string-like name so
+// that {{"epoch_num", 1}} and {{meta::kEpochNum, 1}} both read naturally.
+struct Member {
+  Member(std::string_view name, Value v) : first(name), second(std::move(v)) {}
+  std::string first;
+  Value second;
 };
 
 // Python's ==: 1 == 1.0 == True, containers element-wise, dicts regardless of

@@ -1,0 +1,763 @@
+#include "logging/json.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <iterator>
+#include <unordered_map>
+
+#include "fmt/format.h"
+
+namespace mlperf::json {
+
+Value::Value(Array a) : type_(Type::kArray), array_(std::make_shared<Array>(std::move(a))) {}
+Value::Value(Object o) : type_(Type::kObject), object_(std::make_shared<Object>(std::move(o))) {}
+
+Value Value::BigInt(std::string decimal_digits) {
+  Value v;
+  v.type_ = Type::kInt;
+  v.str_ = std::move(decimal_digits);
+  return v;
+}
+
+double Value::as_float() const {
+  if (type_ == Type::kFloat) return float_;
+  if (is_big_int()) return std::strtod(str_.c_str(), nullptr);
+  return static_cast<double>(int_);
+}
+
+namespace {
+const Array& EmptyArray() {
+  static const Array empty;
+  return empty;
+}
+const Object& EmptyObject() {
+  static const Object empty;
+  return empty;
+}
+}  // namespace
+
+const Array& Value::as_array() const { return array_ ? *array_ : EmptyArray(); }
+const Object& Value::as_object() const { return object_ ? *object_ : EmptyObject(); }
+
+Array& Value::as_array() {
+  if (!array_) array_ = std::make_shared<Array>();
+  if (array_.use_count() > 1) array_ = std::make_shared<Array>(*array_);
+  return *array_;
+}
+
+Object& Value::as_object() {
+  if (!object_) object_ = std::make_shared<Object>();
+  if (object_.use_count() > 1) object_ = std::make_shared<Object>(*object_);
+  return *object_;
+}
+
+const Value* Value::Find(std::string_view key) const {
+  if (type_ != Type::kObject) return nullptr;
+  for (const auto& [k, v] : as_object()) {
+    if (k == key) return &v;
+  }
+  return nullptr;
+}
+
+void Value::Set(std::string key, Value v) {
+  if (type_ != Type::kObject) {
+    *this = Value(Object{});
+  }
+  Object& members = as_object();
+  for (auto& [k, existing] : members) {
+    if (k == key) {
+      existing = std::move(v);
+      return;
+    }
+  }
+  members.emplace_back(std::move(key), std::move(v));
+}
+
+// ---------------------------------------------------------------------------
+// Python equality
+
+bool PythonEquals(const Value& a, const Value& b) {
+  const bool a_num = a.is_number() || a.is_bool();
+  const bool b_num = b.is_number() || b.is_bool();
+  if (a_num && b_num) {
+    if (a.is_big_int() || b.is_big_int()) {
+      if (a.is_big_int() && b.is_big_int()) return a.as_string() == b.as_string();
+      // A big int never equals an int64; against a float compare as doubles.
+      if (a.is_float() || b.is_float()) return a.as_float() == b.as_float();
+      return false;
+    }
+    if (a.is_float() || b.is_float()) return a.as_float() == b.as_float();
+    return a.as_int() == b.as_int();
+  }
+  if (a.type() != b.type()) return false;
+  switch (a.type()) {
+    case Type::kNull:
+      return true;
+    case Type::kString:
+      return a.as_string() == b.as_string();
+    case Type::kArray: {
+      const Array& x = a.as_array();
+      const Array& y = b.as_array();
+      if (x.size() != y.size()) return false;
+      for (size_t i = 0; i < x.size(); ++i) {
+        if (!PythonEquals(x[i], y[i])) return false;
+      }
+      return true;
+    }
+    case Type::kObject: {
+      const Object& x = a.as_object();
+      if (x.size() != b.as_object().size()) return false;
+      for (const auto& [k, v] : x) {
+        const Value* other = b.Find(k);
+        if (other == nullptr || !PythonEquals(v, *other)) return false;
+      }
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Writing
+
+std::string PythonFloatRepr(double d) {
+  if (std::isnan(d)) return "nan";
+  if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
+  // Shortest round-trip digits in scientific form, e.g. "1.2345e+02".
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), d, std::chars_format::scientific);
+  std::string_view sci(buf, end - buf);
+  const size_t e_pos = sci.find('e');
+  std::string_view mantissa = sci.substr(0, e_pos);
+  const int exponent = std::atoi(std::string(sci.substr(e_pos + 1)).c_str());
+  bool negative = false;
+  if (!mantissa.empty() && mantissa[0] == '-') {
+    negative = true;
+    mantissa.remove_prefix(1);
+  }
+  std::string digits;
+  for (char c : mantissa) {
+    if (c != '.') digits += c;
+  }
+  std::string out = negative ? "-" : "";
+  // Python's repr switches to exponent notation below 1e-4 and from 1e16 on.
+  if (exponent < -4 || exponent >= 16) {
+    out += digits[0];
+    if (digits.size() > 1) {
+      out += '.';
+      out.append(digits, 1);
+    }
+    out += exponent < 0 ? "e-" : "e+";
+    const int mag = std::abs(exponent);
+    if (mag < 10) out += '0';
+    out += std::to_string(mag);
+  } else if (exponent < 0) {
+    out += "0.";
+    out.append(static_cast<size_t>(-exponent - 1), '0');
+    out += digits;
+  } else {
+    const size_t int_len = static_cast<size_t>(exponent) + 1;
+    if (digits.size() <= int_len) {
+      out += digits;
+      out.append(int_len - digits.size(), '0');
+      out += ".0";
+    } else {
+      out.append(digits, 0, int_len);
+      out += '.';
+      out.append(digits, int_len);
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// Decodes one UTF-8 sequence; on malformed input returns the lead byte as a
+// code point (latin-1 fallback) and consumes one byte.
+uint32_t NextCodePoint(std::string_view s, size_t& i) {
+  const auto b0 = static_cast<unsigned char>(s[i]);
+  auto cont = [&](size_t k) {
+    return i + k < s.size() && (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+  };
+  auto byte = [&](size_t k) { return static_cast<uint32_t>(static_cast<unsigned char>(s[i + k])); };
+  if (b0 < 0x80) {
+    i += 1;
+    return b0;
+  }
+  if (b0 >= 0xC2 && b0 < 0xE0 && cont(1)) {
+    const uint32_t cp = ((b0 & 0x1Fu) << 6) | (byte(1) & 0x3F);
+    i += 2;
+    return cp;
+  }
+  if (b0 >= 0xE0 && b0 < 0xF0 && cont(1) && cont(2)) {
+    const uint32_t cp = ((b0 & 0x0Fu) << 12) | ((byte(1) & 0x3F) << 6) | (byte(2) & 0x3F);
+    if (cp >= 0x800) {
+      i += 3;
+      return cp;
+    }
+  }
+  if (b0 >= 0xF0 && b0 < 0xF5 && cont(1) && cont(2) && cont(3)) {
+    const uint32_t cp = ((b0 & 0x07u) << 18) | ((byte(1) & 0x3F) << 12) |
+                        ((byte(2) & 0x3F) << 6) | (byte(3) & 0x3F);
+    if (cp >= 0x10000 && cp <= 0x10FFFF) {
+      i += 4;
+      return cp;
+    }
+  }
+  i += 1;
+  return b0;
+}
+
+void AppendHex4(uint32_t u, std::string& out) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out += "\\u";
+  for (int shift = 12; shift >= 0; shift -= 4) out += kHex[(u >> shift) & 0xF];
+}
+
+void DumpString(std::string_view s, std::string& out) {
+  out += '"';
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    // Printable ASCII goes through as is; everything else is escaped, as
+    // json.dumps does with ensure_ascii.
+    if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\') {
+      out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        ++i;
+        continue;
+      case '\\':
+        out += "\\\\";
+        ++i;
+        continue;
+      case '\n':
+        out += "\\n";
+        ++i;
+        continue;
+      case '\r':
+        out += "\\r";
+        ++i;
+        continue;
+      case '\t':
+        out += "\\t";
+        ++i;
+        continue;
+      case '\b':
+        out += "\\b";
+        ++i;
+        continue;
+      case '\f':
+        out += "\\f";
+        ++i;
+        continue;
+      default:
+        break;
+    }
+    const uint32_t cp = NextCodePoint(s, i);
+    if (cp >= 0x10000) {
+      const uint32_t v = cp - 0x10000;
+      AppendHex4(0xD800 + (v >> 10), out);
+      AppendHex4(0xDC00 + (v & 0x3FF), out);
+    } else {
+      AppendHex4(cp, out);
+    }
+  }
+  out += '"';
+}
+
+void DumpFloat(double d, std::string& out) {
+  if (std::isnan(d)) {
+    out += "NaN";
+  } else if (std::isinf(d)) {
+    out += d > 0 ? "Infinity" : "-Infinity";
+  } else {
+    out += PythonFloatRepr(d);
+  }
+}
+
+}  // namespace
+
+void DumpTo(const Value& v, std::string& out) {
+  switch (v.type()) {
+    case Type::kNull:
+      out += "null";
+      return;
+    case Type::kBool:
+      out += v.as_bool() ? "true" : "false";
+      return;
+    case Type::kInt:
+      if (v.is_big_int()) {
+        out += v.as_string();
+      } else {
+        fmt::format_to(std::back_inserter(out), "{}", v.as_int());
+      }
+      return;
+    case Type::kFloat:
+      DumpFloat(v.as_float(), out);
+      return;
+    case Type::kString:
+      DumpString(v.as_string(), out);
+      return;
+    case Type::kArray: {
+      out += '[';
+      bool first = true;
+      for (const Value& item : v.as_array()) {
+        if (!first) out += ", ";
+        first = false;
+        DumpTo(item, out);
+      }
+      out += ']';
+      return;
+    }
+    case Type::kObject: {
+      out += '{';
+      bool first = true;
+      for (const auto& [key, item] : v.as_object()) {
+        if (!first) out += ", ";
+        first = false;
+        DumpString(key, out);
+        out += ": ";
+        DumpTo(item, out);
+      }
+      out += '}';
+      return;
+    }
+  }
+}
+
+std::string Dump(const Value& v) {
+  std::string out;
+  DumpTo(v, out);
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Reading
+
+namespace {
+
+// Python refuses int literals longer than this (sys.int_info.default_max_str_digits).
+constexpr size_t kMaxIntDigits = 4300;
+// Deeper nesting than this is refused rather than risking the stack.
+constexpr int kMaxDepth = 500;
+
+void AppendUtf8(uint32_t cp, std::string& out) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    // Lone surrogates are kept (as Python keeps them), encoded WTF-8 style.
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+bool IsValidUtf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    if (b < 0x80) {
+      ++i;
+      continue;
+    }
+    const size_t before = i;
+    NextCodePoint(s, i);
+    if (i == before + 1) return false;  // the latin-1 fallback consumed a lone byte
+  }
+  return true;
+}
+
+class Parser {
+ public:
+  Parser(std::string_view text, const ParseOptions& options, ParseNotes* notes)
+      : text_(text), options_(options), notes_(notes) {}
+
+  absl::StatusOr<Value> ParseDocument() {
+    SkipWhitespace();
+    Value v;
+    if (!ParseValue(v, 0)) return absl::InvalidArgumentError(error_);
+    SkipWhitespace();
+    if (pos_ != text_.size()) {
+      return absl::InvalidArgumentError(
+          fmt::format("extra data after the JSON value at column {}", pos_ + 1));
+    }
+    return v;
+  }
+
+ private:
+  bool Fail(std::string_view what) {
+    if (pos_ >= text_.size()) {
+      error_ = fmt::format("{} at column {} (the line ends early)", what, pos_ + 1);
+    } else {
+      error_ = fmt::format("{} at column {}", what, pos_ + 1);
+    }
+    return false;
+  }
+
+  void SkipWhitespace() {
+    while (pos_ < text_.size()) {
+      const char c = text_[pos_];
+      if (c != ' ' && c != '\t' && c != '\n' && c != '\r') break;
+      ++pos_;
+    }
+  }
+
+  bool Consume(std::string_view literal) {
+    if (text_.substr(pos_, literal.size()) != literal) return false;
+    pos_ += literal.size();
+    return true;
+  }
+
+  void NoteNonFinite() {
+    if (notes_) notes_->non_finite = true;
+  }
+
+  bool ParseValue(Value& out, int depth) {
+    if (depth > kMaxDepth) return Fail("nesting deeper than 500 levels");
+    if (pos_ >= text_.size()) return Fail("expected a value");
+    const char c = text_[pos_];
+    switch (c) {
+      case '{':
+        return ParseObject(out, depth);
+      case '[':
+        return ParseArray(out, depth);
+      case '"': {
+        std::string s;
+        if (!ParseString(s)) return false;
+        out = Value(std::move(s));
+        return true;
+      }
+      case 'n':
+        if (Consume("null")) {
+          out = Value();
+          return true;
+        }
+        break;
+      case 't':
+        if (Consume("true")) {
+          out = Value(true);
+          return true;
+        }
+        break;
+      case 'f':
+        if (Consume("false")) {
+          out = Value(false);
+          return true;
+        }
+        break;
+      case 'N':
+        if (Consume("NaN")) {
+          NoteNonFinite();
+          out = Value(std::nan(""));
+          return true;
+        }
+        break;
+      case 'I':
+        if (Consume("Infinity")) {
+          NoteNonFinite();
+          out = Value(HUGE_VAL);
+          return true;
+        }
+        break;
+      case '-':
+        if (Consume("-Infinity")) {
+          NoteNonFinite();
+          out = Value(-HUGE_VAL);
+          return true;
+        }
+        return ParseNumber(out);
+      default:
+        if (c >= '0' && c <= '9') return ParseNumber(out);
+        break;
+    }
+    return Fail("expected a value");
+  }
+
+  bool ParseNumber(Value& out) {
+    const size_t start = pos_;
+    if (text_[pos_] == '-') ++pos_;
+    auto digits = [&] {
+      const size_t from = pos_;
+      while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') ++pos_;
+      return pos_ - from;
+    };
+    if (pos_ < text_.size() && text_[pos_] == '0') {
+      ++pos_;  // a leading zero stands alone; "01" leaves "1" as extra data, like Python
+    } else if (digits() == 0) {
+      pos_ = start;
+      return Fail("expected a value");
+    }
+    bool is_float = false;
+    if (pos_ + 1 < text_.size() && text_[pos_] == '.' && text_[pos_ + 1] >= '0' &&
+        text_[pos_ + 1] <= '9') {
+      ++pos_;
+      digits();
+      is_float = true;
+    }
+    if (pos_ < text_.size() && (text_[pos_] == 'e' || text_[pos_] == 'E')) {
+      size_t p = pos_ + 1;
+      if (p < text_.size() && (text_[p] == '+' || text_[p] == '-')) ++p;
+      if (p < text_.size() && text_[p] >= '0' && text_[p] <= '9') {
+        pos_ = p;
+        digits();
+        is_float = true;
+      }
+    }
+    const std::string_view number = text_.substr(start, pos_ - start);
+    if (!is_float) {
+      int64_t i = 0;
+      auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), i);
+      if (ec == std::errc() && end == number.data() + number.size()) {
+        out = Value(i);
+        return true;
+      }
+      const size_t n_digits = number.size() - (number[0] == '-' ? 1 : 0);
+      if (n_digits > kMaxIntDigits) {
+        pos_ = start;
+        return Fail("integer with more than 4300 digits");
+      }
+      if (notes_) notes_->big_int = true;
+      out = Value::BigInt(std::string(number));
+      return true;
+    }
+    double d = 0;
+    auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), d);
+    if (ec == std::errc::result_out_of_range) {
+      // Python's float() saturates: huge magnitudes become inf, tiny ones 0.
+      d = std::strtod(std::string(number).c_str(), nullptr);
+    }
+    if (std::isinf(d) && notes_) notes_->non_finite = true;
+    out = Value(d);
+    return true;
+  }
+
+  bool ParseHex4(uint32_t& u) {
+    if (pos_ + 4 > text_.size()) return Fail("incomplete \\u escape");
+    u = 0;
+    for (int k = 0; k < 4; ++k) {
+      const char h = text_[pos_ + k];
+      u <<= 4;
+      if (h >= '0' && h <= '9') {
+        u |= h - '0';
+      } else if (h >= 'a' && h <= 'f') {
+        u |= h - 'a' + 10;
+      } else if (h >= 'A' && h <= 'F') {
+        u |= h - 'A' + 10;
+      } else {
+        return Fail("invalid \\u escape");
+      }
+    }
+    pos_ += 4;
+    return true;
+  }
+
+  bool ParseString(std::string& out) {
+    ++pos_;  // opening quote
+    const size_t raw_start = pos_;
+    bool has_high_bytes = false;
+    while (true) {
+      if (pos_ >= text_.size()) return Fail("unterminated string");
+      const auto c = static_cast<unsigned char>(text_[pos_]);
+      if (c == '"') {
+        ++pos_;
+        break;
+      }
+      if (c < 0x20) return Fail("control character inside a string");
+      if (c != '\\') {
+        if (c >= 0x80) {
+          has_high_bytes = true;
+          if (options_.encoding == Encoding::kLatin1) {
+            AppendUtf8(c, out);  // one byte, one code point
+            ++pos_;
+            continue;
+          }
+        }
+        out += static_cast<char>(c);
+        ++pos_;
+        continue;
+      }
+      ++pos_;
+      if (pos_ >= text_.size()) return Fail("unterminated string");
+      const char e = text_[pos_++];
+      switch (e) {
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '/':
+          out += '/';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'u': {
+          uint32_t u = 0;
+          if (!ParseHex4(u)) return false;
+          // A high surrogate followed by an escaped low one is one code point.
+          if (u >= 0xD800 && u < 0xDC00 && text_.substr(pos_, 2) == "\\u") {
+            const size_t save = pos_;
+            pos_ += 2;
+            uint32_t low = 0;
+            if (ParseHex4(low) && low >= 0xDC00 && low < 0xE000) {
+              u = 0x10000 + ((u - 0xD800) << 10) + (low - 0xDC00);
+            } else {
+              pos_ = save;
+            }
+          }
+          AppendUtf8(u, out);
+          break;
+        }
+        default:
+          --pos_;
+          return Fail("invalid escape in a string");
+      }
+    }
+    if (has_high_bytes) {
+      const std::string_view raw = text_.substr(raw_start, pos_ - 1 - raw_start);
+      if (!IsValidUtf8(raw)) {
+        if (options_.encoding == Encoding::kUtf8) {
+          pos_ = raw_start;
+          return Fail("invalid UTF-8 in a string");
+        }
+        if (notes_) notes_->invalid_utf8 = true;
+      }
+    }
+    return true;
+  }
+
+  bool ParseArray(Value& out, int depth) {
+    ++pos_;
+    Array items;
+    SkipWhitespace();
+    if (pos_ < text_.size() && text_[pos_] == ']') {
+      ++pos_;
+      out = Value(std::move(items));
+      return true;
+    }
+    while (true) {
+      SkipWhitespace();
+      Value item;
+      if (!ParseValue(item, depth + 1)) return false;
+      items.push_back(std::move(item));
+      SkipWhitespace();
+      if (pos_ < text_.size() && text_[pos_] == ',') {
+        ++pos_;
+        continue;
+      }
+      if (pos_ < text_.size() && text_[pos_] == ']') {
+        ++pos_;
+        break;
+      }
+      return Fail("expected ',' or ']'");
+    }
+    out = Value(std::move(items));
+    return true;
+  }
+
+  bool ParseObject(Value& out, int depth) {
+    ++pos_;
+    Object members;
+    // Index of each key, built only for large objects, so that repeated keys
+    // (the later value wins, in the first one's position) stay linear.
+    std::unordered_map<std::string, size_t> index;
+    SkipWhitespace();
+    if (pos_ < text_.size() && text_[pos_] == '}') {
+      ++pos_;
+      out = Value(std::move(members));
+      return true;
+    }
+    while (true) {
+      SkipWhitespace();
+      if (pos_ >= text_.size() || text_[pos_] != '"') {
+        return Fail("expected a property name in double quotes");
+      }
+      std::string key;
+      if (!ParseString(key)) return false;
+      SkipWhitespace();
+      if (pos_ >= text_.size() || text_[pos_] != ':') return Fail("expected ':'");
+      ++pos_;
+      SkipWhitespace();
+      Value item;
+      if (!ParseValue(item, depth + 1)) return false;
+      Insert(members, index, std::move(key), std::move(item));
+      SkipWhitespace();
+      if (pos_ < text_.size() && text_[pos_] == ',') {
+        ++pos_;
+        continue;
+      }
+      if (pos_ < text_.size() && text_[pos_] == '}') {
+        ++pos_;
+        break;
+      }
+      return Fail("expected ',' or '}'");
+    }
+    out = Value(std::move(members));
+    return true;
+  }
+
+  static void Insert(Object& members, std::unordered_map<std::string, size_t>& index,
+                     std::string key, Value item) {
+    constexpr size_t kIndexFrom = 16;
+    if (members.size() < kIndexFrom) {
+      for (auto& [k, v] : members) {
+        if (k == key) {
+          v = std::move(item);
+          return;
+        }
+      }
+      members.emplace_back(std::move(key), std::move(item));
+      if (members.size() == kIndexFrom) {
+        for (size_t i = 0; i < members.size(); ++i) index.emplace(members[i].first, i);
+      }
+      return;
+    }
+    auto [it, inserted] = index.emplace(key, members.size());
+    if (!inserted) {
+      members[it->second].second = std::move(item);
+      return;
+    }
+    members.emplace_back(std::move(key), std::move(item));
+  }
+
+  std::string_view text_;
+  const ParseOptions& options_;
+  ParseNotes* notes_;
+  size_t pos_ = 0;
+  std::string error_;
+};
+
+}  // namespace
+
+absl::StatusOr<Value> Parse(std::string_view text, const ParseOptions& options,
+                            ParseNotes* notes) {
+  return Parser(text, options, notes).ParseDocument();
+}
+
+}  // namespace mlperf::json

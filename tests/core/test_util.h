@@ -1,0 +1,70 @@
+// Helpers shared by the core tests: host buffers that hand out Tensors,
+// seeded random fills, and the central-difference gradient check.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "reference/core/philox.h"
+#include "reference/core/tensor.h"
+
+namespace mlperf::testing {
+
+// Owns fp32 (or int32) host memory for tests; tests may allocate freely.
+struct Buffer {
+  std::vector<float> data;
+  core::Shape shape;
+  explicit Buffer(core::Shape s, float fill = 0.0f) : data(s.numel(), fill), shape(s) {}
+  core::Tensor t() { return core::Tensor(data.data(), shape, core::DType::kF32); }
+  float& operator[](int64_t i) { return data[i]; }
+  int64_t size() const { return static_cast<int64_t>(data.size()); }
+};
+
+struct IntBuffer {
+  std::vector<int32_t> data;
+  core::Shape shape;
+  explicit IntBuffer(core::Shape s) : data(s.numel(), 0), shape(s) {}
+  core::Tensor t() { return core::Tensor(data.data(), shape, core::DType::kI32); }
+};
+
+// Uniform in [lo, hi) from Philox stream (seed, 0).
+inline void FillRandom(Buffer& b, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
+  for (int64_t i = 0; i < b.size(); ++i)
+    b[i] = lo + (hi - lo) * core::PhiloxUniform(seed, 0, static_cast<uint64_t>(i));
+}
+
+inline double Dot(const Buffer& a, const Buffer& b) {
+  double s = 0.0;
+  for (size_t i = 0; i < a.data.size(); ++i) s += static_cast<double>(a.data[i]) * b.data[i];
+  return s;
+}
+
+// Compares `analytic` with central differences (L(x+h) - L(x-h)) / 2h of the
+// scalar `loss` with respect to every element of `x`, which loss() reads.
+inline void ExpectGradientMatches(Buffer& x, const std::vector<float>& analytic,
+                                  const std::function<double()>& loss, double h = 1e-2,
+                                  double tol = 2e-3, const char* what = "") {
+  ASSERT_EQ(static_cast<size_t>(x.size()), analytic.size()) << what;
+  int failures = 0;
+  for (int64_t i = 0; i < x.size(); ++i) {
+    const float saved = x[i];
+    x[i] = saved + static_cast<float>(h);
+    const double up = loss();
+    x[i] = saved - static_cast<float>(h);
+    const double down = loss();
+    x[i] = saved;
+    const double numeric = (up - down) / (2.0 * h);
+    const double err = std::fabs(numeric - analytic[i]);
+    if (err > tol * (1.0 + std::fabs(numeric)) && ++failures <= 5) {
+      ADD_FAILURE() << what << " element " << i << ": analytic " << analytic[i] << " numeric "
+                    << numeric;
+    }
+  }
+  EXPECT_EQ(failures, 0) << what;
+}
+
+}  // namespace mlperf::testing

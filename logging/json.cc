@@ -122,53 +122,65 @@ bool PythonEquals(const Value& a, const Value& b) {
 // ---------------------------------------------------------------------------
 // Writing
 
-std::string PythonFloatRepr(double d) {
-  if (std::isnan(d)) return "nan";
-  if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
-  // Shortest round-trip digits in scientific form, e.g. "1.2345e+02".
+namespace {
+
+void AppendPythonFloatRepr(double d, std::string& out) {
+  if (std::isnan(d)) {
+    out += "nan";
+    return;
+  }
+  if (std::isinf(d)) {
+    out += d > 0 ? "inf" : "-inf";
+    return;
+  }
+  // Shortest round-trip digits in scientific form, e.g. "-1.2345e+02".
   char buf[64];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), d, std::chars_format::scientific);
-  std::string_view sci(buf, end - buf);
-  const size_t e_pos = sci.find('e');
-  std::string_view mantissa = sci.substr(0, e_pos);
-  const int exponent = std::atoi(std::string(sci.substr(e_pos + 1)).c_str());
-  bool negative = false;
-  if (!mantissa.empty() && mantissa[0] == '-') {
-    negative = true;
-    mantissa.remove_prefix(1);
+  const char* end = std::to_chars(buf, buf + sizeof(buf), d, std::chars_format::scientific).ptr;
+  const char* p = buf;
+  if (*p == '-') out += *p++;
+  char digits[32];
+  size_t n_digits = 0;
+  for (; *p != 'e'; ++p) {
+    if (*p != '.') digits[n_digits++] = *p;
   }
-  std::string digits;
-  for (char c : mantissa) {
-    if (c != '.') digits += c;
-  }
-  std::string out = negative ? "-" : "";
+  ++p;  // 'e'
+  if (*p == '+') ++p;
+  int exponent = 0;
+  std::from_chars(p, end, exponent);
   // Python's repr switches to exponent notation below 1e-4 and from 1e16 on.
   if (exponent < -4 || exponent >= 16) {
     out += digits[0];
-    if (digits.size() > 1) {
+    if (n_digits > 1) {
       out += '.';
-      out.append(digits, 1);
+      out.append(digits + 1, n_digits - 1);
     }
     out += exponent < 0 ? "e-" : "e+";
     const int mag = std::abs(exponent);
     if (mag < 10) out += '0';
-    out += std::to_string(mag);
+    fmt::format_to(std::back_inserter(out), "{}", mag);
   } else if (exponent < 0) {
     out += "0.";
     out.append(static_cast<size_t>(-exponent - 1), '0');
-    out += digits;
+    out.append(digits, n_digits);
   } else {
     const size_t int_len = static_cast<size_t>(exponent) + 1;
-    if (digits.size() <= int_len) {
-      out += digits;
-      out.append(int_len - digits.size(), '0');
+    if (n_digits <= int_len) {
+      out.append(digits, n_digits);
+      out.append(int_len - n_digits, '0');
       out += ".0";
     } else {
-      out.append(digits, 0, int_len);
-      out += '.';
       out.append(digits, int_len);
+      out += '.';
+      out.append(digits + int_len, n_digits - int_len);
     }
   }
+}
+
+}  // namespace
+
+std::string PythonFloatRepr(double d) {
+  std::string out;
+  AppendPythonFloatRepr(d, out);
   return out;
 }
 
@@ -216,17 +228,19 @@ void AppendHex4(uint32_t u, std::string& out) {
   for (int shift = 12; shift >= 0; shift -= 4) out += kHex[(u >> shift) & 0xF];
 }
 
-void DumpString(std::string_view s, std::string& out) {
+bool IsPlainAscii(unsigned char c) { return c >= 0x20 && c < 0x7F && c != '"' && c != '\\'; }
+
+void DumpStringImpl(std::string_view s, std::string& out) {
   out += '"';
   for (size_t i = 0; i < s.size();) {
+    // Printable ASCII goes through as is, a run at a time; everything else is
+    // escaped, as json.dumps does with ensure_ascii.
+    size_t run = i;
+    while (run < s.size() && IsPlainAscii(static_cast<unsigned char>(s[run]))) ++run;
+    out.append(s.data() + i, run - i);
+    i = run;
+    if (i == s.size()) break;
     const auto c = static_cast<unsigned char>(s[i]);
-    // Printable ASCII goes through as is; everything else is escaped, as
-    // json.dumps does with ensure_ascii.
-    if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\') {
-      out += static_cast<char>(c);
-      ++i;
-      continue;
-    }
     switch (c) {
       case '"':
         out += "\\\"";
@@ -277,7 +291,7 @@ void DumpFloat(double d, std::string& out) {
   } else if (std::isinf(d)) {
     out += d > 0 ? "Infinity" : "-Infinity";
   } else {
-    out += PythonFloatRepr(d);
+    AppendPythonFloatRepr(d, out);
   }
 }
 
@@ -302,7 +316,7 @@ void DumpTo(const Value& v, std::string& out) {
       DumpFloat(v.as_float(), out);
       return;
     case Type::kString:
-      DumpString(v.as_string(), out);
+      DumpStringImpl(v.as_string(), out);
       return;
     case Type::kArray: {
       out += '[';
@@ -321,7 +335,7 @@ void DumpTo(const Value& v, std::string& out) {
       for (const auto& [key, item] : v.as_object()) {
         if (!first) out += ", ";
         first = false;
-        DumpString(key, out);
+        DumpStringImpl(key, out);
         out += ": ";
         DumpTo(item, out);
       }
@@ -330,6 +344,8 @@ void DumpTo(const Value& v, std::string& out) {
     }
   }
 }
+
+void DumpStringTo(std::string_view s, std::string& out) { DumpStringImpl(s, out); }
 
 std::string Dump(const Value& v) {
   std::string out;

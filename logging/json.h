@@ -98,6 +98,7 @@ std::string PythonFloatRepr(double d);
 // escaped as \uXXXX, floats as repr, NaN/Infinity/-Infinity literals.
 std::string Dump(const Value& v);
 void DumpTo(const Value& v, std::string& out);
+void DumpStringTo(std::string_view s, std::string& out);  // a string, quoted and escaped
 
 enum class Encoding {
   kLatin1,  // each byte is one code point, as the official log parser reads files

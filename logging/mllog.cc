@@ -4,6 +4,9 @@
 #include <chrono>
 #include <cstring>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "fmt/format.h"
 
 namespace mlperf::mllog {
@@ -28,6 +31,16 @@ std::string_view StripRoot(std::string_view file, const std::string& root) {
   return file;
 }
 
+bool WriteAll(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
 }  // namespace
 
 int64_t NowMs() {
@@ -37,46 +50,66 @@ int64_t NowMs() {
 
 absl::StatusOr<std::unique_ptr<Logger>> Logger::Create(LoggerOptions options) {
   if (!options.root_dir) options.root_dir = MLPERF_SOURCE_ROOT;
-  std::FILE* file = nullptr;
+  int fd = -1;
   if (options.enabled && !options.path.empty()) {
     // Append, never truncate: an earlier run's lines are never lost.
-    file = std::fopen(options.path.c_str(), "a");
-    if (file == nullptr) {
+    fd = ::open(options.path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) {
       return absl::UnavailableError(
           fmt::format("{}: cannot open log file: {}", options.path, std::strerror(errno)));
     }
   }
-  return std::unique_ptr<Logger>(new Logger(std::move(options), file));
+  return std::unique_ptr<Logger>(new Logger(std::move(options), fd));
 }
 
-Logger::Logger(LoggerOptions options, std::FILE* file) : options_(std::move(options)), file_(file) {}
+Logger::Logger(LoggerOptions options, int fd) : options_(std::move(options)), fd_(fd) {}
 
 Logger::~Logger() {
-  if (file_ != nullptr) std::fclose(file_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 std::string Logger::FormatLine(const Record& record) const {
-  json::Value metadata(
-      record.caller
-          ? json::Object{{"file", record.caller->first}, {"lineno", record.caller->second}}
-          : json::Object{
-                {"file", std::string(StripRoot(record.where.file_name(), *options_.root_dir))},
-                {"lineno", static_cast<int64_t>(record.where.line())},
-            });
-  for (const auto& [k, v] : record.metadata) metadata.Set(k, v);
+  // Python builds {"file", "lineno"} and then update()s it with the caller's
+  // metadata, so caller keys replace those two in place and the rest follow.
+  const json::Value* file = nullptr;
+  const json::Value* lineno = nullptr;
+  for (const auto& [k, v] : record.metadata) {
+    if (k == meta::kFile) file = &v;
+    if (k == meta::kLineno) lineno = &v;
+  }
 
   std::string line;
-  line.reserve(160);
+  line.reserve(192);
   line += ":::MLLOG {\"namespace\": ";
-  json::DumpTo(json::Value(record.name_space.value_or(options_.default_namespace)), line);
+  json::DumpStringTo(record.name_space ? *record.name_space : options_.default_namespace, line);
   fmt::format_to(std::back_inserter(line), ", \"time_ms\": {}, \"event_type\": \"{}\", \"key\": ",
                  record.time_ms.value_or(NowMs()), EventTypeName(record.type));
-  json::DumpTo(json::Value(record.key), line);
+  json::DumpStringTo(record.key, line);
   line += ", \"value\": ";
   json::DumpTo(record.value, line);
-  line += ", \"metadata\": ";
-  json::DumpTo(metadata, line);
-  line += '}';
+  line += ", \"metadata\": {\"file\": ";
+  if (file != nullptr) {
+    json::DumpTo(*file, line);
+  } else if (record.caller) {
+    json::DumpStringTo(record.caller->first, line);
+  } else {
+    json::DumpStringTo(StripRoot(record.where.file_name(), *options_.root_dir), line);
+  }
+  line += ", \"lineno\": ";
+  if (lineno != nullptr) {
+    json::DumpTo(*lineno, line);
+  } else {
+    fmt::format_to(std::back_inserter(line), "{}",
+                   record.caller ? record.caller->second : record.where.line());
+  }
+  for (const auto& [k, v] : record.metadata) {
+    if (k == meta::kFile || k == meta::kLineno) continue;
+    line += ", ";
+    json::DumpStringTo(k, line);
+    line += ": ";
+    json::DumpTo(v, line);
+  }
+  line += "}}";
   return line;
 }
 
@@ -86,9 +119,10 @@ void Logger::Log(const Record& record) {
   if (record.clear_line) line.insert(0, "\n");
   line += '\n';
   std::lock_guard<std::mutex> lock(mutex_);
-  if (file_ != nullptr) {
-    const bool written = std::fwrite(line.data(), 1, line.size(), file_) == line.size() &&
-                         std::fflush(file_) == 0;
+  // One write(2) per line, no user-space buffer: the line is in the kernel's
+  // hands before Log returns, so a crash of this process cannot lose it.
+  if (fd_ >= 0) {
+    const bool written = WriteAll(fd_, line);
     if (!written && status_.ok()) {
       status_ = absl::DataLossError(
           fmt::format("{}: cannot write log line: {}", options_.path, std::strerror(errno)));

@@ -7,7 +7,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -87,10 +86,10 @@ class Logger {
     r.where = where;
     return r;
   }
-  explicit Logger(LoggerOptions options, std::FILE* file);
+  Logger(LoggerOptions options, int fd);
 
   LoggerOptions options_;
-  std::FILE* file_;
+  int fd_;  // -1 when not writing to a file
   mutable std::mutex mutex_;
   absl::Status status_;
 };

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 
 #include <fcntl.h>
@@ -42,6 +43,16 @@ bool WriteAll(int fd, std::string_view data) {
 }
 
 }  // namespace
+
+int RankFromEnvironment() {
+  for (const char* name :
+       {"RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    if (const char* value = std::getenv(name); value != nullptr && *value != '\0') {
+      return std::atoi(value);
+    }
+  }
+  return 0;
+}
 
 int64_t NowMs() {
   using namespace std::chrono;

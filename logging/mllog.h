@@ -22,6 +22,10 @@
 
 namespace mlperf::mllog {
 
+// This process's rank as the usual launchers export it (torchrun's RANK,
+// OpenMPI, PMI/PMIx, Slurm), or 0 when none is set.
+int RankFromEnvironment();
+
 struct LoggerOptions {
   std::string path;                // append to this file ("" = no file)
   std::ostream* stream = nullptr;  // and/or write to this stream
@@ -29,7 +33,8 @@ struct LoggerOptions {
   // Stripped (with the following '/') from source file names in metadata.
   // Defaults to the project's source directory.
   std::optional<std::string> root_dir;
-  bool enabled = true;  // in a distributed run, false on every rank but 0
+  // In a distributed run only rank 0 writes.
+  bool enabled = RankFromEnvironment() == 0;
 };
 
 // One event, with everything the line depends on made explicit.

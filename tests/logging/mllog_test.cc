@@ -72,6 +72,16 @@ TEST(Logger, DisabledRankWritesNothing) {
   EXPECT_EQ(out.str(), "");
 }
 
+TEST(Logger, OnlyRankZeroWritesByDefault) {
+  if (std::getenv("RANK") != nullptr) GTEST_SKIP() << "RANK is set by the launcher";
+  ::setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+  EXPECT_EQ(RankFromEnvironment(), 1);
+  EXPECT_FALSE(LoggerOptions{}.enabled);
+  ::setenv("OMPI_COMM_WORLD_RANK", "0", 1);
+  EXPECT_TRUE(LoggerOptions{}.enabled);
+  ::unsetenv("OMPI_COMM_WORLD_RANK");
+}
+
 TEST(Logger, AppendsToFileAndEveryLineIsOnDiskAtOnce) {
   const auto path = std::filesystem::temp_directory_path() / "mllog_test_append.txt";
   std::filesystem::remove(path);

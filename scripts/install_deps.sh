@@ -16,6 +16,7 @@ debs=(
   libopenmpi-dev openmpi-bin         # multi-process CPU runs and NCCL bootstrap
   libjpeg62-turbo-dev # ImageNet JPEG decoding
   python3-pip
+  python3-torch       # the PyTorch parity oracle (CPU, runs under /usr/bin/python3)
 )
 
 missing=()

@@ -1,9 +1,10 @@
 // Convolution forward against a direct loop, backward against central
 // differences, and transposed convolution as the adjoint of convolution.
+#include "reference/kernels/cpu/conv.h"
+
 #include <gtest/gtest.h>
 
 #include "reference/kernels/conv_geometry.h"
-#include "reference/kernels/cpu/conv.h"
 #include "tests/core/test_util.h"
 
 namespace mlperf {

@@ -1,0 +1,39 @@
+#include "reference/dist/communicator.h"
+
+#include <algorithm>
+
+#include "reference/core/check.h"
+
+namespace mlperf::dist {
+namespace {
+
+class SingleProcess final : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int world_size() const override { return 1; }
+  void AllReduceSum(float*, int64_t) override {}
+  void AllReduceAverage(float*, int64_t) override {}
+  void Broadcast(float*, int64_t, int root) override { MLPERF_CHECK(root == 0); }
+  void Barrier() override {}
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> MakeSingleProcessCommunicator() {
+  return std::make_unique<SingleProcess>();
+}
+
+std::vector<Bucket> PlanBuckets(int64_t count, int64_t bucket_elements) {
+  MLPERF_CHECK(bucket_elements > 0);
+  std::vector<Bucket> buckets;
+  for (int64_t end = count; end > 0; end -= bucket_elements)
+    buckets.push_back({std::max<int64_t>(0, end - bucket_elements), end});
+  return buckets;
+}
+
+void AllReduceGradients(Communicator& comm, float* grads, const std::vector<Bucket>& buckets) {
+  if (comm.world_size() == 1) return;
+  for (const Bucket& b : buckets) comm.AllReduceAverage(grads + b.begin, b.end - b.begin);
+}
+
+}  // namespace mlperf::dist

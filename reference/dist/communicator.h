@@ -1,0 +1,40 @@
+// Data-parallel communication behind one interface: a single process, MPI
+// on the CPU (OpenMPI), or NCCL on GPUs. Buffers live where the backend
+// expects them: host memory for MPI, device memory for NCCL.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace mlperf::dist {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+  // In place, over all ranks.
+  virtual void AllReduceSum(float* data, int64_t count) = 0;
+  virtual void AllReduceAverage(float* data, int64_t count) = 0;
+  virtual void Broadcast(float* data, int64_t count, int root) = 0;
+  virtual void Barrier() = 0;
+};
+
+// World of one: every collective is the identity.
+std::unique_ptr<Communicator> MakeSingleProcessCommunicator();
+
+// Contiguous ranges of the flat gradient arena, each at least
+// `bucket_elements` long (except the last), ordered from the end of the arena
+// to its start: parameters are laid out in forward order, so their gradients
+// are complete in reverse and a bucket can be reduced as soon as it is ready.
+struct Bucket {
+  int64_t begin = 0;
+  int64_t end = 0;
+};
+std::vector<Bucket> PlanBuckets(int64_t count, int64_t bucket_elements);
+
+// Averages the gradients over ranks, one collective per bucket.
+void AllReduceGradients(Communicator& comm, float* grads, const std::vector<Bucket>& buckets);
+
+}  // namespace mlperf::dist

@@ -1,0 +1,67 @@
+#include "reference/dist/mpi_communicator.h"
+
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "reference/core/check.h"
+
+#define MPI_CHECK(call)                                                                       \
+  do {                                                                                        \
+    const int mpi_status = (call);                                                            \
+    if (mpi_status != MPI_SUCCESS) {                                                          \
+      std::fprintf(stderr, "%s:%d: %s failed with MPI error %d\n", __FILE__, __LINE__, #call, \
+                   mpi_status);                                                               \
+      std::abort();                                                                           \
+    }                                                                                         \
+  } while (0)
+
+namespace mlperf::dist {
+namespace {
+
+class Mpi final : public Communicator {
+ public:
+  Mpi() {
+    int initialized = 0;
+    MPI_CHECK(MPI_Initialized(&initialized));
+    if (!initialized) {
+      int provided = 0;
+      MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided));
+      owns_mpi_ = true;
+    }
+    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
+    MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size_));
+  }
+  ~Mpi() override {
+    if (owns_mpi_) MPI_Finalize();
+  }
+  int rank() const override { return rank_; }
+  int world_size() const override { return size_; }
+  void AllReduceSum(float* data, int64_t count) override {
+    MLPERF_CHECK(count <= INT32_MAX);
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_FLOAT, MPI_SUM,
+                            MPI_COMM_WORLD));
+  }
+  void AllReduceAverage(float* data, int64_t count) override {
+    AllReduceSum(data, count);
+    const float inv = 1.0f / static_cast<float>(size_);
+    for (int64_t i = 0; i < count; ++i) data[i] *= inv;
+  }
+  void Broadcast(float* data, int64_t count, int root) override {
+    MLPERF_CHECK(count <= INT32_MAX);
+    MPI_CHECK(MPI_Bcast(data, static_cast<int>(count), MPI_FLOAT, root, MPI_COMM_WORLD));
+  }
+  void Barrier() override { MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
+
+ private:
+  int rank_ = 0;
+  int size_ = 1;
+  bool owns_mpi_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> MakeMpiCommunicator() { return std::make_unique<Mpi>(); }
+
+}  // namespace mlperf::dist

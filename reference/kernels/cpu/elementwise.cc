@@ -1,0 +1,162 @@
+#include "reference/kernels/cpu/elementwise.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "reference/core/philox.h"
+#include "reference/kernels/cpu/parallel.h"
+
+namespace mlperf::cpu {
+namespace {
+
+using core::DType;
+using core::Tensor;
+
+constexpr float kSqrt2OverPi = 0.7978845608028654f;
+constexpr float kGeluCoeff = 0.044715f;
+
+float LoadAsFloat(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DType::kF32:
+      return t.as<float>()[i];
+    case DType::kBF16:
+      return core::Bf16ToFloat(t.as<uint16_t>()[i]);
+    case DType::kF16:
+      return core::HalfToFloat(t.as<uint16_t>()[i]);
+    default:
+      MLPERF_CHECK_MSG(false, "Cast supports floating types only");
+  }
+}
+
+void StoreFromFloat(const Tensor& t, int64_t i, float v) {
+  switch (t.dtype()) {
+    case DType::kF32:
+      t.as<float>()[i] = v;
+      return;
+    case DType::kBF16:
+      t.as<uint16_t>()[i] = core::FloatToBf16(v);
+      return;
+    case DType::kF16:
+      t.as<uint16_t>()[i] = core::FloatToHalf(v);
+      return;
+    default:
+      MLPERF_CHECK_MSG(false, "Cast supports floating types only");
+  }
+}
+
+// Copies `width`-channel blocks between [N, C_src, S] and [N, C_dst, S].
+void CopyChannels(const float* src, int64_t src_c, int64_t src_begin, float* dst, int64_t dst_c,
+                  int64_t dst_begin, int64_t n, int64_t width, int64_t inner) {
+  for (int64_t i = 0; i < n; ++i)
+    std::memcpy(dst + (i * dst_c + dst_begin) * inner, src + (i * src_c + src_begin) * inner,
+                sizeof(float) * width * inner);
+}
+
+}  // namespace
+
+void ReluForward(const Tensor& x, const Tensor& y) {
+  MLPERF_CHECK(x.numel() == y.numel());
+  const float* in = x.f32();
+  float* out = y.f32();
+#pragma omp parallel for if (WorthParallel(x.numel()))
+  for (int64_t i = 0; i < x.numel(); ++i) out[i] = in[i] > 0.0f ? in[i] : 0.0f;
+}
+
+void ReluBackward(const Tensor& y, const Tensor& dy, const Tensor& dx) {
+  MLPERF_CHECK(y.numel() == dy.numel() && dy.numel() == dx.numel());
+#pragma omp parallel for if (WorthParallel(y.numel()))
+  for (int64_t i = 0; i < y.numel(); ++i) dx.f32()[i] = y.f32()[i] > 0.0f ? dy.f32()[i] : 0.0f;
+}
+
+void GeluForward(const Tensor& x, const Tensor& y) {
+  MLPERF_CHECK(x.numel() == y.numel());
+#pragma omp parallel for if (WorthParallel(x.numel()))
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const float v = x.f32()[i];
+    y.f32()[i] = 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + kGeluCoeff * v * v * v)));
+  }
+}
+
+void GeluBackward(const Tensor& x, const Tensor& dy, const Tensor& dx) {
+  MLPERF_CHECK(x.numel() == dy.numel() && dy.numel() == dx.numel());
+#pragma omp parallel for if (WorthParallel(x.numel()))
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const float v = x.f32()[i];
+    const float t = std::tanh(kSqrt2OverPi * (v + kGeluCoeff * v * v * v));
+    const float dinner = kSqrt2OverPi * (1.0f + 3.0f * kGeluCoeff * v * v);
+    dx.f32()[i] = dy.f32()[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * dinner);
+  }
+}
+
+void Add(const Tensor& a, const Tensor& b, const Tensor& y) {
+  MLPERF_CHECK(a.numel() == b.numel() && b.numel() == y.numel());
+#pragma omp parallel for if (WorthParallel(a.numel()))
+  for (int64_t i = 0; i < a.numel(); ++i) y.f32()[i] = a.f32()[i] + b.f32()[i];
+}
+
+void Accumulate(const Tensor& x, const Tensor& y) {
+  MLPERF_CHECK(x.numel() == y.numel());
+#pragma omp parallel for if (WorthParallel(x.numel()))
+  for (int64_t i = 0; i < x.numel(); ++i) y.f32()[i] += x.f32()[i];
+}
+
+void Scale(const Tensor& x, float alpha) {
+#pragma omp parallel for if (WorthParallel(x.numel()))
+  for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] *= alpha;
+}
+
+void Fill(const Tensor& x, float value) {
+#pragma omp parallel for if (WorthParallel(x.numel()))
+  for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = value;
+}
+
+void DropoutForward(float p, uint64_t seed, uint64_t offset, const Tensor& x, const Tensor& y) {
+  MLPERF_CHECK(x.numel() == y.numel() && p >= 0.0f && p < 1.0f);
+  const float scale = 1.0f / (1.0f - p);
+#pragma omp parallel for if (WorthParallel(x.numel()))
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const bool keep = core::PhiloxUniform(seed, offset, static_cast<uint64_t>(i)) >= p;
+    y.f32()[i] = keep ? x.f32()[i] * scale : 0.0f;
+  }
+}
+
+void DropoutBackward(float p, uint64_t seed, uint64_t offset, const Tensor& dy, const Tensor& dx) {
+  DropoutForward(p, seed, offset, dy, dx);
+}
+
+void Cast(const Tensor& src, const Tensor& dst) {
+  MLPERF_CHECK(src.numel() == dst.numel());
+#pragma omp parallel for if (WorthParallel(src.numel()))
+  for (int64_t i = 0; i < src.numel(); ++i) StoreFromFloat(dst, i, LoadAsFloat(src, i));
+}
+
+void ConcatChannels(const Tensor& a, const Tensor& b, const Tensor& y) {
+  const int64_t n = y.dim(0), ca = a.dim(1), cb = b.dim(1), cy = y.dim(1);
+  const int64_t inner = y.numel() / (n * cy);
+  MLPERF_CHECK(ca + cb == cy && a.numel() == n * ca * inner && b.numel() == n * cb * inner);
+  CopyChannels(a.f32(), ca, 0, y.f32(), cy, 0, n, ca, inner);
+  CopyChannels(b.f32(), cb, 0, y.f32(), cy, ca, n, cb, inner);
+}
+
+void SplitChannels(const Tensor& y, const Tensor& a, const Tensor& b) {
+  const int64_t n = y.dim(0), ca = a.dim(1), cb = b.dim(1), cy = y.dim(1);
+  const int64_t inner = y.numel() / (n * cy);
+  MLPERF_CHECK(ca + cb == cy && a.numel() == n * ca * inner && b.numel() == n * cb * inner);
+  CopyChannels(y.f32(), cy, 0, a.f32(), ca, 0, n, ca, inner);
+  CopyChannels(y.f32(), cy, ca, b.f32(), cb, 0, n, cb, inner);
+}
+
+void SliceChannels(const Tensor& x, int64_t begin, const Tensor& out) {
+  const int64_t n = x.dim(0), cx = x.dim(1), co = out.dim(1), inner = x.numel() / (n * cx);
+  MLPERF_CHECK(begin >= 0 && begin + co <= cx && out.numel() == n * co * inner);
+  CopyChannels(x.f32(), cx, begin, out.f32(), co, 0, n, co, inner);
+}
+
+void SliceChannelsBackward(const Tensor& dout, int64_t begin, const Tensor& dx) {
+  const int64_t n = dx.dim(0), cx = dx.dim(1), co = dout.dim(1), inner = dx.numel() / (n * cx);
+  MLPERF_CHECK(begin >= 0 && begin + co <= cx && dout.numel() == n * co * inner);
+  std::memset(dx.data(), 0, dx.bytes());
+  CopyChannels(dout.f32(), co, 0, dx.f32(), cx, begin, n, co, inner);
+}
+
+}  // namespace mlperf::cpu

@@ -1,0 +1,37 @@
+// Losses with their gradients. Each writes the scalar loss into a 1-element
+// tensor on the op's device (no host round-trip on the GPU) and the gradient
+// of that loss with respect to the logits.
+#pragma once
+
+#include "reference/core/tensor.h"
+
+namespace mlperf::cpu {
+
+// Softmax cross-entropy on logits [rows, classes], labels int32 [rows]. The
+// target is (1 - smoothing) * onehot + smoothing / classes (tf.keras label
+// smoothing, ResNet reference 0.1); loss = sum over rows / normalizer (the
+// reference divides by the global batch size).
+void SoftmaxCrossEntropy(float label_smoothing, float normalizer, const core::Tensor& logits,
+                         const core::Tensor& labels, const core::Tensor& loss,
+                         const core::Tensor& dlogits);
+
+// 3D U-Net DiceCELoss: (dice_loss + ce) / 2 on logits [N, C, spatial...] and
+// labels int32 [N, spatial...]. ce is the mean over voxels; dice per sample and
+// class on softmax probabilities, (2 sum(p t) + 1e-6) / (sum t + sum p + 1e-6),
+// background excluded, dice_loss = mean over N x (C - 1) of (1 - dice).
+// workspace: DiceCrossEntropyWorkspaceElements floats (probabilities, sums).
+inline int64_t DiceCrossEntropyWorkspaceElements(int64_t n, int64_t c, int64_t spatial) {
+  return n * c * spatial + 2 * n * c;
+}
+void DiceCrossEntropy(const core::Tensor& logits, const core::Tensor& labels,
+                      const core::Tensor& loss, const core::Tensor& dlogits,
+                      const core::Tensor& workspace);
+
+// BERT masked-LM loss on logits [predictions, vocab], labels int32, weights
+// fp32 (1 real, 0 padding): sum(w * nll) / (sum(w) + 1e-5), as the reference's
+// get_masked_lm_output.
+void MaskedLmLoss(const core::Tensor& logits, const core::Tensor& labels,
+                  const core::Tensor& weights, const core::Tensor& loss,
+                  const core::Tensor& dlogits);
+
+}  // namespace mlperf::cpu

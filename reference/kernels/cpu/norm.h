@@ -1,0 +1,53 @@
+// Batch, instance and layer normalisation. Statistics are accumulated in at
+// least fp32; the saved mean and inverse standard deviation feed the backward.
+#pragma once
+
+#include "reference/core/tensor.h"
+
+namespace mlperf::cpu {
+
+// Batch norm over x = [N, C, spatial...] (NCHW / NCDHW). `momentum` is the
+// weight of the new batch statistic, PyTorch's convention:
+//   running = (1 - momentum) * running + momentum * batch.
+// Keras' momentum=0.9 (ResNet reference) is momentum=0.1 here. The running
+// variance takes the unbiased batch variance (n / (n - 1)), as both do.
+struct BatchNormParams {
+  float epsilon = 1e-5f;
+  float momentum = 0.1f;
+};
+
+void BatchNormForwardTraining(const BatchNormParams& p, const core::Tensor& x,
+                              const core::Tensor& gamma, const core::Tensor& beta,
+                              const core::Tensor& y, const core::Tensor& save_mean,
+                              const core::Tensor& save_inv_std, const core::Tensor& running_mean,
+                              const core::Tensor& running_var);
+void BatchNormForwardInference(const BatchNormParams& p, const core::Tensor& x,
+                               const core::Tensor& gamma, const core::Tensor& beta,
+                               const core::Tensor& running_mean, const core::Tensor& running_var,
+                               const core::Tensor& y);
+void BatchNormBackward(const core::Tensor& x, const core::Tensor& dy, const core::Tensor& gamma,
+                       const core::Tensor& save_mean, const core::Tensor& save_inv_std,
+                       const core::Tensor& dx, const core::Tensor& dgamma,
+                       const core::Tensor& dbeta);
+
+// Instance norm (InstanceNorm3d(affine=True), no running statistics, as the
+// 3D U-Net reference): statistics per (n, c); save_* hold N*C values.
+void InstanceNormForward(float epsilon, const core::Tensor& x, const core::Tensor& gamma,
+                         const core::Tensor& beta, const core::Tensor& y,
+                         const core::Tensor& save_mean, const core::Tensor& save_inv_std);
+void InstanceNormBackward(const core::Tensor& x, const core::Tensor& dy, const core::Tensor& gamma,
+                          const core::Tensor& save_mean, const core::Tensor& save_inv_std,
+                          const core::Tensor& dx, const core::Tensor& dgamma,
+                          const core::Tensor& dbeta);
+
+// Layer norm over the last dimension of x = [rows, features]; BERT uses
+// epsilon 1e-12 (reference modeling.py).
+void LayerNormForward(float epsilon, const core::Tensor& x, const core::Tensor& gamma,
+                      const core::Tensor& beta, const core::Tensor& y,
+                      const core::Tensor& save_mean, const core::Tensor& save_inv_std);
+void LayerNormBackward(const core::Tensor& x, const core::Tensor& dy, const core::Tensor& gamma,
+                       const core::Tensor& save_mean, const core::Tensor& save_inv_std,
+                       const core::Tensor& dx, const core::Tensor& dgamma,
+                       const core::Tensor& dbeta);
+
+}  // namespace mlperf::cpu

@@ -1,0 +1,120 @@
+#include "reference/kernels/cpu/optimizer.h"
+
+#include <cmath>
+
+#include "reference/kernels/cpu/parallel.h"
+
+namespace mlperf::cpu {
+namespace {
+
+bool Skipped(const float* found_inf) { return found_inf != nullptr && *found_inf != 0.0f; }
+
+double SquaredNorm(const float* x, int64_t n) {
+  double s = 0.0;
+#pragma omp parallel for reduction(+ : s) if (WorthParallel(n))
+  for (int64_t i = 0; i < n; ++i) s += static_cast<double>(x[i]) * x[i];
+  return s;
+}
+
+}  // namespace
+
+void SgdStep(const SgdParams& p, std::span<const TensorSlice> slices, float* w, const float* g,
+             float* momentum, const float* found_inf) {
+  if (Skipped(found_inf)) return;
+  for (const TensorSlice& s : slices) {
+    const float wd = s.excluded ? 0.0f : p.weight_decay;
+#pragma omp parallel for if (WorthParallel(s.numel))
+    for (int64_t i = s.offset; i < s.offset + s.numel; ++i) {
+      const float d = g[i] + wd * w[i];
+      momentum[i] = p.momentum * momentum[i] + d;
+      w[i] -= p.lr * (p.nesterov ? d + p.momentum * momentum[i] : momentum[i]);
+    }
+  }
+}
+
+void LarsStep(const LarsParams& p, std::span<const TensorSlice> slices, float* w, const float* g,
+              float* momentum, const float* found_inf) {
+  if (Skipped(found_inf)) return;
+  for (const TensorSlice& s : slices) {
+    float scaled_lr = p.lr;
+    float wd = 0.0f;
+    if (!s.excluded) {
+      const double w_norm = std::sqrt(SquaredNorm(w + s.offset, s.numel));
+      const double g_norm = std::sqrt(SquaredNorm(g + s.offset, s.numel));
+      const double trust = (w_norm > 0.0 && g_norm > 0.0)
+                               ? p.eeta * w_norm / (g_norm + p.weight_decay * w_norm + p.epsilon)
+                               : 1.0;
+      scaled_lr = static_cast<float>(p.lr * trust);
+      wd = p.weight_decay;
+    }
+#pragma omp parallel for if (WorthParallel(s.numel))
+    for (int64_t i = s.offset; i < s.offset + s.numel; ++i) {
+      momentum[i] = p.momentum * momentum[i] - scaled_lr * (g[i] + wd * w[i]);
+      w[i] += momentum[i];
+    }
+  }
+}
+
+void LambStep(const LambParams& p, std::span<const TensorSlice> slices, float* w, const float* g,
+              float* m, float* v, int32_t* step, const float* found_inf) {
+  if (Skipped(found_inf)) return;
+  const int32_t t = ++*step;
+  double global_sq = 0.0;
+  for (const TensorSlice& s : slices) global_sq += SquaredNorm(g + s.offset, s.numel);
+  const double global_norm = std::sqrt(global_sq);
+  // tf.clip_by_global_norm: g * clip / max(norm, clip).
+  const float clip = (p.max_grad_norm > 0.0f && global_norm > p.max_grad_norm)
+                         ? static_cast<float>(p.max_grad_norm / global_norm)
+                         : 1.0f;
+  const float c1 = 1.0f - std::pow(p.beta1, static_cast<float>(t));
+  const float c2 = 1.0f - std::pow(p.beta2, static_cast<float>(t));
+  for (const TensorSlice& s : slices) {
+    const float wd = s.excluded ? 0.0f : p.weight_decay;
+    double w_sq = 0.0, u_sq = 0.0;
+    // First pass: moments and norms. The update u is recomputed in the second
+    // pass instead of being stored, so no scratch arena is needed.
+#pragma omp parallel for reduction(+ : w_sq, u_sq) if (WorthParallel(s.numel))
+    for (int64_t i = s.offset; i < s.offset + s.numel; ++i) {
+      const float gi = g[i] * clip;
+      m[i] = p.beta1 * m[i] + (1.0f - p.beta1) * gi;
+      v[i] = p.beta2 * v[i] + (1.0f - p.beta2) * gi * gi;
+      const float u = (m[i] / c1) / (std::sqrt(v[i] / c2) + p.epsilon) + wd * w[i];
+      w_sq += static_cast<double>(w[i]) * w[i];
+      u_sq += static_cast<double>(u) * u;
+    }
+    const double w_norm = std::sqrt(w_sq), u_norm = std::sqrt(u_sq);
+    const double ratio = (!s.excluded && w_norm > 0.0 && u_norm > 0.0) ? w_norm / u_norm : 1.0;
+    const float step_size = static_cast<float>(p.lr * ratio);
+#pragma omp parallel for if (WorthParallel(s.numel))
+    for (int64_t i = s.offset; i < s.offset + s.numel; ++i) {
+      const float u = (m[i] / c1) / (std::sqrt(v[i] / c2) + p.epsilon) + wd * w[i];
+      w[i] -= step_size * u;
+    }
+  }
+}
+
+void UnscaleAndCheckFinite(float* g, int64_t n, const float* loss_scale, float* found_inf) {
+  const float inv = 1.0f / *loss_scale;
+  int any = 0;
+#pragma omp parallel for reduction(| : any) if (WorthParallel(n))
+  for (int64_t i = 0; i < n; ++i) {
+    g[i] *= inv;
+    any |= std::isfinite(g[i]) ? 0 : 1;
+  }
+  *found_inf = any ? 1.0f : 0.0f;
+}
+
+void UpdateLossScale(const LossScaleParams& p, float* loss_scale, int32_t* growth_tracker,
+                     const float* found_inf) {
+  if (*found_inf != 0.0f) {
+    *loss_scale *= p.backoff_factor;
+    *growth_tracker = 0;
+    return;
+  }
+  if (++*growth_tracker == p.growth_interval) {
+    *loss_scale *= p.growth_factor;
+    *growth_tracker = 0;
+  }
+}
+
+}  // namespace mlperf::cpu

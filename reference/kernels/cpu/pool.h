@@ -1,0 +1,27 @@
+// Max and average pooling on NC[D]HW, and global average pooling.
+// Pooling geometry uses ConvGeometry with out_channels == in_channels.
+#pragma once
+
+#include "reference/core/tensor.h"
+#include "reference/kernels/conv_geometry.h"
+
+namespace mlperf::cpu {
+
+// Padded positions never win (they count as -inf), as in TF and PyTorch.
+void MaxPoolForward(const ConvGeometry& g, const core::Tensor& x, const core::Tensor& y);
+// Routes dy to the first maximum of each window, recomputed from x.
+void MaxPoolBackward(const ConvGeometry& g, const core::Tensor& x, const core::Tensor& dy,
+                     const core::Tensor& dx);
+
+// count_include_pad: PyTorch's default divides by the full window; TF "same"
+// divides by the valid positions only.
+void AvgPoolForward(const ConvGeometry& g, bool count_include_pad, const core::Tensor& x,
+                    const core::Tensor& y);
+void AvgPoolBackward(const ConvGeometry& g, bool count_include_pad, const core::Tensor& dy,
+                     const core::Tensor& dx);
+
+// [N, C, spatial...] -> [N, C], the mean over the spatial positions.
+void GlobalAvgPoolForward(const core::Tensor& x, const core::Tensor& y);
+void GlobalAvgPoolBackward(const core::Tensor& dy, const core::Tensor& dx);
+
+}  // namespace mlperf::cpu

@@ -1,0 +1,174 @@
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "reference/core/philox.h"
+#include "reference/kernels/cuda/check.h"
+#include "reference/kernels/cuda/context.h"
+#include "reference/kernels/cuda/elementwise.h"
+
+namespace mlperf::cuda {
+namespace {
+
+using core::DType;
+using core::Tensor;
+
+constexpr float kSqrt2OverPi = 0.7978845608028654f;
+constexpr float kGeluCoeff = 0.044715f;
+
+// One grid-stride loop for every pointwise op.
+template <typename Op>
+__global__ void Pointwise(long long n, Op op) {
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x)
+    op(i);
+}
+
+template <typename Op>
+void Launch(long long n, Op op) {
+  Pointwise<<<Blocks(n), 256, 0, Stream()>>>(n, op);
+  CUDA_CHECK_LAUNCH();
+}
+
+__device__ float Load(const void* p, DType t, long long i) {
+  switch (t) {
+    case DType::kBF16:
+      return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+    case DType::kF16:
+      return __half2float(static_cast<const __half*>(p)[i]);
+    default:
+      return static_cast<const float*>(p)[i];
+  }
+}
+
+__device__ void Store(void* p, DType t, long long i, float v) {
+  switch (t) {
+    case DType::kBF16:
+      static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v);
+      return;
+    case DType::kF16:
+      static_cast<__half*>(p)[i] = __float2half_rn(v);
+      return;
+    default:
+      static_cast<float*>(p)[i] = v;
+      return;
+  }
+}
+
+void CopyChannels(const float* src, int64_t src_c, int64_t src_begin, float* dst, int64_t dst_c,
+                  int64_t dst_begin, int64_t n, int64_t width, int64_t inner) {
+  CUDA_CHECK(cudaMemcpy2DAsync(dst + dst_begin * inner, sizeof(float) * dst_c * inner,
+                               src + src_begin * inner, sizeof(float) * src_c * inner,
+                               sizeof(float) * width * inner, n, cudaMemcpyDeviceToDevice,
+                               Stream()));
+}
+
+}  // namespace
+
+void ReluForward(const Tensor& x, const Tensor& y) {
+  MLPERF_CHECK(x.numel() == y.numel());
+  const float* in = x.f32();
+  float* out = y.f32();
+  Launch(x.numel(), [=] __device__(long long i) { out[i] = in[i] > 0.0f ? in[i] : 0.0f; });
+}
+
+void ReluBackward(const Tensor& y, const Tensor& dy, const Tensor& dx) {
+  const float *out = y.f32(), *g = dy.f32();
+  float* d = dx.f32();
+  Launch(y.numel(), [=] __device__(long long i) { d[i] = out[i] > 0.0f ? g[i] : 0.0f; });
+}
+
+void GeluForward(const Tensor& x, const Tensor& y) {
+  const float* in = x.f32();
+  float* out = y.f32();
+  Launch(x.numel(), [=] __device__(long long i) {
+    const float v = in[i];
+    out[i] = 0.5f * v * (1.0f + tanhf(kSqrt2OverPi * (v + kGeluCoeff * v * v * v)));
+  });
+}
+
+void GeluBackward(const Tensor& x, const Tensor& dy, const Tensor& dx) {
+  const float *in = x.f32(), *g = dy.f32();
+  float* d = dx.f32();
+  Launch(x.numel(), [=] __device__(long long i) {
+    const float v = in[i];
+    const float t = tanhf(kSqrt2OverPi * (v + kGeluCoeff * v * v * v));
+    const float dinner = kSqrt2OverPi * (1.0f + 3.0f * kGeluCoeff * v * v);
+    d[i] = g[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * dinner);
+  });
+}
+
+void Add(const Tensor& a, const Tensor& b, const Tensor& y) {
+  const float *pa = a.f32(), *pb = b.f32();
+  float* out = y.f32();
+  Launch(a.numel(), [=] __device__(long long i) { out[i] = pa[i] + pb[i]; });
+}
+
+void Accumulate(const Tensor& x, const Tensor& y) {
+  const float* in = x.f32();
+  float* out = y.f32();
+  Launch(x.numel(), [=] __device__(long long i) { out[i] += in[i]; });
+}
+
+void Scale(const Tensor& x, float alpha) {
+  float* p = x.f32();
+  Launch(x.numel(), [=] __device__(long long i) { p[i] *= alpha; });
+}
+
+void Fill(const Tensor& x, float value) {
+  float* p = x.f32();
+  Launch(x.numel(), [=] __device__(long long i) { p[i] = value; });
+}
+
+void DropoutForward(float p, uint64_t seed, uint64_t offset, const Tensor& x, const Tensor& y) {
+  MLPERF_CHECK(x.numel() == y.numel() && p >= 0.0f && p < 1.0f);
+  const float scale = 1.0f / (1.0f - p);
+  const float* in = x.f32();
+  float* out = y.f32();
+  Launch(x.numel(), [=] __device__(long long i) {
+    const bool keep = core::PhiloxUniform(seed, offset, static_cast<uint64_t>(i)) >= p;
+    out[i] = keep ? in[i] * scale : 0.0f;
+  });
+}
+
+void DropoutBackward(float p, uint64_t seed, uint64_t offset, const Tensor& dy, const Tensor& dx) {
+  DropoutForward(p, seed, offset, dy, dx);
+}
+
+void Cast(const Tensor& src, const Tensor& dst) {
+  MLPERF_CHECK(src.numel() == dst.numel());
+  const void* in = src.data();
+  void* out = dst.data();
+  const DType from = src.dtype(), to = dst.dtype();
+  Launch(src.numel(), [=] __device__(long long i) { Store(out, to, i, Load(in, from, i)); });
+}
+
+void ConcatChannels(const Tensor& a, const Tensor& b, const Tensor& y) {
+  const int64_t n = y.dim(0), ca = a.dim(1), cb = b.dim(1), cy = y.dim(1);
+  const int64_t inner = y.numel() / (n * cy);
+  MLPERF_CHECK(ca + cb == cy);
+  CopyChannels(a.f32(), ca, 0, y.f32(), cy, 0, n, ca, inner);
+  CopyChannels(b.f32(), cb, 0, y.f32(), cy, ca, n, cb, inner);
+}
+
+void SplitChannels(const Tensor& y, const Tensor& a, const Tensor& b) {
+  const int64_t n = y.dim(0), ca = a.dim(1), cb = b.dim(1), cy = y.dim(1);
+  const int64_t inner = y.numel() / (n * cy);
+  MLPERF_CHECK(ca + cb == cy);
+  CopyChannels(y.f32(), cy, 0, a.f32(), ca, 0, n, ca, inner);
+  CopyChannels(y.f32(), cy, ca, b.f32(), cb, 0, n, cb, inner);
+}
+
+void SliceChannels(const Tensor& x, int64_t begin, const Tensor& out) {
+  const int64_t n = x.dim(0), cx = x.dim(1), co = out.dim(1), inner = x.numel() / (n * cx);
+  MLPERF_CHECK(begin >= 0 && begin + co <= cx);
+  CopyChannels(x.f32(), cx, begin, out.f32(), co, 0, n, co, inner);
+}
+
+void SliceChannelsBackward(const Tensor& dout, int64_t begin, const Tensor& dx) {
+  const int64_t n = dx.dim(0), cx = dx.dim(1), co = dout.dim(1), inner = dx.numel() / (n * cx);
+  MLPERF_CHECK(begin >= 0 && begin + co <= cx);
+  CUDA_CHECK(cudaMemsetAsync(dx.data(), 0, dx.bytes(), Stream()));
+  CopyChannels(dout.f32(), co, 0, dx.f32(), cx, begin, n, co, inner);
+}
+
+}  // namespace mlperf::cuda

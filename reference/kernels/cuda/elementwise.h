@@ -1,0 +1,44 @@
+// CUDA twins of cpu/elementwise.h (same signatures, device tensors).
+#pragma once
+
+#include <cstdint>
+
+#include "reference/core/tensor.h"
+
+namespace mlperf::cuda {
+
+void ReluForward(const core::Tensor& x, const core::Tensor& y);
+// Uses the forward output: dx = dy where y > 0 (so it may run in place on y).
+void ReluBackward(const core::Tensor& y, const core::Tensor& dy, const core::Tensor& dx);
+
+// tanh approximation 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))), the BERT
+// reference's gelu (modeling.py), not the erf form.
+void GeluForward(const core::Tensor& x, const core::Tensor& y);
+void GeluBackward(const core::Tensor& x, const core::Tensor& dy, const core::Tensor& dx);
+
+// y = a + b (residual connections). Its backward hands dy to both inputs.
+void Add(const core::Tensor& a, const core::Tensor& b, const core::Tensor& y);
+// y += x (gradient accumulation where a tensor feeds two consumers).
+void Accumulate(const core::Tensor& x, const core::Tensor& y);
+void Scale(const core::Tensor& x, float alpha);
+void Fill(const core::Tensor& x, float value);
+
+// Inverted dropout: element i is kept when Philox uniform (seed, offset, i)
+// is >= p, and scaled by 1/(1-p). The backward regenerates the same mask.
+void DropoutForward(float p, uint64_t seed, uint64_t offset, const core::Tensor& x,
+                    const core::Tensor& y);
+void DropoutBackward(float p, uint64_t seed, uint64_t offset, const core::Tensor& dy,
+                     const core::Tensor& dx);
+
+// Element type conversion between fp32, bf16 and fp16 (round to nearest even).
+void Cast(const core::Tensor& src, const core::Tensor& dst);
+
+// Along dimension 1 of [N, C, ...]: y = [a, b] (3D U-Net skip connections).
+// The backward of a concat is a split.
+void ConcatChannels(const core::Tensor& a, const core::Tensor& b, const core::Tensor& y);
+void SplitChannels(const core::Tensor& y, const core::Tensor& a, const core::Tensor& b);
+// out = x[:, begin:begin+out.dim(1)] and its adjoint (writes zeros elsewhere).
+void SliceChannels(const core::Tensor& x, int64_t begin, const core::Tensor& out);
+void SliceChannelsBackward(const core::Tensor& dout, int64_t begin, const core::Tensor& dx);
+
+}  // namespace mlperf::cuda

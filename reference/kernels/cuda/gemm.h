@@ -1,0 +1,18 @@
+// CUDA twin of cpu/gemm.h through cuBLAS (row-major via the transposed problem).
+#pragma once
+
+#include <cstdint>
+
+namespace mlperf::cuda {
+
+// C[m,n] = alpha * op(A) * op(B) + beta * C; op(A) is [m,k], op(B) is [k,n],
+// all row-major and densely packed.
+void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+          const float* b, float beta, float* c);
+
+// `batch` independent GEMMs, the i-th at a + i*stride_a etc.
+void GemmStridedBatched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                        const float* a, int64_t stride_a, const float* b, int64_t stride_b,
+                        float beta, float* c, int64_t stride_c, int64_t batch);
+
+}  // namespace mlperf::cuda

@@ -1,0 +1,237 @@
+// Fused multi-tensor optimizer steps: the parameter arena is cut into chunks
+// of at most kChunk elements, each tagged with its tensor (slice), and every
+// pass over all tensors is one kernel launch with one block per chunk.
+#include <algorithm>
+#include <vector>
+
+#include "reference/kernels/cuda/check.h"
+#include "reference/kernels/cuda/context.h"
+#include "reference/kernels/cuda/optimizer.h"
+
+namespace mlperf::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int64_t kChunk = 4096;
+
+struct Chunk {
+  int slice;
+  int excluded;
+  long long begin;
+  long long end;
+};
+
+// Device copies of the chunk table plus per-slice accumulators (two floats
+// per slice) and one global accumulator, all in the context's scratch.
+struct Plan {
+  const Chunk* chunks;
+  float* slice_sums;
+  float* global_sum;
+  int num_chunks;
+};
+
+Plan MakePlan(std::span<const TensorSlice> slices) {
+  // Reused between steps, so it allocates only while it grows (warm-up).
+  thread_local std::vector<Chunk> host;
+  host.clear();
+  for (size_t s = 0; s < slices.size(); ++s)
+    for (int64_t b = slices[s].offset; b < slices[s].offset + slices[s].numel; b += kChunk)
+      host.push_back({static_cast<int>(s), slices[s].excluded ? 1 : 0, b,
+                      std::min(b + kChunk, slices[s].offset + slices[s].numel)});
+  const size_t table = (host.size() * sizeof(Chunk) + 255) / 256 * 256;
+  const size_t sums = (2 * slices.size() + 1) * sizeof(float);
+  char* scratch = static_cast<char*>(Scratch(table + sums));
+  CUDA_CHECK(cudaMemcpyAsync(scratch, host.data(), host.size() * sizeof(Chunk),
+                             cudaMemcpyHostToDevice, Stream()));
+  CUDA_CHECK(cudaMemsetAsync(scratch + table, 0, sums, Stream()));
+  float* f = reinterpret_cast<float*>(scratch + table);
+  return {reinterpret_cast<const Chunk*>(scratch), f, f + 2 * slices.size(),
+          static_cast<int>(host.size())};
+}
+
+__device__ bool Skip(const float* found_inf) { return found_inf != nullptr && *found_inf != 0.0f; }
+
+__device__ float BlockSum(float v) {
+  __shared__ float partial[kThreads / 32];
+  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = v;
+  __syncthreads();
+  float s = 0.0f;
+  for (int w = 0; w < kThreads / 32; ++w) s += partial[w];
+  __syncthreads();
+  return s;
+}
+
+__global__ void SgdKernel(SgdParams p, Plan plan, float* w, const float* g, float* buf,
+                          const float* found_inf) {
+  if (Skip(found_inf)) return;
+  const Chunk c = plan.chunks[blockIdx.x];
+  const float wd = c.excluded ? 0.0f : p.weight_decay;
+  for (long long i = c.begin + threadIdx.x; i < c.end; i += kThreads) {
+    const float d = g[i] + wd * w[i];
+    buf[i] = p.momentum * buf[i] + d;
+    w[i] -= p.lr * (p.nesterov ? d + p.momentum * buf[i] : buf[i]);
+  }
+}
+
+// Per-slice sums of a^2 and b^2 (either may be null).
+__global__ void SquaredNorms(Plan plan, const float* a, const float* b, const float* found_inf) {
+  if (Skip(found_inf)) return;
+  const Chunk c = plan.chunks[blockIdx.x];
+  float sa = 0.0f, sb = 0.0f;
+  for (long long i = c.begin + threadIdx.x; i < c.end; i += kThreads) {
+    if (a) sa += a[i] * a[i];
+    if (b) sb += b[i] * b[i];
+  }
+  sa = BlockSum(sa);
+  sb = BlockSum(sb);
+  if (threadIdx.x == 0) {
+    atomicAdd(&plan.slice_sums[2 * c.slice], sa);
+    atomicAdd(&plan.slice_sums[2 * c.slice + 1], sb);
+    atomicAdd(plan.global_sum, sb);
+  }
+}
+
+__global__ void LarsKernel(LarsParams p, Plan plan, float* w, const float* g, float* v,
+                           const float* found_inf) {
+  if (Skip(found_inf)) return;
+  const Chunk c = plan.chunks[blockIdx.x];
+  float scaled_lr = p.lr, wd = 0.0f;
+  if (!c.excluded) {
+    const float w_norm = sqrtf(plan.slice_sums[2 * c.slice]);
+    const float g_norm = sqrtf(plan.slice_sums[2 * c.slice + 1]);
+    const float trust = (w_norm > 0.0f && g_norm > 0.0f)
+                            ? p.eeta * w_norm / (g_norm + p.weight_decay * w_norm + p.epsilon)
+                            : 1.0f;
+    scaled_lr = p.lr * trust;
+    wd = p.weight_decay;
+  }
+  for (long long i = c.begin + threadIdx.x; i < c.end; i += kThreads) {
+    v[i] = p.momentum * v[i] - scaled_lr * (g[i] + wd * w[i]);
+    w[i] += v[i];
+  }
+}
+
+__global__ void BumpStep(int32_t* step, const float* found_inf) {
+  if (!Skip(found_inf)) ++*step;
+}
+
+__device__ float LambDirection(const LambParams& p, float m, float v, float w, float wd, float c1,
+                               float c2) {
+  return (m / c1) / (sqrtf(v / c2) + p.epsilon) + wd * w;
+}
+
+// Moments with the clipped gradient; per-slice sums of w^2 and u^2 go to a
+// second accumulator block (after the gradient norms).
+__global__ void LambMoments(LambParams p, Plan plan, float* sums, const float* w, const float* g,
+                            float* m, float* v, const int32_t* step, const float* found_inf) {
+  if (Skip(found_inf)) return;
+  const Chunk c = plan.chunks[blockIdx.x];
+  const float norm = sqrtf(*plan.global_sum);
+  const float clip =
+      (p.max_grad_norm > 0.0f && norm > p.max_grad_norm) ? p.max_grad_norm / norm : 1.0f;
+  const float c1 = 1.0f - powf(p.beta1, static_cast<float>(*step));
+  const float c2 = 1.0f - powf(p.beta2, static_cast<float>(*step));
+  const float wd = c.excluded ? 0.0f : p.weight_decay;
+  float sw = 0.0f, su = 0.0f;
+  for (long long i = c.begin + threadIdx.x; i < c.end; i += kThreads) {
+    const float gi = g[i] * clip;
+    m[i] = p.beta1 * m[i] + (1.0f - p.beta1) * gi;
+    v[i] = p.beta2 * v[i] + (1.0f - p.beta2) * gi * gi;
+    const float u = LambDirection(p, m[i], v[i], w[i], wd, c1, c2);
+    sw += w[i] * w[i];
+    su += u * u;
+  }
+  sw = BlockSum(sw);
+  su = BlockSum(su);
+  if (threadIdx.x == 0) {
+    atomicAdd(&sums[2 * c.slice], sw);
+    atomicAdd(&sums[2 * c.slice + 1], su);
+  }
+}
+
+__global__ void LambUpdate(LambParams p, Plan plan, const float* sums, float* w, const float* m,
+                           const float* v, const int32_t* step, const float* found_inf) {
+  if (Skip(found_inf)) return;
+  const Chunk c = plan.chunks[blockIdx.x];
+  const float c1 = 1.0f - powf(p.beta1, static_cast<float>(*step));
+  const float c2 = 1.0f - powf(p.beta2, static_cast<float>(*step));
+  const float wd = c.excluded ? 0.0f : p.weight_decay;
+  const float w_norm = sqrtf(sums[2 * c.slice]), u_norm = sqrtf(sums[2 * c.slice + 1]);
+  const float ratio = (!c.excluded && w_norm > 0.0f && u_norm > 0.0f) ? w_norm / u_norm : 1.0f;
+  for (long long i = c.begin + threadIdx.x; i < c.end; i += kThreads)
+    w[i] -= p.lr * ratio * LambDirection(p, m[i], v[i], w[i], wd, c1, c2);
+}
+
+__global__ void Unscale(float* g, long long n, const float* loss_scale, float* found_inf) {
+  const float inv = 1.0f / *loss_scale;
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    g[i] *= inv;
+    if (!isfinite(g[i])) *found_inf = 1.0f;  // every writer writes the same value
+  }
+}
+
+__global__ void UpdateScale(LossScaleParams p, float* loss_scale, int32_t* tracker,
+                            const float* found_inf) {
+  if (*found_inf != 0.0f) {
+    *loss_scale *= p.backoff_factor;
+    *tracker = 0;
+  } else if (++*tracker == p.growth_interval) {
+    *loss_scale *= p.growth_factor;
+    *tracker = 0;
+  }
+}
+
+}  // namespace
+
+void SgdStep(const SgdParams& p, std::span<const TensorSlice> slices, float* w, const float* g,
+             float* momentum, const float* found_inf) {
+  const Plan plan = MakePlan(slices);
+  if (plan.num_chunks == 0) return;
+  SgdKernel<<<plan.num_chunks, kThreads, 0, Stream()>>>(p, plan, w, g, momentum, found_inf);
+  CUDA_CHECK_LAUNCH();
+}
+
+void LarsStep(const LarsParams& p, std::span<const TensorSlice> slices, float* w, const float* g,
+              float* momentum, const float* found_inf) {
+  const Plan plan = MakePlan(slices);
+  if (plan.num_chunks == 0) return;
+  SquaredNorms<<<plan.num_chunks, kThreads, 0, Stream()>>>(plan, w, g, found_inf);
+  CUDA_CHECK_LAUNCH();
+  LarsKernel<<<plan.num_chunks, kThreads, 0, Stream()>>>(p, plan, w, g, momentum, found_inf);
+  CUDA_CHECK_LAUNCH();
+}
+
+void LambStep(const LambParams& p, std::span<const TensorSlice> slices, float* w, const float* g,
+              float* m, float* v, int32_t* step, const float* found_inf) {
+  const Plan plan = MakePlan(slices);
+  if (plan.num_chunks == 0) return;
+  BumpStep<<<1, 1, 0, Stream()>>>(step, found_inf);
+  CUDA_CHECK_LAUNCH();
+  SquaredNorms<<<plan.num_chunks, kThreads, 0, Stream()>>>(plan, nullptr, g, found_inf);
+  CUDA_CHECK_LAUNCH();
+  // The global gradient norm is complete; the per-slice sums are cleared and
+  // reused for (w^2, u^2).
+  CUDA_CHECK(cudaMemsetAsync(plan.slice_sums, 0, 2 * slices.size() * sizeof(float), Stream()));
+  LambMoments<<<plan.num_chunks, kThreads, 0, Stream()>>>(p, plan, plan.slice_sums, w, g, m, v,
+                                                          step, found_inf);
+  CUDA_CHECK_LAUNCH();
+  LambUpdate<<<plan.num_chunks, kThreads, 0, Stream()>>>(p, plan, plan.slice_sums, w, m, v, step,
+                                                         found_inf);
+  CUDA_CHECK_LAUNCH();
+}
+
+void UnscaleAndCheckFinite(float* g, int64_t n, const float* loss_scale, float* found_inf) {
+  CUDA_CHECK(cudaMemsetAsync(found_inf, 0, sizeof(float), Stream()));
+  Unscale<<<Blocks(n), kThreads, 0, Stream()>>>(g, n, loss_scale, found_inf);
+  CUDA_CHECK_LAUNCH();
+}
+
+void UpdateLossScale(const LossScaleParams& p, float* loss_scale, int32_t* growth_tracker,
+                     const float* found_inf) {
+  UpdateScale<<<1, 1, 0, Stream()>>>(p, loss_scale, growth_tracker, found_inf);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace mlperf::cuda

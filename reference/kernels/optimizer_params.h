@@ -1,0 +1,63 @@
+// Hyperparameters of the fused optimizer updates, shared by both backends.
+// Parameters, gradients and optimizer state live in flat arenas with the
+// same layout; a TensorSlice names one parameter tensor inside them.
+#pragma once
+
+#include <cstdint>
+
+namespace mlperf {
+
+struct TensorSlice {
+  int64_t offset = 0;
+  int64_t numel = 0;
+  // BN gamma/beta, biases, LayerNorm: no weight decay and no trust ratio
+  // (LARS skip_list ['batch_normalization', 'bias', 'bn']; LAMB excludes
+  // 'LayerNorm', 'layer_norm', 'bias').
+  bool excluded = false;
+};
+
+// torch.optim.SGD: d = g + wd*w; buf = momentum*buf + d; w -= lr*(nesterov ?
+// d + momentum*buf : buf). 3D U-Net uses nesterov=true, wd=0.
+struct SgdParams {
+  float lr = 0.0f;
+  float momentum = 0.9f;
+  float weight_decay = 0.0f;
+  bool nesterov = false;
+};
+
+// ResNet reference lars_optimizer.py, TF-style momentum with lr inside the buffer:
+//   trust = eeta*|w| / (|g| + wd*|w| + epsilon)   (1 if |w| or |g| is 0)
+//   v = momentum*v - lr*trust*(g + wd*w);  w += v
+// excluded slices: v = momentum*v - lr*g. The reference passes lars_epsilon=0
+// but `epsilon or backend_config.epsilon()` turns it into 1e-7; we match the
+// behaviour (the logged lars_epsilon stays 0.0).
+struct LarsParams {
+  float lr = 0.0f;
+  float momentum = 0.9f;
+  float weight_decay = 0.0f;
+  float eeta = 0.001f;
+  float epsilon = 1e-7f;
+};
+
+// BERT reference lamb_optimizer_v1.py, bias-corrected:
+//   m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g^2
+//   u = (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps) + wd*w   (no wd if excluded)
+//   r = |w|/|u| (1 if either is 0 or excluded);  w -= lr*r*u
+// after clip_by_global_norm(max_grad_norm) of all gradients (0 disables it).
+struct LambParams {
+  float lr = 0.0f;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float epsilon = 1e-6f;
+  float weight_decay = 0.01f;
+  float max_grad_norm = 1.0f;
+};
+
+// torch.cuda.amp.GradScaler's dynamic loss scaling.
+struct LossScaleParams {
+  float growth_factor = 2.0f;
+  float backoff_factor = 0.5f;
+  int32_t growth_interval = 2000;
+};
+
+}  // namespace mlperf

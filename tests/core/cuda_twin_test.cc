@@ -1,0 +1,218 @@
+// Label `gpu`: every CUDA twin against its CPU twin on the same inputs, with
+// per-dtype tolerances; exact where the arithmetic is exact (casts, dropout
+// masks from Philox, small-integer GEMMs). Skips without a CUDA device.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "reference/core/dtype.h"
+#include "reference/kernels/cpu/elementwise.h"
+#include "reference/kernels/cpu/gemm.h"
+#include "reference/kernels/cpu/linear.h"
+#include "reference/kernels/cpu/optimizer.h"
+#include "reference/kernels/cpu/softmax.h"
+#include "reference/kernels/cuda/context.h"
+#include "reference/kernels/cuda/elementwise.h"
+#include "reference/kernels/cuda/gemm.h"
+#include "reference/kernels/cuda/linear.h"
+#include "reference/kernels/cuda/optimizer.h"
+#include "reference/kernels/cuda/softmax.h"
+#include "tests/core/test_util.h"
+
+namespace mlperf {
+namespace {
+
+using core::DType;
+using core::Tensor;
+using testing::Buffer;
+
+// A device copy of a host buffer; freed at scope end (tests only).
+template <typename T>
+class DeviceCopy {
+ public:
+  explicit DeviceCopy(const std::vector<T>& host, core::Shape shape, DType dtype = DType::kF32)
+      : n_(host.size()), shape_(shape), dtype_(dtype) {
+    EXPECT_EQ(cudaMalloc(&ptr_, n_ * sizeof(T)), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(ptr_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  ~DeviceCopy() { cudaFree(ptr_); }
+  Tensor t() const { return Tensor(ptr_, shape_, dtype_, core::Device::kCuda); }
+  T* get() const { return static_cast<T*>(ptr_); }
+  std::vector<T> ToHost() const {
+    cuda::Synchronize();
+    std::vector<T> out(n_);
+    EXPECT_EQ(cudaMemcpy(out.data(), ptr_, n_ * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+    return out;
+  }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t n_;
+  core::Shape shape_;
+  DType dtype_;
+};
+
+void ExpectClose(const std::vector<float>& gpu, const std::vector<float>& cpu, double tol,
+                 const char* what) {
+  ASSERT_EQ(gpu.size(), cpu.size()) << what;
+  for (size_t i = 0; i < gpu.size(); ++i) {
+    ASSERT_EQ(std::isnan(gpu[i]), std::isnan(cpu[i])) << what << " NaN mismatch at " << i;
+    ASSERT_EQ(std::isinf(gpu[i]), std::isinf(cpu[i])) << what << " Inf mismatch at " << i;
+    if (std::isfinite(cpu[i])) {
+      ASSERT_NEAR(gpu[i], cpu[i], tol * (1.0 + std::fabs(cpu[i]))) << what << " at " << i;
+    }
+  }
+}
+
+class CudaTwinTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda::DeviceAvailable()) GTEST_SKIP() << "no CUDA device; the CPU twins are tested";
+  }
+};
+
+constexpr double kF32Tol = 1e-5;
+
+TEST_F(CudaTwinTest, PointwiseOps) {
+  Buffer x({1000}), b({1000}), y({1000});
+  testing::FillRandom(x, 1, -3.0f, 3.0f);
+  testing::FillRandom(b, 2);
+  DeviceCopy<float> dx(x.data, x.shape), db(b.data, b.shape), dy(y.data, y.shape);
+  cpu::GeluForward(x.t(), y.t());
+  cuda::GeluForward(dx.t(), dy.t());
+  ExpectClose(dy.ToHost(), y.data, kF32Tol, "gelu");
+  cpu::GeluBackward(x.t(), b.t(), y.t());
+  cuda::GeluBackward(dx.t(), db.t(), dy.t());
+  ExpectClose(dy.ToHost(), y.data, kF32Tol, "gelu backward");
+  cpu::ReluForward(x.t(), y.t());
+  cuda::ReluForward(dx.t(), dy.t());
+  ExpectClose(dy.ToHost(), y.data, 0.0, "relu");
+  cpu::Add(x.t(), b.t(), y.t());
+  cuda::Add(dx.t(), db.t(), dy.t());
+  ExpectClose(dy.ToHost(), y.data, 0.0, "add");
+  // Same Philox stream, same mask: dropout agrees exactly.
+  cpu::DropoutForward(0.1f, 1234, 56, x.t(), y.t());
+  cuda::DropoutForward(0.1f, 1234, 56, dx.t(), dy.t());
+  ExpectClose(dy.ToHost(), y.data, 0.0, "dropout");
+}
+
+TEST_F(CudaTwinTest, CastsRoundLikeTheHostConversions) {
+  std::vector<float> x(4096);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = std::ldexp(core::PhiloxUniform(3, 0, i) - 0.5f, static_cast<int>(i % 40) - 25);
+  x[0] = INFINITY;
+  x[1] = NAN;
+  x[2] = 70000.0f;  // overflows fp16
+  DeviceCopy<float> dx(x, {4096});
+  for (DType t : {DType::kBF16, DType::kF16}) {
+    DeviceCopy<uint16_t> dh(std::vector<uint16_t>(4096), {4096}, t);
+    cuda::Cast(dx.t(), dh.t());
+    const std::vector<uint16_t> got = dh.ToHost();
+    for (size_t i = 0; i < x.size(); ++i) {
+      const uint16_t want = t == DType::kBF16 ? core::FloatToBf16(x[i]) : core::FloatToHalf(x[i]);
+      if (std::isnan(x[i])) continue;  // NaN payloads may differ
+      ASSERT_EQ(got[i], want) << "element " << i << " value " << x[i];
+    }
+  }
+}
+
+TEST_F(CudaTwinTest, SoftmaxAndGemm) {
+  Buffer x({7, 300}), y({7, 300}), dy({7, 300}), dx({7, 300});
+  testing::FillRandom(x, 4, -8.0f, 8.0f);
+  testing::FillRandom(dy, 5);
+  DeviceCopy<float> gx(x.data, x.shape), gy(y.data, y.shape), gdy(dy.data, dy.shape),
+      gdx(dx.data, dx.shape);
+  cpu::SoftmaxForward(x.t(), y.t());
+  cuda::SoftmaxForward(gx.t(), gy.t());
+  ExpectClose(gy.ToHost(), y.data, kF32Tol, "softmax");
+  cpu::SoftmaxBackward(y.t(), dy.t(), dx.t());
+  cuda::SoftmaxBackward(gy.t(), gdy.t(), gdx.t());
+  ExpectClose(gdx.ToHost(), dx.data, kF32Tol, "softmax backward");
+  // Small integers: every product and sum is exact in fp32, so GEMM must agree
+  // bit for bit in all four transpose combinations.
+  const int64_t m = 33, n = 17, k = 29;
+  Buffer a({m * k}), b({k * n}), c({m * n});
+  for (int64_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(static_cast<int>(i % 7) - 3);
+  for (int64_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(static_cast<int>(i % 5) - 2);
+  DeviceCopy<float> ga(a.data, a.shape), gb(b.data, b.shape), gc(c.data, c.shape);
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      cpu::Gemm(ta, tb, m, n, k, 1.0f, a.data.data(), b.data.data(), 0.0f, c.data.data());
+      cuda::Gemm(ta, tb, m, n, k, 1.0f, ga.get(), gb.get(), 0.0f, gc.get());
+      ExpectClose(gc.ToHost(), c.data, 0.0, "gemm");
+    }
+}
+
+TEST_F(CudaTwinTest, LinearForwardAndBackward) {
+  Buffer x({9, 12}), w({5, 12}), b({5}), y({9, 5}), dy({9, 5}), dx({9, 12}), dw({5, 12}), db({5});
+  testing::FillRandom(x, 6);
+  testing::FillRandom(w, 7);
+  testing::FillRandom(b, 8);
+  testing::FillRandom(dy, 9);
+  DeviceCopy<float> gx(x.data, x.shape), gw(w.data, w.shape), gb(b.data, b.shape),
+      gy(y.data, y.shape), gdy(dy.data, dy.shape), gdx(dx.data, dx.shape), gdw(dw.data, dw.shape),
+      gdb(db.data, db.shape);
+  cpu::LinearForward(x.t(), w.t(), b.t(), y.t());
+  cuda::LinearForward(gx.t(), gw.t(), gb.t(), gy.t());
+  ExpectClose(gy.ToHost(), y.data, kF32Tol, "linear");
+  cpu::LinearBackward(x.t(), w.t(), dy.t(), dx.t(), dw.t(), db.t());
+  cuda::LinearBackward(gx.t(), gw.t(), gdy.t(), gdx.t(), gdw.t(), gdb.t());
+  ExpectClose(gdx.ToHost(), dx.data, kF32Tol, "linear dx");
+  ExpectClose(gdw.ToHost(), dw.data, kF32Tol, "linear dw");
+  ExpectClose(gdb.ToHost(), db.data, kF32Tol, "linear db");
+}
+
+TEST_F(CudaTwinTest, FusedOptimizersMatchTheCpuSteps) {
+  // Two tensors, one spanning several chunks, plus an excluded bias.
+  const int64_t n = 10000 + 37;
+  const TensorSlice slices[] = {{0, 10000, false}, {10000, 37, true}};
+  Buffer w({n}), g({n});
+  testing::FillRandom(w, 10);
+  testing::FillRandom(g, 11, -0.1f, 0.1f);
+  for (int which = 0; which < 3; ++which) {
+    std::vector<float> cw = w.data, cs1(n, 0.0f), cs2(n, 0.0f);
+    DeviceCopy<float> gw(cw, w.shape), gg(g.data, g.shape), gs1(cs1, w.shape), gs2(cs2, w.shape);
+    int32_t cstep = 0;
+    DeviceCopy<int32_t> gstep(std::vector<int32_t>{0}, {1}, DType::kI32);
+    for (int step = 0; step < 3; ++step) {
+      if (which == 0) {
+        const SgdParams p{.lr = 0.1f, .momentum = 0.9f, .weight_decay = 1e-4f, .nesterov = true};
+        cpu::SgdStep(p, slices, cw.data(), g.data.data(), cs1.data(), nullptr);
+        cuda::SgdStep(p, slices, gw.get(), gg.get(), gs1.get(), nullptr);
+      } else if (which == 1) {
+        const LarsParams p{.lr = 5.0f, .momentum = 0.9f, .weight_decay = 5e-5f};
+        cpu::LarsStep(p, slices, cw.data(), g.data.data(), cs1.data(), nullptr);
+        cuda::LarsStep(p, slices, gw.get(), gg.get(), gs1.get(), nullptr);
+      } else {
+        const LambParams p{.lr = 1e-3f};
+        cpu::LambStep(p, slices, cw.data(), g.data.data(), cs1.data(), cs2.data(), &cstep, nullptr);
+        cuda::LambStep(p, slices, gw.get(), gg.get(), gs1.get(), gs2.get(), gstep.get(), nullptr);
+      }
+    }
+    ExpectClose(gw.ToHost(), cw, 1e-5, which == 0 ? "sgd" : which == 1 ? "lars" : "lamb");
+    if (which == 2) {
+      EXPECT_EQ(gstep.ToHost()[0], 3);
+    }
+  }
+}
+
+TEST_F(CudaTwinTest, LossScalerRunsWithoutTheHost) {
+  std::vector<float> g = {1024.0f, INFINITY, 2.0f};
+  DeviceCopy<float> gg(g, {3}), scale(std::vector<float>{1024.0f}, {1}),
+      found(std::vector<float>{0.0f}, {1}), w(std::vector<float>{1.0f}, {1}),
+      buf(std::vector<float>{0.0f}, {1});
+  DeviceCopy<int32_t> tracker(std::vector<int32_t>{0}, {1}, DType::kI32);
+  const TensorSlice slice{0, 1, false};
+  cuda::UnscaleAndCheckFinite(gg.get(), 3, scale.get(), found.get());
+  cuda::SgdStep({.lr = 0.1f}, {&slice, 1}, w.get(), gg.get(), buf.get(), found.get());
+  cuda::UpdateLossScale({.growth_interval = 2}, scale.get(), tracker.get(), found.get());
+  EXPECT_EQ(found.ToHost()[0], 1.0f);
+  EXPECT_EQ(w.ToHost()[0], 1.0f);  // skipped on the device
+  EXPECT_EQ(scale.ToHost()[0], 512.0f);
+  EXPECT_EQ(tracker.ToHost()[0], 0);
+}
+
+}  // namespace
+}  // namespace mlperf

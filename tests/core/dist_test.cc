@@ -1,0 +1,143 @@
+// Label `dist`: under `mpirun -np 2`, two ranks with half the batch each and
+// bucketed gradient averaging end with the same parameters as one process
+// trained on the whole batch.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "reference/core/arena.h"
+#include "reference/core/init.h"
+#include "reference/core/philox.h"
+#include "reference/dist/communicator.h"
+#include "reference/dist/mpi_communicator.h"
+#include "reference/kernels/cpu/elementwise.h"
+#include "reference/kernels/cpu/linear.h"
+#include "reference/kernels/cpu/loss.h"
+#include "reference/kernels/cpu/optimizer.h"
+
+namespace mlperf {
+namespace {
+
+using core::Tensor;
+
+dist::Communicator* g_comm = nullptr;
+
+constexpr int64_t kIn = 6, kHidden = 10, kClasses = 3, kSteps = 6;
+
+// Linear -> ReLU -> Linear -> softmax cross-entropy, parameters and gradients
+// in flat arenas so that the optimizer and the all-reduce see one buffer.
+class TinyMlp {
+ public:
+  TinyMlp() : params_(Layout(&param_view_)), grads_(Layout(&grad_view_)) {
+    momentum_.assign(params_.used() / sizeof(float), 0.0f);
+    core::TorchDefaultUniform(param_view_[0], kIn, {.seed = 9, .offset = 0});
+    core::TorchDefaultUniform(param_view_[1], kIn, {.seed = 9, .offset = 1});
+    core::TorchDefaultUniform(param_view_[2], kHidden, {.seed = 9, .offset = 2});
+    core::TorchDefaultUniform(param_view_[3], kHidden, {.seed = 9, .offset = 3});
+    const float* base = param_view_[0].f32();
+    for (int i = 0; i < 4; ++i)
+      slices_.push_back({param_view_[i].f32() - base, param_view_[i].numel(), i % 2 == 1});
+  }
+
+  // One step on samples [first, first + count) of the step's global batch.
+  void Step(int64_t step, int64_t first, int64_t count, dist::Communicator& comm) {
+    std::vector<float> x(count * kIn), h(count * kHidden), logits(count * kClasses);
+    std::vector<float> dlogits(count * kClasses), dh(count * kHidden), loss(1);
+    std::vector<int32_t> labels(count);
+    for (int64_t i = 0; i < count; ++i) {
+      const uint64_t sample = static_cast<uint64_t>(first + i);
+      for (int64_t f = 0; f < kIn; ++f)
+        x[i * kIn + f] = 2.0f * core::PhiloxUniform(100 + step, sample, f) - 1.0f;
+      labels[i] = static_cast<int32_t>(core::PhiloxBits(200 + step, sample, 0) % kClasses);
+    }
+    const Tensor tx(x.data(), {count, kIn}, core::DType::kF32);
+    const Tensor th(h.data(), {count, kHidden}, core::DType::kF32);
+    const Tensor tlogits(logits.data(), {count, kClasses}, core::DType::kF32);
+    cpu::LinearForward(tx, param_view_[0], param_view_[1], th);
+    cpu::ReluForward(th, th);
+    cpu::LinearForward(th, param_view_[2], param_view_[3], tlogits);
+    const Tensor tdlogits(dlogits.data(), {count, kClasses}, core::DType::kF32);
+    cpu::SoftmaxCrossEntropy(0.1f, static_cast<float>(count), tlogits,
+                             Tensor(labels.data(), {count}, core::DType::kI32),
+                             Tensor(loss.data(), {1}, core::DType::kF32), tdlogits);
+    const Tensor tdh(dh.data(), {count, kHidden}, core::DType::kF32);
+    cpu::LinearBackward(th, param_view_[2], tdlogits, tdh, grad_view_[2], grad_view_[3]);
+    cpu::ReluBackward(th, tdh, tdh);
+    cpu::LinearBackward(tx, param_view_[0], tdh, Tensor(), grad_view_[0], grad_view_[1]);
+    // Small buckets so that the gradient crosses several of them.
+    const int64_t total = grads_.used() / sizeof(float);
+    dist::AllReduceGradients(comm, grad_view_[0].f32(), dist::PlanBuckets(total, 37));
+    cpu::LarsStep({.lr = 0.5f, .momentum = 0.9f, .weight_decay = 1e-4f}, slices_,
+                  param_view_[0].f32(), grad_view_[0].f32(), momentum_.data(), nullptr);
+  }
+
+  std::vector<float> Parameters() const {
+    const float* p = param_view_[0].f32();
+    return std::vector<float>(p, p + params_.used() / sizeof(float));
+  }
+
+ private:
+  // Lays out W1, b1, W2, b2 back to back (alignment padding is part of the
+  // flat buffer and stays zero).
+  static core::Arena Layout(std::vector<Tensor>* view) {
+    core::Arena measure = core::Arena::Measuring();
+    const core::Shape shapes[] = {{kHidden, kIn}, {kHidden}, {kClasses, kHidden}, {kClasses}};
+    for (const core::Shape& s : shapes) measure.Allocate(s);
+    core::Arena arena(core::Device::kCpu, measure.used());
+    for (const core::Shape& s : shapes) view->push_back(arena.AllocateZeroed(s));
+    return arena;
+  }
+
+  std::vector<Tensor> param_view_, grad_view_;
+  core::Arena params_, grads_;
+  std::vector<float> momentum_;
+  std::vector<TensorSlice> slices_;
+};
+
+TEST(DistTest, TwoRanksMatchOneProcessWithTheDoubledBatch) {
+  dist::Communicator& comm = *g_comm;
+  ASSERT_EQ(comm.world_size(), 2) << "run under mpirun -np 2";
+  const int64_t local_batch = 8;
+  TinyMlp parallel, serial;
+  auto single = dist::MakeSingleProcessCommunicator();
+  for (int64_t step = 0; step < kSteps; ++step) {
+    parallel.Step(step, comm.rank() * local_batch, local_batch, comm);
+    serial.Step(step, 0, 2 * local_batch, *single);
+  }
+  const std::vector<float> a = parallel.Parameters(), b = serial.Parameters();
+  ASSERT_EQ(a.size(), b.size());
+  double max_diff = 0.0, max_moved = 0.0;
+  TinyMlp fresh;
+  const std::vector<float> init = fresh.Parameters();
+  for (size_t i = 0; i < a.size(); ++i) {
+    max_diff = std::max(max_diff, static_cast<double>(std::fabs(a[i] - b[i])));
+    max_moved = std::max(max_moved, static_cast<double>(std::fabs(a[i] - init[i])));
+  }
+  EXPECT_LT(max_diff, 1e-5);
+  EXPECT_GT(max_moved, 1e-2);  // training moved the parameters
+  // Every rank holds the same parameters.
+  std::vector<float> summed = a;
+  comm.AllReduceSum(summed.data(), static_cast<int64_t>(summed.size()));
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_FLOAT_EQ(summed[i], 2.0f * a[i]);
+}
+
+}  // namespace
+}  // namespace mlperf
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  std::unique_ptr<mlperf::dist::Communicator> comm = mlperf::dist::MakeMpiCommunicator();
+  mlperf::g_comm = comm.get();
+  // Only rank 0 prints results; every rank still runs and asserts.
+  if (comm->rank() != 0) {
+    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+  }
+  const int rc = RUN_ALL_TESTS();
+  // A failure on any rank fails the run.
+  float failed = rc != 0 ? 1.0f : 0.0f;
+  comm->AllReduceSum(&failed, 1);
+  return failed != 0.0f ? 1 : 0;
+}

@@ -1,0 +1,120 @@
+// Losses: values against closed forms, gradients against central differences.
+#include "reference/kernels/cpu/loss.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "tests/core/test_util.h"
+
+namespace mlperf {
+namespace {
+
+using testing::Buffer;
+using testing::IntBuffer;
+
+TEST(SoftmaxCrossEntropyTest, ValueWithLabelSmoothing) {
+  Buffer logits({1, 3}), loss({1}), grad({1, 3});
+  logits.data = {1.0f, 2.0f, 0.0f};
+  IntBuffer labels({1});
+  labels.data = {1};
+  cpu::SoftmaxCrossEntropy(0.1f, 1.0f, logits.t(), labels.t(), loss.t(), grad.t());
+  const double lse = std::log(std::exp(1.0) + std::exp(2.0) + 1.0);
+  // Target (0.1/3, 0.9 + 0.1/3, 0.1/3).
+  const double expected =
+      (0.1 / 3) * (lse - 1.0) + (0.9 + 0.1 / 3) * (lse - 2.0) + (0.1 / 3) * (lse - 0.0);
+  EXPECT_NEAR(loss[0], expected, 1e-6);
+  EXPECT_NEAR(grad[1], std::exp(2.0 - lse) - (0.9 + 0.1 / 3), 1e-6);
+}
+
+TEST(SoftmaxCrossEntropyTest, GradientMatchesAndIsDividedByTheNormalizer) {
+  Buffer logits({4, 5}), loss({1}), grad({4, 5});
+  IntBuffer labels({4});
+  labels.data = {0, 4, 2, 2};
+  testing::FillRandom(logits, 1, -3.0f, 3.0f);
+  // The ResNet reference divides the summed loss by the global batch size,
+  // which on one of several ranks is larger than the local batch.
+  const float global_batch = 8.0f;
+  auto value = [&] {
+    Buffer scratch({4, 5});
+    cpu::SoftmaxCrossEntropy(0.1f, global_batch, logits.t(), labels.t(), loss.t(), scratch.t());
+    return static_cast<double>(loss[0]);
+  };
+  cpu::SoftmaxCrossEntropy(0.1f, global_batch, logits.t(), labels.t(), loss.t(), grad.t());
+  testing::ExpectGradientMatches(logits, grad.data, value, 1e-2, 2e-3, "softmax xent");
+}
+
+TEST(DiceCrossEntropyTest, ConfidentCorrectPredictionHasZeroLoss) {
+  // Logits so confident that softmax is one-hot: dice -> 1, CE -> 0.
+  const int64_t n = 1, c = 3, s = 4;
+  Buffer logits({n, c, s}, -50.0f), loss({1}), grad({n, c, s});
+  Buffer ws({cpu::DiceCrossEntropyWorkspaceElements(n, c, s)});
+  IntBuffer labels({n, s});
+  labels.data = {0, 1, 2, 1};
+  for (int q = 0; q < s; ++q) logits[labels.data[q] * s + q] = 50.0f;
+  cpu::DiceCrossEntropy(logits.t(), labels.t(), loss.t(), grad.t(), ws.t());
+  EXPECT_NEAR(loss[0], 0.0, 1e-6);
+}
+
+TEST(DiceCrossEntropyTest, ValueByHandAndGradient) {
+  const int64_t n = 2, c = 3, s = 5;
+  Buffer logits({n, c, s}), loss({1}), grad({n, c, s});
+  Buffer ws({cpu::DiceCrossEntropyWorkspaceElements(n, c, s)});
+  IntBuffer labels({n, s});
+  labels.data = {0, 1, 2, 1, 0, 2, 2, 0, 1, 0};
+  testing::FillRandom(logits, 2, -2.0f, 2.0f);
+  cpu::DiceCrossEntropy(logits.t(), labels.t(), loss.t(), grad.t(), ws.t());
+  // Recompute by the reference formula.
+  double ce = 0.0, dice = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    double inter[3] = {0, 0, 0}, sum_p[3] = {0, 0, 0}, sum_t[3] = {0, 0, 0};
+    for (int64_t q = 0; q < s; ++q) {
+      double z[3], m = -1e30, se = 0;
+      for (int j = 0; j < 3; ++j) m = std::max(m, z[j] = logits[(i * c + j) * s + q]);
+      for (int j = 0; j < 3; ++j) se += std::exp(z[j] - m);
+      const int label = labels.data[i * s + q];
+      ce += -(z[label] - m - std::log(se));
+      for (int j = 0; j < 3; ++j) {
+        const double p = std::exp(z[j] - m) / se;
+        inter[j] += p * (j == label);
+        sum_p[j] += p;
+        sum_t[j] += (j == label);
+      }
+    }
+    for (int j = 1; j < 3; ++j) dice += (2 * inter[j] + 1e-6) / (sum_t[j] + sum_p[j] + 1e-6);
+  }
+  const double expected = 0.5 * (1.0 - dice / (n * (c - 1))) + 0.5 * ce / (n * s);
+  EXPECT_NEAR(loss[0], expected, 1e-6);
+  auto value = [&] {
+    Buffer scratch({n, c, s});
+    cpu::DiceCrossEntropy(logits.t(), labels.t(), loss.t(), scratch.t(), ws.t());
+    return static_cast<double>(loss[0]);
+  };
+  testing::ExpectGradientMatches(logits, grad.data, value, 1e-2, 2e-3, "dice ce");
+}
+
+TEST(MaskedLmLossTest, WeightsSelectPositionsAndGradientMatches) {
+  Buffer logits({3, 6}), weights({3}), loss({1}), grad({3, 6});
+  IntBuffer labels({3});
+  labels.data = {2, 5, 0};
+  weights.data = {1.0f, 1.0f, 0.0f};  // the third prediction slot is padding
+  testing::FillRandom(logits, 3, -2.0f, 2.0f);
+  cpu::MaskedLmLoss(logits.t(), labels.t(), weights.t(), loss.t(), grad.t());
+  double nll = 0.0;
+  for (int r = 0; r < 2; ++r) {
+    double se = 0;
+    for (int j = 0; j < 6; ++j) se += std::exp(logits[r * 6 + j]);
+    nll += std::log(se) - logits[r * 6 + labels.data[r]];
+  }
+  EXPECT_NEAR(loss[0], nll / (2.0 + 1e-5), 1e-6);
+  for (int j = 0; j < 6; ++j) EXPECT_EQ(grad[12 + j], 0.0f);
+  auto value = [&] {
+    Buffer scratch({3, 6});
+    cpu::MaskedLmLoss(logits.t(), labels.t(), weights.t(), loss.t(), scratch.t());
+    return static_cast<double>(loss[0]);
+  };
+  testing::ExpectGradientMatches(logits, grad.data, value, 1e-2, 2e-3, "masked lm");
+}
+
+}  // namespace
+}  // namespace mlperf

@@ -1,0 +1,259 @@
+// Pointwise ops, softmax, pooling, linear, embedding and attention: forward
+// against definitions, backward against central differences.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+
+#include "reference/kernels/conv_geometry.h"
+#include "reference/kernels/cpu/attention.h"
+#include "reference/kernels/cpu/elementwise.h"
+#include "reference/kernels/cpu/embedding.h"
+#include "reference/kernels/cpu/linear.h"
+#include "reference/kernels/cpu/pool.h"
+#include "reference/kernels/cpu/softmax.h"
+#include "tests/core/test_util.h"
+
+namespace mlperf {
+namespace {
+
+using testing::Buffer;
+using testing::IntBuffer;
+
+// L = <r, f(x)> for a unary op f with backward b(x, y, r) -> dx.
+template <typename F, typename B>
+void CheckUnary(Buffer& x, F forward, B backward, const char* what, double h = 1e-2,
+                core::Shape y_shape = {}) {
+  if (y_shape.rank() == 0) y_shape = x.shape;
+  Buffer y(y_shape), r(y_shape), dx(x.shape);
+  testing::FillRandom(r, 99);
+  auto loss = [&] {
+    forward(x, y);
+    return testing::Dot(y, r);
+  };
+  loss();
+  backward(x, y, r, dx);
+  testing::ExpectGradientMatches(x, dx.data, loss, h, 2e-3, what);
+}
+
+TEST(ElementwiseTest, ReluAndGeluGradients) {
+  Buffer x({4, 5});
+  testing::FillRandom(x, 1, -2.0f, 2.0f);
+  for (float& v : x.data)
+    if (std::fabs(v) < 0.05f) v = 0.3f;  // keep away from the kink
+  CheckUnary(
+      x, [](Buffer& in, Buffer& out) { cpu::ReluForward(in.t(), out.t()); },
+      [](Buffer&, Buffer& y, Buffer& dy, Buffer& dx) { cpu::ReluBackward(y.t(), dy.t(), dx.t()); },
+      "relu");
+  CheckUnary(
+      x, [](Buffer& in, Buffer& out) { cpu::GeluForward(in.t(), out.t()); },
+      [](Buffer& in, Buffer&, Buffer& dy, Buffer& dx) {
+        cpu::GeluBackward(in.t(), dy.t(), dx.t());
+      },
+      "gelu");
+}
+
+TEST(ElementwiseTest, GeluIsTheTanhApproximation) {
+  Buffer x({3}), y({3});
+  x.data = {-1.0f, 0.5f, 2.0f};
+  cpu::GeluForward(x.t(), y.t());
+  for (int i = 0; i < 3; ++i) {
+    const double v = x[i];
+    const double tanh_form =
+        0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+    EXPECT_NEAR(y[i], tanh_form, 1e-6);
+    // The erf form differs by more than the tolerance at these points.
+    EXPECT_GT(std::fabs(tanh_form - 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)))), 1e-5);
+  }
+}
+
+TEST(ElementwiseTest, DropoutKeepsTheExpectedFractionAndItsGradientReusesTheMask) {
+  Buffer x({10000}, 1.0f), y({10000});
+  cpu::DropoutForward(0.1f, 7, 3, x.t(), y.t());
+  int kept = 0;
+  for (float v : y.data) {
+    if (v != 0.0f) {
+      ++kept;
+      EXPECT_FLOAT_EQ(v, 1.0f / 0.9f);
+    }
+  }
+  EXPECT_NEAR(kept / 10000.0, 0.9, 0.01);
+  Buffer small({20});
+  testing::FillRandom(small, 4);
+  CheckUnary(
+      small, [](Buffer& in, Buffer& out) { cpu::DropoutForward(0.3f, 5, 1, in.t(), out.t()); },
+      [](Buffer&, Buffer&, Buffer& dy, Buffer& dx) {
+        cpu::DropoutBackward(0.3f, 5, 1, dy.t(), dx.t());
+      },
+      "dropout");
+}
+
+TEST(ElementwiseTest, AddConcatSlice) {
+  Buffer a({2, 2, 3}), b({2, 1, 3}), y({2, 3, 3}), back_a = a, back_b = b;
+  testing::FillRandom(a, 1);
+  testing::FillRandom(b, 2);
+  cpu::ConcatChannels(a.t(), b.t(), y.t());
+  EXPECT_EQ(y[0], a[0]);
+  EXPECT_EQ(y[6], b[0]);
+  EXPECT_EQ(y[9], a[6]);
+  cpu::SplitChannels(y.t(), back_a.t(), back_b.t());
+  EXPECT_EQ(back_a.data, a.data);
+  EXPECT_EQ(back_b.data, b.data);
+  Buffer slice({2, 1, 3}), dx({2, 3, 3}, 5.0f);
+  cpu::SliceChannels(y.t(), 2, slice.t());
+  EXPECT_EQ(slice.data, b.data);
+  cpu::SliceChannelsBackward(slice.t(), 2, dx.t());
+  EXPECT_EQ(dx[0], 0.0f);
+  EXPECT_EQ(dx[6], b[0]);
+  Buffer sum(a.shape);
+  cpu::Add(a.t(), a.t(), sum.t());
+  EXPECT_FLOAT_EQ(sum[3], 2 * a[3]);
+  cpu::Accumulate(a.t(), sum.t());
+  EXPECT_FLOAT_EQ(sum[3], 3 * a[3]);
+}
+
+TEST(SoftmaxTest, RowsSumToOneAndGradientMatches) {
+  Buffer x({3, 7});
+  testing::FillRandom(x, 3, -4.0f, 4.0f);
+  Buffer y(x.shape);
+  cpu::SoftmaxForward(x.t(), y.t());
+  for (int r = 0; r < 3; ++r)
+    EXPECT_NEAR(std::accumulate(y.data.begin() + r * 7, y.data.begin() + r * 7 + 7, 0.0), 1.0,
+                1e-6);
+  CheckUnary(
+      x, [](Buffer& in, Buffer& out) { cpu::SoftmaxForward(in.t(), out.t()); },
+      [](Buffer&, Buffer& out, Buffer& dy, Buffer& dx) {
+        cpu::SoftmaxBackward(out.t(), dy.t(), dx.t());
+      },
+      "softmax");
+}
+
+// Distinct, well separated values so that no max-pool window has a near tie.
+void FillDistinct(Buffer& x, uint64_t seed) {
+  std::vector<int> order(x.size());
+  std::iota(order.begin(), order.end(), 0);
+  for (size_t i = order.size(); i > 1; --i)
+    std::swap(order[i - 1], order[core::PhiloxBits(seed, 0, i) % i]);
+  for (int64_t i = 0; i < x.size(); ++i) x[i] = 0.1f * order[i];
+}
+
+TEST(PoolTest, MaxPoolSamePaddingForwardAndGradient) {
+  // ResNet stem: 3x3/2 max pool with TF "same" padding.
+  ConvGeometry g = Conv2d(2, 2, 6, 5, 2, 3, 3, 2, 0);
+  SetSamePadding(&g);
+  Buffer x({2, 2, 6, 5});
+  FillDistinct(x, 1);
+  Buffer y({2, 2, g.out(1), g.out(2)});
+  cpu::MaxPoolForward(g, x.t(), y.t());
+  // Output (0,0) covers rows 0..2, cols 0..2 (pad_begin is 0 here).
+  float expected = -1e9f;
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 3; ++c) expected = std::max(expected, x[r * 5 + c]);
+  EXPECT_EQ(y[0], expected);
+  CheckUnary(
+      x, [&](Buffer& in, Buffer& out) { cpu::MaxPoolForward(g, in.t(), out.t()); },
+      [&](Buffer& in, Buffer&, Buffer& dy, Buffer& dx) {
+        cpu::MaxPoolBackward(g, in.t(), dy.t(), dx.t());
+      },
+      "max pool", 1e-3, y.shape);
+}
+
+TEST(PoolTest, AvgPoolBothPaddingConventions) {
+  ConvGeometry g = Conv2d(1, 2, 5, 4, 2, 3, 3, 2, 1);
+  Buffer x({1, 2, 5, 4});
+  testing::FillRandom(x, 2);
+  for (bool include_pad : {true, false}) {
+    Buffer y({1, 2, g.out(1), g.out(2)});
+    cpu::AvgPoolForward(g, include_pad, x.t(), y.t());
+    // Output (0,0) sees rows 0..1, cols 0..1 of the image plus 5 pads.
+    const float corner = x[0] + x[1] + x[4] + x[5];
+    EXPECT_NEAR(y[0], corner / (include_pad ? 9.0f : 4.0f), 1e-6);
+    CheckUnary(
+        x, [&](Buffer& in, Buffer& out) { cpu::AvgPoolForward(g, include_pad, in.t(), out.t()); },
+        [&](Buffer&, Buffer&, Buffer& dy, Buffer& dx) {
+          cpu::AvgPoolBackward(g, include_pad, dy.t(), dx.t());
+        },
+        "avg pool", 1e-2, y.shape);
+  }
+}
+
+TEST(PoolTest, GlobalAvgPoolGradient) {
+  Buffer x({2, 3, 2, 2}), y({2, 3}), r({2, 3}), dx(x.shape);
+  testing::FillRandom(x, 3);
+  testing::FillRandom(r, 4);
+  auto loss = [&] {
+    cpu::GlobalAvgPoolForward(x.t(), y.t());
+    return testing::Dot(y, r);
+  };
+  loss();
+  EXPECT_NEAR(y[0], (x[0] + x[1] + x[2] + x[3]) / 4, 1e-6);
+  cpu::GlobalAvgPoolBackward(r.t(), dx.t());
+  testing::ExpectGradientMatches(x, dx.data, loss, 1e-2, 2e-3, "global avg pool");
+}
+
+TEST(LinearTest, GradientsMatch) {
+  Buffer x({3, 4}), w({5, 4}), b({5}), y({3, 5}), r({3, 5});
+  Buffer dx(x.shape), dw(w.shape), db(b.shape);
+  testing::FillRandom(x, 1);
+  testing::FillRandom(w, 2);
+  testing::FillRandom(b, 3);
+  testing::FillRandom(r, 4);
+  auto loss = [&] {
+    cpu::LinearForward(x.t(), w.t(), b.t(), y.t());
+    return testing::Dot(y, r);
+  };
+  loss();
+  double y01 = b[1];
+  for (int k = 0; k < 4; ++k) y01 += x[k] * w[4 + k];
+  EXPECT_NEAR(y[1], y01, 1e-5);
+  cpu::LinearBackward(x.t(), w.t(), r.t(), dx.t(), dw.t(), db.t());
+  testing::ExpectGradientMatches(x, dx.data, loss, 1e-2, 2e-3, "linear dx");
+  testing::ExpectGradientMatches(w, dw.data, loss, 1e-2, 2e-3, "linear dw");
+  testing::ExpectGradientMatches(b, db.data, loss, 1e-2, 2e-3, "linear db");
+}
+
+TEST(EmbeddingTest, GatherAndScatterAddWithRepeatedIds) {
+  Buffer table({5, 3}), y({4, 3}), r({4, 3}), dtable(table.shape);
+  IntBuffer ids({4});
+  ids.data = {3, 0, 3, 4};
+  testing::FillRandom(table, 1);
+  testing::FillRandom(r, 2);
+  auto loss = [&] {
+    cpu::EmbeddingForward(ids.t(), table.t(), y.t());
+    return testing::Dot(y, r);
+  };
+  loss();
+  EXPECT_EQ(y[3], table[0]);
+  cpu::EmbeddingBackward(ids.t(), r.t(), dtable.t());
+  testing::ExpectGradientMatches(table, dtable.data, loss, 1e-2, 2e-3, "embedding");
+}
+
+TEST(AttentionTest, MaskedKeysGetNoWeightAndGradientsMatch) {
+  const int64_t b = 2, h = 2, t = 4, d = 3;
+  Buffer q({b, h, t, d}), k = q, v = q, out = q, r = q, mask({b, t}, 1.0f);
+  Buffer probs({b, h, t, t}), ws({b, h, t, t});
+  mask[3] = 0.0f;  // the last key of batch 0 is padding
+  testing::FillRandom(q, 1);
+  testing::FillRandom(k, 2);
+  testing::FillRandom(v, 3);
+  testing::FillRandom(r, 4);
+  for (float dropout : {0.0f, 0.25f}) {
+    cpu::AttentionParams p{.dropout = dropout, .seed = 11, .offset = 2};
+    auto loss = [&] {
+      cpu::AttentionForward(p, q.t(), k.t(), v.t(), mask.t(), probs.t(), out.t(), ws.t());
+      return testing::Dot(out, r);
+    };
+    loss();
+    for (int64_t row = 0; row < h * t; ++row) EXPECT_LT(probs[row * t + 3], 1e-4);
+    EXPECT_GT(probs[(h * t) * t + 3], 1e-3);  // batch 1 attends to its last key
+    Buffer dq = q, dk = k, dv = v;
+    cpu::AttentionBackward(p, q.t(), k.t(), v.t(), probs.t(), r.t(), dq.t(), dk.t(), dv.t(),
+                           ws.t());
+    testing::ExpectGradientMatches(q, dq.data, loss, 1e-2, 2e-3, "attention dq");
+    testing::ExpectGradientMatches(k, dk.data, loss, 1e-2, 2e-3, "attention dk");
+    testing::ExpectGradientMatches(v, dv.data, loss, 1e-2, 2e-3, "attention dv");
+  }
+}
+
+}  // namespace
+}  // namespace mlperf

@@ -184,10 +184,6 @@ std::string PythonFloatRepr(double d) {
   return out;
 }
 
-namespace {
-
-// Decodes one UTF-8 sequence; on malformed input returns the lead byte as a
-// code point (latin-1 fallback) and consumes one byte.
 uint32_t NextCodePoint(std::string_view s, size_t& i) {
   const auto b0 = static_cast<unsigned char>(s[i]);
   auto cont = [&](size_t k) {
@@ -211,8 +207,8 @@ uint32_t NextCodePoint(std::string_view s, size_t& i) {
     }
   }
   if (b0 >= 0xF0 && b0 < 0xF5 && cont(1) && cont(2) && cont(3)) {
-    const uint32_t cp = ((b0 & 0x07u) << 18) | ((byte(1) & 0x3F) << 12) |
-                        ((byte(2) & 0x3F) << 6) | (byte(3) & 0x3F);
+    const uint32_t cp = ((b0 & 0x07u) << 18) | ((byte(1) & 0x3F) << 12) | ((byte(2) & 0x3F) << 6) |
+                        (byte(3) & 0x3F);
     if (cp >= 0x10000 && cp <= 0x10FFFF) {
       i += 4;
       return cp;
@@ -221,6 +217,8 @@ uint32_t NextCodePoint(std::string_view s, size_t& i) {
   i += 1;
   return b0;
 }
+
+namespace {
 
 void AppendHex4(uint32_t u, std::string& out) {
   static constexpr char kHex[] = "0123456789abcdef";
@@ -585,6 +583,11 @@ class Parser {
     const size_t raw_start = pos_;
     bool has_high_bytes = false;
     while (true) {
+      // Most strings are plain ASCII: copy such runs in one go.
+      size_t run = pos_;
+      while (run < text_.size() && IsPlainAscii(static_cast<unsigned char>(text_[run]))) ++run;
+      out.append(text_.data() + pos_, run - pos_);
+      pos_ = run;
       if (pos_ >= text_.size()) return Fail("unterminated string");
       const auto c = static_cast<unsigned char>(text_[pos_]);
       if (c == '"') {
@@ -700,6 +703,7 @@ class Parser {
   bool ParseObject(Value& out, int depth) {
     ++pos_;
     Object members;
+    members.reserve(8);  // log lines and their metadata have a handful of members
     // Index of each key, built only for large objects, so that repeated keys
     // (the later value wins, in the first one's position) stay linear.
     std::unordered_map<std::string, size_t> index;
@@ -771,8 +775,7 @@ class Parser {
 
 }  // namespace
 
-absl::StatusOr<Value> Parse(std::string_view text, const ParseOptions& options,
-                            ParseNotes* notes) {
+absl::StatusOr<Value> Parse(std::string_view text, const ParseOptions& options, ParseNotes* notes) {
   return Parser(text, options, notes).ParseDocument();
 }
 

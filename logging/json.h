@@ -29,8 +29,8 @@ class Value {
   Value(std::nullptr_t) {}
   Value(bool b) : type_(Type::kBool), int_(b) {}
   template <typename T>
-    requires(std::is_integral_v<T> && !std::is_same_v<T, bool>)
-  Value(T i) : type_(Type::kInt), int_(static_cast<int64_t>(i)) {}
+  requires(std::is_integral_v<T> && !std::is_same_v<T, bool>) Value(T i)
+      : type_(Type::kInt), int_(static_cast<int64_t>(i)) {}
   Value(double d) : type_(Type::kFloat), float_(d) {}
   Value(float f) : type_(Type::kFloat), float_(f) {}
   Value(const char* s) : type_(Type::kString), str_(s) {}
@@ -55,8 +55,8 @@ class Value {
   bool is_big_int() const { return type_ == Type::kInt && !str_.empty(); }
 
   bool as_bool() const { return int_ != 0; }
-  int64_t as_int() const { return int_; }  // meaningful for kInt (not big) and kBool
-  double as_float() const;                 // kFloat, kInt (also big) and kBool
+  int64_t as_int() const { return int_; }                // meaningful for kInt (not big) and kBool
+  double as_float() const;                               // kFloat, kInt (also big) and kBool
   const std::string& as_string() const { return str_; }  // kString; digits for a big int
   const Array& as_array() const;
   Array& as_array();
@@ -99,6 +99,10 @@ std::string PythonFloatRepr(double d);
 std::string Dump(const Value& v);
 void DumpTo(const Value& v, std::string& out);
 void DumpStringTo(std::string_view s, std::string& out);  // a string, quoted and escaped
+
+// Decodes the UTF-8 sequence at s[i] and advances i past it; a byte that
+// starts no valid sequence is returned as itself (a latin-1 code point).
+uint32_t NextCodePoint(std::string_view s, size_t& i);
 
 enum class Encoding {
   kLatin1,  // each byte is one code point, as the official log parser reads files

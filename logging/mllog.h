@@ -42,10 +42,10 @@ struct Record {
   EventType type = EventType::kPointInTime;
   std::string_view key;
   json::Value value;
-  json::Object metadata;               // merged over {"file", "lineno"}; caller keys win
-  std::optional<int64_t> time_ms;      // default: the wall clock, truncated to ms
+  json::Object metadata;                  // merged over {"file", "lineno"}; caller keys win
+  std::optional<int64_t> time_ms;         // default: the wall clock, truncated to ms
   std::optional<std::string> name_space;  // default: the logger's namespace
-  bool clear_line = false;             // an empty line before this one
+  bool clear_line = false;                // an empty line before this one
   std::source_location where = std::source_location::current();
   // Replaces `where` when set: for replaying events recorded elsewhere.
   std::optional<std::pair<std::string, int64_t>> caller;

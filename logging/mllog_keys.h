@@ -50,7 +50,8 @@ inline constexpr std::string_view kWeightsInitialization = "weights_initializati
 
 // Hyperparameters. Some keys are required only by the compliance rules, not
 // by the official emitter's constants (sgd_opt_*, oversampling, lora_rank, ...).
-inline constexpr std::string_view kActualSelfplayGamesPerGeneration = "actual_selfplay_games_per_generation";
+inline constexpr std::string_view kActualSelfplayGamesPerGeneration =
+    "actual_selfplay_games_per_generation";
 inline constexpr std::string_view kDataNumBuckets = "data_num_buckets";
 inline constexpr std::string_view kDataSpecAugmentFreqMax = "data_spec_augment_freq_max";
 inline constexpr std::string_view kDataSpecAugmentFreqMin = "data_spec_augment_freq_min";
@@ -63,19 +64,26 @@ inline constexpr std::string_view kDataSpeedPerturbatonMin = "data_speed_perturb
 inline constexpr std::string_view kDataTrainMaxDuration = "data_train_max_duration";
 inline constexpr std::string_view kDataTrainNumBuckets = "data_train_num_buckets";
 inline constexpr std::string_view kEvalMaxPredictionSymbols = "eval_max_prediction_symbols";
-inline constexpr std::string_view kGenerationTrainingRolloutTemperature = "generation_training_rollout_temperature";
-inline constexpr std::string_view kGenerationTrainingRolloutTopP = "generation_training_rollout_top_p";
-inline constexpr std::string_view kGenerationValidationRolloutTemperature = "generation_validation_rollout_temperature";
-inline constexpr std::string_view kGenerationValidationRolloutTopP = "generation_validation_rollout_top_p";
+inline constexpr std::string_view kGenerationTrainingRolloutTemperature =
+    "generation_training_rollout_temperature";
+inline constexpr std::string_view kGenerationTrainingRolloutTopP =
+    "generation_training_rollout_top_p";
+inline constexpr std::string_view kGenerationValidationRolloutTemperature =
+    "generation_validation_rollout_temperature";
+inline constexpr std::string_view kGenerationValidationRolloutTopP =
+    "generation_validation_rollout_top_p";
 inline constexpr std::string_view kGlobalBatchSize = "global_batch_size";
 inline constexpr std::string_view kGradientAccumulationSteps = "gradient_accumulation_steps";
 inline constexpr std::string_view kInitCheckpointStep = "init_checkpoint_step";
 inline constexpr std::string_view kLarsEpsilon = "lars_epsilon";
 inline constexpr std::string_view kLarsOptBaseLearningRate = "lars_opt_base_learning_rate";
 inline constexpr std::string_view kLarsOptEndLearningRate = "lars_opt_end_learning_rate";
-inline constexpr std::string_view kLarsOptLearningRateDecayPolyPower = "lars_opt_learning_rate_decay_poly_power";
-inline constexpr std::string_view kLarsOptLearningRateDecaySteps = "lars_opt_learning_rate_decay_steps";
-inline constexpr std::string_view kLarsOptLearningRateWarmupEpochs = "lars_opt_learning_rate_warmup_epochs";
+inline constexpr std::string_view kLarsOptLearningRateDecayPolyPower =
+    "lars_opt_learning_rate_decay_poly_power";
+inline constexpr std::string_view kLarsOptLearningRateDecaySteps =
+    "lars_opt_learning_rate_decay_steps";
+inline constexpr std::string_view kLarsOptLearningRateWarmupEpochs =
+    "lars_opt_learning_rate_warmup_epochs";
 inline constexpr std::string_view kLarsOptMomentum = "lars_opt_momentum";
 inline constexpr std::string_view kLarsOptWeightDecay = "lars_opt_weight_decay";
 inline constexpr std::string_view kLoraAlpha = "lora_alpha";
@@ -88,17 +96,20 @@ inline constexpr std::string_view kMaxSamples = "max_samples";
 inline constexpr std::string_view kMaxSequenceLength = "max_sequence_length";
 inline constexpr std::string_view kMaxSteps = "max_steps";
 inline constexpr std::string_view kMinImageSize = "min_image_size";
-inline constexpr std::string_view kMinSelfplayGamesPerGeneration = "min_selfplay_games_per_generation";
+inline constexpr std::string_view kMinSelfplayGamesPerGeneration =
+    "min_selfplay_games_per_generation";
 inline constexpr std::string_view kModelBnSpan = "model_bn_span";
 inline constexpr std::string_view kModelEvalEmaFactor = "model_eval_ema_factor";
-inline constexpr std::string_view kModelWeightsInitializationScale = "model_weights_initialization_scale";
+inline constexpr std::string_view kModelWeightsInitializationScale =
+    "model_weights_initialization_scale";
 inline constexpr std::string_view kMoeAuxLossCoeff = "moe_aux_loss_coeff";
 inline constexpr std::string_view kNumGenerationsPerPrompt = "num_generations_per_prompt";
 inline constexpr std::string_view kNumImageCandidates = "num_image_candidates";
 inline constexpr std::string_view kNumPromptsPerStep = "num_prompts_per_step";
 inline constexpr std::string_view kNumWarmupSteps = "num_warmup_steps";
 inline constexpr std::string_view kOptAdagradEpsilon = "opt_adagrad_epsilon";
-inline constexpr std::string_view kOptAdagradInitialAccumulatorValue = "opt_adagrad_initial_accumulator_value";
+inline constexpr std::string_view kOptAdagradInitialAccumulatorValue =
+    "opt_adagrad_initial_accumulator_value";
 inline constexpr std::string_view kOptAdagradLearningRateDecay = "opt_adagrad_learning_rate_decay";
 inline constexpr std::string_view kOptAdamBeta1 = "opt_adam_beta_1";
 inline constexpr std::string_view kOptAdamBeta2 = "opt_adam_beta_2";
@@ -114,21 +125,30 @@ inline constexpr std::string_view kOptGradientClipNorm = "opt_gradient_clip_norm
 inline constexpr std::string_view kOptLambBeta1 = "opt_lamb_beta_1";
 inline constexpr std::string_view kOptLambBeta2 = "opt_lamb_beta_2";
 inline constexpr std::string_view kOptLambEpsilon = "opt_lamb_epsilon";
-inline constexpr std::string_view kOptLambLearningRateDecayPolyPower = "opt_lamb_learning_rate_decay_poly_power";
-inline constexpr std::string_view kOptLambLearningRateHoldEpochs = "opt_lamb_learning_rate_hold_epochs";
+inline constexpr std::string_view kOptLambLearningRateDecayPolyPower =
+    "opt_lamb_learning_rate_decay_poly_power";
+inline constexpr std::string_view kOptLambLearningRateHoldEpochs =
+    "opt_lamb_learning_rate_hold_epochs";
 inline constexpr std::string_view kOptLambLearningRateMin = "opt_lamb_learning_rate_min";
 inline constexpr std::string_view kOptLambWeightDecayRate = "opt_lamb_weight_decay_rate";
 inline constexpr std::string_view kOptLearningRateAltDecayFunc = "opt_learning_rate_alt_decay_func";
-inline constexpr std::string_view kOptLearningRateAltWarmupFunc = "opt_learning_rate_alt_warmup_func";
-inline constexpr std::string_view kOptLearningRateDecayBoundaryEpochs = "opt_learning_rate_decay_boundary_epochs";
-inline constexpr std::string_view kOptLearningRateDecayBoundarySteps = "opt_learning_rate_decay_boundary_steps";
+inline constexpr std::string_view kOptLearningRateAltWarmupFunc =
+    "opt_learning_rate_alt_warmup_func";
+inline constexpr std::string_view kOptLearningRateDecayBoundaryEpochs =
+    "opt_learning_rate_decay_boundary_epochs";
+inline constexpr std::string_view kOptLearningRateDecayBoundarySteps =
+    "opt_learning_rate_decay_boundary_steps";
 inline constexpr std::string_view kOptLearningRateDecayFactor = "opt_learning_rate_decay_factor";
-inline constexpr std::string_view kOptLearningRateDecayInterval = "opt_learning_rate_decay_interval";
-inline constexpr std::string_view kOptLearningRateDecaySchedule = "opt_learning_rate_decay_schedule";
-inline constexpr std::string_view kOptLearningRateDecayStartStep = "opt_learning_rate_decay_start_step";
+inline constexpr std::string_view kOptLearningRateDecayInterval =
+    "opt_learning_rate_decay_interval";
+inline constexpr std::string_view kOptLearningRateDecaySchedule =
+    "opt_learning_rate_decay_schedule";
+inline constexpr std::string_view kOptLearningRateDecayStartStep =
+    "opt_learning_rate_decay_start_step";
 inline constexpr std::string_view kOptLearningRateDecaySteps = "opt_learning_rate_decay_steps";
 inline constexpr std::string_view kOptLearningRateRemainSteps = "opt_learning_rate_remain_steps";
-inline constexpr std::string_view kOptLearningRateTrainingSteps = "opt_learning_rate_training_steps";
+inline constexpr std::string_view kOptLearningRateTrainingSteps =
+    "opt_learning_rate_training_steps";
 inline constexpr std::string_view kOptLearningRateWarmupEpochs = "opt_learning_rate_warmup_epochs";
 inline constexpr std::string_view kOptLearningRateWarmupFactor = "opt_learning_rate_warmup_factor";
 inline constexpr std::string_view kOptLearningRateWarmupSteps = "opt_learning_rate_warmup_steps";
@@ -138,8 +158,10 @@ inline constexpr std::string_view kOptWeightDecay = "opt_weight_decay";
 inline constexpr std::string_view kOversampling = "oversampling";
 inline constexpr std::string_view kSgdOptBaseLearningRate = "sgd_opt_base_learning_rate";
 inline constexpr std::string_view kSgdOptEndLearningRate = "sgd_opt_end_learning_rate";
-inline constexpr std::string_view kSgdOptLearningRateDecayPolyPower = "sgd_opt_learning_rate_decay_poly_power";
-inline constexpr std::string_view kSgdOptLearningRateDecaySteps = "sgd_opt_learning_rate_decay_steps";
+inline constexpr std::string_view kSgdOptLearningRateDecayPolyPower =
+    "sgd_opt_learning_rate_decay_poly_power";
+inline constexpr std::string_view kSgdOptLearningRateDecaySteps =
+    "sgd_opt_learning_rate_decay_steps";
 inline constexpr std::string_view kSgdOptMomentum = "sgd_opt_momentum";
 inline constexpr std::string_view kSgdOptWeightDecay = "sgd_opt_weight_decay";
 inline constexpr std::string_view kStartWarmupStep = "start_warmup_step";
@@ -158,13 +180,15 @@ inline constexpr std::string_view kPowerReading = "power_reading";
 // Model parallelism and numerical precision (optional keys since 6.0.0).
 inline constexpr std::string_view kContextParallelism = "context_parallelism";
 inline constexpr std::string_view kExpertParallelism = "expert_parallelism";
-inline constexpr std::string_view kLowestNumericalPrecisionInAttn = "lowest_numerical_precision_in_attn";
-inline constexpr std::string_view kLowestNumericalPrecisionInComm = "lowest_numerical_precision_in_comm";
-inline constexpr std::string_view kLowestNumericalPrecisionInLinear = "lowest_numerical_precision_in_linear";
+inline constexpr std::string_view kLowestNumericalPrecisionInAttn =
+    "lowest_numerical_precision_in_attn";
+inline constexpr std::string_view kLowestNumericalPrecisionInComm =
+    "lowest_numerical_precision_in_comm";
+inline constexpr std::string_view kLowestNumericalPrecisionInLinear =
+    "lowest_numerical_precision_in_linear";
 inline constexpr std::string_view kMicroBatchSize = "micro_batch_size";
 inline constexpr std::string_view kPipelineParallelism = "pipeline_parallelism";
 inline constexpr std::string_view kTensorParallelism = "tensor_parallelism";
-
 
 // Every key above, for tools that enumerate them.
 inline constexpr std::string_view kAll[] = {

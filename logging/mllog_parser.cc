@@ -1,5 +1,6 @@
 #include "logging/mllog_parser.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -14,10 +15,48 @@ namespace {
 constexpr std::string_view kToken = ":::MLLOG ";
 constexpr size_t kChunkBytes = 4 << 20;
 
-// str.isspace() for a latin-1 character, which is what str.strip() removes.
+// str.isspace() for a latin-1 character, which is what str.strip() removes
+// from a line read as latin-1.
 bool IsPythonSpace(unsigned char c) {
-  return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f) || c == 0x85 ||
-         c == 0xa0;
+  return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f) || c == 0x85 || c == 0xa0;
+}
+
+// str.isspace() for any code point (Unicode 14, as in Python 3.11).
+bool IsPythonSpace(uint32_t cp) {
+  if (cp < 0x100) return IsPythonSpace(static_cast<unsigned char>(cp));
+  return cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200a) || cp == 0x2028 || cp == 0x2029 ||
+         cp == 0x202f || cp == 0x205f || cp == 0x3000;
+}
+
+// The digit zero of every run of Unicode decimal digits (category Nd; each
+// run is ten consecutive code points), which Python's float() accepts.
+constexpr uint32_t kDecimalZeros[] = {
+    0x30,    0x660,   0x6f0,   0x7c0,   0x966,   0x9e6,   0xa66,   0xae6,   0xb66,   0xbe6,
+    0xc66,   0xce6,   0xd66,   0xde6,   0xe50,   0xed0,   0xf20,   0x1040,  0x1090,  0x17e0,
+    0x1810,  0x1946,  0x19d0,  0x1a80,  0x1a90,  0x1b50,  0x1bb0,  0x1c40,  0x1c50,  0xa620,
+    0xa8d0,  0xa900,  0xa9d0,  0xa9f0,  0xaa50,  0xabf0,  0xff10,  0x104a0, 0x10d30, 0x11066,
+    0x110f0, 0x11136, 0x111d0, 0x112f0, 0x11450, 0x114d0, 0x11650, 0x116c0, 0x11730, 0x118e0,
+    0x11950, 0x11c50, 0x11d50, 0x11da0, 0x16a60, 0x16ac0, 0x16b50, 0x1d7ce, 0x1d7d8, 0x1d7e2,
+    0x1d7ec, 0x1d7f6, 0x1e140, 0x1e2f0, 0x1e950, 0x1fbf0};
+
+// Python's float() first turns Unicode whitespace into spaces and Unicode
+// decimal digits into ASCII ones; any other non-ASCII character fails it.
+std::optional<std::string> AsciiForFloat(std::string_view utf8) {
+  std::string out;
+  for (size_t i = 0; i < utf8.size();) {
+    const uint32_t cp = json::NextCodePoint(utf8, i);
+    if (IsPythonSpace(cp)) {
+      out += ' ';
+    } else if (cp < 0x80) {
+      out += static_cast<char>(cp);
+    } else {
+      const auto* run = std::find_if(std::begin(kDecimalZeros), std::end(kDecimalZeros),
+                                     [&](uint32_t zero) { return cp >= zero && cp < zero + 10; });
+      if (run == std::end(kDecimalZeros)) return std::nullopt;
+      out += static_cast<char>('0' + (cp - *run));
+    }
+  }
+  return out;
 }
 
 std::string ToLower(std::string_view s) {
@@ -30,9 +69,12 @@ std::string ToLower(std::string_view s) {
 
 // float(s) for a Python str: surrounding whitespace, a sign, digits with
 // single underscores between them, inf/infinity/nan in any case.
-std::optional<double> PythonFloatFromString(std::string_view s) {
-  while (!s.empty() && IsPythonSpace(s.front())) s.remove_prefix(1);
-  while (!s.empty() && IsPythonSpace(s.back())) s.remove_suffix(1);
+std::optional<double> PythonFloatFromString(std::string_view utf8) {
+  const std::optional<std::string> ascii = AsciiForFloat(utf8);
+  if (!ascii) return std::nullopt;
+  std::string_view s = *ascii;
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
   std::string clean;
   size_t i = 0;
   if (i < s.size() && (s[i] == '+' || s[i] == '-')) clean += s[i++];
@@ -94,13 +136,15 @@ class LineParser {
   // byte offset of that token in the file line.
   void Parse(std::string_view rest, int64_t file_line, size_t token_column, bool file_ended) {
     const int64_t index = log_.mllog_line_count++;
-    while (!rest.empty() && IsPythonSpace(rest.back())) rest.remove_suffix(1);
+    while (!rest.empty() && IsPythonSpace(static_cast<unsigned char>(rest.back())))
+      rest.remove_suffix(1);
     const size_t json_column = token_column + kToken.size();
 
     json::ParseNotes notes;
     auto parsed = json::Parse(rest, {.encoding = json::Encoding::kLatin1}, &notes);
     if (!parsed.ok()) {
-      std::string reason = fmt::format("malformed JSON: {}", std::string(parsed.status().message()));
+      std::string reason =
+          fmt::format("malformed JSON: {}", std::string(parsed.status().message()));
       ShiftColumn(reason, json_column);
       if (file_ended) reason += "; the file ends inside this line";
       Report(file_line, index, Problem::kMalformedJson, OfficialOutcome::kSkipped, reason);
@@ -122,11 +166,11 @@ class LineParser {
     if (key == nullptr) return MissingField(file_line, index, "key");
     if (key->is_string()) {
       line.key = key->as_string();
-    } else if (key->is_array() || key->is_object()) {
-      Report(file_line, index, Problem::kBadKey, OfficialOutcome::kCrash,
-             fmt::format("\"key\" is {}; it must be a string", TypeName(*key)));
-      return;
     } else {
+      if (key->is_array() || key->is_object()) {
+        Report(file_line, index, Problem::kBadKey, OfficialOutcome::kKept,
+               fmt::format("\"key\" is {}, so no rule can match this line", TypeName(*key)));
+      }
       line.key = json::Dump(*key);
       line.key_is_string = false;
     }
@@ -134,8 +178,11 @@ class LineParser {
     if (value == nullptr) return MissingField(file_line, index, "value");
     const json::Value* metadata = m.Find("metadata");
     if (metadata == nullptr) return MissingField(file_line, index, "metadata");
-    line.value = *value;
-    line.metadata = *metadata;
+    // The parsed line is ours alone: move its value and metadata out.
+    for (auto& [name, member] : m.as_object()) {
+      if (name == "value") line.value = std::move(member);
+      if (name == "metadata") line.metadata = std::move(member);
+    }
     line.text = fmt::format("{}{}", kToken, rest);
 
     if (notes.non_finite) {
@@ -232,8 +279,12 @@ class LineSplitter {
         Append(std::string_view(start, n));
         return;
       }
-      Append(std::string_view(start, end - start));
-      EndLine(false);
+      if (line_length_ == 0) {
+        WholeLine(std::string_view(start, end - start));  // no copy for the common case
+      } else {
+        Append(std::string_view(start, end - start));
+        EndLine(false);
+      }
       i = (end - chunk.data()) + 1;
       if (*end == '\r') pending_cr_ = true;
     }
@@ -263,6 +314,14 @@ class LineSplitter {
     if (!has_token_ && partial_.size() > overlap) partial_.erase(0, partial_.size() - overlap);
   }
 
+  void WholeLine(std::string_view line) {
+    ++file_line_;
+    const size_t at = line.rfind(kToken);
+    if (at != std::string_view::npos) {
+      parser_.Parse(line.substr(at + kToken.size()), file_line_, at, false);
+    }
+  }
+
   void EndLine(bool file_ended) {
     ++file_line_;
     if (has_token_) {
@@ -284,9 +343,9 @@ class LineSplitter {
 
 void FinishLog(ParsedLog& log) {
   if (log.mllog_line_count == 0) {
-    log.diagnostics.push_back({0, -1, Problem::kNoMllogLines, OfficialOutcome::kKept,
-                               log.bytes == 0 ? "the file is empty"
-                                              : "the file has no \":::MLLOG \" line"});
+    log.diagnostics.push_back(
+        {0, -1, Problem::kNoMllogLines, OfficialOutcome::kKept,
+         log.bytes == 0 ? "the file is empty" : "the file has no \":::MLLOG \" line"});
   }
 }
 
@@ -330,14 +389,14 @@ absl::StatusOr<ParsedLog> ParseFile(const std::string& path) {
   ParsedLog log;
   log.path = path;
   LineSplitter splitter(log);
-  std::string buffer(kChunkBytes, '\0');
+  const std::unique_ptr<char[]> buffer(new char[kChunkBytes]);  // uninitialised on purpose
   while (true) {
-    const size_t n = std::fread(buffer.data(), 1, buffer.size(), file.get());
+    const size_t n = std::fread(buffer.get(), 1, kChunkBytes, file.get());
     if (n > 0) {
-      splitter.Feed(std::string_view(buffer.data(), n));
+      splitter.Feed(std::string_view(buffer.get(), n));
       log.bytes += static_cast<int64_t>(n);
     }
-    if (n < buffer.size()) {
+    if (n < kChunkBytes) {
       if (std::ferror(file.get())) {
         return absl::DataLossError(fmt::format("{}: read error: {}", path, std::strerror(errno)));
       }

@@ -40,7 +40,7 @@ enum class Problem {
   kNotAnObject,      // valid JSON, but not an object
   kMissingField,     // one of time_ms, key, value, metadata is absent
   kBadTimestamp,     // time_ms is not convertible by float()
-  kBadKey,           // key is a list or an object, which the official checker cannot look up
+  kBadKey,           // key is a list or an object: no rule can match the line
   kNonFiniteNumber,  // NaN or Infinity somewhere in the line
   kBigInteger,       // an integer outside the 64-bit range
   kInvalidUtf8,      // bytes that are not UTF-8 (read as latin-1, like the official parser)

@@ -91,7 +91,8 @@ TEST(Parse, RepeatedKeyKeepsFirstPositionAndLastValue) {
   EXPECT_EQ(v.as_object()[0].first, "a");
   EXPECT_EQ(v.Find("a")->as_int(), 3);
   std::string many = "{";
-  for (int i = 0; i < 100; ++i) many += "\"k" + std::to_string(i % 40) + "\": " + std::to_string(i) + ",";
+  for (int i = 0; i < 100; ++i)
+    many += "\"k" + std::to_string(i % 40) + "\": " + std::to_string(i) + ",";
   many.back() = '}';
   Value big = MustParse(many);
   EXPECT_EQ(big.as_object().size(), 40u);

@@ -27,10 +27,11 @@ TEST(Logger, OfficialGoldenLine) {
   r.time_ms = 1234567890123;
   r.caller = {"mybenchmark/file.py", 42};
   logger->Log(r);
-  EXPECT_EQ(out.str(),
-            R"(:::MLLOG {"namespace": "", "time_ms": 1234567890123, "event_type": "INTERVAL_START", )"
-            R"("key": "run_start", "value": null, "metadata": {"file": "mybenchmark/file.py", "lineno": 42}})"
-            "\n");
+  EXPECT_EQ(
+      out.str(),
+      R"(:::MLLOG {"namespace": "", "time_ms": 1234567890123, "event_type": "INTERVAL_START", )"
+      R"("key": "run_start", "value": null, "metadata": {"file": "mybenchmark/file.py", "lineno": 42}})"
+      "\n");
 }
 
 TEST(Logger, CapturesTheCallersFileAndLine) {
@@ -120,7 +121,8 @@ TEST(Logger, ThreadsNeverInterleaveWithinALine) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
-      for (int i = 0; i < 500; ++i) logger->Event("k", std::string(100, static_cast<char>('a' + t)));
+      for (int i = 0; i < 500; ++i)
+        logger->Event("k", std::string(100, static_cast<char>('a' + t)));
     });
   }
   for (auto& th : threads) th.join();
@@ -132,7 +134,8 @@ TEST(Logger, ThreadsNeverInterleaveWithinALine) {
 TEST(Keys, NamesAreTheWireNames) {
   EXPECT_EQ(key::kGlobalBatchSize, "global_batch_size");
   EXPECT_EQ(key::kLarsOptWeightDecay, "lars_opt_weight_decay");
-  EXPECT_EQ(key::kDataSpeedPerturbatonMax, "data_speed_perturbaton_max");  // sic, as the rules spell it
+  EXPECT_EQ(key::kDataSpeedPerturbatonMax,
+            "data_speed_perturbaton_max");  // sic, as the rules spell it
   EXPECT_EQ(std::size(key::kAll), 141u);
 }
 

@@ -75,51 +75,6 @@ void Value::Set(std::string key, Value v) {
 }
 
 // ---------------------------------------------------------------------------
-// Python equality
-
-bool PythonEquals(const Value& a, const Value& b) {
-  const bool a_num = a.is_number() || a.is_bool();
-  const bool b_num = b.is_number() || b.is_bool();
-  if (a_num && b_num) {
-    if (a.is_big_int() || b.is_big_int()) {
-      if (a.is_big_int() && b.is_big_int()) return a.as_string() == b.as_string();
-      // A big int never equals an int64; against a float compare as doubles.
-      if (a.is_float() || b.is_float()) return a.as_float() == b.as_float();
-      return false;
-    }
-    if (a.is_float() || b.is_float()) return a.as_float() == b.as_float();
-    return a.as_int() == b.as_int();
-  }
-  if (a.type() != b.type()) return false;
-  switch (a.type()) {
-    case Type::kNull:
-      return true;
-    case Type::kString:
-      return a.as_string() == b.as_string();
-    case Type::kArray: {
-      const Array& x = a.as_array();
-      const Array& y = b.as_array();
-      if (x.size() != y.size()) return false;
-      for (size_t i = 0; i < x.size(); ++i) {
-        if (!PythonEquals(x[i], y[i])) return false;
-      }
-      return true;
-    }
-    case Type::kObject: {
-      const Object& x = a.as_object();
-      if (x.size() != b.as_object().size()) return false;
-      for (const auto& [k, v] : x) {
-        const Value* other = b.Find(k);
-        if (other == nullptr || !PythonEquals(v, *other)) return false;
-      }
-      return true;
-    }
-    default:
-      return false;
-  }
-}
-
-// ---------------------------------------------------------------------------
 // Writing
 
 namespace {

@@ -86,10 +86,6 @@ struct Member {
   Value second;
 };
 
-// Python's ==: 1 == 1.0 == True, containers element-wise, dicts regardless of
-// order, NaN unequal to itself.
-bool PythonEquals(const Value& a, const Value& b);
-
 // Python's repr() of a float: shortest round-trip digits, scientific notation
 // below 1e-4 and from 1e16 on, "inf"/"nan" as Python spells them.
 std::string PythonFloatRepr(double d);

@@ -122,18 +122,6 @@ TEST(Parse, Latin1ReadsEveryByteAsACodePoint) {
   EXPECT_EQ(MustParse("\"\xc3\xa9\"", Encoding::kUtf8).as_string(), "\xc3\xa9");
 }
 
-TEST(PythonEquals, FollowsPythonNumbers) {
-  EXPECT_TRUE(PythonEquals(Value(1), Value(1.0)));
-  EXPECT_TRUE(PythonEquals(Value(true), Value(1)));
-  EXPECT_TRUE(PythonEquals(Value(false), Value(0.0)));
-  EXPECT_FALSE(PythonEquals(Value(1), Value("1")));
-  EXPECT_FALSE(PythonEquals(Value(std::nan("")), Value(std::nan(""))));
-  EXPECT_TRUE(PythonEquals(MustParse(R"({"a": [1, 2.0]})"), MustParse(R"({"a": [1.0, 2]})")));
-  EXPECT_TRUE(PythonEquals(MustParse(R"({"a": 1, "b": 2})"), MustParse(R"({"b": 2, "a": 1})")));
-  EXPECT_FALSE(PythonEquals(MustParse("[1, 2]"), MustParse("[1]")));
-  EXPECT_TRUE(PythonEquals(Value(), Value(nullptr)));
-}
-
 TEST(RoundTrip, EveryValueTypeSurvives) {
   const std::string text =
       R"({"n": null, "t": true, "f": false, "i": -7, "x": 0.30000000000000004, )"

@@ -15,7 +15,6 @@ Exit: 0 all agree, 1 any disagreement, 2 harness error (no oracle, bad tool).
 import argparse
 import concurrent.futures
 import hashlib
-import importlib.metadata
 import json
 import os
 import re
@@ -41,7 +40,7 @@ class HarnessError(Exception):
 
 def neighbours(ruleset):
     i = mutate.RULESETS.index(ruleset)
-    return [r for r in mutate.RULESETS[max(i - 1, 0):i + 2]]
+    return mutate.RULESETS[max(i - 1, 0):i + 2]
 
 
 def corpus_cases(corpus):
@@ -142,7 +141,7 @@ class OfficialCache:
 
 
 def official_verdicts(cases, python, cache, jobs, timeout):
-    """Fills case['official'] for every case; runs the tool only on cache misses."""
+    """Fills case['official'] for every case; returns how many official runs it took."""
     todo = []
     for case in cases:
         case['sha256'] = content_hash(case['path'])
@@ -314,8 +313,8 @@ def main():
             cases = [c for c in cases if re.search(args.filter, c['name'])]
         ran = official_verdicts(cases, args.python, OfficialCache(args.cache, version), args.jobs, args.timeout)
         t1 = time.monotonic()
-        print(f'{len(cases)} cases; official {OFFICIAL_PACKAGE} {version}: {ran} run, '
-              f'{len(cases) - ran} cached, {t1 - t0:.1f} s', file=sys.stderr)
+        print(f'{len(cases)} cases; official {OFFICIAL_PACKAGE} {version}: {ran} runs, '
+              f'the rest cached or byte-identical; {t1 - t0:.1f} s', file=sys.stderr)
         if args.record:
             record(cases, version, args.record)
         if not args.tool:

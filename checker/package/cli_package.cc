@@ -1,0 +1,387 @@
+#include "checker/package/cli_package.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "absl/flags/flag.h"
+#include "checker/engine.h"
+#include "checker/package/claims_audit.h"
+#include "checker/package/layout.h"
+#include "checker/package/package_check.h"
+#include "checker/package/rcp_table.h"
+#include "checker/package/summary_csv.h"
+#include "checker/report_format.h"
+#include "fmt/format.h"
+#include "logging/json.h"
+#include "logging/mllog_parser.h"
+
+ABSL_FLAG(std::string, csv, "", "write the result summarizer's score table to this CSV file");
+ABSL_FLAG(
+    std::string, claims, "",
+    "audit the time-to-train claims in this CSV (columns version, submitter, system, benchmark, "
+    "minutes) against the scores computed from the logs");
+ABSL_FLAG(bool, rcp_bypass, false, "let RCP failures pass, as the package checker's --rcp-bypass");
+ABSL_FLAG(bool, seed_checker_bypass, false, "skip the seed checker, as the package checker's flag");
+ABSL_FLAG(
+    bool, write_scaling, false,
+    "write scaling.json files into the checked tree as the official tools leave them (the only "
+    "option that writes into the tree)");
+
+namespace mlperf::package {
+namespace {
+
+namespace fs = std::filesystem;
+using json::Value;
+
+constexpr int kExitFail = 1;
+constexpr int kExitUsage = 2;
+
+Value Opt(const std::optional<double>& v) { return v ? Value(*v) : Value(); }
+
+Value Strings(const std::vector<std::string>& v) {
+  json::Array a;
+  for (const std::string& s : v) a.push_back(Value(s));
+  return Value(std::move(a));
+}
+
+Value DirJson(const BenchmarkDirReport& d) {
+  json::Array runs;
+  for (const RunDetail& r : d.runs) {
+    runs.push_back(Value(json::Object{{"path", r.path},
+                                      {"verdict", r.compliant ? "PASS" : "FAIL"},
+                                      {"minutes", Opt(r.minutes)},
+                                      {"rcp_epochs", Opt(r.rcp_epochs)}}));
+  }
+  Value rcp;
+  if (d.rcp_ran) {
+    rcp = Value(json::Object{
+        {"verdict", d.rcp ? Value(d.rcp->passed ? "PASS" : "FAIL") : Value("ERROR")},
+        {"message", d.rcp ? Value(d.rcp->message) : Value(d.rcp_error)},
+        {"scaling_factor", d.rcp && d.rcp->compared ? Value(d.rcp->normalization_factor) : Value()},
+        {"scaling_json_written", d.rcp ? Opt(d.rcp->scaling_factor_written) : Value()},
+        {"bypass", d.rcp_bypass}});
+  }
+  return Value(json::Object{{"path", d.path},
+                            {"system", d.system},
+                            {"benchmark", d.benchmark},
+                            {"division", d.division},
+                            {"verdict", d.skipped    ? "SKIPPED"
+                                        : d.passed() ? "PASS"
+                                                     : "FAIL"},
+                            {"runs", static_cast<int64_t>(d.runs.size())},
+                            {"required_runs", d.required_runs ? Value(*d.required_runs) : Value()},
+                            {"converged", d.converged_runs()},
+                            {"rcp", rcp},
+                            {"seed_check", d.seed_check_ran        ? "ran"
+                                           : d.seed_checker_bypass ? "bypassed"
+                                                                   : "not applicable"},
+                            {"scaling_factor", d.score.scaling_factor},
+                            {"olympic_mean_minutes", Opt(d.score.olympic_mean)},
+                            {"score_minutes", Opt(d.score.score)},
+                            {"errors", Strings(d.errors)},
+                            {"warnings", Strings(d.warnings)},
+                            {"review_warnings", Strings(d.review_warnings)},
+                            {"run_details", Value(std::move(runs))}});
+}
+
+std::string HumanDir(const BenchmarkDirReport& d) {
+  std::string out = fmt::format("  {}  {}/{}",
+                                d.skipped    ? "SKIP"
+                                : d.passed() ? "PASS"
+                                             : "FAIL",
+                                d.system, d.benchmark);
+  if (!d.skipped) {
+    out += fmt::format(": {} runs, {} compliant", d.runs.size(), d.converged_runs());
+    if (d.rcp) {
+      out += fmt::format("; RCP {}: {}", d.rcp->passed ? "pass" : "fail", d.rcp->message);
+      if (d.rcp->compared)
+        out += fmt::format(" (factor {})", json::PythonFloatRepr(d.rcp->normalization_factor));
+    }
+    out += d.score.score ? fmt::format("; score {} min", json::PythonFloatRepr(*d.score.score))
+                         : "; no score";
+  }
+  out += "\n";
+  for (const std::string& e : d.errors) out += fmt::format("      error: {}\n", e);
+  for (const std::string& w : d.warnings) out += fmt::format("      warning: {}\n", w);
+  for (const std::string& w : d.review_warnings) out += fmt::format("      review: {}\n", w);
+  for (const RunDetail& r : d.runs) {
+    if (!r.compliant) {
+      std::string log = checker::FormatHuman(r.log);
+      for (size_t p = 0; (p = log.find('\n', p)) != std::string::npos && p + 1 < log.size(); p += 7)
+        log.insert(p + 1, "      ");
+      out += "      " + log;
+    }
+  }
+  return out;
+}
+
+std::string HumanOrg(const OrgReport& o) {
+  std::string out = fmt::format("{}  {}  (package of {}, ruleset {})\n",
+                                o.passed() ? "PASS" : "FAIL", o.path, o.name, o.ruleset);
+  for (const std::string& e : o.errors) out += fmt::format("    error: {}\n", e);
+  for (const std::string& w : o.warnings) out += fmt::format("    warning: {}\n", w);
+  for (const std::string& n : o.notes) out += fmt::format("    note: {}\n", n);
+  for (const BenchmarkDirReport& d : o.dirs) out += HumanDir(d);
+  return out;
+}
+
+struct ClaimResult {
+  ClaimAudit audit;
+  ComputedScore computed;
+};
+
+std::vector<ClaimResult> AuditClaims(const std::vector<Claim>& claims,
+                                     const std::vector<OrgReport>& orgs) {
+  std::vector<ClaimResult> out;
+  for (const Claim& claim : claims) {
+    ComputedScore c;
+    c.unavailable =
+        fmt::format("no checked package of {} for round {}", claim.submitter, claim.version);
+    for (const OrgReport& o : orgs) {
+      if (o.name != claim.submitter || o.ruleset.substr(0, o.ruleset.rfind('.')) != claim.version)
+        continue;
+      c.unavailable = fmt::format("no directory results/{}/{}", claim.system, claim.benchmark);
+      for (const BenchmarkDirReport& d : o.dirs) {
+        if (d.system != claim.system || d.benchmark != claim.benchmark || d.skipped) continue;
+        c.olympic_mean = d.score.olympic_mean;
+        c.normalized = d.score.score;
+        c.scaling_factor = d.score.scaling_factor;
+        c.unavailable = d.score.score
+                            ? ""
+                            : fmt::format("{} of {} runs dropped (at most {} allowed)",
+                                          d.score.dropped_runs, d.runs.size(), d.score.max_dropped);
+      }
+    }
+    out.push_back({AuditClaim(claim, c), c});
+  }
+  return out;
+}
+
+Value ClaimJson(const ClaimResult& r) {
+  const Claim& c = r.audit.claim;
+  json::Object o{{"version", c.version},
+                 {"submitter", c.submitter},
+                 {"system", c.system},
+                 {"benchmark", c.benchmark},
+                 {"claimed", c.minutes},
+                 {"computed_raw", Opt(r.computed.olympic_mean)},
+                 {"computed_normalised", Opt(r.computed.normalized)},
+                 {"verdict", std::string(ClaimMatchName(r.audit.match))},
+                 {"difference", Opt(r.audit.difference)},
+                 {"reason", r.audit.reason}};
+  json::Object other;
+  for (const auto& [k, v] : c.other_columns) other.emplace_back(k, v);
+  o.emplace_back("other_columns", Value(std::move(other)));
+  return Value(std::move(o));
+}
+
+bool ValidRuleset(const std::string& r, const checker::RuleLibrary& rules) {
+  return rules.HasRuleset(r) && RcpCheckerSupportsRuleset(r);
+}
+
+absl::StatusOr<std::string> ReadSmall(const std::string& path) {
+  return ReadFileLimited(path, 64ull << 20);
+}
+
+}  // namespace
+
+bool AnyDirectory(const std::vector<std::string>& paths) {
+  for (const std::string& p : paths) {
+    std::error_code ec;
+    if (fs::is_directory(p, ec)) return true;
+  }
+  return false;
+}
+
+bool RulesetGiven(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--") break;
+    if (a == "--ruleset" || a == "-ruleset" || a.starts_with("--ruleset=") ||
+        a.starts_with("-ruleset="))
+      return true;
+  }
+  return false;
+}
+
+std::string PackageFlagsHelp() {
+  return "  --csv FILE           write the result summarizer's score table (same columns) to FILE\n"
+         "  --claims FILE        audit time-to-train claims (CSV: "
+         "version,submitter,system,benchmark,minutes)\n"
+         "  --rcp-bypass         let RCP failures pass (as package_checker --rcp-bypass)\n"
+         "  --seed-checker-bypass  skip the seed checker (as package_checker "
+         "--seed-checker-bypass)\n"
+         "  --write-scaling      write scaling.json files as the official tools leave them "
+         "(otherwise\n"
+         "                       nothing inside the checked tree is ever created, changed or "
+         "deleted)\n";
+}
+
+int RunPackageCli(const std::vector<std::string>& paths, const CliOptions& options,
+                  const checker::RuleLibrary& rules) {
+  if (options.ruleset && !ValidRuleset(*options.ruleset, rules)) {
+    std::fprintf(
+        stderr,
+        "compliance_check: ruleset %s is not a training ruleset from 1.0.0 to 6.1.0 that we know\n",
+        options.ruleset->c_str());
+    return kExitUsage;
+  }
+  // Resolve every path first, so that a usage error prints nothing else.
+  struct OrgJob {
+    fs::path org;
+    PackageOptions options;
+  };
+  std::vector<OrgJob> org_jobs;
+  std::vector<std::string> log_files;
+  for (const std::string& p : paths) {
+    absl::StatusOr<PathTarget> t = ClassifyPath(p);
+    if (!t.ok()) {
+      std::fprintf(stderr, "compliance_check: %s\n", std::string(t.status().message()).c_str());
+      return kExitUsage;
+    }
+    if (t->kind == PathKind::kLogFile) {
+      log_files.push_back(p);
+      continue;
+    }
+    for (const fs::path& org : t->organizations) {
+      std::optional<std::string> ruleset = options.ruleset ? options.ruleset : RulesetFromPath(org);
+      if (!ruleset) {
+        std::fprintf(
+            stderr,
+            "compliance_check: %s: cannot tell which training ruleset this package follows (no "
+            "vN.M "
+            "round folder in its path); give it with --ruleset X.Y.Z, e.g. --ruleset 3.0.0 for the "
+            "v3.0 round\n",
+            DisplayPath(org).c_str());
+        return kExitUsage;
+      }
+      if (!ValidRuleset(*ruleset, rules)) {
+        std::fprintf(stderr,
+                     "compliance_check: %s: ruleset %s (from the folder name) is not supported; "
+                     "give one with --ruleset X.Y.Z\n",
+                     DisplayPath(org).c_str(), ruleset->c_str());
+        return kExitUsage;
+      }
+      PackageOptions po{.ruleset = *ruleset,
+                        .rcp_bypass = absl::GetFlag(FLAGS_rcp_bypass),
+                        .seed_checker_bypass = absl::GetFlag(FLAGS_seed_checker_bypass),
+                        .werror = options.werror,
+                        .jobs = options.jobs,
+                        .only_system = t->only_system,
+                        .only_benchmark = t->only_benchmark};
+      org_jobs.push_back({org, po});
+    }
+  }
+  std::vector<Claim> claims;
+  const std::string claims_path = absl::GetFlag(FLAGS_claims);
+  if (!claims_path.empty()) {
+    absl::StatusOr<std::string> text = ReadSmall(claims_path);
+    absl::StatusOr<std::vector<Claim>> parsed =
+        text.ok() ? ParseClaimsCsv(*text, claims_path)
+                  : absl::StatusOr<std::vector<Claim>>(text.status());
+    if (!parsed.ok()) {
+      std::fprintf(stderr, "compliance_check: claims: %s\n",
+                   std::string(parsed.status().message()).c_str());
+      return kExitUsage;
+    }
+    claims = *std::move(parsed);
+  }
+
+  std::vector<OrgReport> orgs;
+  for (const OrgJob& j : org_jobs) orgs.push_back(CheckOrganization(j.org, rules, j.options));
+  const std::string log_ruleset = options.ruleset.value_or(options.default_ruleset);
+  std::vector<checker::LogReport> logs;
+  for (const std::string& f : log_files) {
+    absl::StatusOr<std::string> text = ReadFileLimited(f, 512ull << 20);
+    if (!text.ok()) {
+      checker::LogReport r{.path = f, .ruleset = log_ruleset, .input_error = true};
+      r.errors.push_back({.message = std::string(text.status().message())});
+      logs.push_back(std::move(r));
+      continue;
+    }
+    logs.push_back(checker::CheckLog(mllog::ParseText(*text, f), rules, log_ruleset,
+                                     {.werror = options.werror}));
+  }
+  const std::vector<ClaimResult> audits = AuditClaims(claims, orgs);
+
+  bool input_error = false, all_pass = true;
+  for (const checker::LogReport& r : logs) {
+    input_error = input_error || r.input_error;
+    all_pass = all_pass && r.compliant();
+  }
+  for (const OrgReport& o : orgs) {
+    input_error = input_error || o.input_error;
+    all_pass = all_pass && o.passed();
+  }
+
+  if (const std::string csv = absl::GetFlag(FLAGS_csv); !csv.empty()) {
+    std::vector<const OrgReport*> ptrs;
+    for (const OrgReport& o : orgs) ptrs.push_back(&o);
+    std::ofstream out(csv, std::ios::binary | std::ios::trunc);
+    out << SummaryCsv(ptrs);
+    if (!out) {
+      std::fprintf(stderr, "compliance_check: cannot write %s\n", csv.c_str());
+      input_error = true;
+    }
+  }
+  if (absl::GetFlag(FLAGS_write_scaling)) {
+    for (const OrgReport& o : orgs) {
+      if (absl::Status s = WriteScalingFiles(o); !s.ok()) {
+        std::fprintf(stderr, "compliance_check: %s\n", std::string(s.message()).c_str());
+        input_error = true;
+      }
+    }
+  }
+
+  std::string out;
+  if (options.json) {
+    // The per-log document, extended with packages and claims.
+    std::vector<checker::LogReport> all_logs = logs;
+    for (const OrgReport& o : orgs) {
+      for (const BenchmarkDirReport& d : o.dirs) {
+        for (const RunDetail& r : d.runs) all_logs.push_back(r.log);
+      }
+    }
+    absl::StatusOr<Value> doc = json::Parse(checker::FormatJson(log_ruleset, all_logs),
+                                            {.encoding = json::Encoding::kUtf8});
+    if (!doc.ok()) doc = Value(json::Object{{"tool", "compliance_check"}});
+    json::Array packages;
+    for (const OrgReport& o : orgs) {
+      json::Array dirs;
+      for (const BenchmarkDirReport& d : o.dirs) dirs.push_back(DirJson(d));
+      packages.push_back(Value(json::Object{{"path", o.path},
+                                            {"organization", o.name},
+                                            {"ruleset", o.ruleset},
+                                            {"verdict", o.passed() ? "PASS" : "FAIL"},
+                                            {"errors", Strings(o.errors)},
+                                            {"warnings", Strings(o.warnings)},
+                                            {"notes", Strings(o.notes)},
+                                            {"benchmarks", Value(std::move(dirs))}}));
+    }
+    json::Array claims_json;
+    for (const ClaimResult& r : audits) claims_json.push_back(ClaimJson(r));
+    doc->Set("verdict", all_pass ? "PASS" : "FAIL");
+    doc->Set("packages", Value(std::move(packages)));
+    doc->Set("claims", Value(std::move(claims_json)));
+    out = json::Dump(*doc) + "\n";
+  } else {
+    for (const checker::LogReport& r : logs) out += checker::FormatHuman(r);
+    for (const OrgReport& o : orgs) out += HumanOrg(o);
+    for (const ClaimResult& r : audits) {
+      const Claim& c = r.audit.claim;
+      out +=
+          fmt::format("CLAIM {} {} {}/{} {} min: {}", c.version, c.submitter, c.system, c.benchmark,
+                      json::PythonFloatRepr(c.minutes), ClaimMatchName(r.audit.match));
+      if (r.audit.difference) out += fmt::format(" (difference {:.6g} min)", *r.audit.difference);
+      if (!r.audit.reason.empty()) out += fmt::format(": {}", r.audit.reason);
+      out += "\n";
+    }
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  if (input_error) return kExitUsage;
+  return all_pass ? 0 : kExitFail;
+}
+
+}  // namespace mlperf::package

@@ -1,0 +1,428 @@
+#include "checker/package/package_check.h"
+
+#include <algorithm>
+#include <atomic>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "checker/package/benchmark_meta.h"
+#include "checker/package/layout.h"
+#include "checker/package/package_params.h"
+#include "checker/package/power_check.h"
+#include "checker/package/reviewer_warnings.h"
+#include "checker/package/run_score.h"
+#include "checker/package/seed_check.h"
+#include "fmt/format.h"
+
+namespace mlperf::package {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Real result logs are at most tens of MB; anything far larger is not a log
+// and is refused from its size (a sparse garbage file must not be read).
+constexpr uint64_t kMaxLogBytes = 512ull << 20;
+constexpr uint64_t kMaxSmallFileBytes = 16ull << 20;  // JSON and params files
+
+struct LogTask {
+  size_t dir;
+  size_t run;
+  fs::path path;
+};
+
+PackageParams ReadParams(const fs::path& path, std::vector<std::string>& warnings) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return {};
+  absl::StatusOr<std::string> text = ReadFileLimited(path, kMaxSmallFileBytes);
+  if (!text.ok()) {
+    warnings.push_back(std::string(text.status().message()));
+    return {};
+  }
+  PackageParams p = ParsePackageParams(*text);
+  for (const std::string& r : p.ignored_requests) {
+    warnings.push_back(
+        fmt::format("{}: the line '{}' is not applied by the official package checker (only a last "
+                    "line without a "
+                    "final newline is read)",
+                    DisplayPath(path), r));
+  }
+  return p;
+}
+
+// Parses and checks one result log, as the package checker and the
+// summarizer each do.
+void CheckRun(const fs::path& path, const checker::RuleLibrary& rules,
+              const PackageOptions& options, RunDetail& run,
+              std::optional<mllog::ParsedLog>& parsed, std::vector<std::string>& review) {
+  run.path = DisplayPath(path);
+  run.stem = fs::path(path.filename()).stem().string();
+  absl::StatusOr<std::string> text = ReadFileLimited(path, kMaxLogBytes);
+  if (!text.ok()) {
+    run.log.path = run.path;
+    run.log.ruleset = options.ruleset;
+    run.log.input_error = true;
+    run.log.errors.push_back({.message = std::string(text.status().message())});
+    return;
+  }
+  parsed = mllog::ParseText(*text, run.path);
+  run.log = checker::CheckLog(*parsed, rules, options.ruleset, {.werror = false});
+  run.compliant = run.log.compliant() && (!options.werror || run.log.warnings.empty());
+  absl::StatusOr<double> minutes = RunMinutes(*parsed);
+  if (minutes.ok()) {
+    run.minutes = *minutes;
+  } else {
+    run.minutes_error = std::string(minutes.status().message());
+  }
+  review = RunWarnings(*parsed);
+}
+
+void CheckSystemDescriptions(const fs::path& org, const PackageOptions& options,
+                             OrgReport& report) {
+  absl::StatusOr<std::vector<DirEntry>> entries = ListDir(org / "systems");
+  if (!entries.ok()) {
+    report.errors.push_back(std::string(entries.status().message()));
+    report.input_error = true;
+    return;
+  }
+  for (const DirEntry& e : *entries) {
+    if (!e.name.ends_with(".json")) continue;
+    SystemReport s;
+    s.name = e.name.substr(0, e.name.size() - 5);
+    if (options.only_system && *options.only_system != s.name) continue;
+    const fs::path path = org / "systems" / e.name;
+    absl::StatusOr<std::string> text = ReadFileLimited(path, kMaxSmallFileBytes);
+    absl::StatusOr<json::Value> desc = text.ok()
+                                           ? json::Parse(*text, {.encoding = json::Encoding::kUtf8})
+                                           : absl::StatusOr<json::Value>(text.status());
+    if (!desc.ok()) {
+      s.error = fmt::format("{}: {}", DisplayPath(path), std::string(desc.status().message()));
+      report.errors.push_back(fmt::format("system description cannot be read: {}", s.error));
+    } else {
+      s.desc_loaded = true;
+      s.desc = *std::move(desc);
+      s.check = CheckSystemDesc(s.desc, options.ruleset);
+      if (!s.check.valid) {
+        std::string reasons;
+        for (const std::string& r : s.check.reasons) reasons += (reasons.empty() ? "" : "; ") + r;
+        report.errors.push_back(
+            fmt::format("{}: system description check failed: {}", DisplayPath(path), reasons));
+      }
+    }
+    report.systems.push_back(std::move(s));
+  }
+}
+
+const SystemReport* FindSystem(const OrgReport& report, const std::string& name) {
+  for (const SystemReport& s : report.systems) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+// The directory verdict once its runs are checked (check_training_package).
+void FinishDirectory(BenchmarkDirReport& d, const std::vector<const mllog::ParsedLog*>& logs,
+                     bool all_parsed, const PackageOptions& options) {
+  std::set<std::string> error_set;
+  for (const RunDetail& r : d.runs) {
+    if (!r.compliant) error_set.insert(r.stem);
+  }
+  std::error_code ec;
+  const fs::path power = d.location / "power";
+  if (fs::exists(power, ec)) {
+    std::vector<std::string> stems;
+    for (const RunDetail& r : d.runs) stems.push_back(r.stem);
+    PowerCheck p = CheckPower(power, stems);
+    error_set.insert(p.failed_runs.begin(), p.failed_runs.end());
+    d.warnings.insert(d.warnings.end(), p.warnings.begin(), p.warnings.end());
+    for (const std::string& e : p.errors)
+      d.errors.push_back(fmt::format("power check cannot run: {}", e));
+  }
+  d.failed_runs = static_cast<int>(error_set.size());
+  const int allowed = d.benchmark == "unet3d" ? 4 : 1;
+  if (d.failed_runs > allowed) {
+    d.errors.push_back(fmt::format(
+        "{} runs do not comply, more than the {} olympic scoring accepts", d.failed_runs, allowed));
+  } else if (d.failed_runs > 0) {
+    d.warnings.push_back(
+        fmt::format("{} run(s) do not comply, accepted under olympic scoring", d.failed_runs));
+  }
+
+  std::vector<std::vector<std::string>> seeds;
+  if (d.division == "closed") {
+    if (d.seed_checker_bypass) {
+      d.warnings.push_back("seed checker bypassed");
+    } else {
+      d.seed_check_ran = true;
+      SeedCheck s = CheckSeeds(logs);
+      seeds = s.seeds;
+      if (!all_parsed) d.errors.push_back("seed checker: some result logs could not be read");
+      for (const std::string& e : s.errors) d.errors.push_back(fmt::format("seed checker: {}", e));
+      d.warnings.insert(d.warnings.end(), s.warnings.begin(), s.warnings.end());
+    }
+    if (d.benchmark != "minigo") {
+      d.rcp_ran = true;
+      absl::StatusOr<RcpVerdict> rcp = absl::DataLossError("some result logs could not be read");
+      if (all_parsed) {
+        std::vector<mllog::ParsedLog> copies;
+        for (const mllog::ParsedLog* l : logs) copies.push_back(*l);
+        rcp = CheckRcpLogs(
+            copies, {.ruleset = options.ruleset, .pass = RcpPass::kPruned, .bypass = d.rcp_bypass});
+      }
+      if (!rcp.ok()) {
+        d.rcp_error = std::string(rcp.status().message());
+        d.errors.push_back(fmt::format("RCP check cannot run: {}", d.rcp_error));
+      } else {
+        d.rcp = *rcp;
+        for (size_t i = 0; i < d.runs.size() && i < rcp->run_epochs.size(); ++i)
+          d.runs[i].rcp_epochs = rcp->run_epochs[i];
+        if (!rcp->passed) d.errors.push_back(fmt::format("RCP test failed: {}", rcp->message));
+        d.warnings.insert(d.warnings.end(), rcp->warnings.begin(), rcp->warnings.end());
+      }
+    }
+  }
+  if (seeds.empty()) seeds = CheckSeeds(logs).seeds;
+  std::vector<std::string> dir_warnings = DirectoryWarnings(logs, seeds, d.benchmark);
+  d.review_warnings.insert(d.review_warnings.end(), dir_warnings.begin(), dir_warnings.end());
+
+  // The summarizer's score, with the scaling.json it would read.
+  std::vector<RunTime> times;
+  for (const RunDetail& r : d.runs)
+    times.push_back({.path = r.path, .compliant = r.log.compliant(), .minutes = r.minutes});
+  const fs::path scaling = d.location / "scaling.json";
+  if (fs::exists(scaling, ec)) {
+    absl::StatusOr<std::string> text = ReadFileLimited(scaling, kMaxSmallFileBytes);
+    absl::StatusOr<double> f = text.ok() ? ParseScalingJson(*text, DisplayPath(scaling))
+                                         : absl::StatusOr<double>(text.status());
+    if (f.ok()) {
+      d.existing_scaling_factor = *f;
+    } else {
+      d.warnings.push_back(std::string(f.status().message()));
+    }
+  }
+  absl::StatusOr<RcpVerdict> rcp_status =
+      d.rcp ? absl::StatusOr<RcpVerdict>(*d.rcp)
+            : absl::StatusOr<RcpVerdict>(absl::UnknownError(d.rcp_error));
+  const double factor = SummarizerScalingFactor(options.scaling, d.existing_scaling_factor,
+                                                d.rcp_ran ? &rcp_status : nullptr);
+  d.score = ScoreBenchmark(d.benchmark, times, factor);
+}
+
+}  // namespace
+
+int BenchmarkDirReport::converged_runs() const {
+  int n = 0;
+  for (const RunDetail& r : runs) n += r.log.compliant() ? 1 : 0;
+  return n;
+}
+
+bool OrgReport::passed() const {
+  if (!errors.empty() || input_error) return false;
+  return std::all_of(dirs.begin(), dirs.end(),
+                     [](const BenchmarkDirReport& d) { return d.passed(); });
+}
+
+OrgReport CheckOrganization(const fs::path& org, const checker::RuleLibrary& rules,
+                            const PackageOptions& options) {
+  OrgReport report;
+  report.path = DisplayPath(org);
+  std::error_code ec;
+  report.name = DisplayName(fs::absolute(org, ec).lexically_normal().filename().string());
+  if (report.name.empty())
+    report.name =
+        DisplayName(fs::absolute(org, ec).lexically_normal().parent_path().filename().string());
+  report.ruleset = options.ruleset;
+
+  // The organisation-level file is read only by the wrapper scripts.
+  const fs::path org_params = org / "package_checker_params";
+  if (fs::exists(org_params, ec)) {
+    absl::StatusOr<std::string> text = ReadFileLimited(org_params, kMaxSmallFileBytes);
+    if (text.ok()) {
+      OrgParamsRequest req = ParseOrgParams(*text);
+      if (req.rcp_bypass && !options.rcp_bypass) {
+        report.notes.push_back(
+            fmt::format("{} asks for an RCP bypass, which the package checker does not read from "
+                        "there; not applied "
+                        "(pass --rcp-bypass to apply it, as the official wrapper script does)",
+                        DisplayPath(org_params)));
+      }
+      if (req.seed_checker_bypass && !options.seed_checker_bypass) {
+        report.notes.push_back(
+            fmt::format("{} asks for a seed checker bypass, which the package checker does not "
+                        "read from there; not "
+                        "applied (pass --seed-checker-bypass to apply it)",
+                        DisplayPath(org_params)));
+      }
+    } else {
+      report.warnings.push_back(std::string(text.status().message()));
+    }
+  }
+
+  CheckSystemDescriptions(org, options, report);
+  const std::vector<std::string> allowed = AllowedBenchmarks(options.ruleset);
+
+  absl::StatusOr<std::vector<DirEntry>> systems = ListDir(org / "results");
+  if (!systems.ok()) {
+    report.errors.push_back(std::string(systems.status().message()));
+    report.input_error = true;
+    return report;
+  }
+  std::vector<LogTask> tasks;
+  for (const DirEntry& sys : *systems) {
+    if (options.only_system && *options.only_system != sys.name) continue;
+    if (!sys.error.empty()) {
+      report.errors.push_back(
+          fmt::format("{}: {}", DisplayPath(org / "results" / sys.name), sys.error));
+      report.input_error = true;
+      continue;
+    }
+    if (!sys.is_dir) continue;
+    const fs::path sys_dir = org / "results" / sys.name;
+    std::vector<std::string> param_warnings;
+    const PackageParams sys_params = ReadParams(sys_dir / "package_checker_params", param_warnings);
+    report.warnings.insert(report.warnings.end(), param_warnings.begin(), param_warnings.end());
+    const SystemReport* desc = FindSystem(report, sys.name);
+    std::string division;
+    if (!desc) {
+      report.errors.push_back(
+          fmt::format("{}: no system description systems/{}.json for this results folder (the "
+                      "official package checker "
+                      "stops here)",
+                      DisplayPath(sys_dir), DisplayName(sys.name)));
+    } else if (desc->desc_loaded) {
+      const json::Value* div = desc->desc.Find("division");
+      if (div && div->is_string() && div->as_string() == "closed") division = "closed";
+    }
+    absl::StatusOr<std::vector<DirEntry>> benchmarks = ListDir(sys_dir);
+    if (!benchmarks.ok()) {
+      report.errors.push_back(std::string(benchmarks.status().message()));
+      report.input_error = true;
+      continue;
+    }
+    for (const DirEntry& b : *benchmarks) {
+      if (options.only_benchmark && *options.only_benchmark != b.name) continue;
+      if (!b.error.empty()) {
+        report.errors.push_back(fmt::format("{}: {}", DisplayPath(sys_dir / b.name), b.error));
+        report.input_error = true;
+        continue;
+      }
+      if (!b.is_dir) continue;
+      BenchmarkDirReport d;
+      d.path = DisplayPath(sys_dir / b.name);
+      d.location = sys_dir / b.name;
+      d.system = DisplayName(sys.name);
+      d.benchmark = DisplayName(b.name);
+      d.division = division;
+      if (std::find(allowed.begin(), allowed.end(), b.name) == allowed.end()) {
+        d.skipped = true;
+        d.warnings.push_back(fmt::format("{} is not a benchmark of ruleset {}; skipped",
+                                         d.benchmark, options.ruleset));
+        report.dirs.push_back(std::move(d));
+        continue;
+      }
+      const fs::path dir = sys_dir / b.name;
+      absl::StatusOr<std::vector<DirEntry>> files = ListDir(dir);
+      if (!files.ok()) {
+        d.errors.push_back(std::string(files.status().message()));
+        report.input_error = true;
+        report.dirs.push_back(std::move(d));
+        continue;
+      }
+      const PackageParams params = ReadParams(dir / "package_checker_params", d.warnings);
+      d.rcp_bypass = options.rcp_bypass || sys_params.rcp_bypass || params.rcp_bypass;
+      d.seed_checker_bypass = options.seed_checker_bypass || sys_params.seed_checker_bypass ||
+                              params.seed_checker_bypass;
+      size_t n_params = 0, n_results = 0;
+      for (const DirEntry& f : *files) {
+        if (f.name == "package_checker_params") ++n_params;
+        if (!IsResultLogName(f.name)) continue;
+        ++n_results;
+        if (!f.error.empty()) {
+          d.errors.push_back(fmt::format("{}: {}", DisplayPath(dir / f.name), f.error));
+          report.input_error = true;
+          continue;
+        }
+        if (f.is_dir) continue;
+        tasks.push_back({report.dirs.size(), d.runs.size(), dir / f.name});
+        d.runs.emplace_back();
+      }
+      d.required_runs = RequiredResultFiles(b.name);
+      if (d.required_runs && static_cast<int>(n_results) != *d.required_runs) {
+        d.errors.push_back(fmt::format("{} result_*.txt files, the benchmark requires exactly {}",
+                                       n_results, *d.required_runs));
+      }
+      if (files->size() > n_results + n_params) {
+        d.warnings.push_back(
+            fmt::format("{} files in the directory, some not named result_*.txt", files->size()));
+      }
+      report.dirs.push_back(std::move(d));
+    }
+  }
+
+  // The logs are the expensive part: check them on every core.
+  std::vector<std::vector<std::optional<mllog::ParsedLog>>> parsed(report.dirs.size());
+  std::vector<std::vector<std::vector<std::string>>> review(report.dirs.size());
+  for (size_t i = 0; i < report.dirs.size(); ++i) {
+    parsed[i].resize(report.dirs[i].runs.size());
+    review[i].resize(report.dirs[i].runs.size());
+  }
+  int n_threads = options.jobs > 0
+                      ? options.jobs
+                      : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  n_threads = std::max(1, std::min<int>(n_threads, static_cast<int>(tasks.size())));
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < tasks.size(); i = next++) {
+      const LogTask& t = tasks[i];
+      CheckRun(t.path, rules, options, report.dirs[t.dir].runs[t.run], parsed[t.dir][t.run],
+               review[t.dir][t.run]);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < n_threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+
+  for (size_t i = 0; i < report.dirs.size(); ++i) {
+    BenchmarkDirReport& d = report.dirs[i];
+    if (d.skipped) continue;
+    std::vector<const mllog::ParsedLog*> logs;
+    bool all_parsed = true;
+    for (size_t r = 0; r < d.runs.size(); ++r) {
+      if (d.runs[r].log.input_error) {
+        report.input_error = true;
+        d.errors.push_back(fmt::format("cannot read {}", d.runs[r].log.errors.front().message));
+      }
+      if (parsed[i][r]) {
+        logs.push_back(&*parsed[i][r]);
+      } else {
+        all_parsed = false;
+      }
+      d.review_warnings.insert(d.review_warnings.end(), review[i][r].begin(), review[i][r].end());
+    }
+    FinishDirectory(d, logs, all_parsed, options);
+  }
+  return report;
+}
+
+absl::Status WriteScalingFiles(const OrgReport& report) {
+  for (const BenchmarkDirReport& d : report.dirs) {
+    if (!d.rcp || !d.rcp->compared) continue;
+    const fs::path path = d.location / "scaling.json";
+    std::error_code ec;
+    fs::remove(path, ec);
+    if (ec)
+      return absl::PermissionDeniedError(
+          fmt::format("{}: cannot remove: {}", DisplayPath(path), ec.message()));
+    if (!d.rcp->scaling_factor_written) continue;
+    // json.dumps({'scaling_factor': f}), no newline, as the RCP checker writes it.
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << json::Dump(
+        json::Value(json::Object{{"scaling_factor", *d.rcp->scaling_factor_written}}));
+    if (!out)
+      return absl::PermissionDeniedError(fmt::format("{}: cannot write", DisplayPath(path)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace mlperf::package

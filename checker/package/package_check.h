@@ -1,0 +1,100 @@
+// Whole-package checking: everything the official package checker checks
+// for one organisation folder (spec 7.2: layout and file names, every result
+// log through the per-log rules, the number of runs and the olympic
+// allowance, system descriptions, seeds, package_checker_params, RCPs, power
+// logs), plus the result summarizer's scores (spec 8) and reviewer warnings.
+// It reads the tree and never writes into it (see WriteScalingFiles).
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "checker/engine.h"
+#include "checker/package/benchmark_score.h"
+#include "checker/package/rcp_check.h"
+#include "checker/package/system_desc.h"
+#include "checker/report.h"
+#include "checker/rule_library.h"
+#include "logging/json.h"
+
+namespace mlperf::package {
+
+struct PackageOptions {
+  std::string ruleset;
+  bool rcp_bypass = false;           // --rcp-bypass: for every directory
+  bool seed_checker_bypass = false;  // --seed-checker-bypass
+  bool werror = false;               // per-log warnings fail the run (official --werror)
+  ScalingSource scaling = ScalingSource::kAfterPackageChecker;
+  int jobs = 0;  // threads for the logs; 0: one per core
+  // Parts of the organisation to check (a results/<system>[/<benchmark>]
+  // path on the command line); unset: all.
+  std::optional<std::string> only_system;
+  std::optional<std::string> only_benchmark;
+};
+
+struct RunDetail {
+  std::string path;
+  std::string stem;               // "result_3"
+  checker::LogReport log;         // the per-log verdict (official compliance checker)
+  bool compliant = false;         // for the package verdict (warnings count with --werror)
+  std::optional<double> minutes;  // run_start to run_stop (summarizer)
+  std::string minutes_error;
+  std::optional<double> rcp_epochs;  // convergence as the RCP checker reads it
+};
+
+struct BenchmarkDirReport {
+  std::string path, system, benchmark, division;  // for display (\xNN for non-UTF-8 bytes)
+  std::filesystem::path location;                 // the directory itself
+  bool skipped = false;  // a folder name the ruleset does not allow (official: skipped)
+  std::optional<int> required_runs;
+  std::vector<RunDetail> runs;  // sorted by path
+  int failed_runs = 0;          // the official error_set: non-compliant or failing power
+  bool rcp_bypass = false, seed_checker_bypass = false;  // as applied
+  bool rcp_ran = false;
+  std::optional<RcpVerdict> rcp;
+  std::string rcp_error;  // where the official RCP checker raises
+  bool seed_check_ran = false;
+  std::optional<double> existing_scaling_factor;
+  BenchmarkScore score;
+  std::vector<std::string> errors;           // each fails the package (official ERROR lines)
+  std::vector<std::string> warnings;         // official WARNING lines (our wording)
+  std::vector<std::string> review_warnings;  // ours; never change the verdict
+
+  bool passed() const { return errors.empty(); }
+  int converged_runs() const;
+};
+
+struct SystemReport {
+  std::string name;  // results/<system> folder name
+  bool desc_loaded = false;
+  json::Value desc;
+  SystemDescCheck check;
+  std::string error;  // missing or unparsable systems/<system>.json
+};
+
+struct OrgReport {
+  std::string path, name, ruleset;
+  std::vector<SystemReport> systems;
+  std::vector<BenchmarkDirReport> dirs;
+  std::vector<std::string> errors, warnings;
+  // An organisation-level package_checker_params that asks for a bypass the
+  // package checker does not apply (spec 7.1).
+  std::vector<std::string> notes;
+  bool input_error = false;  // something could not be read at all
+
+  bool passed() const;
+};
+
+OrgReport CheckOrganization(const std::filesystem::path& org, const checker::RuleLibrary& rules,
+                            const PackageOptions& options);
+
+// What the official package checker, then result summarizer, leave as
+// scaling.json in each checked directory (HEAD): removed wherever the RCP
+// comparison ran, then written with the factor where the run passed faster
+// than the RCP mean. Only for --write-scaling.
+absl::Status WriteScalingFiles(const OrgReport& report);
+
+}  // namespace mlperf::package

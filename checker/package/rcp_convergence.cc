@@ -1,0 +1,124 @@
+#include "checker/package/rcp_convergence.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <set>
+#include <string_view>
+
+#include "fmt/format.h"
+
+namespace mlperf::package {
+namespace {
+
+constexpr std::string_view kToken = ":::MLLOG ";
+
+bool Contains(std::string_view text, std::string_view what) {
+  return text.find(what) != std::string_view::npos;
+}
+
+// Benchmarks whose RCPs count samples, read from the eval line's samples_count.
+bool CountsEvalSamples(const json::Value& benchmark) {
+  static const std::set<std::string> kNames = {"llama2_70b_lora", "flux1",       "llama31_405b",
+                                               "llama31_8b",      "gpt_oss_20b", "deepseekv3_671b",
+                                               "qwen35_397b_grpo"};
+  return benchmark.is_string() && kNames.contains(benchmark.as_string());
+}
+
+bool IsString(const json::Value& v, std::string_view s) {
+  return v.is_string() && v.as_string() == s;
+}
+
+}  // namespace
+
+double PythonRound3(double x) {
+  // glibc's printf rounds the exact binary value, ties to even, as CPython's
+  // float round does.
+  char buf[512];
+  std::snprintf(buf, sizeof(buf), "%.3f", x);
+  return std::strtod(buf, nullptr);
+}
+
+absl::StatusOr<RunConvergence> ReadRunConvergence(const mllog::ParsedLog& log,
+                                                  const ConvergenceOptions& options) {
+  RunConvergence run;
+  bool use_train_samples = options.bert_train_samples;
+  std::optional<double> conv_epoch;
+  // stable_diffusion: eval step -> metric -> value; FID and CLIP arrive separately.
+  std::map<double, std::map<std::string, double>> sd_evals;
+
+  for (const mllog::LogLine& line : log.lines) {
+    std::string_view text = line.text;
+    if (text.starts_with(kToken)) text.remove_prefix(kToken.size());
+    auto fail = [&](const std::string& what) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}:{}: {} (the official RCP checker stops here with an exception)", log.path,
+                      line.file_line, what));
+    };
+    auto metadata_number = [&](const char* field) -> absl::StatusOr<double> {
+      const json::Value* v = line.metadata.Find(field);
+      if (!v) return fail(fmt::format("'{}' line has no metadata '{}'", line.key, field));
+      if (!v->is_number()) return fail(fmt::format("metadata '{}' is not a number", field));
+      return v->as_float();
+    };
+
+    if (Contains(text, "global_batch_size")) run.global_batch_size = line.value;
+    if (Contains(text, "submission_benchmark")) {
+      run.benchmark = line.value;
+      if (!IsString(run.benchmark, "bert")) use_train_samples = false;
+    }
+    const bool eval = Contains(text, "eval_error") || Contains(text, "eval_accuracy");
+    if (IsString(run.benchmark, "stable_diffusion") && eval) {
+      absl::StatusOr<double> step =
+          metadata_number(options.ruleset == "3.1.0" ? "step_num" : "samples_count");
+      if (!step.ok()) return step.status();
+      const json::Value* metric = line.metadata.Find("metric");
+      if (!metric || !metric->is_string()) return fail("eval line has no string metadata 'metric'");
+      if (!line.value.is_number()) return fail("eval value is not a number");
+      sd_evals[*step][metric->as_string()] = line.value.as_float();
+    } else if (CountsEvalSamples(run.benchmark) && eval) {
+      absl::StatusOr<double> samples = metadata_number("samples_count");
+      if (!samples.ok()) return samples.status();
+      conv_epoch = *samples;
+    } else if (!use_train_samples && eval) {
+      const json::Value* epoch = line.metadata.Find("epoch_num");
+      if (!epoch) return fail("eval line has no metadata 'epoch_num'");
+      if (!epoch->is_number()) return fail("metadata 'epoch_num' is not a number");
+      // round() keeps an int an int; only floats are rounded to 3 decimals.
+      conv_epoch = epoch->is_float() ? PythonRound3(epoch->as_float()) : epoch->as_float();
+    } else if (use_train_samples && Contains(text, "train_samples")) {
+      if (!line.value.is_number()) return fail("train_samples value is not a number");
+      conv_epoch = line.value.as_float();
+    }
+
+    if (Contains(text, "run_stop") && line.key == "run_stop") {
+      const json::Value* status = line.metadata.Find("status");
+      if (!status) return fail("run_stop has no metadata 'status'");
+      if (IsString(*status, "success")) {
+        run.converged = true;
+        if (IsString(run.benchmark, "stable_diffusion")) {
+          // The first eval step meeting both targets (FID <= 90, CLIP >= 0.15).
+          std::optional<double> first;
+          for (const auto& [step, metrics] : sd_evals) {
+            auto fid = metrics.find("FID"), clip = metrics.find("CLIP");
+            if (fid == metrics.end() || clip == metrics.end()) {
+              return fail(fmt::format("eval step {} lacks FID or CLIP", step));
+            }
+            if (fid->second <= 90.0 && clip->second >= 0.15 && !first) first = step;
+          }
+          if (!first) return fail("no eval step meets FID <= 90 and CLIP >= 0.15");
+          conv_epoch = *first;
+        }
+        if (!conv_epoch) return fail("successful run_stop before any eval line");
+        run.epochs = *conv_epoch;
+      } else {
+        run.converged = false;
+        run.epochs = kUnconvergedEpochs;
+      }
+    }
+  }
+  return run;
+}
+
+}  // namespace mlperf::package

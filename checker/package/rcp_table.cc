@@ -1,0 +1,163 @@
+#include "checker/package/rcp_table.h"
+
+#include <algorithm>
+#include <set>
+
+#include "checker/package/benchmark_meta.h"
+#include "checker/package/embedded_rcp_data.h"
+#include "checker/package/numpy_stats.h"
+#include "checker/package/olympic_mean.h"
+#include "checker/package/rcp_min_epochs.h"
+#include "fmt/format.h"
+#include "logging/json.h"
+
+namespace mlperf::package {
+namespace {
+
+void ComputeStats(RcpRecord& r, int submission_runs) {
+  std::sort(r.converge.begin(), r.converge.end());
+  const int drop = OlympicDropPerSide(r.benchmark);
+  r.mean = OlympicMean(r.converge, drop);
+  r.stdev = NumpyPopulationStdev(r.converge);
+  const int n_ref = static_cast<int>(r.converge.size()) - 2 * drop;
+  r.min_epochs = RcpMinEpochs(r.mean, r.stdev, n_ref, submission_runs);
+  r.max_speedup = r.mean / r.min_epochs;
+}
+
+absl::Status Invalid(const std::string& source, const std::string& what) {
+  return absl::InvalidArgumentError(fmt::format("{}: {}", source, what));
+}
+
+}  // namespace
+
+bool RcpCheckerSupportsRuleset(const std::string& ruleset) {
+  static const std::set<std::string> kRulesets = {"1.0.0", "1.1.0", "2.0.0", "2.1.0",
+                                                  "3.0.0", "3.1.0", "4.0.0", "4.1.0",
+                                                  "5.0.0", "5.1.0", "6.0.0", "6.1.0"};
+  return kRulesets.contains(ruleset);
+}
+
+absl::StatusOr<RcpTable> RcpTable::FromJson(std::string_view text, const std::string& source) {
+  absl::StatusOr<json::Value> doc = json::Parse(text, {.encoding = json::Encoding::kUtf8});
+  if (!doc.ok()) return Invalid(source, std::string(doc.status().message()));
+  const json::Value* ruleset = doc->Find("ruleset");
+  const json::Value* benchmark = doc->Find("benchmark");
+  const json::Value* records = doc->Find("records");
+  if (!ruleset || !ruleset->is_string() || !benchmark || !benchmark->is_string() || !records ||
+      !records->is_array()) {
+    return Invalid(source,
+                   "expected an object with string 'ruleset', 'benchmark' and array 'records'");
+  }
+  RcpTable table;
+  table.ruleset_ = ruleset->as_string();
+  table.benchmark_ = benchmark->as_string();
+  std::optional<int> runs = SubmissionRuns(table.benchmark_);
+  if (!runs) {
+    return Invalid(source, fmt::format("no submission run count for benchmark '{}' (the official "
+                                       "RCP checker fails on it too)",
+                                       table.benchmark_));
+  }
+  table.submission_runs_ = *runs;
+  for (size_t i = 0; i < records->as_array().size(); ++i) {
+    const json::Value& rec = records->as_array()[i];
+    const json::Value* name = rec.Find("name");
+    const json::Value* rec_benchmark = rec.Find("benchmark");
+    const json::Value* bs = rec.Find("global_batch_size");
+    const json::Value* converge = rec.Find("converge");
+    if (!name || !name->is_string() || !rec_benchmark || !rec_benchmark->is_string() || !bs ||
+        !bs->is_int() || bs->is_big_int() || !converge || !converge->is_array()) {
+      return Invalid(source,
+                     fmt::format("record {}: expected string 'name' and 'benchmark', integer "
+                                 "'global_batch_size' and array 'converge'",
+                                 i));
+    }
+    RcpRecord r{.name = name->as_string(),
+                .benchmark = rec_benchmark->as_string(),
+                .global_batch_size = bs->as_int()};
+    for (const json::Value& v : converge->as_array()) {
+      if (!v.is_number())
+        return Invalid(source, fmt::format("record {}: 'converge' holds a non-number", i));
+      r.converge.push_back(v.as_float());
+    }
+    ComputeStats(r, table.submission_runs_);
+    table.full_.push_back(std::move(r));
+  }
+  std::stable_sort(table.full_.begin(), table.full_.end(),
+                   [](const RcpRecord& a, const RcpRecord& b) {
+                     return a.global_batch_size < b.global_batch_size;
+                   });
+
+  // Pruning (spec 6.4, HEAD): drop batch sizes below the fastest-converging
+  // record, then every record slower than the interpolation of its neighbours.
+  if (!table.full_.empty()) {
+    auto fastest =
+        std::min_element(table.full_.begin(), table.full_.end(),
+                         [](const RcpRecord& a, const RcpRecord& b) { return a.mean < b.mean; });
+    std::vector<const RcpRecord*> kept;
+    for (const RcpRecord& r : table.full_) {
+      if (r.global_batch_size >= fastest->global_batch_size) kept.push_back(&r);
+    }
+    for (size_t i = 1; i + 1 < kept.size();) {
+      const RcpRecord line =
+          table.Interpolate(kept[i]->global_batch_size, *kept[i - 1], *kept[i + 1]);
+      if (kept[i]->mean > line.mean) {
+        kept.erase(kept.begin() + i);
+      } else {
+        ++i;
+      }
+    }
+    // The official tool keeps every record whose (benchmark, batch size)
+    // survived, so duplicates of a kept batch size stay too.
+    for (const RcpRecord& r : table.full_) {
+      for (const RcpRecord* k : kept) {
+        if (k->benchmark == r.benchmark && k->global_batch_size == r.global_batch_size) {
+          table.pruned_.push_back(r);
+          break;
+        }
+      }
+    }
+  }
+  return table;
+}
+
+absl::StatusOr<RcpTable> RcpTable::Embedded(const std::string& ruleset,
+                                            const std::string& benchmark) {
+  const std::string path = fmt::format("{}/rcps_{}.json", ruleset, benchmark);
+  for (const EmbeddedRcpFile& f : EmbeddedRcpFiles()) {
+    if (path == f.path) return FromJson(f.text, "quality_targets/rcp/" + path);
+  }
+  return absl::NotFoundError(
+      fmt::format("no RCP data for benchmark '{}' in ruleset {}", benchmark, ruleset));
+}
+
+RcpRecord RcpTable::Interpolate(int64_t global_batch_size, const RcpRecord& lo,
+                                const RcpRecord& hi) const {
+  const double x = static_cast<double>(global_batch_size);
+  const double x0 = static_cast<double>(lo.global_batch_size);
+  const double x1 = static_cast<double>(hi.global_batch_size);
+  RcpRecord r{.name = fmt::format("{}_interp_{}", benchmark_, global_batch_size),
+              .benchmark = benchmark_,
+              .global_batch_size = global_batch_size,
+              .interpolated = true};
+  r.mean = NumpyInterp(x, x0, x1, lo.mean, hi.mean);
+  r.stdev = NumpyInterp(x, x0, x1, lo.stdev, hi.stdev);
+  r.min_epochs = RcpMinEpochs(r.mean, r.stdev, 2 * submission_runs_, submission_runs_);
+  r.max_speedup = r.mean / r.min_epochs;
+  return r;
+}
+
+std::vector<std::pair<std::string, std::string>> EmbeddedRcpTables() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const EmbeddedRcpFile& f : EmbeddedRcpFiles()) {
+    const std::string_view path = f.path;  // "<ruleset>/rcps_<benchmark>.json"
+    const size_t slash = path.find('/');
+    const std::string_view file = path.substr(slash + 1);
+    constexpr std::string_view kPrefix = "rcps_", kSuffix = ".json";
+    out.emplace_back(
+        std::string(path.substr(0, slash)),
+        std::string(file.substr(kPrefix.size(), file.size() - kPrefix.size() - kSuffix.size())));
+  }
+  return out;
+}
+
+}  // namespace mlperf::package

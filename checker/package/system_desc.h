@@ -1,0 +1,27 @@
+// The system description checker (spec 7.5, system_desc_checker): the 33
+// fields every systems/<system>.json must have and, from ruleset 4.0.0 on,
+// the allowed values of "status".
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "logging/json.h"
+
+namespace mlperf::package {
+
+struct SystemDescCheck {
+  bool valid = true;
+  // Official reasons: "Missing field <f>", or only the status reason when
+  // the status value is not allowed (it replaces the others).
+  std::vector<std::string> reasons;
+};
+
+// `desc` is the parsed JSON document (any value; a non-object misses every
+// field). `ruleset` is the training ruleset, e.g. "4.0.0".
+SystemDescCheck CheckSystemDesc(const json::Value& desc, const std::string& ruleset);
+
+// The fields, in the official order.
+const std::vector<std::string>& RequiredSystemDescFields();
+
+}  // namespace mlperf::package

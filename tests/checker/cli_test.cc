@@ -1,0 +1,111 @@
+// The compliance_check command line: exit codes, flags and the JSON shape.
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "logging/json.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int exit_code = -1;
+  std::string out;
+};
+
+Result RunCli(const std::string& args) {
+  Result r;
+  const std::string cmd = absl::StrCat(COMPLIANCE_CHECK_BIN, " ", args, " 2>&1");
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string Resnet() {
+  return (fs::path(MLPERF_SHARED_DIR) / "corpus/v3.0/NVIDIA/results/dgxh100_ngc23.04_mxnet/resnet")
+      .string();
+}
+
+std::string WriteTemp(const std::string& name, const std::string& text) {
+  const fs::path p = fs::temp_directory_path() / absl::StrCat("cc_cli_", ::getpid(), "_", name);
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+TEST(CliTest, UsageErrorsExitWithTwo) {
+  EXPECT_EQ(RunCli("").exit_code, 2);
+  EXPECT_EQ(RunCli("--frobnicate x.txt").exit_code, 2);
+  EXPECT_EQ(RunCli("/nonexistent/result_0.txt").exit_code, 2);
+  EXPECT_EQ(RunCli("--jobs=abc x.txt").exit_code, 2);
+  EXPECT_EQ(RunCli("--ruleset").exit_code, 2);
+  Result unknown = RunCli("--ruleset 9.9.9 x.txt");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.out.find("known training rulesets: 1.0.0, 1.1.0"), std::string::npos)
+      << unknown.out;
+  EXPECT_NE(unknown.out.find("6.1.0"), std::string::npos);
+  Result dir = RunCli(fs::temp_directory_path().string());
+  EXPECT_EQ(dir.exit_code, 2);
+  EXPECT_NE(dir.out.find("is a directory"), std::string::npos);
+  Result help = RunCli("--help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("--ruleset"), std::string::npos);
+}
+
+TEST(CliTest, VerdictsAndExitCodes) {
+  const std::string bad = WriteTemp(
+      "bad.txt", ":::MLLOG {\"key\": \"x\", \"value\": 1, \"metadata\": {}, \"time_ms\": 0}\n");
+  Result fail = RunCli(absl::StrCat("--ruleset 3.0.0 ", bad));
+  EXPECT_EQ(fail.exit_code, 1);
+  EXPECT_EQ(fail.out.rfind("FAIL  ", 0), 0u) << fail.out;
+  if (!fs::exists(Resnet())) GTEST_SKIP() << "no corpus";
+  Result pass = RunCli(
+      absl::StrCat("--ruleset=3.0.0 ", Resnet(), "/result_0.txt ", Resnet(), "/result_1.txt"));
+  EXPECT_EQ(pass.exit_code, 0) << pass.out;
+  EXPECT_EQ(pass.out.rfind("PASS  ", 0), 0u);
+  // The default ruleset is the newest: a 3.0 resnet log is not a 6.1.0 benchmark.
+  EXPECT_EQ(RunCli(Resnet() + "/result_0.txt").exit_code, 1);
+  EXPECT_EQ(RunCli(absl::StrCat("--ruleset 3.0.0 ", Resnet(), "/result_0.txt ", bad)).exit_code, 1);
+  fs::remove(bad);
+}
+
+TEST(CliTest, JsonShape) {
+  const std::string bad =
+      WriteTemp("bad2.txt",
+                ":::MLLOG {\"key\": \"submission_division\", \"value\": \"closed\", "
+                "\"metadata\": {}, \"time_ms\": 0}\nnot json\n");
+  Result r = RunCli(absl::StrCat("--json --ruleset 3.0.0 ", bad));
+  EXPECT_EQ(r.exit_code, 1);
+  absl::StatusOr<mlperf::json::Value> doc = mlperf::json::Parse(r.out);
+  ASSERT_TRUE(doc.ok()) << r.out;
+  EXPECT_EQ(doc->Find("tool")->as_string(), "compliance_check");
+  EXPECT_EQ(doc->Find("ruleset")->as_string(), "3.0.0");
+  EXPECT_EQ(doc->Find("verdict")->as_string(), "FAIL");
+  const auto& logs = doc->Find("logs")->as_array();
+  ASSERT_EQ(logs.size(), 1u);
+  const mlperf::json::Value& log = logs[0];
+  EXPECT_EQ(log.Find("path")->as_string(), bad);
+  EXPECT_EQ(log.Find("division")->as_string(), "closed");
+  EXPECT_TRUE(log.Find("benchmark")->is_null());
+  EXPECT_EQ(log.Find("verdict")->as_string(), "FAIL");
+  ASSERT_FALSE(log.Find("errors")->as_array().empty());
+  for (const auto& e : log.Find("errors")->as_array()) {
+    for (const char* field : {"key", "line", "file_line", "message"})
+      EXPECT_NE(e.Find(field), nullptr) << field;
+    EXPECT_TRUE(e.Find("message")->is_string());
+  }
+  EXPECT_TRUE(log.Find("warnings")->is_array());
+  fs::remove(bad);
+}
+
+}  // namespace

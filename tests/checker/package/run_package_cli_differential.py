@@ -1,0 +1,327 @@
+#!/usr/bin/env python3
+"""Differential test of `compliance_check <org folder>` (whole-package mode).
+
+For each shared-corpus package, and for mutated copies of a one-directory
+package, it runs on a copy in a temporary directory, with a temporary cwd:
+  ours:     compliance_check --json --csv ours.csv <org>     (must leave the tree unchanged)
+  official: python3 -m mlperf_logging.package_checker <org> training R
+            then python3 -m mlperf_logging.result_summarizer <org> training R --csv off.csv
+and compares the package verdict, per directory the RCP pass/fail and
+message, the scaling.json files package_checker leaves (against ours written
+with --write-scaling on a second copy), and the summarizer CSV (every column;
+scores to 1e-9 relative). It also reproduces official_time_to_train.csv through
+--claims and feeds bad trees (empty, symlink loops, a FIFO, a sparse multi-GB
+file, non-UTF-8 names) that must give a clear error without crash or hang.
+
+Usage: run_package_cli_differential.py --bin build*/bin/compliance_check --shared ../shared
+Exit 0 agree, 1 differ, 77 when the corpus or mlperf_logging is missing.
+"""
+import argparse
+import csv
+import hashlib
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+REL = 1e-9
+failures = []
+counts = {'packages': 0, 'rcp_dirs': 0, 'scaling_files': 0, 'csv_cells': 0, 'claims': 0, 'bad_trees': 0}
+
+
+def fail(what):
+    failures.append(what)
+    print('DIFF:', what)
+
+
+def tree_digest(root):
+    h = hashlib.sha256()
+    for dirpath, dirnames, filenames in sorted(os.walk(root)):
+        dirnames.sort()
+        for name in sorted(filenames):
+            p = os.path.join(dirpath, name)
+            h.update(p.encode('utf-8', 'surrogateescape'))
+            if os.path.isfile(p) and not os.path.islink(p):
+                with open(p, 'rb') as f:
+                    h.update(f.read())
+    return h.hexdigest()
+
+
+def scaling_files(org):
+    out = {}
+    for p in sorted(pathlib.Path(org, 'results').glob('*/*/scaling.json')):
+        out[str(p.relative_to(org))] = p.read_bytes()
+    return out
+
+
+def official(org, ruleset, work):
+    cwd = pathlib.Path(work, 'cwd')
+    cwd.mkdir(exist_ok=True)
+    log = cwd / 'pc.log'
+    subprocess.run([sys.executable, '-m', 'mlperf_logging.package_checker', str(org), 'training', ruleset,
+                    '--log_output', str(log)], cwd=cwd, capture_output=True, text=True)
+    text = log.read_text() if log.exists() else ''
+    verdict = 'PASS' if 'PACKAGE CHECKER FOUND NO ERRORS, SUCCESS' in text else 'FAIL'
+    rcp = {}
+    current = None
+    for line in text.splitlines():
+        m = re.search(r'Running compliance checks in dir (\S+)', line)
+        if m:
+            current = os.path.relpath(m.group(1), org)
+        m = re.search(r'RCP Test (Passed|Failed): (.*)$', line)
+        if m and current:
+            rcp[current] = ('PASS' if m.group(1) == 'Passed' else 'FAIL', m.group(2))
+    crashed = 'Traceback' in text or 'PACKAGE CHECKER FOUND' not in text
+    scaling = scaling_files(org)
+    out_csv = cwd / 'off.csv'
+    subprocess.run([sys.executable, '-m', 'mlperf_logging.result_summarizer', str(org), 'training', ruleset,
+                    '--csv', str(out_csv)], cwd=cwd, capture_output=True, text=True)
+    rows = list(csv.reader(open(out_csv))) if out_csv.exists() else None
+    return verdict, rcp, crashed, scaling, rows
+
+
+def ours(binary, args, cwd):
+    p = subprocess.run([binary] + args, cwd=cwd, capture_output=True, text=True, timeout=120)
+    return p
+
+
+def same_cell(a, b):
+    if a == b:
+        return True
+    try:
+        x, y = float(a), float(b)
+    except ValueError:
+        return False
+    return abs(x - y) <= REL * max(abs(x), abs(y))
+
+
+def compare_package(binary, name, src_org, ruleset, mutate=None):
+    with tempfile.TemporaryDirectory() as work:
+        org = pathlib.Path(work, 'pkg', 'ORG')
+        shutil.copytree(src_org, org, symlinks=True)
+        for p in org.rglob('*'):
+            os.chmod(p, 0o755 if p.is_dir() else 0o644)
+        if mutate:
+            mutate(org)
+        copy2 = pathlib.Path(work, 'pkg2', 'ORG')
+        shutil.copytree(org, copy2, symlinks=True)
+        before = tree_digest(org)
+        p = ours(binary, ['--ruleset', ruleset, '--json', '--csv', str(pathlib.Path(work, 'ours.csv')), str(org)], work)
+        if tree_digest(org) != before:
+            fail(f'{name}: compliance_check changed the tree without --write-scaling')
+        if p.returncode not in (0, 1):
+            fail(f'{name}: exit {p.returncode}: {p.stderr.strip()[:300]}')
+            return
+        doc = json.loads(p.stdout)
+        ours_pkg = doc['packages'][0]
+        ours_rcp = {}
+        for d in ours_pkg['benchmarks']:
+            rel = os.path.relpath(d['path'], org)
+            if d['rcp'] is not None and d['rcp']['verdict'] != 'ERROR':
+                ours_rcp[rel] = (d['rcp']['verdict'], d['rcp']['message'])
+        pw = ours(binary, ['--ruleset', ruleset, '--write-scaling', str(copy2)], work)
+        ours_scaling = scaling_files(copy2)
+
+        verdict, rcp, crashed, off_scaling, off_rows = official(org, ruleset, work)
+        counts['packages'] += 1
+        if verdict != ours_pkg['verdict']:
+            fail(f'{name}: package verdict official {verdict}, ours {ours_pkg["verdict"]}')
+        for rel, v in rcp.items():
+            counts['rcp_dirs'] += 1
+            if ours_rcp.get(rel) != v:
+                fail(f'{name}: {rel}: RCP official {v}, ours {ours_rcp.get(rel)}')
+        if not crashed:
+            for rel in set(rcp) - set(ours_rcp):
+                fail(f'{name}: {rel}: official RCP verdict, none from us')
+            counts['scaling_files'] += len(off_scaling)
+            if ours_scaling != off_scaling:
+                fail(f'{name}: scaling.json after package_checker {off_scaling}, ours --write-scaling {ours_scaling}')
+        if pw.returncode not in (0, 1):
+            fail(f'{name}: --write-scaling exit {pw.returncode}: {pw.stderr.strip()[:200]}')
+        if off_rows is not None:
+            our_rows = list(csv.reader(open(pathlib.Path(work, 'ours.csv'))))
+            if len(our_rows) != len(off_rows):
+                fail(f'{name}: summarizer CSV has {len(off_rows)} rows, ours {len(our_rows)}')
+            for r_off, r_our in zip(off_rows, our_rows):
+                for i, (a, b) in enumerate(zip(r_off, r_our)):
+                    counts['csv_cells'] += 1
+                    if not same_cell(a, b):
+                        fail(f'{name}: CSV column {off_rows[0][i]}: official {a!r}, ours {b!r}')
+                if len(r_off) != len(r_our):
+                    fail(f'{name}: CSV row width {len(r_off)} vs {len(r_our)}')
+
+
+# --- mutations of a one-directory package (v3.0 resnet, 5 runs) ----------------------------------
+
+def res(org):
+    return next(org.glob('results/*/resnet'))
+
+
+def sub_file(path, old, new, count=0):
+    text = path.read_text(encoding='latin-1')
+    path.write_text(re.sub(old, new, text, count=count), encoding='latin-1')
+
+
+def m_missing_system_json(org):
+    for p in org.glob('systems/*.json'):
+        p.unlink()
+
+
+def m_run_too_few(org):
+    (res(org) / 'result_4.txt').unlink()
+
+
+def m_two_unconverged(org):
+    f = res(org) / 'result_1.txt'
+    sub_file(f, r'("key": "eval_accuracy", "value": )0\.7[6-9]\d*', r'\g<1>0.70')
+    sub_file(f, r'"status": "success"', '"status": "aborted"')
+
+
+def m_small_batch(org):
+    for f in res(org).glob('result_*.txt'):
+        sub_file(f, r'("key": "global_batch_size", "value": )\d+', r'\g<1>256')
+
+
+def m_mismatched_batch(org):
+    sub_file(res(org) / 'result_2.txt', r'("key": "global_batch_size", "value": )\d+', r'\g<1>3264')
+
+
+def m_duplicated_seed(org):
+    seed = re.search(r'"key": "seed", "value": (\d+)', (res(org) / 'result_0.txt').read_text(encoding='latin-1'))
+    sub_file(res(org) / 'result_1.txt', r'("key": "seed", "value": )\d+', r'\g<1>' + seed.group(1))
+
+
+MUTATIONS = [m_missing_system_json, m_run_too_few, m_two_unconverged, m_small_batch, m_mismatched_batch,
+             m_duplicated_seed]
+
+
+def resnet_only(shared, dest):
+    src = pathlib.Path(shared, 'corpus/v3.0/NVIDIA')
+    system = 'dgxh100_ngc23.04_mxnet'
+    (dest / 'systems').mkdir(parents=True)
+    shutil.copy(src / 'systems' / f'{system}.json', dest / 'systems')
+    shutil.copytree(src / 'results' / system / 'resnet', dest / 'results' / system / 'resnet')
+
+
+# --- claims ---------------------------------------------------------------------------------------
+
+def check_claims(binary, shared):
+    claims = pathlib.Path(shared, 'corpus/official_time_to_train.csv')
+    rows = list(csv.DictReader(open(claims)))
+    with tempfile.TemporaryDirectory() as work:
+        p = ours(binary, ['--json', '--claims', str(claims), str(pathlib.Path(shared, 'corpus'))], work)
+        doc = json.loads(p.stdout)
+        got = doc['claims']
+        if len(got) != len(rows):
+            fail(f'claims: {len(rows)} rows, {len(got)} audited')
+        for row, c in zip(rows, got):
+            counts['claims'] += 1
+            if c['verdict'] not in ('raw', 'normalized') or abs(c['difference']) > 0.001:
+                fail(f'claims: {row["system"]}/{row["benchmark"]} {row["minutes"]}: {c}')
+            if c['other_columns'].get('source') != row['source']:
+                fail(f'claims: other columns not carried through: {c["other_columns"]}')
+
+
+# --- bad trees ------------------------------------------------------------------------------------
+
+def check_bad_trees(binary, shared):
+    src = pathlib.Path(shared, 'corpus/v3.0/NVIDIA')
+    with tempfile.TemporaryDirectory() as work:
+        w = pathlib.Path(work)
+        cases = {}
+        (w / 'empty').mkdir()
+        cases['empty folder'] = ([str(w / 'empty')], 2)
+        org = w / 'v3.0' / 'ORG'
+        resnet_only(shared, org)
+        (org / 'results' / 'emptysys').mkdir()
+        cases['empty system folder without description'] = ([str(org)], 1)
+        loop = w / 'v3.0' / 'LOOP'
+        resnet_only(shared, loop)
+        system = next((loop / 'results').iterdir())
+        os.symlink('selfloop', system / 'selfloop')
+        os.symlink('..', system / 'resnet' / 'up')
+        os.symlink('../..', system / 'bert')
+        cases['symlink loops'] = ([str(loop)], 2)
+        fifo = w / 'v3.0' / 'FIFO'
+        resnet_only(shared, fifo)
+        os.mkfifo(next(fifo.glob('results/*/resnet')) / 'result_5.txt')
+        cases['fifo result file'] = ([str(fifo)], 2)
+        big = w / 'v3.0' / 'BIG'
+        resnet_only(shared, big)
+        f = next(big.glob('results/*/resnet')) / 'result_0.txt'
+        with open(f, 'r+b') as fh:
+            fh.truncate(5 << 30)  # sparse
+        cases['sparse 5 GB result file'] = ([str(big)], 2)
+        dangling = w / 'v3.0' / 'DANGLING'
+        resnet_only(shared, dangling)
+        d = next(dangling.glob('results/*/resnet'))
+        (d / 'result_4.txt').unlink()
+        os.symlink('nowhere', d / 'result_4.txt')
+        cases['dangling result file'] = ([str(dangling)], 2)
+        bad_name = w / 'v3.0' / 'NAMES'
+        resnet_only(shared, bad_name)
+        sysdir = next((bad_name / 'results').iterdir())
+        os.rename(sysdir, bytes(sysdir.parent) + b'/sys\xff\xfe')
+        shutil.copy(next(bad_name.glob('systems/*.json')), bytes(bad_name / 'systems') + b'/sys\xff\xfe.json')
+        cases['non-UTF-8 names'] = ([str(bad_name)], 0)
+        cases['no ruleset'] = ([str(w / 'empty' )], 2)
+        noround = w / 'plain' / 'ORG'
+        resnet_only(shared, noround)
+        cases['ruleset not given'] = ([str(noround)], 2)
+        for name, (args, want) in cases.items():
+            counts['bad_trees'] += 1
+            try:
+                p = subprocess.run([binary, '--json'] + args, capture_output=True, timeout=60)
+            except subprocess.TimeoutExpired:
+                fail(f'bad tree {name}: hangs')
+                continue
+            if p.returncode != want:
+                fail(f'bad tree {name}: exit {p.returncode}, expected {want}: {p.stderr[:300]!r}')
+            if p.returncode == 2 and not p.stderr.strip() and b'error' not in p.stdout:
+                fail(f'bad tree {name}: exit 2 without a message')
+            if p.returncode == 0 or p.returncode == 1:
+                json.loads(p.stdout)  # valid JSON even with odd names
+        p = subprocess.run([binary, str(noround)], capture_output=True, text=True)
+        if '--ruleset' not in p.stderr:
+            fail(f'no ruleset: the error does not say how to give it: {p.stderr}')
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--bin', required=True)
+    ap.add_argument('--shared', required=True)
+    args = ap.parse_args()
+    corpus = pathlib.Path(args.shared, 'corpus')
+    try:
+        import mlperf_logging  # noqa: F401
+    except ImportError:
+        print('mlperf_logging not installed; skipping')
+        return 77
+    if not corpus.is_dir():
+        print('no corpus; skipping')
+        return 77
+    binary = os.path.abspath(args.bin)
+    compare_package(binary, 'v3.0/NVIDIA', corpus / 'v3.0/NVIDIA', '3.0.0')
+    compare_package(binary, 'v5.0/NVIDIA', corpus / 'v5.0/NVIDIA', '5.0.0')
+    with tempfile.TemporaryDirectory() as work:
+        base = pathlib.Path(work, 'RESNET')
+        resnet_only(args.shared, base)
+        compare_package(binary, 'resnet only', base, '3.0.0')
+        for m in MUTATIONS:
+            compare_package(binary, m.__name__, base, '3.0.0', m)
+    check_claims(binary, args.shared)
+    check_bad_trees(binary, args.shared)
+    print('checked:', counts)
+    if failures:
+        print(f'{len(failures)} differences')
+        return 1
+    print('package CLI agrees with the official tools')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

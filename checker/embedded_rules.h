@@ -1,18 +1,13 @@
-// The rule files under quality_targets/, compiled into the binary by
-// quality_targets/CMakeLists.txt (a generated .cc defines this function).
+// The rule files under quality_targets/ (paths like "training/3.0.0/common.rules"),
+// compiled into the binary by quality_targets/CMakeLists.txt.
 #pragma once
 
-#include <cstddef>
+#include <span>
+
+#include "quality_targets/embedded_file.h"
 
 namespace mlperf::checker {
 
-struct EmbeddedRuleFile {
-  const char* path;  // relative to quality_targets/, e.g. "training/3.0.0/common.rules"
-  const char* text;
-  size_t size;
-};
-
-// The embedded files, and their number in *count.
-const EmbeddedRuleFile* EmbeddedRuleFiles(size_t* count);
+std::span<const EmbeddedFile> EmbeddedRuleFiles();
 
 }  // namespace mlperf::checker

@@ -45,13 +45,9 @@ absl::StatusOr<RuleLibrary> RuleLibrary::FromSources(const std::vector<RuleSourc
 }
 
 absl::StatusOr<RuleLibrary> RuleLibrary::Embedded() {
-  size_t count = 0;
-  const EmbeddedRuleFile* files = EmbeddedRuleFiles(&count);
   std::vector<RuleSource> sources;
-  sources.reserve(count);
-  for (size_t i = 0; i < count; ++i) {
-    sources.push_back({files[i].path, std::string(files[i].text, files[i].size)});
-  }
+  for (const EmbeddedFile& f : EmbeddedRuleFiles())
+    sources.push_back({f.path, std::string(f.text)});
   return FromSources(sources);
 }
 

@@ -1,16 +1,13 @@
-// The RCP tables under quality_targets/rcp/, compiled into the binary by
-// checker/package/CMakeLists.txt (a generated .cc defines this function).
+// The RCP tables under quality_targets/rcp/ (paths like "3.0.0/rcps_resnet.json"),
+// compiled into the binary by checker/package/CMakeLists.txt.
 #pragma once
 
 #include <span>
 
+#include "quality_targets/embedded_file.h"
+
 namespace mlperf::package {
 
-struct EmbeddedRcpFile {
-  const char* path;  // relative to quality_targets/rcp/, e.g. "3.0.0/rcps_resnet.json"
-  const char* text;
-};
-
-std::span<const EmbeddedRcpFile> EmbeddedRcpFiles();
+std::span<const EmbeddedFile> EmbeddedRcpFiles();
 
 }  // namespace mlperf::package

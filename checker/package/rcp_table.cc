@@ -123,7 +123,7 @@ absl::StatusOr<RcpTable> RcpTable::FromJson(std::string_view text, const std::st
 absl::StatusOr<RcpTable> RcpTable::Embedded(const std::string& ruleset,
                                             const std::string& benchmark) {
   const std::string path = fmt::format("{}/rcps_{}.json", ruleset, benchmark);
-  for (const EmbeddedRcpFile& f : EmbeddedRcpFiles()) {
+  for (const EmbeddedFile& f : EmbeddedRcpFiles()) {
     if (path == f.path) return FromJson(f.text, "quality_targets/rcp/" + path);
   }
   return absl::NotFoundError(
@@ -148,7 +148,7 @@ RcpRecord RcpTable::Interpolate(int64_t global_batch_size, const RcpRecord& lo,
 
 std::vector<std::pair<std::string, std::string>> EmbeddedRcpTables() {
   std::vector<std::pair<std::string, std::string>> out;
-  for (const EmbeddedRcpFile& f : EmbeddedRcpFiles()) {
+  for (const EmbeddedFile& f : EmbeddedRcpFiles()) {
     const std::string_view path = f.path;  // "<ruleset>/rcps_<benchmark>.json"
     const size_t slash = path.find('/');
     const std::string_view file = path.substr(slash + 1);

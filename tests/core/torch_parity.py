@@ -135,6 +135,27 @@ def main():
         return (w * nll).sum() / (w.sum() + 1e-5)
     grads(mlm, [g("mlm/logits")], None, out, "mlm/", ["dlogits"])
 
+    # Channels-last: the C++ side stores activations as NHWC; permuted to
+    # NCHW they are PyTorch channels_last tensors, so PyTorch takes its
+    # channels_last kernels, and the results are permuted back to NHWC.
+    nchw = lambda t: t.permute(0, 3, 1, 2)
+    nhwc = lambda t: t.permute(0, 2, 3, 1)
+    grads(lambda x, w: nhwc(F.conv2d(nchw(x), w, stride=2, padding=1)),
+          [g("cl_conv/x"), g("cl_conv/w")], g("cl_conv/dy"), out, "cl_conv/", ["dx", "dw"])
+    grads(lambda x, w: nhwc(F.conv2d(nchw(x), w, stride=2)),
+          [g("cl_conv1x1/x"), g("cl_conv1x1/w")], g("cl_conv1x1/dy"), out, "cl_conv1x1/",
+          ["dx", "dw"])
+    rm, rv = g("cl_bn/running_mean").clone(), g("cl_bn/running_var").clone()
+    grads(lambda x, w, b: nhwc(F.batch_norm(nchw(x), rm, rv, w, b, training=True, momentum=0.1,
+                                            eps=1e-5)),
+          [g("cl_bn/x"), g("cl_bn/gamma"), g("cl_bn/beta")], g("cl_bn/dy"), out, "cl_bn/",
+          ["dx", "dgamma", "dbeta"])
+    out["cl_bn/running_mean"], out["cl_bn/running_var"] = rm, rv
+    grads(lambda x: nhwc(F.max_pool2d(nchw(x), 3, stride=2, padding=1)), [g("cl_maxpool/x")],
+          g("cl_maxpool/dy"), out, "cl_maxpool/", ["dx"])
+    grads(lambda x: nchw(x).mean(dim=(2, 3)), [g("cl_gap/x")], g("cl_gap/dy"), out, "cl_gap/",
+          ["dx"])
+
     write(sys.argv[2], out)
 
 

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 
 #include "reference/io/safetensors.h"
 #include "reference/kernels/conv_geometry.h"
@@ -160,6 +161,23 @@ class TorchParityTest : public ::testing::Test {
     Buffer weights({5}, 1.0f);
     weights[4] = 0.0f;
     inputs_->emplace("mlm/weights", std::move(weights));
+    // Channels-last activations, stored NHWC.
+    Add("cl_conv/x", {2, 7, 6, 3}, s++);
+    Add("cl_conv/w", {4, 3, 3, 3}, s++);
+    Add("cl_conv/dy", {2, 4, 3, 4}, s++);
+    Add("cl_conv1x1/x", {2, 5, 5, 4}, s++);
+    Add("cl_conv1x1/w", {3, 4, 1, 1}, s++);
+    Add("cl_conv1x1/dy", {2, 3, 3, 3}, s++);
+    Add("cl_bn/x", {4, 2, 3, 3}, s++, -2.0f, 3.0f);
+    Add("cl_bn/gamma", {3}, s++, 0.5f, 1.5f);
+    Add("cl_bn/beta", {3}, s++);
+    Add("cl_bn/dy", {4, 2, 3, 3}, s++);
+    Add("cl_bn/running_mean", {3}, s++);
+    Add("cl_bn/running_var", {3}, s++, 0.5f, 2.0f);
+    Add("cl_maxpool/x", {2, 7, 6, 2}, s++);
+    Add("cl_maxpool/dy", {2, 4, 3, 2}, s++);
+    Add("cl_gap/x", {2, 3, 3, 5}, s++);
+    Add("cl_gap/dy", {2, 5}, s++);
   }
 
   static inline std::string skip_reason_;
@@ -281,6 +299,56 @@ TEST_F(TorchParityTest, Pooling) {
   cpu::GlobalAvgPoolBackward(gdy.t(), gdx.t());
   ExpectMatches("gap/y", gy.data);
   ExpectMatches("gap/dx", gdx.data);
+}
+
+// NHWC tensors against PyTorch's channels_last kernels.
+TEST_F(TorchParityTest, ChannelsLast) {
+  auto nhwc = [](Buffer& b) { return b.t().Reshaped(b.shape, core::Layout::kNHWC); };
+  auto expect = [](const std::string& n, const std::vector<float>& v) { ExpectMatches(n, v); };
+  const std::pair<const char*, ConvGeometry> convs[] = {
+      {"cl_conv/", Conv2d(2, 3, 7, 6, 4, 3, 3, 2, 1)},
+      {"cl_conv1x1/", Conv2d(2, 4, 5, 5, 3, 1, 1, 2, 0)}};
+  for (const auto& [p, g] : convs) {
+    const std::string prefix = p;
+    Buffer &x = In(prefix + "x"), &w = In(prefix + "w"), &dy = In(prefix + "dy");
+    Buffer y(dy.shape), dx(x.shape), dw(w.shape);
+    Buffer ws({cpu::ConvWorkspaceElements(g, core::Layout::kNHWC) + 1});
+    cpu::ConvForward(g, nhwc(x), w.t(), nhwc(y), ws.t());
+    cpu::ConvBackwardData(g, nhwc(dy), w.t(), nhwc(dx), ws.t());
+    cpu::ConvBackwardWeight(g, nhwc(x), nhwc(dy), dw.t(), ws.t());
+    expect(prefix + "y", y.data);
+    expect(prefix + "dx", dx.data);
+    expect(prefix + "dw", dw.data);
+  }
+  {
+    Buffer &x = In("cl_bn/x"), &gamma = In("cl_bn/gamma"), &beta = In("cl_bn/beta");
+    Buffer& dy = In("cl_bn/dy");
+    Buffer rm = In("cl_bn/running_mean"), rv = In("cl_bn/running_var");
+    Buffer y(x.shape), mean({3}), inv_std({3}), dx(x.shape), dg({3}), db({3});
+    cpu::BatchNormForwardTraining({.epsilon = 1e-5f, .momentum = 0.1f}, nhwc(x), gamma.t(),
+                                  beta.t(), nhwc(y), mean.t(), inv_std.t(), rm.t(), rv.t());
+    cpu::BatchNormBackward(nhwc(x), nhwc(dy), gamma.t(), mean.t(), inv_std.t(), nhwc(dx), dg.t(),
+                           db.t());
+    expect("cl_bn/y", y.data);
+    expect("cl_bn/dx", dx.data);
+    expect("cl_bn/dgamma", dg.data);
+    expect("cl_bn/dbeta", db.data);
+    expect("cl_bn/running_mean", rm.data);
+    expect("cl_bn/running_var", rv.data);
+  }
+  const ConvGeometry pool = Conv2d(2, 2, 7, 6, 2, 3, 3, 2, 1);
+  Buffer &x = In("cl_maxpool/x"), &dy = In("cl_maxpool/dy");
+  Buffer y(dy.shape), dx(x.shape);
+  cpu::MaxPoolForward(pool, nhwc(x), nhwc(y));
+  cpu::MaxPoolBackward(pool, nhwc(x), nhwc(dy), nhwc(dx));
+  expect("cl_maxpool/y", y.data);
+  expect("cl_maxpool/dx", dx.data);
+  Buffer &gx = In("cl_gap/x"), &gdy = In("cl_gap/dy");
+  Buffer gy(gdy.shape), gdx(gx.shape);
+  cpu::GlobalAvgPoolForward(nhwc(gx), gy.t());
+  cpu::GlobalAvgPoolBackward(gdy.t(), nhwc(gdx));
+  expect("cl_gap/y", gy.data);
+  expect("cl_gap/dx", gdx.data);
 }
 
 TEST_F(TorchParityTest, LinearAndEmbedding) {

@@ -1,8 +1,14 @@
 #include "reference/kernels/cpu/conv.h"
 
+#include <omp.h>
+
+#include <algorithm>
 #include <cstring>
 
+#include "reference/kernels/cpu/blas_threads.h"
+#include "reference/kernels/cpu/conv_nhwc.h"
 #include "reference/kernels/cpu/gemm.h"
+#include "reference/kernels/cpu/layout.h"
 #include "reference/kernels/cpu/parallel.h"
 
 namespace mlperf::cpu {
@@ -48,67 +54,151 @@ void Im2ColOrCol2Im(const ConvGeometry& g, float* image, float* col) {
   }
 }
 
-void CheckShapes(const ConvGeometry& g, const Tensor& x, const Tensor& w, const Tensor& y) {
+// Also returns whether the activations are channels-last; x and y must agree,
+// and a channels-last tensor must have its channels as the last dimension.
+bool CheckShapes(const ConvGeometry& g, const Tensor& x, const Tensor& w, const Tensor& y) {
   MLPERF_CHECK(x.numel() == g.batch * g.in_channels * g.in_spatial());
   MLPERF_CHECK(w.numel() == g.out_channels * g.in_channels * g.kernel_volume());
   MLPERF_CHECK(y.numel() == g.batch * g.out_channels * g.out_spatial());
+  const bool channels_last = SameLayoutFamily(x, y);
+  if (channels_last) {
+    MLPERF_CHECK(LastDim(x) == g.in_channels && LastDim(y) == g.out_channels);
+  }
+  return channels_last;
+}
+
+// Pointwise convolutions may be handed an empty workspace.
+float* Scratch(const Tensor& workspace) { return workspace.empty() ? nullptr : workspace.f32(); }
+
+// [outer, channels, inner] view of a tensor whose channel axis is dim 1
+// (channels-first) or last (channels-last: inner == 1).
+struct ChannelView {
+  int64_t outer, channels, inner;
+};
+
+ChannelView ViewChannels(const Tensor& t) {
+  if (IsChannelsLast(t)) return {t.numel() / LastDim(t), LastDim(t), 1};
+  return {t.dim(0), t.dim(1), t.numel() / (t.dim(0) * t.dim(1))};
+}
+
+int64_t WeightElements(const ConvGeometry& g) {
+  return g.out_channels * g.in_channels * g.kernel_volume();
+}
+
+// Channels-first convs over several images give each OpenMP thread whole
+// images, with its own im2col buffer and single-threaded GEMMs (see
+// blas_threads.h). One image, one thread or a pointwise conv keep the plain
+// loop: OpenMP inside im2col and OpenBLAS's own threads in the GEMM.
+int ImageThreads(const ConvGeometry& g, const Tensor& workspace) {
+  if (g.is_pointwise()) return 1;
+  const int64_t fit =
+      (workspace.numel() + WeightElements(g)) / (g.col_elements() + WeightElements(g));
+  MLPERF_CHECK_MSG(fit >= 1, "conv workspace smaller than ConvWorkspaceElements(g, layout)");
+  return static_cast<int>(std::min<int64_t>({omp_get_max_threads(), g.batch, fit}));
+}
+
+// body(first_image, end_image, thread) over this call's threads.
+template <typename Body>
+void ForImageShares(int threads, int64_t batch, Body body) {
+  if (threads <= 1) {
+    body(0, batch, 0);
+    return;
+  }
+  BlasInCallingThread blas;
+#pragma omp parallel num_threads(threads)
+  {
+    int64_t begin, end;
+    ThreadShare(batch, &begin, &end);
+    body(begin, end, omp_get_thread_num());
+  }
 }
 
 }  // namespace
 
-int64_t ConvWorkspaceElements(const ConvGeometry& g) {
-  return g.is_pointwise() ? 0 : g.col_elements();
+int64_t ConvWorkspaceElements(const ConvGeometry& g, core::Layout layout) {
+  if (IsChannelsLast(layout)) return nhwc::ConvWorkspaceElements(g);
+  if (g.is_pointwise()) return 0;
+  const int64_t threads = std::min<int64_t>(omp_get_max_threads(), g.batch);
+  return threads * g.col_elements() + (threads - 1) * WeightElements(g);
 }
 
 void ConvForward(const ConvGeometry& g, const Tensor& x, const Tensor& w, const Tensor& y,
                  const Tensor& workspace) {
-  CheckShapes(g, x, w, y);
-  const int64_t k = g.in_channels * g.kernel_volume(), p = g.out_spatial();
-  for (int64_t n = 0; n < g.batch; ++n) {
-    float* xn = x.f32() + n * g.in_channels * g.in_spatial();
-    const float* col = xn;
-    if (!g.is_pointwise()) {
-      MLPERF_CHECK(workspace.numel() >= g.col_elements());
-      Im2ColOrCol2Im<false>(g, xn, workspace.f32());
-      col = workspace.f32();
-    }
-    Gemm(false, false, g.out_channels, p, k, 1.0f, w.f32(), col, 0.0f,
-         y.f32() + n * g.out_channels * p);
+  if (CheckShapes(g, x, w, y)) {
+    nhwc::ConvForward(g, x.f32(), w.f32(), y.f32(), Scratch(workspace), workspace.numel());
+    return;
   }
+  const int64_t k = g.in_channels * g.kernel_volume(), p = g.out_spatial();
+  const int threads = ImageThreads(g, workspace);
+  ForImageShares(threads, g.batch, [&](int64_t n0, int64_t n1, int t) {
+    for (int64_t n = n0; n < n1; ++n) {
+      float* xn = x.f32() + n * g.in_channels * g.in_spatial();
+      const float* col = xn;
+      if (!g.is_pointwise()) {
+        Im2ColOrCol2Im<false>(g, xn, workspace.f32() + t * g.col_elements());
+        col = workspace.f32() + t * g.col_elements();
+      }
+      Gemm(false, false, g.out_channels, p, k, 1.0f, w.f32(), col, 0.0f,
+           y.f32() + n * g.out_channels * p);
+    }
+  });
 }
 
 void ConvBackwardData(const ConvGeometry& g, const Tensor& dy, const Tensor& w, const Tensor& dx,
                       const Tensor& workspace) {
-  CheckShapes(g, dx, w, dy);
-  const int64_t k = g.in_channels * g.kernel_volume(), p = g.out_spatial();
-  for (int64_t n = 0; n < g.batch; ++n) {
-    float* dxn = dx.f32() + n * g.in_channels * g.in_spatial();
-    const float* dyn = dy.f32() + n * g.out_channels * p;
-    if (g.is_pointwise()) {
-      Gemm(true, false, k, p, g.out_channels, 1.0f, w.f32(), dyn, 0.0f, dxn);
-      continue;
-    }
-    MLPERF_CHECK(workspace.numel() >= g.col_elements());
-    Gemm(true, false, k, p, g.out_channels, 1.0f, w.f32(), dyn, 0.0f, workspace.f32());
-    std::memset(dxn, 0, sizeof(float) * g.in_channels * g.in_spatial());
-    Im2ColOrCol2Im<true>(g, dxn, workspace.f32());
+  if (CheckShapes(g, dx, w, dy)) {
+    nhwc::ConvBackwardData(g, dy.f32(), w.f32(), dx.f32(), Scratch(workspace), workspace.numel());
+    return;
   }
+  const int64_t k = g.in_channels * g.kernel_volume(), p = g.out_spatial();
+  const int threads = ImageThreads(g, workspace);
+  ForImageShares(threads, g.batch, [&](int64_t n0, int64_t n1, int t) {
+    for (int64_t n = n0; n < n1; ++n) {
+      float* dxn = dx.f32() + n * g.in_channels * g.in_spatial();
+      const float* dyn = dy.f32() + n * g.out_channels * p;
+      if (g.is_pointwise()) {
+        Gemm(true, false, k, p, g.out_channels, 1.0f, w.f32(), dyn, 0.0f, dxn);
+        continue;
+      }
+      float* col = workspace.f32() + t * g.col_elements();
+      Gemm(true, false, k, p, g.out_channels, 1.0f, w.f32(), dyn, 0.0f, col);
+      std::memset(dxn, 0, sizeof(float) * g.in_channels * g.in_spatial());
+      Im2ColOrCol2Im<true>(g, dxn, col);
+    }
+  });
 }
 
 void ConvBackwardWeight(const ConvGeometry& g, const Tensor& x, const Tensor& dy, const Tensor& dw,
                         const Tensor& workspace) {
-  CheckShapes(g, x, dw, dy);
+  if (CheckShapes(g, x, dw, dy)) {
+    nhwc::ConvBackwardWeight(g, x.f32(), dy.f32(), dw.f32(), Scratch(workspace), workspace.numel());
+    return;
+  }
   const int64_t k = g.in_channels * g.kernel_volume(), p = g.out_spatial();
-  for (int64_t n = 0; n < g.batch; ++n) {
-    float* xn = x.f32() + n * g.in_channels * g.in_spatial();
-    const float* col = xn;
-    if (!g.is_pointwise()) {
-      MLPERF_CHECK(workspace.numel() >= g.col_elements());
-      Im2ColOrCol2Im<false>(g, xn, workspace.f32());
-      col = workspace.f32();
+  const int threads = ImageThreads(g, workspace);
+  // Thread t > 0 sums its images into its own partial, added to dw at the end.
+  auto partial = [&](int t) {
+    return t == 0 ? dw.f32()
+                  : workspace.f32() + threads * g.col_elements() + (t - 1) * WeightElements(g);
+  };
+  ForImageShares(threads, g.batch, [&](int64_t n0, int64_t n1, int t) {
+    float* acc = partial(t);
+    std::fill(acc, acc + WeightElements(g), 0.0f);
+    for (int64_t n = n0; n < n1; ++n) {
+      float* xn = x.f32() + n * g.in_channels * g.in_spatial();
+      const float* col = xn;
+      if (!g.is_pointwise()) {
+        Im2ColOrCol2Im<false>(g, xn, workspace.f32() + t * g.col_elements());
+        col = workspace.f32() + t * g.col_elements();
+      }
+      Gemm(false, true, g.out_channels, k, p, 1.0f, dy.f32() + n * g.out_channels * p, col, 1.0f,
+           acc);
     }
-    Gemm(false, true, g.out_channels, k, p, 1.0f, dy.f32() + n * g.out_channels * p, col,
-         n == 0 ? 0.0f : 1.0f, dw.f32());
+  });
+  for (int t = 1; t < threads; ++t) {
+    const float* part = partial(t);
+#pragma omp parallel for if (WorthParallel(WeightElements(g)))
+    for (int64_t i = 0; i < WeightElements(g); ++i) dw.f32()[i] += part[i];
   }
 }
 
@@ -130,7 +220,7 @@ void ConvTransposeBackwardWeight(const ConvGeometry& g, const Tensor& x, const T
 }
 
 void BiasAddChannels(const Tensor& bias, const Tensor& y) {
-  const int64_t n = y.dim(0), c = y.dim(1), s = y.numel() / (n * c);
+  const auto [n, c, s] = ViewChannels(y);
   MLPERF_CHECK(bias.numel() == c);
   const float* b = bias.f32();
   float* out = y.f32();
@@ -143,7 +233,7 @@ void BiasAddChannels(const Tensor& bias, const Tensor& y) {
 }
 
 void BiasBackwardChannels(const Tensor& dy, const Tensor& dbias) {
-  const int64_t n = dy.dim(0), c = dy.dim(1), s = dy.numel() / (n * c);
+  const auto [n, c, s] = ViewChannels(dy);
   MLPERF_CHECK(dbias.numel() == c);
   const float* g = dy.f32();
 #pragma omp parallel for if (WorthParallel(dy.numel()))

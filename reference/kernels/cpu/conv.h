@@ -1,5 +1,9 @@
-// Convolutions on NC[D]HW tensors by im2col + GEMM, one image at a time.
-// Weights are [out_channels, in_channels, kD, kH, kW] (PyTorch order).
+// Convolutions by im2col + GEMM. Activations are NC[D]HW (layout tag kNCHW,
+// kNCDHW or kRowMajor: im2col per image) or channels-last N[D]HWC (tag kNHWC
+// or kNDHWC, shape in memory order {N, [D,] H, W, C}: the output pixels of
+// the whole minibatch are the GEMM rows, see conv_nhwc.cc). x and y (dx and dy) must carry the
+// same layout family, checked. Weights are [out_channels, in_channels, kD, kH,
+// kW] (PyTorch order) in every layout, so checkpoints do not depend on it.
 // Transposed convolution is the adjoint of a convolution: its forward is a
 // convolution's data gradient and vice versa (PyTorch weight [in, out, k...]).
 #pragma once
@@ -9,8 +13,14 @@
 
 namespace mlperf::cpu {
 
-// Floats of scratch the calls below need (zero for pointwise convolutions).
-int64_t ConvWorkspaceElements(const ConvGeometry& g);
+// Floats of scratch the calls below need for activations in `layout`;
+// kRowMajor, kNCHW and kNCDHW all mean channels-first (one image's im2col
+// matrix; zero for pointwise convolutions). Channels-last needs, per OpenMP
+// thread (omp_get_max_threads() when this is called), a chunk of im2col rows
+// (about 4 MiB) and a weight-gradient partial, plus the repacked weight: a
+// few MB to tens of MB, never the whole batch's im2col matrix. A call with
+// more threads than the workspace was sized for uses fewer threads.
+int64_t ConvWorkspaceElements(const ConvGeometry& g, core::Layout layout = core::Layout::kNCHW);
 
 void ConvForward(const ConvGeometry& g, const core::Tensor& x, const core::Tensor& w,
                  const core::Tensor& y, const core::Tensor& workspace);
@@ -29,7 +39,8 @@ void ConvTransposeBackwardWeight(const ConvGeometry& g, const core::Tensor& x,
                                  const core::Tensor& dy, const core::Tensor& dw,
                                  const core::Tensor& workspace);
 
-// y[n, c, s] += bias[c]; and its gradient db[c] = sum over n, s of dy.
+// y[n, c, s] += bias[c]; and its gradient db[c] = sum over n, s of dy. The
+// channel is dim 1, or the last dim for channels-last tensors.
 void BiasAddChannels(const core::Tensor& bias, const core::Tensor& y);
 void BiasBackwardChannels(const core::Tensor& dy, const core::Tensor& dbias);
 

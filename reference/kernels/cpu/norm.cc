@@ -1,7 +1,9 @@
 #include "reference/kernels/cpu/norm.h"
 
+#include <algorithm>
 #include <cmath>
 
+#include "reference/kernels/cpu/layout.h"
 #include "reference/kernels/cpu/parallel.h"
 
 namespace mlperf::cpu {
@@ -59,12 +61,140 @@ void GroupBackward(int64_t count, At at, const float* x, const float* dy, float*
   }
 }
 
+// Channels-last batch norm sees x as [rows, channels]. Each parallel iteration
+// owns a block of channels and sweeps every row, so the per-channel sums live
+// on its stack (no per-thread buffers to allocate and reduce) and are added in
+// the same order as the channels-first loops, giving the same statistics.
+constexpr int64_t kChannelBlock = 16;
+
+struct RowsView {
+  int64_t rows, channels;
+};
+
+RowsView ViewRows(const Tensor& x) { return {x.numel() / LastDim(x), LastDim(x)}; }
+
+template <typename Body>
+void ForChannelBlocks(RowsView v, Body body) {
+#pragma omp parallel for if (WorthParallel(v.rows * v.channels))
+  for (int64_t c0 = 0; c0 < v.channels; c0 += kChannelBlock)
+    body(c0, std::min(kChannelBlock, v.channels - c0));
+}
+
+// y = x * scale[c] + shift[c] over channels [c0, c0 + nc) of every row.
+void ApplyAffineRows(RowsView v, int64_t c0, int64_t nc, const double* scale, const double* shift,
+                     const float* x, float* y) {
+  for (int64_t r = 0; r < v.rows; ++r) {
+    const float* xr = x + r * v.channels + c0;
+    float* yr = y + r * v.channels + c0;
+    for (int64_t j = 0; j < nc; ++j) yr[j] = static_cast<float>(xr[j] * scale[j] + shift[j]);
+  }
+}
+
+void BatchNormTrainingChannelsLast(const BatchNormParams& p, const Tensor& x, const Tensor& gamma,
+                                   const Tensor& beta, const Tensor& y, const Tensor& save_mean,
+                                   const Tensor& save_inv_std, const Tensor& running_mean,
+                                   const Tensor& running_var) {
+  const RowsView v = ViewRows(x);
+  ForChannelBlocks(v, [&](int64_t c0, int64_t nc) {
+    double mean[kChannelBlock] = {}, var[kChannelBlock] = {};
+    for (int64_t r = 0; r < v.rows; ++r) {
+      const float* xr = x.f32() + r * v.channels + c0;
+      for (int64_t j = 0; j < nc; ++j) mean[j] += xr[j];
+    }
+    for (int64_t j = 0; j < nc; ++j) mean[j] /= static_cast<double>(v.rows);
+    for (int64_t r = 0; r < v.rows; ++r) {
+      const float* xr = x.f32() + r * v.channels + c0;
+      for (int64_t j = 0; j < nc; ++j) {
+        const double t = xr[j] - mean[j];
+        var[j] += t * t;
+      }
+    }
+    double scale[kChannelBlock], shift[kChannelBlock];
+    for (int64_t j = 0; j < nc; ++j) {
+      const int64_t c = c0 + j;
+      var[j] /= static_cast<double>(v.rows);
+      const double inv_std = 1.0 / std::sqrt(var[j] + p.epsilon);
+      save_mean.f32()[c] = static_cast<float>(mean[j]);
+      save_inv_std.f32()[c] = static_cast<float>(inv_std);
+      const double unbiased = v.rows > 1 ? var[j] * v.rows / (v.rows - 1) : var[j];
+      running_mean.f32()[c] =
+          (1.0f - p.momentum) * running_mean.f32()[c] + p.momentum * static_cast<float>(mean[j]);
+      running_var.f32()[c] =
+          (1.0f - p.momentum) * running_var.f32()[c] + p.momentum * static_cast<float>(unbiased);
+      scale[j] = gamma.f32()[c] * inv_std;
+      shift[j] = beta.f32()[c] - mean[j] * scale[j];
+    }
+    ApplyAffineRows(v, c0, nc, scale, shift, x.f32(), y.f32());
+  });
+}
+
+void BatchNormInferenceChannelsLast(const BatchNormParams& p, const Tensor& x, const Tensor& gamma,
+                                    const Tensor& beta, const Tensor& running_mean,
+                                    const Tensor& running_var, const Tensor& y) {
+  const RowsView v = ViewRows(x);
+  ForChannelBlocks(v, [&](int64_t c0, int64_t nc) {
+    double scale[kChannelBlock], shift[kChannelBlock];
+    for (int64_t j = 0; j < nc; ++j) {
+      const int64_t c = c0 + j;
+      const double inv_std = 1.0 / std::sqrt(static_cast<double>(running_var.f32()[c]) + p.epsilon);
+      scale[j] = gamma.f32()[c] * inv_std;
+      shift[j] = beta.f32()[c] - running_mean.f32()[c] * scale[j];
+    }
+    ApplyAffineRows(v, c0, nc, scale, shift, x.f32(), y.f32());
+  });
+}
+
+// GroupBackward's formula, a block of channels at a time.
+void BatchNormBackwardChannelsLast(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                   const Tensor& save_mean, const Tensor& save_inv_std,
+                                   const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta) {
+  const RowsView v = ViewRows(x);
+  ForChannelBlocks(v, [&](int64_t c0, int64_t nc) {
+    double mean[kChannelBlock], inv_std[kChannelBlock];
+    double s1[kChannelBlock] = {}, s2[kChannelBlock] = {};
+    for (int64_t j = 0; j < nc; ++j) {
+      mean[j] = save_mean.f32()[c0 + j];
+      inv_std[j] = save_inv_std.f32()[c0 + j];
+    }
+    for (int64_t r = 0; r < v.rows; ++r) {
+      const float* xr = x.f32() + r * v.channels + c0;
+      const float* dyr = dy.f32() + r * v.channels + c0;
+      for (int64_t j = 0; j < nc; ++j) {
+        s1[j] += dyr[j];
+        s2[j] += dyr[j] * (xr[j] - mean[j]) * inv_std[j];
+      }
+    }
+    double m1[kChannelBlock], m2[kChannelBlock], g[kChannelBlock];
+    for (int64_t j = 0; j < nc; ++j) {
+      m1[j] = s1[j] / static_cast<double>(v.rows);
+      m2[j] = s2[j] / static_cast<double>(v.rows);
+      g[j] = gamma.f32()[c0 + j] * inv_std[j];
+      dgamma.f32()[c0 + j] = static_cast<float>(s2[j]);
+      dbeta.f32()[c0 + j] = static_cast<float>(s1[j]);
+    }
+    for (int64_t r = 0; r < v.rows; ++r) {
+      const float* xr = x.f32() + r * v.channels + c0;
+      const float* dyr = dy.f32() + r * v.channels + c0;
+      float* dxr = dx.f32() + r * v.channels + c0;
+      for (int64_t j = 0; j < nc; ++j) {
+        const double xhat = (xr[j] - mean[j]) * inv_std[j];
+        dxr[j] = static_cast<float>(g[j] * (dyr[j] - m1[j] - xhat * m2[j]));
+      }
+    }
+  });
+}
+
 }  // namespace
 
 void BatchNormForwardTraining(const BatchNormParams& p, const Tensor& x, const Tensor& gamma,
                               const Tensor& beta, const Tensor& y, const Tensor& save_mean,
                               const Tensor& save_inv_std, const Tensor& running_mean,
                               const Tensor& running_var) {
+  if (SameLayoutFamily(x, y)) {
+    BatchNormTrainingChannelsLast(p, x, gamma, beta, y, save_mean, save_inv_std, running_mean,
+                                  running_var);
+    return;
+  }
   const Dims d = ChannelDims(x);
   const int64_t count = d.outer * d.inner;
 #pragma omp parallel for if (WorthParallel(x.numel()))
@@ -92,6 +222,10 @@ void BatchNormForwardTraining(const BatchNormParams& p, const Tensor& x, const T
 void BatchNormForwardInference(const BatchNormParams& p, const Tensor& x, const Tensor& gamma,
                                const Tensor& beta, const Tensor& running_mean,
                                const Tensor& running_var, const Tensor& y) {
+  if (SameLayoutFamily(x, y)) {
+    BatchNormInferenceChannelsLast(p, x, gamma, beta, running_mean, running_var, y);
+    return;
+  }
   const Dims d = ChannelDims(x);
 #pragma omp parallel for if (WorthParallel(x.numel()))
   for (int64_t c = 0; c < d.channels; ++c) {
@@ -109,6 +243,11 @@ void BatchNormForwardInference(const BatchNormParams& p, const Tensor& x, const 
 void BatchNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                        const Tensor& save_mean, const Tensor& save_inv_std, const Tensor& dx,
                        const Tensor& dgamma, const Tensor& dbeta) {
+  SameLayoutFamily(x, dy);
+  if (SameLayoutFamily(x, dx)) {
+    BatchNormBackwardChannelsLast(x, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta);
+    return;
+  }
   const Dims d = ChannelDims(x);
 #pragma omp parallel for if (WorthParallel(x.numel()))
   for (int64_t c = 0; c < d.channels; ++c) {
@@ -123,6 +262,7 @@ void BatchNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
 
 void InstanceNormForward(float epsilon, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                          const Tensor& y, const Tensor& save_mean, const Tensor& save_inv_std) {
+  MLPERF_CHECK_MSG(!IsChannelsLast(x) && !IsChannelsLast(y), "instance norm is NC[D]HW only");
   const Dims d = ChannelDims(x);
 #pragma omp parallel for if (WorthParallel(x.numel()))
   for (int64_t g = 0; g < d.outer * d.channels; ++g) {
@@ -142,6 +282,7 @@ void InstanceNormForward(float epsilon, const Tensor& x, const Tensor& gamma, co
 void InstanceNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                           const Tensor& save_mean, const Tensor& save_inv_std, const Tensor& dx,
                           const Tensor& dgamma, const Tensor& dbeta) {
+  MLPERF_CHECK_MSG(!IsChannelsLast(x) && !IsChannelsLast(dx), "instance norm is NC[D]HW only");
   const Dims d = ChannelDims(x);
 #pragma omp parallel for if (WorthParallel(x.numel()))
   for (int64_t c = 0; c < d.channels; ++c) {

@@ -6,7 +6,9 @@
 
 namespace mlperf::cpu {
 
-// Batch norm over x = [N, C, spatial...] (NCHW / NCDHW). `momentum` is the
+// Batch norm over x = [N, C, spatial...] (NCHW / NCDHW, or kRowMajor [N, C])
+// or channels-last x = [N, spatial..., C] (kNHWC / kNDHWC); y, dy and dx must
+// be in the same layout family as x (checked). `momentum` is the
 // weight of the new batch statistic, PyTorch's convention:
 //   running = (1 - momentum) * running + momentum * batch.
 // Keras' momentum=0.9 (ResNet reference) is momentum=0.1 here. The running
@@ -32,6 +34,7 @@ void BatchNormBackward(const core::Tensor& x, const core::Tensor& dy, const core
 
 // Instance norm (InstanceNorm3d(affine=True), no running statistics, as the
 // 3D U-Net reference): statistics per (n, c); save_* hold N*C values.
+// Channels-first (NCDHW) only; a channels-last tensor is rejected.
 void InstanceNormForward(float epsilon, const core::Tensor& x, const core::Tensor& gamma,
                          const core::Tensor& beta, const core::Tensor& y,
                          const core::Tensor& save_mean, const core::Tensor& save_inv_std);

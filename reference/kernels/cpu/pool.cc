@@ -1,8 +1,10 @@
 #include "reference/kernels/cpu/pool.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
+#include "reference/kernels/cpu/layout.h"
 #include "reference/kernels/cpu/parallel.h"
 
 namespace mlperf::cpu {
@@ -45,11 +47,123 @@ int64_t ValidCount(const ConvGeometry& g, int64_t o) {
   return count;
 }
 
+// Channels-last pooling: pixel (n, z, y, x) of an N[D]HWC tensor with the
+// spatial size `dims` starts at this offset.
+int64_t Pixel(const int64_t* dims, int64_t channels, int64_t n, int64_t z, int64_t y, int64_t x) {
+  return (((n * dims[0] + z) * dims[1] + y) * dims[2] + x) * channels;
+}
+
+// Calls visit(in_pixel_offset) for the valid window positions of output pixel
+// (n, z, y, x), in the same (kd, kh, kw) order as ForEachWindow.
+template <typename Visit>
+void ForEachWindowPixel(const ConvGeometry& g, int64_t n, int64_t z, int64_t y, int64_t x,
+                        Visit visit) {
+  for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+    const int64_t iz = z * g.stride[0] - g.pad_begin[0] + kd;
+    if (iz < 0 || iz >= g.in[0]) continue;
+    for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+      const int64_t iy = y * g.stride[1] - g.pad_begin[1] + kh;
+      if (iy < 0 || iy >= g.in[1]) continue;
+      for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+        const int64_t ix = x * g.stride[2] - g.pad_begin[2] + kw;
+        if (ix >= 0 && ix < g.in[2]) visit(Pixel(g.in, g.in_channels, n, iz, iy, ix));
+      }
+    }
+  }
+}
+
+// One output row (n, z, y) per parallel iteration; the max runs over whole
+// channel vectors.
+void MaxPoolForwardChannelsLast(const ConvGeometry& g, const float* x, float* y) {
+  const int64_t od = g.out(0), oh = g.out(1), ow = g.out(2), c = g.in_channels;
+  const int64_t out_dims[3] = {od, oh, ow};
+#pragma omp parallel for if (WorthParallel(g.batch * g.out_spatial() * c * g.kernel_volume()))
+  for (int64_t line = 0; line < g.batch * od * oh; ++line) {
+    const int64_t n = line / (od * oh), z = (line / oh) % od, yo = line % oh;
+    for (int64_t xo = 0; xo < ow; ++xo) {
+      float* out = y + Pixel(out_dims, c, n, z, yo, xo);
+      std::fill(out, out + c, -std::numeric_limits<float>::infinity());
+      ForEachWindowPixel(g, n, z, yo, xo, [&](int64_t i) {
+        for (int64_t ch = 0; ch < c; ++ch)
+          if (x[i + ch] > out[ch]) out[ch] = x[i + ch];
+      });
+    }
+  }
+}
+
+// Windows of neighbouring output rows overlap, so images (which never share
+// pixels) are the unit of parallel work; each channel's gradient goes to its
+// first maximum in window order, as in the channels-first path.
+void MaxPoolBackwardChannelsLast(const ConvGeometry& g, const float* x, const float* dy,
+                                 float* dx) {
+  const int64_t od = g.out(0), oh = g.out(1), ow = g.out(2), c = g.in_channels;
+  const int64_t out_dims[3] = {od, oh, ow};
+#pragma omp parallel for if (WorthParallel(g.batch * g.out_spatial() * c * g.kernel_volume()))
+  for (int64_t n = 0; n < g.batch; ++n) {
+    std::fill(dx + n * g.in_spatial() * c, dx + (n + 1) * g.in_spatial() * c, 0.0f);
+    for (int64_t z = 0; z < od; ++z)
+      for (int64_t yo = 0; yo < oh; ++yo)
+        for (int64_t xo = 0; xo < ow; ++xo) {
+          const float* d = dy + Pixel(out_dims, c, n, z, yo, xo);
+          for (int64_t ch = 0; ch < c; ++ch) {
+            int64_t best = -1;
+            ForEachWindowPixel(g, n, z, yo, xo, [&](int64_t i) {
+              if (best < 0 || x[i + ch] > x[best]) best = i + ch;
+            });
+            if (best >= 0) dx[best] += d[ch];
+          }
+        }
+  }
+}
+
+// Checks element counts for pooling plane data in either layout, that x and y
+// agree on the layout, and for channels-last that channels are last.
+// y[n, c] = mean over the pixels of image n; a parallel iteration owns one
+// image and a block of channels, summing in the channels-first order.
+constexpr int64_t kChannelBlock = 16;
+
+void GlobalAvgPoolForwardChannelsLast(const Tensor& x, const Tensor& y) {
+  const int64_t c = LastDim(x), n = y.numel() / c, s = x.numel() / y.numel();
+  MLPERF_CHECK(y.numel() == n * c && x.numel() == n * s * c);
+#pragma omp parallel for collapse(2) if (WorthParallel(x.numel()))
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t c0 = 0; c0 < c; c0 += kChannelBlock) {
+      const int64_t nc = std::min(kChannelBlock, c - c0);
+      double sum[kChannelBlock] = {};
+      for (int64_t q = 0; q < s; ++q) {
+        const float* row = x.f32() + (i * s + q) * c + c0;
+        for (int64_t j = 0; j < nc; ++j) sum[j] += row[j];
+      }
+      for (int64_t j = 0; j < nc; ++j) y.f32()[i * c + c0 + j] = static_cast<float>(sum[j] / s);
+    }
+}
+
+void GlobalAvgPoolBackwardChannelsLast(const Tensor& dy, const Tensor& dx) {
+  const int64_t c = LastDim(dx), rows = dx.numel() / c, s = dx.numel() / dy.numel();
+  MLPERF_CHECK(dy.numel() * s == dx.numel());
+#pragma omp parallel for if (WorthParallel(dx.numel()))
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* d = dy.f32() + r / s * c;
+    for (int64_t j = 0; j < c; ++j) dx.f32()[r * c + j] = d[j] / static_cast<float>(s);
+  }
+}
+
+bool CheckPool(const ConvGeometry& g, const Tensor& x, const Tensor& y) {
+  const int64_t planes = g.batch * g.in_channels;
+  MLPERF_CHECK(x.numel() == planes * g.in_spatial() && y.numel() == planes * g.out_spatial());
+  const bool channels_last = SameLayoutFamily(x, y);
+  if (channels_last) MLPERF_CHECK(LastDim(x) == g.in_channels && LastDim(y) == g.in_channels);
+  return channels_last;
+}
+
 }  // namespace
 
 void MaxPoolForward(const ConvGeometry& g, const Tensor& x, const Tensor& y) {
+  if (CheckPool(g, x, y)) {
+    MaxPoolForwardChannelsLast(g, x.f32(), y.f32());
+    return;
+  }
   const int64_t planes = g.batch * g.in_channels;
-  MLPERF_CHECK(x.numel() == planes * g.in_spatial() && y.numel() == planes * g.out_spatial());
   float* out = y.f32();
   const float* in = x.f32();
 #pragma omp parallel for if (WorthParallel(x.numel()))
@@ -63,8 +177,12 @@ void MaxPoolForward(const ConvGeometry& g, const Tensor& x, const Tensor& y) {
 }
 
 void MaxPoolBackward(const ConvGeometry& g, const Tensor& x, const Tensor& dy, const Tensor& dx) {
+  SameLayoutFamily(x, dx);
+  if (CheckPool(g, dx, dy)) {
+    MaxPoolBackwardChannelsLast(g, x.f32(), dy.f32(), dx.f32());
+    return;
+  }
   const int64_t planes = g.batch * g.in_channels;
-  MLPERF_CHECK(dx.numel() == planes * g.in_spatial() && dy.numel() == planes * g.out_spatial());
   std::memset(dx.data(), 0, dx.bytes());
   const float* in = x.f32();
 #pragma omp parallel for if (WorthParallel(dx.numel()))
@@ -87,8 +205,8 @@ void MaxPoolBackward(const ConvGeometry& g, const Tensor& x, const Tensor& dy, c
 
 void AvgPoolForward(const ConvGeometry& g, bool count_include_pad, const Tensor& x,
                     const Tensor& y) {
+  MLPERF_CHECK_MSG(!CheckPool(g, x, y), "average pooling is NC[D]HW only");
   const int64_t planes = g.batch * g.in_channels;
-  MLPERF_CHECK(x.numel() == planes * g.in_spatial() && y.numel() == planes * g.out_spatial());
   std::memset(y.data(), 0, y.bytes());
 #pragma omp parallel for if (WorthParallel(x.numel()))
   for (int64_t p = 0; p < planes; ++p) {
@@ -104,8 +222,8 @@ void AvgPoolForward(const ConvGeometry& g, bool count_include_pad, const Tensor&
 
 void AvgPoolBackward(const ConvGeometry& g, bool count_include_pad, const Tensor& dy,
                      const Tensor& dx) {
+  MLPERF_CHECK_MSG(!CheckPool(g, dx, dy), "average pooling is NC[D]HW only");
   const int64_t planes = g.batch * g.in_channels;
-  MLPERF_CHECK(dx.numel() == planes * g.in_spatial() && dy.numel() == planes * g.out_spatial());
   std::memset(dx.data(), 0, dx.bytes());
 #pragma omp parallel for if (WorthParallel(dx.numel()))
   for (int64_t p = 0; p < planes; ++p) {
@@ -119,6 +237,10 @@ void AvgPoolBackward(const ConvGeometry& g, bool count_include_pad, const Tensor
 }
 
 void GlobalAvgPoolForward(const Tensor& x, const Tensor& y) {
+  if (IsChannelsLast(x)) {
+    GlobalAvgPoolForwardChannelsLast(x, y);
+    return;
+  }
   const int64_t planes = y.numel(), s = x.numel() / planes;
 #pragma omp parallel for if (WorthParallel(x.numel()))
   for (int64_t p = 0; p < planes; ++p) {
@@ -129,6 +251,10 @@ void GlobalAvgPoolForward(const Tensor& x, const Tensor& y) {
 }
 
 void GlobalAvgPoolBackward(const Tensor& dy, const Tensor& dx) {
+  if (IsChannelsLast(dx)) {
+    GlobalAvgPoolBackwardChannelsLast(dy, dx);
+    return;
+  }
   const int64_t planes = dy.numel(), s = dx.numel() / planes;
 #pragma omp parallel for if (WorthParallel(dx.numel()))
   for (int64_t p = 0; p < planes; ++p)

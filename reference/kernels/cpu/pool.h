@@ -1,5 +1,8 @@
-// Max and average pooling on NC[D]HW, and global average pooling.
-// Pooling geometry uses ConvGeometry with out_channels == in_channels.
+// Max and average pooling, and global average pooling. Max and global
+// average pooling take NC[D]HW (kNCHW / kNCDHW / kRowMajor) or channels-last
+// N[D]HWC (kNHWC / kNDHWC, channels the last dimension); input and output
+// must be in the same layout family (checked). Average pooling is NC[D]HW
+// only. Pooling geometry uses ConvGeometry with out_channels == in_channels.
 #pragma once
 
 #include "reference/core/tensor.h"
@@ -20,7 +23,8 @@ void AvgPoolForward(const ConvGeometry& g, bool count_include_pad, const core::T
 void AvgPoolBackward(const ConvGeometry& g, bool count_include_pad, const core::Tensor& dy,
                      const core::Tensor& dx);
 
-// [N, C, spatial...] -> [N, C], the mean over the spatial positions.
+// [N, C, spatial...] or channels-last [N, spatial..., C] -> [N, C], the mean
+// over the spatial positions; the layout is read from x (forward) and dx.
 void GlobalAvgPoolForward(const core::Tensor& x, const core::Tensor& y);
 void GlobalAvgPoolBackward(const core::Tensor& dy, const core::Tensor& dx);
 

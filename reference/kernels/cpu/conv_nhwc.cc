@@ -1,0 +1,242 @@
+// Channels-last convolutions as GEMMs over the whole minibatch. The im2col
+// matrix has one row per output pixel (n, z, y, x) and one column per
+// (kd, kh, kw, c), so building it copies whole channel vectors:
+//   forward          y[NP, K]      = col[NP, V*C] * w'[K, V*C]^T
+//   backward data    dcol[NP, V*C] = dy[NP, K] * w'[K, V*C], then col2im
+//   backward weight  dw'[K, V*C]   = dy[NP, K]^T * col[NP, V*C]
+// where w' is the weight repacked to [K, kD, kH, kW, C] in the workspace
+// (V = kernel volume). A pointwise conv needs no col matrix: x is it.
+//
+// Threading: each OpenMP thread takes a share of the output rows and runs
+// im2col and a single-threaded GEMM on chunks of them (so a chunk of col
+// stays in cache); OpenBLAS's own pool stays asleep (see blas_threads.h).
+#include "reference/kernels/cpu/conv_nhwc.h"
+
+#include <omp.h>
+
+#include <algorithm>
+
+#include "reference/core/check.h"
+#include "reference/kernels/cpu/blas_threads.h"
+#include "reference/kernels/cpu/gemm.h"
+#include "reference/kernels/cpu/parallel.h"
+
+namespace mlperf::cpu::nhwc {
+namespace {
+
+// Floats of col matrix per chunk (4 MiB: a slice of L3 per core), but at
+// least kMinChunkRows rows so that each GEMM amortises packing the weight.
+constexpr int64_t kChunkFloats = int64_t{1} << 20;
+constexpr int64_t kMinChunkRows = 512;
+
+int64_t ColWidth(const ConvGeometry& g) { return g.kernel_volume() * g.in_channels; }
+int64_t Rows(const ConvGeometry& g) { return g.batch * g.out_spatial(); }
+
+// A pointwise conv reads x in place: one GEMM per thread share.
+int64_t ChunkRows(const ConvGeometry& g) {
+  if (g.is_pointwise()) return Rows(g);
+  return std::min(Rows(g), std::max(kMinChunkRows, kChunkFloats / ColWidth(g)));
+}
+
+// Only kernels larger than 1 need the weight in [K, V, C] order.
+int64_t RepackElements(const ConvGeometry& g) {
+  return g.kernel_volume() > 1 ? g.out_channels * ColWidth(g) : 0;
+}
+
+// Workspace: [repacked weight][per thread: col chunk, weight-gradient partial].
+// The first thread's weight gradient goes to the repack area or to dw itself.
+int64_t PerThreadElements(const ConvGeometry& g) {
+  return (g.is_pointwise() ? 0 : ChunkRows(g) * ColWidth(g)) + g.out_channels * ColWidth(g);
+}
+
+// Threads a call may use: OpenMP's, capped by what the workspace holds.
+int Threads(const ConvGeometry& g, int64_t workspace_elements) {
+  const int64_t fit = (workspace_elements - RepackElements(g) + g.out_channels * ColWidth(g)) /
+                      PerThreadElements(g);
+  MLPERF_CHECK_MSG(fit >= 1, "conv workspace smaller than ConvWorkspaceElements(g, layout)");
+  return static_cast<int>(std::min<int64_t>(omp_get_max_threads(), fit));
+}
+
+// Offset of input pixel (n, z, y, x) in an N[D]HWC tensor.
+int64_t PixelOffset(const ConvGeometry& g, int64_t n, int64_t z, int64_t y, int64_t x) {
+  return (((n * g.in[0] + z) * g.in[1] + y) * g.in[2] + x) * g.in_channels;
+}
+
+// Calls visit(tap, input_pixel_offset) for the in-bounds taps of output row
+// `row` = (n, z, y, x); tap = (kd * kH + kh) * kW + kw.
+template <typename Visit>
+void ForEachTap(const ConvGeometry& g, int64_t row, Visit visit) {
+  const int64_t ow = g.out(2), oh = g.out(1), od = g.out(0);
+  const int64_t x = row % ow, y = (row / ow) % oh, z = (row / (ow * oh)) % od;
+  const int64_t n = row / g.out_spatial();
+  for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+    const int64_t iz = z * g.stride[0] - g.pad_begin[0] + kd;
+    for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+      const int64_t iy = y * g.stride[1] - g.pad_begin[1] + kh;
+      const bool row_inside = iz >= 0 && iz < g.in[0] && iy >= 0 && iy < g.in[1];
+      for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+        const int64_t ix = x * g.stride[2] - g.pad_begin[2] + kw;
+        const int64_t tap = (kd * g.kernel[1] + kh) * g.kernel[2] + kw;
+        visit(tap,
+              row_inside && ix >= 0 && ix < g.in[2] ? PixelOffset(g, n, iz, iy, ix) : int64_t{-1});
+      }
+    }
+  }
+}
+
+// col rows [begin, end) of the im2col matrix; padding reads as zero.
+void Im2Col(const ConvGeometry& g, const float* x, int64_t begin, int64_t end, float* col) {
+  const int64_t c = g.in_channels, width = ColWidth(g);
+  for (int64_t row = begin; row < end; ++row) {
+    float* out = col + (row - begin) * width;
+    ForEachTap(g, row, [&](int64_t tap, int64_t in) {
+      float* o = out + tap * c;
+      if (in < 0) {
+        std::fill(o, o + c, 0.0f);
+      } else {
+        for (int64_t i = 0; i < c; ++i) o[i] = x[in + i];
+      }
+    });
+  }
+}
+
+// The adjoint: adds col rows [begin, end) into the pixels they were copied from.
+void Col2ImAdd(const ConvGeometry& g, const float* col, int64_t begin, int64_t end, float* dx) {
+  const int64_t c = g.in_channels, width = ColWidth(g);
+  for (int64_t row = begin; row < end; ++row) {
+    const float* in = col + (row - begin) * width;
+    ForEachTap(g, row, [&](int64_t tap, int64_t out) {
+      if (out < 0) return;
+      const float* s = in + tap * c;
+      for (int64_t i = 0; i < c; ++i) dx[out + i] += s[i];
+    });
+  }
+}
+
+// [K, C, V] <-> [K, V, C]: a transpose of each filter's [C, V] matrix.
+template <bool kToChannelsLast>
+void RepackWeight(const ConvGeometry& g, const float* src, float* dst) {
+  const int64_t c = g.in_channels, v = g.kernel_volume();
+#pragma omp parallel for if (WorthParallel(g.out_channels * c * v))
+  for (int64_t k = 0; k < g.out_channels; ++k) {
+    const float* s = src + k * c * v;
+    float* d = dst + k * c * v;
+    for (int64_t i = 0; i < c; ++i)
+      for (int64_t j = 0; j < v; ++j) {
+        if constexpr (kToChannelsLast) {
+          d[j * c + i] = s[i * v + j];
+        } else {
+          d[i * v + j] = s[j * c + i];
+        }
+      }
+  }
+}
+
+}  // namespace
+
+int64_t ConvWorkspaceElements(const ConvGeometry& g) {
+  return RepackElements(g) + omp_get_max_threads() * PerThreadElements(g) -
+         g.out_channels * ColWidth(g);
+}
+
+void ConvForward(const ConvGeometry& g, const float* x, const float* w, float* y, float* workspace,
+                 int64_t workspace_elements) {
+  const int64_t k = g.out_channels, width = ColWidth(g);
+  const int threads = Threads(g, workspace_elements);
+  const float* wk = w;
+  if (RepackElements(g) > 0) {
+    RepackWeight<true>(g, w, workspace);
+    wk = workspace;
+  }
+  BlasInCallingThread blas;
+#pragma omp parallel num_threads(threads)
+  {
+    int64_t begin, end;
+    ThreadShare(Rows(g), &begin, &end);
+    float* col = workspace + RepackElements(g) + omp_get_thread_num() * PerThreadElements(g);
+    for (int64_t r0 = begin; r0 < end; r0 += ChunkRows(g)) {
+      const int64_t r1 = std::min(end, r0 + ChunkRows(g));
+      const float* a = x + r0 * width;
+      if (!g.is_pointwise()) {
+        Im2Col(g, x, r0, r1, col);
+        a = col;
+      }
+      Gemm(false, true, r1 - r0, k, width, 1.0f, a, wk, 0.0f, y + r0 * k);
+    }
+  }
+}
+
+// Windows of neighbouring output rows share input pixels, so a thread owns
+// whole images: it zeroes their dx and adds all of their col rows into it.
+void ConvBackwardData(const ConvGeometry& g, const float* dy, const float* w, float* dx,
+                      float* workspace, int64_t workspace_elements) {
+  const int64_t k = g.out_channels, width = ColWidth(g), p = g.out_spatial();
+  const int threads = Threads(g, workspace_elements);
+  const float* wk = w;
+  if (RepackElements(g) > 0) {
+    RepackWeight<true>(g, w, workspace);
+    wk = workspace;
+  }
+  BlasInCallingThread blas;
+#pragma omp parallel num_threads(threads)
+  {
+    if (g.is_pointwise()) {
+      int64_t begin, end;
+      ThreadShare(Rows(g), &begin, &end);
+      for (int64_t r0 = begin; r0 < end; r0 += ChunkRows(g)) {
+        const int64_t r1 = std::min(end, r0 + ChunkRows(g));
+        Gemm(false, false, r1 - r0, width, k, 1.0f, dy + r0 * k, wk, 0.0f, dx + r0 * width);
+      }
+    } else {
+      int64_t n0, n1;
+      ThreadShare(g.batch, &n0, &n1);
+      float* col = workspace + RepackElements(g) + omp_get_thread_num() * PerThreadElements(g);
+      const int64_t image = g.in_spatial() * g.in_channels;
+      std::fill(dx + n0 * image, dx + n1 * image, 0.0f);
+      for (int64_t r0 = n0 * p; r0 < n1 * p; r0 += ChunkRows(g)) {
+        const int64_t r1 = std::min(n1 * p, r0 + ChunkRows(g));
+        Gemm(false, false, r1 - r0, width, k, 1.0f, dy + r0 * k, wk, 0.0f, col);
+        Col2ImAdd(g, col, r0, r1, dx);
+      }
+    }
+  }
+}
+
+// Each thread sums its rows' contribution into its own partial gradient;
+// the partials are added (and unpacked to [K, C, V]) at the end.
+void ConvBackwardWeight(const ConvGeometry& g, const float* x, const float* dy, float* dw,
+                        float* workspace, int64_t workspace_elements) {
+  const int64_t k = g.out_channels, width = ColWidth(g), size = k * width;
+  const int threads = Threads(g, workspace_elements);
+  float* first = RepackElements(g) > 0 ? workspace : dw;
+  auto partial = [&](int t) {
+    return t == 0 ? first : workspace + RepackElements(g) + t * PerThreadElements(g) - size;
+  };
+  {
+    BlasInCallingThread blas;
+#pragma omp parallel num_threads(threads)
+    {
+      const int t = omp_get_thread_num();
+      float* col = workspace + RepackElements(g) + t * PerThreadElements(g);
+      float* acc = partial(t);
+      std::fill(acc, acc + size, 0.0f);
+      int64_t begin, end;
+      ThreadShare(Rows(g), &begin, &end);
+      for (int64_t r0 = begin; r0 < end; r0 += ChunkRows(g)) {
+        const int64_t r1 = std::min(end, r0 + ChunkRows(g));
+        const float* b = x + r0 * width;
+        if (!g.is_pointwise()) {
+          Im2Col(g, x, r0, r1, col);
+          b = col;
+        }
+        Gemm(true, false, k, width, r1 - r0, 1.0f, dy + r0 * k, b, 1.0f, acc);
+      }
+    }
+  }
+#pragma omp parallel for if (WorthParallel(size * threads))
+  for (int64_t i = 0; i < size; ++i)
+    for (int t = 1; t < threads; ++t) first[i] += partial(t)[i];
+  if (RepackElements(g) > 0) RepackWeight<false>(g, first, dw);
+}
+
+}  // namespace mlperf::cpu::nhwc

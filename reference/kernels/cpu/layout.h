@@ -1,0 +1,28 @@
+// Which memory layout an activation tensor uses, for the ops that accept both
+// channels-first (NC[D]HW; kRowMajor counts as that) and channels-last
+// (N[D]HWC, shape in memory order, channels the last dimension).
+#pragma once
+
+#include <cstdint>
+
+#include "reference/core/tensor.h"
+
+namespace mlperf::cpu {
+
+inline bool IsChannelsLast(core::Layout layout) {
+  return layout == core::Layout::kNHWC || layout == core::Layout::kNDHWC;
+}
+inline bool IsChannelsLast(const core::Tensor& t) { return IsChannelsLast(t.layout()); }
+
+// Channels of a channels-last tensor: its last dimension.
+inline int64_t LastDim(const core::Tensor& t) { return t.dim(t.shape().rank() - 1); }
+
+// Checks that all tensors of one op agree on channels-first vs channels-last,
+// and returns which.
+inline bool SameLayoutFamily(const core::Tensor& a, const core::Tensor& b) {
+  MLPERF_CHECK_MSG(IsChannelsLast(a) == IsChannelsLast(b),
+                   "tensors of one op must all be channels-first or all channels-last");
+  return IsChannelsLast(a);
+}
+
+}  // namespace mlperf::cpu

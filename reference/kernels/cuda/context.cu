@@ -1,3 +1,4 @@
+#include "reference/core/check.h"
 #include "reference/kernels/cuda/check.h"
 #include "reference/kernels/cuda/context.h"
 
@@ -7,10 +8,13 @@ namespace {
 struct ThreadContext {
   cudaStream_t stream = nullptr;
   cublasHandle_t cublas = nullptr;
-  void* scratch = nullptr;
-  size_t scratch_bytes = 0;
+  cudnnHandle_t cudnn = nullptr;
+  void* scratch[kNumScratchSlots] = {};
+  size_t scratch_bytes[kNumScratchSlots] = {};
   ~ThreadContext() {
-    if (scratch) cudaFree(scratch);
+    for (void* p : scratch)
+      if (p) cudaFree(p);
+    if (cudnn) cudnnDestroy(cudnn);
     if (cublas) cublasDestroy(cublas);
     if (stream) cudaStreamDestroy(stream);
   }
@@ -25,6 +29,8 @@ ThreadContext& Get() {
     // fp32 GEMMs stay fp32 (no TF32) so that they compare tightly with the
     // CPU twin; TF32 is a separate, explicit choice.
     CUBLAS_CHECK(cublasSetMathMode(ctx.cublas, CUBLAS_PEDANTIC_MATH));
+    CUDNN_CHECK(cudnnCreate(&ctx.cudnn));
+    CUDNN_CHECK(cudnnSetStream(ctx.cudnn, ctx.stream));
   }
   return ctx;
 }
@@ -38,15 +44,19 @@ bool DeviceAvailable() {
 
 cudaStream_t Stream() { return Get().stream; }
 cublasHandle_t Cublas() { return Get().cublas; }
+cudnnHandle_t Cudnn() { return Get().cudnn; }
 
-void* Scratch(size_t bytes) {
+void* Scratch(size_t bytes, int slot) {
+  MLPERF_CHECK(slot >= 0 && slot < kNumScratchSlots);
   ThreadContext& ctx = Get();
-  if (bytes > ctx.scratch_bytes) {
-    if (ctx.scratch) CUDA_CHECK(cudaFree(ctx.scratch));
-    CUDA_CHECK(cudaMalloc(&ctx.scratch, bytes));
-    ctx.scratch_bytes = bytes;
+  if (bytes > ctx.scratch_bytes[slot]) {
+    // Work queued on the stream may still read the old buffer.
+    CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+    if (ctx.scratch[slot]) CUDA_CHECK(cudaFree(ctx.scratch[slot]));
+    CUDA_CHECK(cudaMalloc(&ctx.scratch[slot], bytes));
+    ctx.scratch_bytes[slot] = bytes;
   }
-  return ctx.scratch;
+  return ctx.scratch[slot];
 }
 
 void Synchronize() { CUDA_CHECK(cudaStreamSynchronize(Stream())); }

@@ -1,9 +1,10 @@
 // Per-thread CUDA state shared by the twins: the stream every op is queued
-// on, the cuBLAS handle, and a device scratch buffer for small tables.
+// on, the cuBLAS and cuDNN handles, and device scratch buffers.
 #pragma once
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <cudnn.h>
 
 #include <cstddef>
 
@@ -13,9 +14,21 @@ namespace mlperf::cuda {
 bool DeviceAvailable();
 cudaStream_t Stream();
 cublasHandle_t Cublas();
-// Device scratch of at least `bytes`. It only grows, so after the first
-// (warm-up) step a training step reuses it without allocating.
-void* Scratch(size_t bytes);
+cudnnHandle_t Cudnn();
+
+// Independent scratch buffers, so that one op can hold several at once
+// (e.g. a padded copy of its input plus the cuDNN workspace).
+enum ScratchSlot : int {
+  kScratchTables = 0,     // small tables (optimizer chunk plans)
+  kScratchWorkspace = 1,  // cuDNN / reduction workspace
+  kScratchPadded = 2,     // explicitly padded activations
+  kScratchReduce = 3,     // per-row partial results of reductions
+  kNumScratchSlots = 4,
+};
+
+// Device scratch of at least `bytes` in `slot`. It only grows, so after the
+// first (warm-up) step a training step reuses it without allocating.
+void* Scratch(size_t bytes, int slot = kScratchTables);
 void Synchronize();
 
 inline int Blocks(long long n, int threads = 256) {

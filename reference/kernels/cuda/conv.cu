@@ -1,0 +1,420 @@
+#include <map>
+#include <vector>
+
+#include "reference/kernels/cuda/check.h"
+#include "reference/kernels/cuda/context.h"
+#include "reference/kernels/cuda/conv.h"
+#include "reference/kernels/cuda/device_util.cuh"
+
+namespace mlperf::cuda {
+namespace {
+
+using core::DType;
+using core::Layout;
+using core::Tensor;
+
+// Process-wide; set once before training (warm-up), read by every thread.
+ConvAlgoSearch g_search = ConvAlgoSearch::kHeuristic;
+
+cudnnDataType_t CudnnType(DType t) {
+  switch (t) {
+    case DType::kF32:
+      return CUDNN_DATA_FLOAT;
+    case DType::kBF16:
+      return CUDNN_DATA_BFLOAT16;
+    case DType::kF16:
+      return CUDNN_DATA_HALF;
+    default:
+      MLPERF_CHECK_MSG(false, "convolutions take fp32, bf16 or fp16 tensors");
+  }
+  return CUDNN_DATA_FLOAT;
+}
+
+bool Is3d(const Tensor& t) {
+  return t.layout() == Layout::kNCDHW || t.layout() == Layout::kNDHWC || t.shape().rank() == 5;
+}
+
+// Owning wrappers of the cuDNN descriptors (host objects, cheap to build).
+struct TensorDesc {
+  cudnnTensorDescriptor_t d = nullptr;
+  TensorDesc() { CUDNN_CHECK(cudnnCreateTensorDescriptor(&d)); }
+  ~TensorDesc() { cudnnDestroyTensorDescriptor(d); }
+  TensorDesc(const TensorDesc&) = delete;
+};
+struct FilterDesc {
+  cudnnFilterDescriptor_t d = nullptr;
+  FilterDesc() { CUDNN_CHECK(cudnnCreateFilterDescriptor(&d)); }
+  ~FilterDesc() { cudnnDestroyFilterDescriptor(d); }
+  FilterDesc(const FilterDesc&) = delete;
+};
+struct ConvDesc {
+  cudnnConvolutionDescriptor_t d = nullptr;
+  ConvDesc() { CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&d)); }
+  ~ConvDesc() { cudnnDestroyConvolutionDescriptor(d); }
+  ConvDesc(const ConvDesc&) = delete;
+};
+
+// Dimensions N, C, (D,) H, W with the strides of the tensor's memory order.
+void SetActivationDesc(cudnnTensorDescriptor_t desc, DType dtype, bool three_d, bool channels_last,
+                       int64_t n, int64_t c, const int64_t spatial[3]) {
+  const int nb = three_d ? 5 : 4;
+  int dims[5], strides[5];
+  dims[0] = static_cast<int>(n);
+  dims[1] = static_cast<int>(c);
+  for (int i = 2; i < nb; ++i) dims[i] = static_cast<int>(spatial[3 - nb + i]);
+  if (channels_last) {
+    strides[1] = 1;
+    strides[nb - 1] = dims[1];
+    for (int i = nb - 2; i >= 2; --i) strides[i] = strides[i + 1] * dims[i + 1];
+    strides[0] = strides[2] * dims[2];
+  } else {
+    strides[nb - 1] = 1;
+    for (int i = nb - 2; i >= 0; --i) strides[i] = strides[i + 1] * dims[i + 1];
+  }
+  CUDNN_CHECK(cudnnSetTensorNdDescriptor(desc, CudnnType(dtype), nb, dims, strides));
+}
+
+enum Direction { kForward = 0, kBackwardData = 1, kBackwardFilter = 2 };
+
+struct Choice {
+  int algo = 0;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+  size_t workspace = 0;
+};
+
+// Everything one call needs: descriptors for x, w, y and the convolution, of
+// the geometry actually run (explicitly padded when the padding is uneven).
+struct Plan {
+  ConvGeometry run;  // the geometry cuDNN sees
+  bool padded = false;
+  bool three_d = false;
+  bool x_channels_last = false;
+  bool w_channels_last = false;
+  DType dtype = DType::kF32;
+  TensorDesc x, y;
+  FilterDesc w;
+  ConvDesc conv;
+
+  Plan(const ConvGeometry& g, const Tensor& x_like, const Tensor& w_t, const Tensor& y_like)
+      : run(g) {
+    dtype = x_like.dtype();
+    MLPERF_CHECK_MSG(w_t.dtype() == dtype && y_like.dtype() == dtype,
+                     "conv: x, w and y must share one dtype");
+    MLPERF_CHECK(x_like.numel() == g.batch * g.in_channels * g.in_spatial());
+    MLPERF_CHECK(w_t.numel() == g.out_channels * g.in_channels * g.kernel_volume());
+    MLPERF_CHECK(y_like.numel() == g.batch * g.out_channels * g.out_spatial());
+    three_d = Is3d(x_like);
+    if (!three_d)
+      MLPERF_CHECK_MSG(g.in[0] == 1 && g.kernel[0] == 1 && g.pad_begin[0] == 0 && g.pad_end[0] == 0,
+                       "a 2-D conv tensor with a depth axis: tag it kNCDHW/kNDHWC");
+    x_channels_last = detail::ChannelsLast(x_like);
+    w_channels_last = detail::ChannelsLast(w_t);
+    MLPERF_CHECK_MSG(detail::ChannelsLast(y_like) == x_channels_last,
+                     "conv: x and y must share one layout");
+    for (int i = 0; i < 3; ++i) {
+      if (g.pad_begin[i] != g.pad_end[i]) padded = true;
+    }
+    if (padded) {
+      for (int i = 0; i < 3; ++i) {
+        run.in[i] += g.pad_begin[i] + g.pad_end[i];
+        run.pad_begin[i] = run.pad_end[i] = 0;
+      }
+    }
+    SetActivationDesc(x.d, dtype, three_d, x_channels_last, run.batch, run.in_channels, run.in);
+    const int64_t out[3] = {run.out(0), run.out(1), run.out(2)};
+    SetActivationDesc(y.d, dtype, three_d, x_channels_last, run.batch, run.out_channels, out);
+    const int nb = three_d ? 5 : 4;
+    int wdims[5] = {static_cast<int>(run.out_channels), static_cast<int>(run.in_channels)};
+    int pad[3], stride[3], dilation[3];
+    for (int i = 2; i < nb; ++i) {
+      const int axis = 3 - nb + i;
+      wdims[i] = static_cast<int>(run.kernel[axis]);
+      pad[i - 2] = static_cast<int>(run.pad_begin[axis]);
+      stride[i - 2] = static_cast<int>(run.stride[axis]);
+      dilation[i - 2] = 1;
+    }
+    CUDNN_CHECK(cudnnSetFilterNdDescriptor(
+        w.d, CudnnType(dtype), w_channels_last ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, nb, wdims));
+    CUDNN_CHECK(cudnnSetConvolutionNdDescriptor(conv.d, nb - 2, pad, stride, dilation,
+                                                CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    // fp32 without TF32 (tight agreement with the CPU twin); tensor cores for
+    // half types.
+    CUDNN_CHECK(cudnnSetConvolutionMathType(
+        conv.d, dtype == DType::kF32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
+  }
+
+  size_t padded_bytes() const {
+    return static_cast<size_t>(run.batch * run.in_channels * run.in_spatial()) *
+           core::DTypeSize(dtype);
+  }
+
+  std::vector<int64_t> Key(Direction dir) const {
+    std::vector<int64_t> k = {dir,
+                              static_cast<int64_t>(dtype),
+                              three_d,
+                              x_channels_last,
+                              w_channels_last,
+                              run.batch,
+                              run.in_channels,
+                              run.out_channels};
+    for (int i = 0; i < 3; ++i) {
+      k.push_back(run.in[i]);
+      k.push_back(run.kernel[i]);
+      k.push_back(run.stride[i]);
+      k.push_back(run.pad_begin[i]);
+    }
+    return k;
+  }
+};
+
+// The first successful result, for fp32 preferring FMA math (no TF32).
+template <typename Perf>
+Choice Pick(const std::vector<Perf>& perf, int returned, bool fp32) {
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int i = 0; i < returned; ++i) {
+      if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
+      if (pass == 0 && fp32 && perf[i].mathType != CUDNN_FMA_MATH) continue;
+      return {static_cast<int>(perf[i].algo), perf[i].mathType, 0};
+    }
+  }
+  MLPERF_CHECK_MSG(false, "cuDNN offers no algorithm for this convolution");
+  return {};
+}
+
+Choice Choose(Direction dir, const Plan& p) {
+  thread_local std::map<std::vector<int64_t>, Choice> cache;
+  const std::vector<int64_t> key = p.Key(dir);
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    const bool fp32 = p.dtype == DType::kF32;
+    const bool find = g_search == ConvAlgoSearch::kExhaustive;
+    cudnnHandle_t h = Cudnn();
+    int max_count = 0, returned = 0;
+    Choice c;
+    if (dir == kForward) {
+      CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max_count));
+      std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(max_count);
+      if (find) {
+        CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithm(h, p.x.d, p.w.d, p.conv.d, p.y.d,
+                                                         max_count, &returned, perf.data()));
+      } else {
+        CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, p.x.d, p.w.d, p.conv.d, p.y.d,
+                                                           max_count, &returned, perf.data()));
+      }
+      c = Pick(perf, returned, fp32);
+      CUDNN_CHECK(cudnnSetConvolutionMathType(p.conv.d, c.math));
+      CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(
+          h, p.x.d, p.w.d, p.conv.d, p.y.d, static_cast<cudnnConvolutionFwdAlgo_t>(c.algo),
+          &c.workspace));
+    } else if (dir == kBackwardData) {
+      CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max_count));
+      std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(max_count);
+      if (find) {
+        CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithm(h, p.w.d, p.y.d, p.conv.d, p.x.d,
+                                                              max_count, &returned, perf.data()));
+      } else {
+        CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p.w.d, p.y.d, p.conv.d, p.x.d,
+                                                                max_count, &returned, perf.data()));
+      }
+      c = Pick(perf, returned, fp32);
+      CUDNN_CHECK(cudnnSetConvolutionMathType(p.conv.d, c.math));
+      CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
+          h, p.w.d, p.y.d, p.conv.d, p.x.d, static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo),
+          &c.workspace));
+    } else {
+      CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &max_count));
+      std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(max_count);
+      if (find) {
+        CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithm(h, p.x.d, p.y.d, p.conv.d, p.w.d,
+                                                                max_count, &returned, perf.data()));
+      } else {
+        CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+            h, p.x.d, p.y.d, p.conv.d, p.w.d, max_count, &returned, perf.data()));
+      }
+      c = Pick(perf, returned, fp32);
+      CUDNN_CHECK(cudnnSetConvolutionMathType(p.conv.d, c.math));
+      CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
+          h, p.x.d, p.y.d, p.conv.d, p.w.d, static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo),
+          &c.workspace));
+    }
+    it = cache.emplace(key, c).first;
+  }
+  // The descriptor is rebuilt per call: give it the chosen math type.
+  CUDNN_CHECK(cudnnSetConvolutionMathType(p.conv.d, it->second.math));
+  return it->second;
+}
+
+void* Workspace(const Choice& c) {
+  return c.workspace > 0 ? Scratch(c.workspace, kScratchWorkspace) : nullptr;
+}
+
+// Copies between an activation and its explicitly padded version (zeros in
+// the border). kToPadded: iterate over the padded tensor and gather;
+// otherwise iterate over the unpadded one and gather from the padded copy
+// (the crop that undoes the padding of a data gradient).
+struct PadShape {
+  int64_t n, c;
+  int64_t small[3], big[3], begin[3];
+  bool channels_last;
+};
+
+template <typename T, bool kToPadded>
+__global__ void PadOrCrop(const T* src, T* dst, int64_t count, PadShape s) {
+  const int64_t* dims = kToPadded ? s.big : s.small;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t rest = i, c = 0;
+    if (s.channels_last) {
+      c = rest % s.c;
+      rest /= s.c;
+    }
+    const int64_t w = rest % dims[2];
+    rest /= dims[2];
+    const int64_t h = rest % dims[1];
+    rest /= dims[1];
+    const int64_t d = rest % dims[0];
+    rest /= dims[0];
+    if (!s.channels_last) {
+      c = rest % s.c;
+      rest /= s.c;
+    }
+    const int64_t n = rest;
+    // The same position in the other tensor.
+    const int64_t sign = kToPadded ? -1 : 1;
+    const int64_t od = d + sign * s.begin[0], oh = h + sign * s.begin[1],
+                  ow = w + sign * s.begin[2];
+    const int64_t* other = kToPadded ? s.small : s.big;
+    const bool inside =
+        od >= 0 && od < other[0] && oh >= 0 && oh < other[1] && ow >= 0 && ow < other[2];
+    if (!inside) {
+      dst[i] = T(0);  // only reachable when padding
+      continue;
+    }
+    const int64_t sp = (od * other[1] + oh) * other[2] + ow;
+    const int64_t plane = other[0] * other[1] * other[2];
+    const int64_t j = s.channels_last ? (n * plane + sp) * s.c + c : (n * s.c + c) * plane + sp;
+    dst[i] = src[j];
+  }
+}
+
+template <bool kToPadded>
+void LaunchPadOrCrop(const Plan& p, const ConvGeometry& g, const void* src, void* dst) {
+  PadShape s{g.batch, g.in_channels, {}, {}, {}, p.x_channels_last};
+  for (int i = 0; i < 3; ++i) {
+    s.small[i] = g.in[i];
+    s.big[i] = p.run.in[i];
+    s.begin[i] = g.pad_begin[i];
+  }
+  const int64_t count = g.batch * g.in_channels * (kToPadded ? p.run.in_spatial() : g.in_spatial());
+  if (core::DTypeSize(p.dtype) == 4) {
+    PadOrCrop<uint32_t, kToPadded><<<Blocks(count), 256, 0, Stream()>>>(
+        static_cast<const uint32_t*>(src), static_cast<uint32_t*>(dst), count, s);
+  } else {
+    PadOrCrop<uint16_t, kToPadded><<<Blocks(count), 256, 0, Stream()>>>(
+        static_cast<const uint16_t*>(src), static_cast<uint16_t*>(dst), count, s);
+  }
+  CUDA_CHECK_LAUNCH();
+}
+
+// x as cuDNN should read it: the tensor itself or its padded copy.
+const void* InputFor(const Plan& p, const ConvGeometry& g, const Tensor& x) {
+  if (!p.padded) return x.data();
+  void* padded = Scratch(p.padded_bytes(), kScratchPadded);
+  LaunchPadOrCrop<true>(p, g, x.data(), padded);
+  return padded;
+}
+
+__global__ void AddBiasKernel(const float* bias, void* y, DType t, int64_t count,
+                              detail::ActivationView v) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t c = v.channels_last ? i % v.channels : (i / v.spatial) % v.channels;
+    detail::StoreAs(y, t, i, detail::LoadAs(y, t, i) + bias[c]);
+  }
+}
+
+constexpr int kThreads = 256;
+
+__global__ void BiasGradKernel(const void* dy, DType t, int64_t batch, detail::ActivationView v,
+                               float* dbias) {
+  const int64_t c = blockIdx.x;
+  float sum = 0.0f;
+  for (int64_t j = threadIdx.x; j < batch * v.spatial; j += kThreads)
+    sum += detail::LoadAs(dy, t, v.Offset(j / v.spatial, c, j % v.spatial));
+  sum = detail::BlockSum<kThreads>(sum);
+  if (threadIdx.x == 0) dbias[c] = sum;
+}
+
+}  // namespace
+
+int64_t ConvWorkspaceElements(const ConvGeometry&, Layout) { return 0; }
+
+void SetConvAlgoSearch(ConvAlgoSearch search) { g_search = search; }
+
+void ConvForward(const ConvGeometry& g, const Tensor& x, const Tensor& w, const Tensor& y,
+                 const Tensor&) {
+  Plan p(g, x, w, y);
+  const void* in = InputFor(p, g, x);
+  const Choice c = Choose(kForward, p);
+  const float alpha = 1.0f, beta = 0.0f;
+  CUDNN_CHECK(cudnnConvolutionForward(Cudnn(), &alpha, p.x.d, in, p.w.d, w.data(), p.conv.d,
+                                      static_cast<cudnnConvolutionFwdAlgo_t>(c.algo), Workspace(c),
+                                      c.workspace, &beta, p.y.d, y.data()));
+}
+
+void ConvBackwardData(const ConvGeometry& g, const Tensor& dy, const Tensor& w, const Tensor& dx,
+                      const Tensor&) {
+  Plan p(g, dx, w, dy);
+  void* out = p.padded ? Scratch(p.padded_bytes(), kScratchPadded) : dx.data();
+  const Choice c = Choose(kBackwardData, p);
+  const float alpha = 1.0f, beta = 0.0f;
+  CUDNN_CHECK(cudnnConvolutionBackwardData(Cudnn(), &alpha, p.w.d, w.data(), p.y.d, dy.data(),
+                                           p.conv.d,
+                                           static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo),
+                                           Workspace(c), c.workspace, &beta, p.x.d, out));
+  if (p.padded) LaunchPadOrCrop<false>(p, g, out, dx.data());
+}
+
+void ConvBackwardWeight(const ConvGeometry& g, const Tensor& x, const Tensor& dy, const Tensor& dw,
+                        const Tensor&) {
+  Plan p(g, x, dw, dy);
+  const void* in = InputFor(p, g, x);
+  const Choice c = Choose(kBackwardFilter, p);
+  const float alpha = 1.0f, beta = 0.0f;
+  CUDNN_CHECK(cudnnConvolutionBackwardFilter(Cudnn(), &alpha, p.x.d, in, p.y.d, dy.data(), p.conv.d,
+                                             static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo),
+                                             Workspace(c), c.workspace, &beta, p.w.d, dw.data()));
+}
+
+void ConvTransposeForward(const ConvGeometry& g, const Tensor& x, const Tensor& w, const Tensor& y,
+                          const Tensor& workspace) {
+  ConvBackwardData(g, x, w, y, workspace);
+}
+
+void ConvTransposeBackwardData(const ConvGeometry& g, const Tensor& dy, const Tensor& w,
+                               const Tensor& dx, const Tensor& workspace) {
+  ConvForward(g, dy, w, dx, workspace);
+}
+
+void ConvTransposeBackwardWeight(const ConvGeometry& g, const Tensor& x, const Tensor& dy,
+                                 const Tensor& dw, const Tensor& workspace) {
+  ConvBackwardWeight(g, dy, x, dw, workspace);
+}
+
+void BiasAddChannels(const Tensor& bias, const Tensor& y) {
+  const detail::ActivationView v = detail::ViewOf(y);
+  MLPERF_CHECK(bias.numel() == v.channels);
+  AddBiasKernel<<<Blocks(y.numel()), 256, 0, Stream()>>>(bias.f32(), y.data(), y.dtype(), y.numel(),
+                                                         v);
+  CUDA_CHECK_LAUNCH();
+}
+
+void BiasBackwardChannels(const Tensor& dy, const Tensor& dbias) {
+  const detail::ActivationView v = detail::ViewOf(dy);
+  MLPERF_CHECK(dbias.numel() == v.channels);
+  BiasGradKernel<<<static_cast<unsigned>(v.channels), kThreads, 0, Stream()>>>(
+      dy.data(), dy.dtype(), dy.dim(0), v, dbias.f32());
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace mlperf::cuda

@@ -1,0 +1,56 @@
+// CUDA twins of cpu/conv.h through cuDNN's convolution API, 2-D and 3-D.
+//
+// Layout comes from the tensors' tags, shapes in memory order: kNCHW/kNCDHW
+// (or kRowMajor) activations are [N, C, (D,) H, W], kNHWC/kNDHWC ones are
+// [N, (D,) H, W, C]. Weights are [K, C, (kD,) kH, kW] as on the CPU (whose
+// weights keep that order in every layout) unless tagged kNHWC/kNDHWC, then
+// [K, (kD,) kH, kW, C]: cuDNN's fast tensor-core kernels for channels-last
+// data want that filter layout, so a model keeps such a copy for the GPU.
+// x, w and y share one dtype (fp32, bf16
+// or fp16); accumulation is always fp32 (cuDNN's PSEUDO_HALF/PSEUDO_BFLOAT16
+// configurations). fp32 runs with CUDNN_FMA_MATH, i.e. without TF32, so that
+// it agrees tightly with the CPU twin.
+//
+// Asymmetric (TF "same") padding is outside the legacy cuDNN API: such calls
+// pad the input explicitly into context scratch and run an unpadded
+// convolution (the data gradient is computed padded and cropped).
+#pragma once
+
+#include "reference/core/tensor.h"
+#include "reference/kernels/conv_geometry.h"
+
+namespace mlperf::cuda {
+
+// cuDNN's workspace comes from the context's scratch (it grows during the
+// warm-up step and is then reused), so callers need none: always 0. The
+// `workspace` arguments below exist for signature parity and are ignored.
+int64_t ConvWorkspaceElements(const ConvGeometry& g, core::Layout layout = core::Layout::kNCHW);
+
+// How algorithms are picked, per (geometry, dtype, layout, direction), once:
+// cuDNN's heuristics (default), or timing every algorithm on first use (like
+// torch.backends.cudnn.benchmark; it allocates, so use it in warm-up only).
+enum class ConvAlgoSearch { kHeuristic, kExhaustive };
+void SetConvAlgoSearch(ConvAlgoSearch search);
+
+void ConvForward(const ConvGeometry& g, const core::Tensor& x, const core::Tensor& w,
+                 const core::Tensor& y, const core::Tensor& workspace);
+void ConvBackwardData(const ConvGeometry& g, const core::Tensor& dy, const core::Tensor& w,
+                      const core::Tensor& dx, const core::Tensor& workspace);
+void ConvBackwardWeight(const ConvGeometry& g, const core::Tensor& x, const core::Tensor& dy,
+                        const core::Tensor& dw, const core::Tensor& workspace);
+
+// `g` describes the convolution whose adjoint this is (as on the CPU).
+void ConvTransposeForward(const ConvGeometry& g, const core::Tensor& x, const core::Tensor& w,
+                          const core::Tensor& y, const core::Tensor& workspace);
+void ConvTransposeBackwardData(const ConvGeometry& g, const core::Tensor& dy, const core::Tensor& w,
+                               const core::Tensor& dx, const core::Tensor& workspace);
+void ConvTransposeBackwardWeight(const ConvGeometry& g, const core::Tensor& x,
+                                 const core::Tensor& dy, const core::Tensor& dw,
+                                 const core::Tensor& workspace);
+
+// y[n, c, s] += bias[c] (bias fp32, y any float dtype, either layout); and
+// db[c] = sum over n, s of dy (fp32 accumulation, deterministic).
+void BiasAddChannels(const core::Tensor& bias, const core::Tensor& y);
+void BiasBackwardChannels(const core::Tensor& dy, const core::Tensor& dbias);
+
+}  // namespace mlperf::cuda

@@ -1,0 +1,49 @@
+// CUDA twins of cpu/norm.h. Batch norm runs on cuDNN (spatial mode); instance
+// and layer norm are own kernels (one block per normalised group). x, y, dy
+// and dx may be fp32, bf16 or fp16 (activations tagged kNHWC/kNDHWC are
+// channels-last); gamma, beta, the saved and running statistics are fp32 and
+// all statistics accumulate in fp32.
+#pragma once
+
+#include "reference/core/tensor.h"
+#include "reference/kernels/cpu/norm.h"
+
+namespace mlperf::cuda {
+
+using cpu::BatchNormParams;
+
+// cuDNN's exponentialAverageFactor is the weight of the new batch statistic,
+// which is `momentum` in this suite's (PyTorch's) convention, and cuDNN's
+// running variance takes the unbiased batch variance, as the CPU twin does;
+// save_inv_std is cuDNN's resultSaveInvVariance, 1/sqrt(var + epsilon).
+void BatchNormForwardTraining(const BatchNormParams& p, const core::Tensor& x,
+                              const core::Tensor& gamma, const core::Tensor& beta,
+                              const core::Tensor& y, const core::Tensor& save_mean,
+                              const core::Tensor& save_inv_std, const core::Tensor& running_mean,
+                              const core::Tensor& running_var);
+void BatchNormForwardInference(const BatchNormParams& p, const core::Tensor& x,
+                               const core::Tensor& gamma, const core::Tensor& beta,
+                               const core::Tensor& running_mean, const core::Tensor& running_var,
+                               const core::Tensor& y);
+void BatchNormBackward(const core::Tensor& x, const core::Tensor& dy, const core::Tensor& gamma,
+                       const core::Tensor& save_mean, const core::Tensor& save_inv_std,
+                       const core::Tensor& dx, const core::Tensor& dgamma,
+                       const core::Tensor& dbeta);
+
+void InstanceNormForward(float epsilon, const core::Tensor& x, const core::Tensor& gamma,
+                         const core::Tensor& beta, const core::Tensor& y,
+                         const core::Tensor& save_mean, const core::Tensor& save_inv_std);
+void InstanceNormBackward(const core::Tensor& x, const core::Tensor& dy, const core::Tensor& gamma,
+                          const core::Tensor& save_mean, const core::Tensor& save_inv_std,
+                          const core::Tensor& dx, const core::Tensor& dgamma,
+                          const core::Tensor& dbeta);
+
+void LayerNormForward(float epsilon, const core::Tensor& x, const core::Tensor& gamma,
+                      const core::Tensor& beta, const core::Tensor& y,
+                      const core::Tensor& save_mean, const core::Tensor& save_inv_std);
+void LayerNormBackward(const core::Tensor& x, const core::Tensor& dy, const core::Tensor& gamma,
+                       const core::Tensor& save_mean, const core::Tensor& save_inv_std,
+                       const core::Tensor& dx, const core::Tensor& dgamma,
+                       const core::Tensor& dbeta);
+
+}  // namespace mlperf::cuda

@@ -1,0 +1,267 @@
+#include <cfloat>
+
+#include "reference/kernels/cuda/check.h"
+#include "reference/kernels/cuda/context.h"
+#include "reference/kernels/cuda/device_util.cuh"
+#include "reference/kernels/cuda/pool.h"
+
+namespace mlperf::cuda {
+namespace {
+
+using core::DType;
+using core::Tensor;
+using detail::ActivationView;
+using detail::LoadAs;
+using detail::StoreAs;
+
+constexpr int kThreads = 256;
+
+// The window geometry in device-friendly form.
+struct Window {
+  int64_t in[3], out[3], kernel[3], stride[3], pad[3];
+  int64_t channels;
+  bool channels_last;
+  __device__ int64_t InSpatial() const { return in[0] * in[1] * in[2]; }
+  __device__ int64_t OutSpatial() const { return out[0] * out[1] * out[2]; }
+  // Memory offset of (n, c, spatial position s) in a tensor of `plane` positions.
+  __device__ int64_t Offset(int64_t n, int64_t c, int64_t s, int64_t plane) const {
+    return channels_last ? (n * plane + s) * channels + c : (n * channels + c) * plane + s;
+  }
+  // Splits a memory index over `plane` positions into n, c and the position.
+  __device__ void Split(int64_t i, int64_t plane, int64_t* n, int64_t* c, int64_t* s) const {
+    if (channels_last) {
+      *c = i % channels;
+      *s = (i / channels) % plane;
+      *n = i / (channels * plane);
+    } else {
+      *s = i % plane;
+      *c = (i / plane) % channels;
+      *n = i / (plane * channels);
+    }
+  }
+  // Number of in-bounds inputs of output position o.
+  __device__ int64_t ValidCount(const int64_t o[3]) const {
+    int64_t count = 1;
+    for (int a = 0; a < 3; ++a) {
+      const int64_t begin = o[a] * stride[a] - pad[a];
+      const int64_t lo = begin < 0 ? 0 : begin;
+      const int64_t hi = begin + kernel[a] > in[a] ? in[a] : begin + kernel[a];
+      count *= hi - lo;
+    }
+    return count;
+  }
+};
+
+Window MakeWindow(const ConvGeometry& g, const Tensor& activation) {
+  MLPERF_CHECK_MSG(g.in_channels == g.out_channels, "pooling keeps the channel count");
+  Window w;
+  for (int a = 0; a < 3; ++a) {
+    w.in[a] = g.in[a];
+    w.out[a] = g.out(a);
+    w.kernel[a] = g.kernel[a];
+    w.stride[a] = g.stride[a];
+    w.pad[a] = g.pad_begin[a];
+  }
+  w.channels = g.in_channels;
+  w.channels_last = detail::ChannelsLast(activation);
+  return w;
+}
+
+__device__ void Unflatten(int64_t s, const int64_t dims[3], int64_t pos[3]) {
+  pos[2] = s % dims[2];
+  pos[1] = (s / dims[2]) % dims[1];
+  pos[0] = s / (dims[1] * dims[2]);
+}
+
+// Calls visit(s) for the in-bounds input positions s of output o's window,
+// in the CPU twin's scan order (depth, height, width).
+template <typename Visit>
+__device__ void ForEachWindowInput(const Window& w, const int64_t o[3], Visit visit) {
+  for (int64_t kd = 0; kd < w.kernel[0]; ++kd) {
+    const int64_t iz = o[0] * w.stride[0] - w.pad[0] + kd;
+    if (iz < 0 || iz >= w.in[0]) continue;
+    for (int64_t kh = 0; kh < w.kernel[1]; ++kh) {
+      const int64_t iy = o[1] * w.stride[1] - w.pad[1] + kh;
+      if (iy < 0 || iy >= w.in[1]) continue;
+      for (int64_t kw = 0; kw < w.kernel[2]; ++kw) {
+        const int64_t ix = o[2] * w.stride[2] - w.pad[2] + kw;
+        if (ix >= 0 && ix < w.in[2]) visit((iz * w.in[1] + iy) * w.in[2] + ix);
+      }
+    }
+  }
+}
+
+// The input position that receives output o's gradient, as the CPU twin
+// picks it: the first in-bounds input, replaced by any strictly greater one.
+__device__ int64_t ArgMax(const Window& w, const void* x, DType t, int64_t n, int64_t c,
+                          const int64_t o[3]) {
+  int64_t arg = -1;
+  float best = 0.0f;
+  ForEachWindowInput(w, o, [&](int64_t s) {
+    const float v = LoadAs(x, t, w.Offset(n, c, s, w.InSpatial()));
+    if (arg < 0 || v > best) {
+      arg = s;
+      best = v;
+    }
+  });
+  return arg;
+}
+
+__global__ void MaxPoolForwardKernel(Window w, const void* x, void* y, DType t, int64_t count) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t n, c, s, o[3];
+    w.Split(i, w.OutSpatial(), &n, &c, &s);
+    Unflatten(s, w.out, o);
+    float best = -INFINITY;  // padding never wins; NaN inputs are skipped like on the CPU
+    ForEachWindowInput(w, o, [&](int64_t q) {
+      const float v = LoadAs(x, t, w.Offset(n, c, q, w.InSpatial()));
+      if (v > best) best = v;
+    });
+    StoreAs(y, t, i, best);
+  }
+}
+
+// Calls visit(output position, flattened output) for every output window
+// that contains input position p, in increasing output order (the order the
+// CPU twin accumulates in).
+template <typename Visit>
+__device__ void ForEachCoveringOutput(const Window& w, const int64_t p[3], Visit visit) {
+  int64_t lo[3], hi[3];
+  for (int a = 0; a < 3; ++a) {
+    // o*stride - pad <= p <= o*stride - pad + kernel - 1
+    const int64_t num = p[a] + w.pad[a] - w.kernel[a] + 1;
+    lo[a] = num <= 0 ? 0 : (num + w.stride[a] - 1) / w.stride[a];
+    hi[a] = (p[a] + w.pad[a]) / w.stride[a];
+    if (hi[a] > w.out[a] - 1) hi[a] = w.out[a] - 1;
+  }
+  int64_t o[3];
+  for (o[0] = lo[0]; o[0] <= hi[0]; ++o[0])
+    for (o[1] = lo[1]; o[1] <= hi[1]; ++o[1])
+      for (o[2] = lo[2]; o[2] <= hi[2]; ++o[2])
+        visit(o, (o[0] * w.out[1] + o[1]) * w.out[2] + o[2]);
+}
+
+__global__ void MaxPoolBackwardKernel(Window w, const void* x, const void* dy, void* dx, DType t,
+                                      int64_t count) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t n, c, s, p[3];
+    w.Split(i, w.InSpatial(), &n, &c, &s);
+    Unflatten(s, w.in, p);
+    float sum = 0.0f;
+    ForEachCoveringOutput(w, p, [&](const int64_t o[3], int64_t os) {
+      if (ArgMax(w, x, t, n, c, o) == s) sum += LoadAs(dy, t, w.Offset(n, c, os, w.OutSpatial()));
+    });
+    StoreAs(dx, t, i, sum);
+  }
+}
+
+__global__ void AvgPoolForwardKernel(Window w, bool include_pad, const void* x, void* y, DType t,
+                                     int64_t count) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t n, c, s, o[3];
+    w.Split(i, w.OutSpatial(), &n, &c, &s);
+    Unflatten(s, w.out, o);
+    float sum = 0.0f;
+    ForEachWindowInput(w, o,
+                       [&](int64_t q) { sum += LoadAs(x, t, w.Offset(n, c, q, w.InSpatial())); });
+    const int64_t divisor = include_pad ? w.kernel[0] * w.kernel[1] * w.kernel[2] : w.ValidCount(o);
+    StoreAs(y, t, i, sum / static_cast<float>(divisor));
+  }
+}
+
+__global__ void AvgPoolBackwardKernel(Window w, bool include_pad, const void* dy, void* dx, DType t,
+                                      int64_t count) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t n, c, s, p[3];
+    w.Split(i, w.InSpatial(), &n, &c, &s);
+    Unflatten(s, w.in, p);
+    float sum = 0.0f;
+    ForEachCoveringOutput(w, p, [&](const int64_t o[3], int64_t os) {
+      const int64_t divisor =
+          include_pad ? w.kernel[0] * w.kernel[1] * w.kernel[2] : w.ValidCount(o);
+      sum += LoadAs(dy, t, w.Offset(n, c, os, w.OutSpatial())) / static_cast<float>(divisor);
+    });
+    StoreAs(dx, t, i, sum);
+  }
+}
+
+// One block per (n, c) plane.
+__global__ void GlobalAvgPoolForwardKernel(const void* x, DType t, ActivationView v, void* y,
+                                           DType yt) {
+  const int64_t plane = blockIdx.x, n = plane / v.channels, c = plane % v.channels;
+  float sum = 0.0f;
+  for (int64_t s = threadIdx.x; s < v.spatial; s += kThreads)
+    sum += LoadAs(x, t, v.Offset(n, c, s));
+  sum = detail::BlockSum<kThreads>(sum);
+  if (threadIdx.x == 0) StoreAs(y, yt, plane, sum / static_cast<float>(v.spatial));
+}
+
+__global__ void GlobalAvgPoolBackwardKernel(const void* dy, DType dyt, ActivationView v, void* dx,
+                                            DType t, int64_t count) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t c = v.channels_last ? i % v.channels : (i / v.spatial) % v.channels;
+    const int64_t n = i / (v.channels * v.spatial);
+    StoreAs(dx, t, i, LoadAs(dy, dyt, n * v.channels + c) / static_cast<float>(v.spatial));
+  }
+}
+
+void CheckPool(const ConvGeometry& g, const Tensor& in, const Tensor& out) {
+  const int64_t planes = g.batch * g.in_channels;
+  MLPERF_CHECK(in.numel() == planes * g.in_spatial() && out.numel() == planes * g.out_spatial());
+  MLPERF_CHECK(in.dtype() == out.dtype());
+}
+
+}  // namespace
+
+void MaxPoolForward(const ConvGeometry& g, const Tensor& x, const Tensor& y) {
+  CheckPool(g, x, y);
+  MaxPoolForwardKernel<<<Blocks(y.numel()), kThreads, 0, Stream()>>>(
+      MakeWindow(g, x), x.data(), y.data(), x.dtype(), y.numel());
+  CUDA_CHECK_LAUNCH();
+}
+
+void MaxPoolBackward(const ConvGeometry& g, const Tensor& x, const Tensor& dy, const Tensor& dx) {
+  CheckPool(g, dx, dy);
+  MaxPoolBackwardKernel<<<Blocks(dx.numel()), kThreads, 0, Stream()>>>(
+      MakeWindow(g, x), x.data(), dy.data(), dx.data(), dx.dtype(), dx.numel());
+  CUDA_CHECK_LAUNCH();
+}
+
+void AvgPoolForward(const ConvGeometry& g, bool count_include_pad, const Tensor& x,
+                    const Tensor& y) {
+  CheckPool(g, x, y);
+  AvgPoolForwardKernel<<<Blocks(y.numel()), kThreads, 0, Stream()>>>(
+      MakeWindow(g, x), count_include_pad, x.data(), y.data(), x.dtype(), y.numel());
+  CUDA_CHECK_LAUNCH();
+}
+
+void AvgPoolBackward(const ConvGeometry& g, bool count_include_pad, const Tensor& dy,
+                     const Tensor& dx) {
+  CheckPool(g, dx, dy);
+  AvgPoolBackwardKernel<<<Blocks(dx.numel()), kThreads, 0, Stream()>>>(
+      MakeWindow(g, dx), count_include_pad, dy.data(), dx.data(), dx.dtype(), dx.numel());
+  CUDA_CHECK_LAUNCH();
+}
+
+void GlobalAvgPoolForward(const Tensor& x, const Tensor& y) {
+  const ActivationView v = detail::ViewOf(x);
+  MLPERF_CHECK(y.numel() == x.dim(0) * v.channels);
+  GlobalAvgPoolForwardKernel<<<static_cast<unsigned>(y.numel()), kThreads, 0, Stream()>>>(
+      x.data(), x.dtype(), v, y.data(), y.dtype());
+  CUDA_CHECK_LAUNCH();
+}
+
+void GlobalAvgPoolBackward(const Tensor& dy, const Tensor& dx) {
+  const ActivationView v = detail::ViewOf(dx);
+  MLPERF_CHECK(dy.numel() == dx.dim(0) * v.channels);
+  GlobalAvgPoolBackwardKernel<<<Blocks(dx.numel()), kThreads, 0, Stream()>>>(
+      dy.data(), dy.dtype(), v, dx.data(), dx.dtype(), dx.numel());
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace mlperf::cuda

@@ -1,0 +1,540 @@
+// Label `gpu`: the cuDNN-backed and own-kernel CUDA twins added for the CNN,
+// U-Net and BERT models against their CPU twins on Philox random inputs:
+// convolutions (2-D, 3-D, transposed, uneven "same" padding, NCHW and NHWC,
+// fp32/bf16/fp16), batch/instance/layer norm, pooling, embedding, losses,
+// attention and mixed-precision GEMM. Half-precision cases feed the CPU twin
+// the same rounded inputs, so only accumulation/rounding differences remain.
+// NaN/Inf positions must agree exactly. Skips without a CUDA device.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "reference/core/dtype.h"
+#include "reference/core/philox.h"
+#include "reference/kernels/conv_geometry.h"
+#include "reference/kernels/cpu/attention.h"
+#include "reference/kernels/cpu/conv.h"
+#include "reference/kernels/cpu/embedding.h"
+#include "reference/kernels/cpu/gemm.h"
+#include "reference/kernels/cpu/loss.h"
+#include "reference/kernels/cpu/norm.h"
+#include "reference/kernels/cpu/pool.h"
+#include "reference/kernels/cuda/attention.h"
+#include "reference/kernels/cuda/context.h"
+#include "reference/kernels/cuda/conv.h"
+#include "reference/kernels/cuda/embedding.h"
+#include "reference/kernels/cuda/gemm.h"
+#include "reference/kernels/cuda/loss.h"
+#include "reference/kernels/cuda/norm.h"
+#include "reference/kernels/cuda/pool.h"
+
+namespace mlperf {
+namespace {
+
+using core::DType;
+using core::Layout;
+using core::Shape;
+using core::Tensor;
+using Floats = std::vector<float>;
+
+Floats Random(int64_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
+  Floats v(n);
+  for (int64_t i = 0; i < n; ++i)
+    v[i] = lo + (hi - lo) * core::PhiloxUniform(seed, 7, static_cast<uint64_t>(i));
+  return v;
+}
+
+float RoundTo(float x, DType t) {
+  if (t == DType::kBF16) return core::Bf16ToFloat(core::FloatToBf16(x));
+  if (t == DType::kF16) return core::HalfToFloat(core::FloatToHalf(x));
+  return x;
+}
+
+Floats Rounded(Floats v, DType t) {
+  for (float& x : v) x = RoundTo(x, t);
+  return v;
+}
+
+// [n, c, s] <-> [n, s, c].
+Floats ToChannelsLast(const Floats& v, int64_t n, int64_t c) {
+  const int64_t s = static_cast<int64_t>(v.size()) / (n * c);
+  Floats out(v.size());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < c; ++j)
+      for (int64_t q = 0; q < s; ++q) out[(i * s + q) * c + j] = v[(i * c + j) * s + q];
+  return out;
+}
+Floats FromChannelsLast(const Floats& v, int64_t n, int64_t c) {
+  const int64_t s = static_cast<int64_t>(v.size()) / (n * c);
+  Floats out(v.size());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < c; ++j)
+      for (int64_t q = 0; q < s; ++q) out[(i * c + j) * s + q] = v[(i * s + q) * c + j];
+  return out;
+}
+
+// Device memory holding a host vector converted to `dtype`; freed at scope end.
+class Dev {
+ public:
+  Dev(const Floats& host, Shape shape, DType dtype = DType::kF32, Layout layout = Layout::kRowMajor)
+      : shape_(shape), dtype_(dtype), layout_(layout), n_(host.size()) {
+    EXPECT_EQ(static_cast<int64_t>(host.size()), shape.numel());
+    std::vector<uint16_t> half;
+    const void* src = host.data();
+    if (dtype != DType::kF32) {
+      half.resize(n_);
+      for (size_t i = 0; i < n_; ++i)
+        half[i] = dtype == DType::kBF16 ? core::FloatToBf16(host[i]) : core::FloatToHalf(host[i]);
+      src = half.data();
+    }
+    Upload(src, n_ * core::DTypeSize(dtype));
+  }
+  Dev(const std::vector<int32_t>& host, Shape shape)
+      : shape_(shape), dtype_(DType::kI32), n_(host.size()) {
+    Upload(host.data(), n_ * sizeof(int32_t));
+  }
+  ~Dev() { cudaFree(ptr_); }
+  Dev(const Dev&) = delete;
+
+  Tensor t() const { return Tensor(ptr_, shape_, dtype_, core::Device::kCuda, layout_); }
+  Floats Get() const {
+    cuda::Synchronize();
+    Floats out(n_);
+    if (dtype_ == DType::kF32) {
+      EXPECT_EQ(cudaMemcpy(out.data(), ptr_, n_ * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+      return out;
+    }
+    std::vector<uint16_t> half(n_);
+    EXPECT_EQ(cudaMemcpy(half.data(), ptr_, n_ * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (size_t i = 0; i < n_; ++i)
+      out[i] = dtype_ == DType::kBF16 ? core::Bf16ToFloat(half[i]) : core::HalfToFloat(half[i]);
+    return out;
+  }
+
+ private:
+  void Upload(const void* src, size_t bytes) {
+    EXPECT_EQ(cudaMalloc(&ptr_, bytes), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(ptr_, src, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  void* ptr_ = nullptr;
+  Shape shape_;
+  DType dtype_;
+  Layout layout_ = Layout::kRowMajor;
+  size_t n_;
+};
+
+Tensor Host(Floats& v, Shape shape) { return Tensor(v.data(), shape, DType::kF32); }
+
+// |gpu - cpu| <= tol * (1 + |cpu|), NaN and Inf in the same places.
+void ExpectClose(const Floats& gpu, const Floats& cpu, double tol, const std::string& what) {
+  ASSERT_EQ(gpu.size(), cpu.size()) << what;
+  int failures = 0;
+  for (size_t i = 0; i < gpu.size(); ++i) {
+    const bool ok =
+        std::isnan(gpu[i]) == std::isnan(cpu[i]) && std::isinf(gpu[i]) == std::isinf(cpu[i]) &&
+        (!std::isfinite(cpu[i]) ? (std::isnan(cpu[i]) || gpu[i] == cpu[i])
+                                : std::fabs(gpu[i] - cpu[i]) <= tol * (1.0 + std::fabs(cpu[i])));
+    if (!ok && ++failures <= 5)
+      ADD_FAILURE() << what << " element " << i << ": gpu " << gpu[i] << " cpu " << cpu[i];
+  }
+  EXPECT_EQ(failures, 0) << what;
+}
+
+double Tolerance(DType t) { return t == DType::kBF16 ? 1.5e-2 : t == DType::kF16 ? 3e-3 : 1e-4; }
+
+const char* Name(DType t) {
+  return t == DType::kBF16 ? "bf16" : t == DType::kF16 ? "fp16" : "fp32";
+}
+
+class CudaCnnTwinTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda::DeviceAvailable()) GTEST_SKIP() << "no CUDA device; the CPU twins are tested";
+  }
+};
+
+bool Is2d(const ConvGeometry& g) { return g.in[0] == 1 && g.kernel[0] == 1; }
+
+Shape ActShape(const ConvGeometry& g, int64_t c, const int64_t sp[3], bool channels_last) {
+  if (Is2d(g))
+    return channels_last ? Shape{g.batch, sp[1], sp[2], c} : Shape{g.batch, c, sp[1], sp[2]};
+  return channels_last ? Shape{g.batch, sp[0], sp[1], sp[2], c}
+                       : Shape{g.batch, c, sp[0], sp[1], sp[2]};
+}
+
+Layout ActLayout(const ConvGeometry& g, bool channels_last) {
+  if (Is2d(g)) return channels_last ? Layout::kNHWC : Layout::kNCHW;
+  return channels_last ? Layout::kNDHWC : Layout::kNCDHW;
+}
+
+// Forward, data and weight gradients of one convolution, in one dtype and
+// layout, against the CPU twin on the same (rounded) values.
+void CheckConv(const std::string& name, const ConvGeometry& g, DType dtype, bool channels_last) {
+  const std::string what = name + " " + Name(dtype) + (channels_last ? " nhwc" : " nchw");
+  const int64_t out_sp[3] = {g.out(0), g.out(1), g.out(2)};
+  const int64_t nx = g.batch * g.in_channels * g.in_spatial();
+  const int64_t nw = g.out_channels * g.in_channels * g.kernel_volume();
+  const int64_t ny = g.batch * g.out_channels * g.out_spatial();
+  Floats x = Rounded(Random(nx, 1), dtype), w = Rounded(Random(nw, 2), dtype),
+         dy = Rounded(Random(ny, 3), dtype);
+  Floats y(ny), dx(nx), dw(nw), ws(cpu::ConvWorkspaceElements(g) + 1);
+  const Tensor cws = Host(ws, {static_cast<int64_t>(ws.size())});
+  cpu::ConvForward(g, Host(x, {nx}), Host(w, {nw}), Host(y, {ny}), cws);
+  cpu::ConvBackwardData(g, Host(dy, {ny}), Host(w, {nw}), Host(dx, {nx}), cws);
+  cpu::ConvBackwardWeight(g, Host(x, {nx}), Host(dy, {ny}), Host(dw, {nw}), cws);
+
+  const Layout layout = ActLayout(g, channels_last);
+  auto act = [&](const Floats& v, int64_t c, const int64_t* sp) {
+    return std::make_unique<Dev>(channels_last ? ToChannelsLast(v, g.batch, c) : v,
+                                 ActShape(g, c, sp, channels_last), dtype, layout);
+  };
+  // Weights: [K, C, k...] or, channels-last, [K, k..., C].
+  const Shape wshape =
+      Is2d(g) ? (channels_last ? Shape{g.out_channels, g.kernel[1], g.kernel[2], g.in_channels}
+                               : Shape{g.out_channels, g.in_channels, g.kernel[1], g.kernel[2]})
+              : (channels_last
+                     ? Shape{g.out_channels, g.kernel[0], g.kernel[1], g.kernel[2], g.in_channels}
+                     : Shape{g.out_channels, g.in_channels, g.kernel[0], g.kernel[1], g.kernel[2]});
+  Dev gw(channels_last ? ToChannelsLast(w, g.out_channels, g.in_channels) : w, wshape, dtype,
+         layout);
+  auto gx = act(x, g.in_channels, g.in), gdx = act(Floats(nx), g.in_channels, g.in);
+  auto gy = act(Floats(ny), g.out_channels, out_sp), gdy = act(dy, g.out_channels, out_sp);
+  Dev gdw(Floats(nw), wshape, dtype, layout);
+  cuda::ConvForward(g, gx->t(), gw.t(), gy->t(), Tensor());
+  cuda::ConvBackwardData(g, gdy->t(), gw.t(), gdx->t(), Tensor());
+  cuda::ConvBackwardWeight(g, gx->t(), gdy->t(), gdw.t(), Tensor());
+  auto back = [&](const Floats& v, int64_t n, int64_t c) {
+    return channels_last ? FromChannelsLast(v, n, c) : v;
+  };
+  const double tol = Tolerance(dtype);
+  ExpectClose(back(gy->Get(), g.batch, g.out_channels), y, tol, what + " forward");
+  ExpectClose(back(gdx->Get(), g.batch, g.in_channels), dx, tol, what + " data grad");
+  ExpectClose(back(gdw.Get(), g.out_channels, g.in_channels), dw, tol, what + " weight grad");
+}
+
+std::vector<std::pair<std::string, ConvGeometry>> ConvCases() {
+  ConvGeometry same = Conv2d(2, 3, 7, 6, 4, 3, 3, 2, 0);
+  SetSamePadding(&same);
+  ConvGeometry asym3d = Conv3d(1, 2, 4, 5, 3, 3, 3, 2, 1);
+  asym3d.pad_end[1] = 0;
+  return {{"conv2d_3x3_s1_p1", Conv2d(2, 8, 9, 7, 16, 3, 3, 1, 1)},
+          {"conv2d_7x7_s2_p3", Conv2d(2, 3, 15, 14, 8, 7, 7, 2, 3)},
+          {"conv2d_same_s2", same},
+          {"conv2d_1x1", Conv2d(2, 16, 5, 5, 8, 1, 1, 1, 0)},
+          {"conv2d_1x1_s2", Conv2d(2, 8, 6, 6, 16, 1, 1, 2, 0)},
+          {"conv3d_3_s1_p1", Conv3d(2, 4, 5, 4, 6, 8, 3, 1, 1)},
+          {"conv3d_asym_pad_s2", asym3d}};
+}
+
+TEST_F(CudaCnnTwinTest, ConvolutionsFp32Nchw) {
+  for (const auto& [name, g] : ConvCases()) CheckConv(name, g, DType::kF32, false);
+}
+
+TEST_F(CudaCnnTwinTest, ConvolutionsHalfPrecisionChannelsLast) {
+  // Channel counts that are multiples of 8, as tensor-core NHWC kernels want.
+  ConvGeometry same = Conv2d(2, 8, 9, 9, 16, 3, 3, 2, 0);
+  SetSamePadding(&same);
+  const std::vector<std::pair<std::string, ConvGeometry>> cases = {
+      {"conv2d_3x3", Conv2d(2, 16, 8, 8, 32, 3, 3, 1, 1)},
+      {"conv2d_1x1", Conv2d(2, 32, 7, 7, 16, 1, 1, 1, 0)},
+      {"conv2d_same_s2", same},
+      {"conv3d_3", Conv3d(1, 8, 4, 4, 4, 16, 3, 1, 1)}};
+  for (DType t : {DType::kBF16, DType::kF16, DType::kF32})
+    for (const auto& [name, g] : cases) CheckConv(name, g, t, true);
+  for (DType t : {DType::kBF16, DType::kF16})
+    for (const auto& [name, g] : cases) CheckConv(name, g, t, false);
+}
+
+TEST_F(CudaCnnTwinTest, TransposedConv3dAndBias) {
+  // U-Net upsampling: kernel 2, stride 2; g is the adjoint convolution.
+  const ConvGeometry g = Conv3d(2, 4, 6, 6, 6, 8, 2, 2, 0);
+  const int64_t nbig = g.batch * g.in_channels * g.in_spatial();
+  const int64_t nsmall = g.batch * g.out_channels * g.out_spatial();
+  const int64_t nw = g.out_channels * g.in_channels * g.kernel_volume();
+  Floats x = Random(nsmall, 4), w = Random(nw, 5), dy = Random(nbig, 6);
+  Floats y(nbig), dx(nsmall), dw(nw), ws(cpu::ConvWorkspaceElements(g) + 1);
+  const Tensor cws = Host(ws, {static_cast<int64_t>(ws.size())});
+  cpu::ConvTransposeForward(g, Host(x, {nsmall}), Host(w, {nw}), Host(y, {nbig}), cws);
+  cpu::ConvTransposeBackwardData(g, Host(dy, {nbig}), Host(w, {nw}), Host(dx, {nsmall}), cws);
+  cpu::ConvTransposeBackwardWeight(g, Host(x, {nsmall}), Host(dy, {nbig}), Host(dw, {nw}), cws);
+  const Shape big{2, 4, 6, 6, 6}, small{2, 8, 3, 3, 3}, wshape{8, 4, 2, 2, 2};
+  Dev gx(x, small, DType::kF32, Layout::kNCDHW), gw(w, wshape),
+      gdy(dy, big, DType::kF32, Layout::kNCDHW);
+  Dev gy(Floats(nbig), big, DType::kF32, Layout::kNCDHW),
+      gdx(Floats(nsmall), small, DType::kF32, Layout::kNCDHW), gdw(Floats(nw), wshape);
+  cuda::ConvTransposeForward(g, gx.t(), gw.t(), gy.t(), Tensor());
+  cuda::ConvTransposeBackwardData(g, gdy.t(), gw.t(), gdx.t(), Tensor());
+  cuda::ConvTransposeBackwardWeight(g, gx.t(), gdy.t(), gdw.t(), Tensor());
+  ExpectClose(gy.Get(), y, 1e-4, "conv transpose forward");
+  ExpectClose(gdx.Get(), dx, 1e-4, "conv transpose data grad");
+  ExpectClose(gdw.Get(), dw, 1e-4, "conv transpose weight grad");
+
+  // Bias add and its gradient, both layouts.
+  Floats b = Random(4, 7), db(4), yb = y;
+  cpu::BiasAddChannels(Host(b, {4}), Host(yb, big));
+  cpu::BiasBackwardChannels(Host(dy, big), Host(db, {4}));
+  for (bool cl : {false, true}) {
+    Dev gb(b, {4}), gdb(Floats(4), {4});
+    Dev gyb(cl ? ToChannelsLast(y, 2, 4) : y, cl ? Shape{2, 6, 6, 6, 4} : big, DType::kF32,
+            cl ? Layout::kNDHWC : Layout::kNCDHW);
+    Dev gdyb(cl ? ToChannelsLast(dy, 2, 4) : dy, cl ? Shape{2, 6, 6, 6, 4} : big, DType::kF32,
+             cl ? Layout::kNDHWC : Layout::kNCDHW);
+    cuda::BiasAddChannels(gb.t(), gyb.t());
+    cuda::BiasBackwardChannels(gdyb.t(), gdb.t());
+    ExpectClose(cl ? FromChannelsLast(gyb.Get(), 2, 4) : gyb.Get(), yb, 1e-6, "bias add");
+    ExpectClose(gdb.Get(), db, 1e-5, "bias grad");
+  }
+}
+
+TEST_F(CudaCnnTwinTest, BatchNormTrainingInferenceBackward) {
+  const int64_t n = 4, c = 6, h = 5, w = 5, total = n * c * h * w;
+  const cpu::BatchNormParams p{.epsilon = 1e-5f, .momentum = 0.1f};
+  for (DType dtype : {DType::kF32, DType::kBF16})
+    for (bool cl : {false, true}) {
+      const std::string what = std::string("batch norm ") + Name(dtype) + (cl ? " nhwc" : " nchw");
+      Floats x = Rounded(Random(total, 8, -2.0f, 3.0f), dtype),
+             dy = Rounded(Random(total, 9), dtype);
+      Floats gamma = Random(c, 10, 0.5f, 1.5f), beta = Random(c, 11);
+      Floats y(total), mean(c), istd(c), rm(c, 0.5f), rv(c, 2.0f), yi(total), dx(total), dg(c),
+          db(c);
+      const Shape shape{n, c, h, w};
+      cpu::BatchNormForwardTraining(p, Host(x, shape), Host(gamma, {c}), Host(beta, {c}),
+                                    Host(y, shape), Host(mean, {c}), Host(istd, {c}), Host(rm, {c}),
+                                    Host(rv, {c}));
+      cpu::BatchNormForwardInference(p, Host(x, shape), Host(gamma, {c}), Host(beta, {c}),
+                                     Host(rm, {c}), Host(rv, {c}), Host(yi, shape));
+      cpu::BatchNormBackward(Host(x, shape), Host(dy, shape), Host(gamma, {c}), Host(mean, {c}),
+                             Host(istd, {c}), Host(dx, shape), Host(dg, {c}), Host(db, {c}));
+      const Shape gshape = cl ? Shape{n, h, w, c} : shape;
+      const Layout layout = cl ? Layout::kNHWC : Layout::kNCHW;
+      auto put = [&](const Floats& v) {
+        return std::make_unique<Dev>(cl ? ToChannelsLast(v, n, c) : v, gshape, dtype, layout);
+      };
+      auto get = [&](const Dev& d) { return cl ? FromChannelsLast(d.Get(), n, c) : d.Get(); };
+      auto gx = put(x), gdy = put(dy), gy = put(Floats(total)), gyi = put(Floats(total)),
+           gdx = put(Floats(total));
+      Dev ggamma(gamma, {c}), gbeta(beta, {c}), gmean(Floats(c), {c}), gistd(Floats(c), {c}),
+          grm(Floats(c, 0.5f), {c}), grv(Floats(c, 2.0f), {c}), gdg(Floats(c), {c}),
+          gdb(Floats(c), {c});
+      cuda::BatchNormForwardTraining(p, gx->t(), ggamma.t(), gbeta.t(), gy->t(), gmean.t(),
+                                     gistd.t(), grm.t(), grv.t());
+      cuda::BatchNormForwardInference(p, gx->t(), ggamma.t(), gbeta.t(), grm.t(), grv.t(),
+                                      gyi->t());
+      cuda::BatchNormBackward(gx->t(), gdy->t(), ggamma.t(), gmean.t(), gistd.t(), gdx->t(),
+                              gdg.t(), gdb.t());
+      const double tol = Tolerance(dtype);
+      ExpectClose(get(*gy), y, tol, what + " y");
+      ExpectClose(gmean.Get(), mean, 1e-4, what + " saved mean");
+      ExpectClose(gistd.Get(), istd, 1e-4, what + " saved inv std");
+      // Running variance: unbiased, weight `momentum` on the batch value.
+      ExpectClose(grm.Get(), rm, 1e-4, what + " running mean");
+      ExpectClose(grv.Get(), rv, 1e-4, what + " running var");
+      ExpectClose(get(*gyi), yi, tol, what + " inference y");
+      ExpectClose(get(*gdx), dx, tol, what + " dx");
+      ExpectClose(gdg.Get(), dg, 1e-3, what + " dgamma");
+      ExpectClose(gdb.Get(), db, 1e-3, what + " dbeta");
+    }
+}
+
+TEST_F(CudaCnnTwinTest, InstanceAndLayerNorm) {
+  {
+    const int64_t n = 2, c = 3, s = 4 * 5 * 6, total = n * c * s;
+    Floats x = Random(total, 12, -2.0f, 2.0f), dy = Random(total, 13);
+    Floats gamma = Random(c, 14, 0.5f, 1.5f), beta = Random(c, 15);
+    Floats y(total), mean(n * c), istd(n * c), dx(total), dg(c), db(c);
+    const Shape shape{n, c, 4, 5, 6};
+    cpu::InstanceNormForward(1e-5f, Host(x, shape), Host(gamma, {c}), Host(beta, {c}),
+                             Host(y, shape), Host(mean, {n * c}), Host(istd, {n * c}));
+    cpu::InstanceNormBackward(Host(x, shape), Host(dy, shape), Host(gamma, {c}),
+                              Host(mean, {n * c}), Host(istd, {n * c}), Host(dx, shape),
+                              Host(dg, {c}), Host(db, {c}));
+    Dev gx(x, shape, DType::kF32, Layout::kNCDHW), gdy(dy, shape, DType::kF32, Layout::kNCDHW),
+        gy(Floats(total), shape), gdx(Floats(total), shape), ggamma(gamma, {c}), gbeta(beta, {c}),
+        gmean(Floats(n * c), {n * c}), gistd(Floats(n * c), {n * c}), gdg(Floats(c), {c}),
+        gdb(Floats(c), {c});
+    cuda::InstanceNormForward(1e-5f, gx.t(), ggamma.t(), gbeta.t(), gy.t(), gmean.t(), gistd.t());
+    cuda::InstanceNormBackward(gx.t(), gdy.t(), ggamma.t(), gmean.t(), gistd.t(), gdx.t(), gdg.t(),
+                               gdb.t());
+    ExpectClose(gy.Get(), y, 1e-4, "instance norm y");
+    ExpectClose(gistd.Get(), istd, 1e-4, "instance norm inv std");
+    ExpectClose(gdx.Get(), dx, 1e-4, "instance norm dx");
+    ExpectClose(gdg.Get(), dg, 1e-4, "instance norm dgamma");
+    ExpectClose(gdb.Get(), db, 1e-4, "instance norm dbeta");
+  }
+  {
+    const int64_t rows = 300, features = 96, total = rows * features;
+    Floats x = Random(total, 16, -2.0f, 2.0f), dy = Random(total, 17);
+    x[5] = NAN;  // a NaN poisons its row on both backends
+    Floats gamma = Random(features, 18, 0.5f, 1.5f), beta = Random(features, 19);
+    Floats y(total), mean(rows), istd(rows), dx(total), dg(features), db(features);
+    const Shape shape{rows, features};
+    cpu::LayerNormForward(1e-12f, Host(x, shape), Host(gamma, {features}), Host(beta, {features}),
+                          Host(y, shape), Host(mean, {rows}), Host(istd, {rows}));
+    cpu::LayerNormBackward(Host(x, shape), Host(dy, shape), Host(gamma, {features}),
+                           Host(mean, {rows}), Host(istd, {rows}), Host(dx, shape),
+                           Host(dg, {features}), Host(db, {features}));
+    Dev gx(x, shape), gdy(dy, shape), gy(Floats(total), shape), gdx(Floats(total), shape),
+        ggamma(gamma, {features}), gbeta(beta, {features}), gmean(Floats(rows), {rows}),
+        gistd(Floats(rows), {rows}), gdg(Floats(features), {features}),
+        gdb(Floats(features), {features});
+    cuda::LayerNormForward(1e-12f, gx.t(), ggamma.t(), gbeta.t(), gy.t(), gmean.t(), gistd.t());
+    cuda::LayerNormBackward(gx.t(), gdy.t(), ggamma.t(), gmean.t(), gistd.t(), gdx.t(), gdg.t(),
+                            gdb.t());
+    ExpectClose(gy.Get(), y, 1e-4, "layer norm y");
+    ExpectClose(gdx.Get(), dx, 1e-4, "layer norm dx");
+    ExpectClose(gdg.Get(), dg, 1e-4, "layer norm dgamma");
+    ExpectClose(gdb.Get(), db, 1e-4, "layer norm dbeta");
+  }
+}
+
+TEST_F(CudaCnnTwinTest, PoolingMatchesIncludingSamePaddingAndNonFinite) {
+  ConvGeometry same = Conv2d(2, 3, 11, 11, 3, 3, 3, 2, 0);
+  SetSamePadding(&same);  // ResNet's max pool: 0 before, 1 after
+  const std::vector<std::pair<std::string, ConvGeometry>> cases = {
+      {"same_3x3_s2", same},
+      {"sym_3x3_s2_p1", Conv2d(2, 3, 10, 9, 3, 3, 3, 2, 1)},
+      {"2x2_s2", Conv2d(2, 3, 8, 8, 3, 2, 2, 2, 0)},
+      {"3d_2_s2", Conv3d(1, 2, 4, 6, 4, 2, 2, 2, 0)}};
+  for (const auto& [name, g] : cases)
+    for (bool cl : {false, true}) {
+      const std::string what = name + (cl ? " nhwc" : " nchw");
+      const int64_t nx = g.batch * g.in_channels * g.in_spatial();
+      const int64_t ny = g.batch * g.in_channels * g.out_spatial();
+      Floats x = Random(nx, 20), dy = Random(ny, 21);
+      x[3] = INFINITY;
+      x[nx / 2] = NAN;
+      const int64_t out_sp[3] = {g.out(0), g.out(1), g.out(2)};
+      const Layout layout = ActLayout(g, cl);
+      auto put = [&](const Floats& v, const int64_t* sp) {
+        return std::make_unique<Dev>(cl ? ToChannelsLast(v, g.batch, g.in_channels) : v,
+                                     ActShape(g, g.in_channels, sp, cl), DType::kF32, layout);
+      };
+      auto get = [&](const Dev& d) {
+        return cl ? FromChannelsLast(d.Get(), g.batch, g.in_channels) : d.Get();
+      };
+      auto gx = put(x, g.in), gdy = put(dy, out_sp), gy = put(Floats(ny), out_sp),
+           gdx = put(Floats(nx), g.in);
+      Floats y(ny), dx(nx);
+      cpu::MaxPoolForward(g, Host(x, {nx}), Host(y, {ny}));
+      cpu::MaxPoolBackward(g, Host(x, {nx}), Host(dy, {ny}), Host(dx, {nx}));
+      cuda::MaxPoolForward(g, gx->t(), gy->t());
+      cuda::MaxPoolBackward(g, gx->t(), gdy->t(), gdx->t());
+      ExpectClose(get(*gy), y, 0.0, what + " max forward");
+      ExpectClose(get(*gdx), dx, 0.0, what + " max backward");
+      for (bool include_pad : {false, true}) {
+        cpu::AvgPoolForward(g, include_pad, Host(x, {nx}), Host(y, {ny}));
+        cpu::AvgPoolBackward(g, include_pad, Host(dy, {ny}), Host(dx, {nx}));
+        cuda::AvgPoolForward(g, include_pad, gx->t(), gy->t());
+        cuda::AvgPoolBackward(g, include_pad, gdy->t(), gdx->t());
+        ExpectClose(get(*gy), y, 1e-6, what + " avg forward");
+        ExpectClose(get(*gdx), dx, 1e-6, what + " avg backward");
+      }
+    }
+  // Global average pooling.
+  const int64_t n = 3, c = 5, s = 49;
+  Floats x = Random(n * c * s, 22), dy = Random(n * c, 23), y(n * c), dx(n * c * s);
+  cpu::GlobalAvgPoolForward(Host(x, {n, c, 7, 7}), Host(y, {n, c}));
+  cpu::GlobalAvgPoolBackward(Host(dy, {n, c}), Host(dx, {n, c, 7, 7}));
+  for (bool cl : {false, true}) {
+    const Shape shape = cl ? Shape{n, 7, 7, c} : Shape{n, c, 7, 7};
+    const Layout layout = cl ? Layout::kNHWC : Layout::kNCHW;
+    Dev gx(cl ? ToChannelsLast(x, n, c) : x, shape, DType::kF32, layout), gy(Floats(n * c), {n, c}),
+        gdy(dy, {n, c}), gdx(Floats(n * c * s), shape, DType::kF32, layout);
+    cuda::GlobalAvgPoolForward(gx.t(), gy.t());
+    cuda::GlobalAvgPoolBackward(gdy.t(), gdx.t());
+    ExpectClose(gy.Get(), y, 1e-5, "global avg forward");
+    ExpectClose(cl ? FromChannelsLast(gdx.Get(), n, c) : gdx.Get(), dx, 1e-6,
+                "global avg backward");
+  }
+}
+
+TEST_F(CudaCnnTwinTest, EmbeddingAndLosses) {
+  const int64_t rows = 37, vocab = 50, width = 24;
+  std::vector<int32_t> ids(rows);
+  for (int64_t i = 0; i < rows; ++i) ids[i] = static_cast<int32_t>(core::PhiloxBits(24, 0, i) % 10);
+  Floats table = Random(vocab * width, 25), dy = Random(rows * width, 26);
+  Floats y(rows * width), dtable(vocab * width);
+  const Tensor cids(ids.data(), {rows}, DType::kI32);
+  cpu::EmbeddingForward(cids, Host(table, {vocab, width}), Host(y, {rows, width}));
+  cpu::EmbeddingBackward(cids, Host(dy, {rows, width}), Host(dtable, {vocab, width}));
+  Dev gids(ids, {rows}), gtable(table, {vocab, width}), gdy(dy, {rows, width}),
+      gy(Floats(rows * width), {rows, width}), gdtable(Floats(vocab * width), {vocab, width});
+  cuda::EmbeddingForward(gids.t(), gtable.t(), gy.t());
+  cuda::EmbeddingBackward(gids.t(), gdy.t(), gdtable.t());
+  ExpectClose(gy.Get(), y, 0.0, "embedding forward");
+  ExpectClose(gdtable.Get(), dtable, 0.0, "embedding backward (same summation order)");
+
+  // Cross-entropy with label smoothing over 1000 classes.
+  const int64_t n = 16, classes = 1000;
+  std::vector<int32_t> labels(n);
+  for (int64_t i = 0; i < n; ++i)
+    labels[i] = static_cast<int32_t>(core::PhiloxBits(27, 0, i) % classes);
+  Floats logits = Random(n * classes, 28, -5.0f, 5.0f), loss(1), dlogits(n * classes);
+  const Tensor clabels(labels.data(), {n}, DType::kI32);
+  cpu::SoftmaxCrossEntropy(0.1f, 64.0f, Host(logits, {n, classes}), clabels, Host(loss, {1}),
+                           Host(dlogits, {n, classes}));
+  Dev glabels(labels, {n}), glogits(logits, {n, classes}), gloss(Floats(1), {1}),
+      gdlogits(Floats(n * classes), {n, classes});
+  cuda::SoftmaxCrossEntropy(0.1f, 64.0f, glogits.t(), glabels.t(), gloss.t(), gdlogits.t());
+  ExpectClose(gloss.Get(), loss, 1e-5, "cross-entropy loss");
+  ExpectClose(gdlogits.Get(), dlogits, 1e-5, "cross-entropy gradient");
+
+  // Masked-LM loss with padding weights.
+  Floats weights(n);
+  for (int64_t i = 0; i < n; ++i) weights[i] = i % 3 == 2 ? 0.0f : 1.0f;
+  cpu::MaskedLmLoss(Host(logits, {n, classes}), clabels, Host(weights, {n}), Host(loss, {1}),
+                    Host(dlogits, {n, classes}));
+  Dev gweights(weights, {n});
+  cuda::MaskedLmLoss(glogits.t(), glabels.t(), gweights.t(), gloss.t(), gdlogits.t());
+  ExpectClose(gloss.Get(), loss, 1e-5, "masked-LM loss");
+  ExpectClose(gdlogits.Get(), dlogits, 1e-5, "masked-LM gradient");
+}
+
+TEST_F(CudaCnnTwinTest, AttentionWithPaddingMaskAndDropout) {
+  const int64_t b = 2, h = 3, t = 17, d = 16, n = b * h * t * d, nn = b * h * t * t;
+  const Shape qs{b, h, t, d};
+  Floats q = Random(n, 30), k = Random(n, 31), v = Random(n, 32), dout = Random(n, 33);
+  Floats mask(b * t, 1.0f);
+  for (int64_t i = 12; i < t; ++i) mask[t + i] = 0.0f;  // second sequence padded
+  const cpu::AttentionParams p{.dropout = 0.1f, .seed = 99, .offset = 3};
+  Floats probs(nn), out(n), ws(nn), dq(n), dk(n), dv(n);
+  cpu::AttentionForward(p, Host(q, qs), Host(k, qs), Host(v, qs), Host(mask, {b, t}),
+                        Host(probs, {b, h, t, t}), Host(out, qs), Host(ws, {nn}));
+  cpu::AttentionBackward(p, Host(q, qs), Host(k, qs), Host(v, qs), Host(probs, {b, h, t, t}),
+                         Host(dout, qs), Host(dq, qs), Host(dk, qs), Host(dv, qs), Host(ws, {nn}));
+  Dev gq(q, qs), gk(k, qs), gv(v, qs), gmask(mask, {b, t}), gprobs(Floats(nn), {b, h, t, t}),
+      gout(Floats(n), qs), gws(Floats(nn), {nn}), gdout(dout, qs), gdq(Floats(n), qs),
+      gdk(Floats(n), qs), gdv(Floats(n), qs);
+  cuda::AttentionForward(p, gq.t(), gk.t(), gv.t(), gmask.t(), gprobs.t(), gout.t(), gws.t());
+  cuda::AttentionBackward(p, gq.t(), gk.t(), gv.t(), gprobs.t(), gdout.t(), gdq.t(), gdk.t(),
+                          gdv.t(), gws.t());
+  ExpectClose(gprobs.Get(), probs, 1e-5, "attention probs");
+  ExpectClose(gout.Get(), out, 1e-4, "attention out");
+  ExpectClose(gdq.Get(), dq, 1e-4, "attention dq");
+  ExpectClose(gdk.Get(), dk, 1e-4, "attention dk");
+  ExpectClose(gdv.Get(), dv, 1e-4, "attention dv");
+}
+
+TEST_F(CudaCnnTwinTest, MixedPrecisionGemm) {
+  const int64_t m = 64, n = 48, k = 96;
+  for (DType t : {DType::kBF16, DType::kF16})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        Floats a = Rounded(Random(m * k, 34), t), b = Rounded(Random(k * n, 35), t), c(m * n);
+        cpu::Gemm(ta, tb, m, n, k, 1.0f, a.data(), b.data(), 0.0f, c.data());
+        Dev ga(a, ta ? Shape{k, m} : Shape{m, k}, t), gb(b, tb ? Shape{n, k} : Shape{k, n}, t);
+        Dev gc32(Floats(m * n), {m, n}), gch(Floats(m * n), {m, n}, t);
+        cuda::Gemm(ta, tb, 1.0f, ga.t(), gb.t(), 0.0f, gc32.t());
+        cuda::Gemm(ta, tb, 1.0f, ga.t(), gb.t(), 0.0f, gch.t());
+        // fp32 output: exact products, fp32 sums in another order.
+        ExpectClose(gc32.Get(), c, 1e-4, std::string("gemm fp32 out ") + Name(t));
+        ExpectClose(gch.Get(), Rounded(c, t), Tolerance(t),
+                    std::string("gemm half out ") + Name(t));
+      }
+}
+
+}  // namespace
+}  // namespace mlperf

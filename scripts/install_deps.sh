@@ -17,6 +17,7 @@ debs=(
   libjpeg62-turbo-dev # ImageNet JPEG decoding
   python3-pip
   python3-torch       # the PyTorch parity oracle (CPU, runs under /usr/bin/python3)
+  python3-torchvision # torchvision's resnet50: the ResNet parity oracle and speed peer
 )
 
 missing=()

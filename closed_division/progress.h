@@ -1,0 +1,41 @@
+// Progress on stderr while run_closed trains: one line per epoch and one per
+// evaluation, with the run, the epoch, the last top-1 accuracy, images/s and
+// an estimate of the time left for the whole invocation.
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace mlperf::closed {
+
+class ProgressReporter {
+ public:
+  // `last_epoch`: the schedule's last epoch (a run ends there at the latest).
+  ProgressReporter(int runs, int last_epoch, double target, std::FILE* out);
+
+  void RunStarted(int run);
+  void EpochDone(int run, int epoch, double images_per_second, double seconds_in_run);
+  void EvalDone(int run, int epoch, double accuracy, double seconds_in_run);
+  void RunFinished(int run, int epochs, double seconds, bool converged);
+
+  // Seconds left for this and the remaining runs: the rest of the current
+  // run at its epoch rate (up to the epoch earlier runs converged at, or the
+  // schedule's end), plus the remaining runs at the mean run time so far.
+  double EstimateSecondsLeft(int run, int epoch, double seconds_in_run) const;
+
+  static std::string FormatDuration(double seconds);
+
+ private:
+  void Print(const std::string& line);
+
+  int runs_;
+  int last_epoch_;
+  double target_;
+  std::FILE* out_;
+  double last_accuracy_ = -1;
+  std::vector<double> run_seconds_;
+  std::vector<int> run_epochs_;
+};
+
+}  // namespace mlperf::closed

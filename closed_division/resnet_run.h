@@ -1,0 +1,41 @@
+// One seeded closed-division ResNet run, from its first MLLOG line to
+// run_stop: init (model, optimizer, warm-up on synthetic data), run_start,
+// then the data loaders, training epochs, evaluations every 4 epochs and the
+// stop at the first evaluation at or above the target.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "closed_division/config.h"
+#include "closed_division/progress.h"
+#include "reference/dist/communicator.h"
+
+namespace mlperf::closed {
+
+enum class RunStatus {
+  kSuccess,      // reached the target; run_stop status success
+  kAborted,      // schedule (or --max_epochs) ended first; run_stop status aborted
+  kInterrupted,  // SIGINT/SIGTERM; no run_stop, the log is incomplete
+  kFailed,       // an error (data, log write); see `error`
+};
+
+struct RunOutcome {
+  RunStatus status = RunStatus::kFailed;
+  int epochs = 0;  // epochs trained
+  double last_accuracy = 0;
+  double seconds = 0;  // run_start to run_stop
+  absl::Status error;
+};
+
+struct RunRequest {
+  int run = 0;        // 0-based index: result_<run>.txt
+  uint64_t seed = 0;  // the same on every rank
+  std::string log_path;  // written by rank 0 only
+};
+
+RunOutcome RunResnet(const RunPlan& plan, const RunRequest& request, dist::Communicator& comm,
+                     ProgressReporter& progress);
+
+}  // namespace mlperf::closed

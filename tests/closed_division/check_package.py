@@ -1,0 +1,85 @@
+"""End-to-end test of run_closed (label resnet; dist with --mpi).
+
+Default: runs the embedded default (5 runs on generated data) into a fresh
+folder, then checks the package with our compliance_check and with the
+official package checker (mlperf_logging, --rcp-bypass: no RCP exists for the
+demo batch size), on a copy since the official tool writes into the tree.
+With --mpi: one run on two MPI processes; only rank 0 writes, and the log
+passes compliance_check.
+
+usage: check_package.py RUN_CLOSED COMPLIANCE_CHECK [--mpi MPIEXEC]
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+
+def run(cmd, **kw):
+    print("+", " ".join(cmd), flush=True)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=900, **kw)
+
+
+def main():
+    run_closed, compliance_check = sys.argv[1], sys.argv[2]
+    mpi = sys.argv[4] if len(sys.argv) > 4 and sys.argv[3] == "--mpi" else None
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "out")
+        cmd = [run_closed, "--out", out]
+        if mpi:
+            cmd = [mpi, "--allow-run-as-root", "--oversubscribe", "-np", "2"] + cmd + ["--runs", "1"]
+        r = run(cmd, cwd=tmp)
+        print(r.stderr[-3000:])
+        if r.returncode != 0:
+            print(f"run_closed exited {r.returncode}")
+            return 1
+        org = os.path.join(out, "mlperf-suite")
+        result_dir = os.path.join(org, "results", "cpu-demo-generated-data", "resnet")
+        logs = sorted(os.listdir(result_dir))
+        want = ["result_0.txt"] if mpi else [f"result_{i}.txt" for i in range(5)]
+        if logs != want:
+            failures.append(f"result files {logs}, wanted {want}")
+        if mpi:
+            with open(os.path.join(result_dir, "result_0.txt")) as f:
+                text = f.read()
+            if text.count('"key": "run_start"') != 1 or text.count('"key": "seed"') != 1:
+                failures.append("the log has not exactly one run_start and one seed (two writers?)")
+            c = run([compliance_check, "--ruleset", "4.0.0", os.path.join(result_dir, "result_0.txt")])
+            if c.returncode != 0:
+                failures.append("compliance_check rejected the 2-process log:\n" + c.stdout)
+        else:
+            c = run([compliance_check, "--ruleset", "4.0.0", "--rcp-bypass", org])
+            print(c.stdout)
+            if c.returncode != 0:
+                failures.append("compliance_check rejected the package")
+            with open(os.path.join(org, "README.md")) as f:
+                if "not ImageNet" not in f.read():
+                    failures.append("README does not say the data is not ImageNet")
+            copy = os.path.join(tmp, "copy", "mlperf-suite")
+            shutil.copytree(org, copy)
+            log = os.path.join(tmp, "pc.log")
+            p = run([sys.executable, "-m", "mlperf_logging.package_checker", copy, "training",
+                     "4.0.0", "--rcp-bypass", "--log_output", log], cwd=tmp)
+            with open(log) as f:
+                text = f.read()
+            if "PACKAGE CHECKER FOUND NO ERRORS, SUCCESS" not in text:
+                failures.append("official package_checker found errors:\n" +
+                                "\n".join(l for l in text.splitlines() if "ERROR" in l))
+            # The checker must be able to fail: a package missing a run does.
+            os.remove(os.path.join(copy, "results", "cpu-demo-generated-data", "resnet", "result_4.txt"))
+            os.remove(log)
+            run([sys.executable, "-m", "mlperf_logging.package_checker", copy, "training",
+                 "4.0.0", "--rcp-bypass", "--log_output", log], cwd=tmp)
+            with open(log) as f:
+                if "PACKAGE CHECKER FOUND NO ERRORS" in f.read():
+                    failures.append("official package_checker accepted a package with 4 runs")
+    for f in failures:
+        print("FAIL:", f)
+    print("ok" if not failures else f"{len(failures)} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,219 @@
+// Label `resnet`: the run_closed binary: usage errors (exit 2, one line),
+// the refusal to overwrite an earlier package, the MLLOG sequence of a run
+// (checked by compliance_check and read back line by line), and Ctrl-C
+// during the third run keeping the first two results intact.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fmt/format.h"
+#include "logging/mllog_parser.h"
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+// Runs `args` (argv[0] is the program) with output captured in a file.
+Result Spawn(const std::vector<std::string>& args, const fs::path& output) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, output.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  Result r;
+  if (posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ) != 0) return r;
+  posix_spawn_file_actions_destroy(&actions);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(output);
+  std::ostringstream s;
+  s << in.rdbuf();
+  r.output = s.str();
+  return r;
+}
+
+class RunClosed : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           fmt::format("run_closed_cli_{}_{}", getpid(),
+                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  Result RunTool(std::vector<std::string> args) {
+    args.insert(args.begin(), RUN_CLOSED_BIN);
+    return Spawn(args, dir_ / "output.txt");
+  }
+  // Common flags: the package (and the generated data, in <out>/.cache) in
+  // this test's own folder, so that tests may run in parallel.
+  std::vector<std::string> Flags(std::vector<std::string> more) {
+    std::vector<std::string> f = {"--out", (dir_ / "out").string()};
+    f.insert(f.end(), more.begin(), more.end());
+    return f;
+  }
+  fs::path ResultDir() const {
+    return dir_ / "out/mlperf-suite/results/cpu-demo-generated-data/resnet";
+  }
+
+  fs::path dir_;
+};
+
+int Lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+TEST_F(RunClosed, UsageErrorsExitTwoWithOneLine) {
+  const std::vector<std::vector<std::string>> bad = {
+      {"--gpu", "1"},          {"--runs", "0"},        {"--bench", "bert"},
+      {"--runs", "many"},      {"--submitter", "a/b"}, {"--optimizer", "adam"},
+      {"stray"},               {"--runs"},             {"--gpus", "1"},
+  };
+  for (const std::vector<std::string>& args : bad) {
+    const Result r = RunTool(args);
+    EXPECT_EQ(r.exit_code, 2) << args[0] << ": " << r.output;
+    EXPECT_EQ(Lines(r.output), 1) << args[0] << ": " << r.output;
+    EXPECT_TRUE(r.output.starts_with("run_closed: ")) << r.output;
+  }
+  const Result help = RunTool({"--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.output.find("--submitter"), std::string::npos);
+  EXPECT_NE(help.output.find("Exit status"), std::string::npos);
+}
+
+TEST_F(RunClosed, RefusesToWriteIntoAPackageWithResults) {
+  fs::create_directories(ResultDir());
+  std::ofstream(ResultDir() / "result_0.txt") << "earlier\n";
+  const Result r = RunTool(Flags({"--runs", "1"}));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(Lines(r.output), 1) << r.output;
+  EXPECT_NE(r.output.find("refusing to overwrite"), std::string::npos) << r.output;
+  std::ifstream in(ResultDir() / "result_0.txt");
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "earlier");
+  EXPECT_FALSE(fs::exists(ResultDir() / "result_1.txt"));
+}
+
+// One whole run of the embedded default: compliance_check accepts its log
+// under ruleset 4.0.0, and the sequence is the closed-division one.
+TEST_F(RunClosed, OneRunWritesACompliantLogInTheClosedOrder) {
+  const Result r = RunTool(Flags({"--runs", "1", "--seed", "11"}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("eval after epoch"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("img/s"), std::string::npos);
+  EXPECT_NE(r.output.find("--rcp-bypass"), std::string::npos);
+  const fs::path log = ResultDir() / "result_0.txt";
+  ASSERT_TRUE(fs::exists(log));
+  EXPECT_FALSE(fs::exists(ResultDir() / "result_0.txt.incomplete"));
+  const Result check = Spawn({COMPLIANCE_CHECK_BIN, "--ruleset", "4.0.0", log.string()},
+                           dir_ / "check.txt");
+  EXPECT_EQ(check.exit_code, 0) << check.output;
+
+  absl::StatusOr<mlperf::mllog::ParsedLog> parsed = mlperf::mllog::ParseFile(log.string());
+  ASSERT_TRUE(parsed.ok());
+  std::vector<std::string> keys;
+  for (const auto& line : parsed->lines) keys.push_back(line.key);
+  auto first = [&](const std::string& k) {
+    return std::find(keys.begin(), keys.end(), k) - keys.begin();
+  };
+  auto count = [&](const std::string& k) { return std::count(keys.begin(), keys.end(), k); };
+  EXPECT_LT(first("cache_clear"), first("init_start"));
+  EXPECT_LT(first("init_start"), first("seed"));
+  EXPECT_LT(first("seed"), first("init_stop"));
+  EXPECT_LT(first("init_stop"), first("run_start"));
+  EXPECT_LT(first("run_start"), first("block_start"));
+  EXPECT_EQ(keys.back(), "run_stop");
+  for (const char* once : {"seed", "run_start", "run_stop", "init_stop", "global_batch_size",
+                           "opt_name", "lars_opt_weight_decay", "train_samples", "eval_samples"}) {
+    EXPECT_EQ(count(once), 1) << once;
+  }
+  EXPECT_EQ(count("block_start"), count("block_stop"));
+  EXPECT_EQ(count("epoch_start"), count("epoch_stop"));
+  EXPECT_EQ(count("eval_accuracy"), count("eval_start"));
+  EXPECT_EQ(count("throughput"), count("epoch_stop"));
+  // Evaluations at 3 + 4k; the run stops at the first one at the target.
+  std::vector<int64_t> eval_epochs;
+  double last = 0;
+  for (const auto& line : parsed->lines) {
+    if (line.key != "eval_accuracy") continue;
+    eval_epochs.push_back(line.metadata.Find("epoch_num")->as_int());
+    last = line.value.as_float();
+  }
+  ASSERT_GE(eval_epochs.size(), 2u) << "the target should not be reached at the first evaluation";
+  for (size_t i = 0; i < eval_epochs.size(); ++i) EXPECT_EQ(eval_epochs[i], 3 + 4 * int64_t(i));
+  EXPECT_GE(last, 0.759);
+  EXPECT_EQ(parsed->lines.back().metadata.Find("status")->as_string(), "success");
+}
+
+TEST_F(RunClosed, InterruptDuringTheThirdRunKeepsTheFinishedRuns) {
+  const std::vector<std::string> args = [&] {
+    std::vector<std::string> a = Flags({"--runs", "3", "--max_epochs", "2", "--seed", "21"});
+    a.insert(a.begin(), RUN_CLOSED_BIN);
+    return a;
+  }();
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  const fs::path output = dir_ / "output.txt";
+  posix_spawn_file_actions_addopen(&actions, 2, output.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&actions);
+  const fs::path third = ResultDir() / "result_2.txt.incomplete";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!fs::exists(third) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(fs::exists(third));
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed instead of stopping cleanly";
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  for (int run : {0, 1}) {
+    absl::StatusOr<mlperf::mllog::ParsedLog> parsed =
+        mlperf::mllog::ParseFile((ResultDir() / fmt::format("result_{}.txt", run)).string());
+    ASSERT_TRUE(parsed.ok()) << run;
+    ASSERT_FALSE(parsed->lines.empty());
+    EXPECT_EQ(parsed->lines.back().key, "run_stop") << run;
+  }
+  EXPECT_FALSE(fs::exists(ResultDir() / "result_2.txt"));
+  EXPECT_TRUE(fs::exists(third));
+  std::ifstream in(output);
+  std::ostringstream s;
+  s << in.rdbuf();
+  EXPECT_NE(s.str().find("interrupted during run 3"), std::string::npos) << s.str();
+}
+
+}  // namespace

@@ -491,6 +491,24 @@ TEST_F(CudaCnnTwinTest, EmbeddingAndLosses) {
   cuda::MaskedLmLoss(glogits.t(), glabels.t(), gweights.t(), gloss.t(), gdlogits.t());
   ExpectClose(gloss.Get(), loss, 1e-5, "masked-LM loss");
   ExpectClose(gdlogits.Get(), dlogits, 1e-5, "masked-LM gradient");
+
+  // 3D U-Net Dice + cross-entropy on [2, 3, 4, 5, 6] logits.
+  const int64_t dn = 2, dc = 3, ds = 4 * 5 * 6;
+  const Shape dshape{dn, dc, 4, 5, 6};
+  std::vector<int32_t> voxel_labels(dn * ds);
+  for (int64_t i = 0; i < dn * ds; ++i)
+    voxel_labels[i] = static_cast<int32_t>(core::PhiloxBits(29, 0, i) % dc);
+  Floats dlog = Random(dn * dc * ds, 34, -3.0f, 3.0f), dloss(1), ddlog(dn * dc * ds);
+  Floats dws(cpu::DiceCrossEntropyWorkspaceElements(dn, dc, ds));
+  const Tensor cvoxel_labels(voxel_labels.data(), {dn, 4, 5, 6}, DType::kI32);
+  cpu::DiceCrossEntropy(Host(dlog, dshape), cvoxel_labels, Host(dloss, {1}), Host(ddlog, dshape),
+                        Host(dws, {static_cast<int64_t>(dws.size())}));
+  Dev gvoxel_labels(voxel_labels, {dn, 4, 5, 6}), gdlog(dlog, dshape), gdloss(Floats(1), {1}),
+      gddlog(Floats(dn * dc * ds), dshape),
+      gdws(Floats(dws.size()), {static_cast<int64_t>(dws.size())});
+  cuda::DiceCrossEntropy(gdlog.t(), gvoxel_labels.t(), gdloss.t(), gddlog.t(), gdws.t());
+  ExpectClose(gdloss.Get(), dloss, 1e-5, "dice + cross-entropy loss");
+  ExpectClose(gddlog.Get(), ddlog, 1e-6, "dice + cross-entropy gradient");
 }
 
 TEST_F(CudaCnnTwinTest, AttentionWithPaddingMaskAndDropout) {

@@ -1,5 +1,6 @@
 // The compliance_check command line: exit codes, flags and the JSON shape.
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -7,6 +8,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "fmt/format.h"
 #include "gtest/gtest.h"
 #include "logging/json.h"
 
@@ -54,9 +56,13 @@ TEST(CliTest, UsageErrorsExitWithTwo) {
   EXPECT_NE(unknown.out.find("known training rulesets: 1.0.0, 1.1.0"), std::string::npos)
       << unknown.out;
   EXPECT_NE(unknown.out.find("6.1.0"), std::string::npos);
-  Result dir = RunCli(fs::temp_directory_path().string());
+  // An empty folder of our own: /tmp itself may hold real packages.
+  const fs::path empty = fs::temp_directory_path() / fmt::format("cli_test_empty_{}", getpid());
+  fs::create_directories(empty);
+  Result dir = RunCli(empty.string());
+  fs::remove(empty);
   EXPECT_EQ(dir.exit_code, 2);
-  EXPECT_NE(dir.out.find("is a directory"), std::string::npos);
+  EXPECT_NE(dir.out.find("is a directory"), std::string::npos) << dir.out;
   Result help = RunCli("--help");
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("--ruleset"), std::string::npos);

@@ -339,6 +339,50 @@ TEST_F(CudaCnnTwinTest, BatchNormTrainingInferenceBackward) {
     }
 }
 
+// The fused batch norm + residual add + ReLU and its backward, which also
+// leaves the masked gradient in dy.
+TEST_F(CudaCnnTwinTest, BatchNormActFusedWithResidualAndRelu) {
+  const int64_t n = 4, c = 6, h = 5, w = 5, total = n * c * h * w;
+  const cpu::BatchNormParams p{.epsilon = 1e-5f, .momentum = 0.1f};
+  for (bool cl : {false, true}) {
+    const std::string what = std::string("fused batch norm") + (cl ? " nhwc" : " nchw");
+    const Shape shape = cl ? Shape{n, h, w, c} : Shape{n, c, h, w};
+    const Layout layout = cl ? Layout::kNHWC : Layout::kNCHW;
+    Floats x = Random(total, 18, -2.0f, 3.0f), res = Random(total, 19), dy = Random(total, 20);
+    Floats gamma = Random(c, 21, 0.5f, 1.5f), beta = Random(c, 22);
+    Floats y(total), yi(total), mean(c), istd(c), rm(c, 0.5f), rv(c, 2.0f), dx(total), dg(c), db(c);
+    Dev gx(x, shape, DType::kF32, layout), gres(res, shape, DType::kF32, layout),
+        gdy(dy, shape, DType::kF32, layout), gy(Floats(total), shape, DType::kF32, layout),
+        gyi(Floats(total), shape, DType::kF32, layout),
+        gdx(Floats(total), shape, DType::kF32, layout);
+    Dev ggamma(gamma, {c}), gbeta(beta, {c}), gmean(Floats(c), {c}), gistd(Floats(c), {c}),
+        grm(rm, {c}), grv(rv, {c}), gdg(Floats(c), {c}), gdb(Floats(c), {c});
+    auto host = [&](Floats& v) {
+      return Tensor(v.data(), shape, DType::kF32, core::Device::kCpu, layout);
+    };
+    cpu::BatchNormActForwardTraining(p, true, host(x), host(res), Host(gamma, {c}), Host(beta, {c}),
+                                     host(y), Host(mean, {c}), Host(istd, {c}), Host(rm, {c}),
+                                     Host(rv, {c}));
+    cpu::BatchNormActForwardInference(p, true, host(x), host(res), Host(gamma, {c}),
+                                      Host(beta, {c}), Host(rm, {c}), Host(rv, {c}), host(yi));
+    cpu::BatchNormActBackward(true, host(x), host(y), host(dy), Host(gamma, {c}), Host(mean, {c}),
+                              Host(istd, {c}), host(dx), Host(dg, {c}), Host(db, {c}));
+    cuda::BatchNormActForwardTraining(p, true, gx.t(), gres.t(), ggamma.t(), gbeta.t(), gy.t(),
+                                      gmean.t(), gistd.t(), grm.t(), grv.t());
+    cuda::BatchNormActForwardInference(p, true, gx.t(), gres.t(), ggamma.t(), gbeta.t(), grm.t(),
+                                       grv.t(), gyi.t());
+    cuda::BatchNormActBackward(true, gx.t(), gy.t(), gdy.t(), ggamma.t(), gmean.t(), gistd.t(),
+                               gdx.t(), gdg.t(), gdb.t());
+    ExpectClose(gy.Get(), y, 1e-4, what + " y");
+    ExpectClose(gyi.Get(), yi, 1e-4, what + " inference y");
+    ExpectClose(grv.Get(), rv, 1e-4, what + " running var");
+    ExpectClose(gdy.Get(), dy, 1e-6, what + " masked dy");
+    ExpectClose(gdx.Get(), dx, 1e-4, what + " dx");
+    ExpectClose(gdg.Get(), dg, 1e-3, what + " dgamma");
+    ExpectClose(gdb.Get(), db, 1e-3, what + " dbeta");
+  }
+}
+
 TEST_F(CudaCnnTwinTest, InstanceAndLayerNorm) {
   {
     const int64_t n = 2, c = 3, s = 4 * 5 * 6, total = n * c * s;

@@ -24,9 +24,11 @@
 namespace mlperf::cpu::nhwc {
 namespace {
 
-// Floats of col matrix per chunk (4 MiB: a slice of L3 per core), but at
-// least kMinChunkRows rows so that each GEMM amortises packing the weight.
-constexpr int64_t kChunkFloats = int64_t{1} << 20;
+// Floats of col matrix per chunk (1 MiB: it stays in a core's L2 between
+// Im2Col writing it and the GEMM packing it; 4 MiB made the stem, whose col
+// is 49x its input, twice as slow), but at least kMinChunkRows rows so that
+// each GEMM amortises packing the weight.
+constexpr int64_t kChunkFloats = int64_t{1} << 18;
 constexpr int64_t kMinChunkRows = 512;
 
 int64_t ColWidth(const ConvGeometry& g) { return g.kernel_volume() * g.in_channels; }
@@ -62,23 +64,35 @@ int64_t PixelOffset(const ConvGeometry& g, int64_t n, int64_t z, int64_t y, int6
   return (((n * g.in[0] + z) * g.in[1] + y) * g.in[2] + x) * g.in_channels;
 }
 
-// Calls visit(tap, input_pixel_offset) for the in-bounds taps of output row
-// `row` = (n, z, y, x); tap = (kd * kH + kh) * kW + kw.
+// Calls visit(col_offset, input_offset, floats) for the runs of output row
+// `row` = (n, z, y, x), in tap order: the kW taps of one kernel row are
+// neighbouring input pixels, so where all of them lie inside the input they
+// form one contiguous run of kW * C floats (21 for the stem's 7x7 over RGB
+// rather than seven runs of 3); elsewhere each tap is its own run of C, with
+// input_offset -1 for padding.
 template <typename Visit>
-void ForEachTap(const ConvGeometry& g, int64_t row, Visit visit) {
-  const int64_t ow = g.out(2), oh = g.out(1), od = g.out(0);
+void ForEachRun(const ConvGeometry& g, int64_t row, Visit visit) {
+  const int64_t ow = g.out(2), oh = g.out(1), od = g.out(0), c = g.in_channels;
+  const int64_t kw_count = g.kernel[2];
   const int64_t x = row % ow, y = (row / ow) % oh, z = (row / (ow * oh)) % od;
   const int64_t n = row / g.out_spatial();
+  const int64_t ix0 = x * g.stride[2] - g.pad_begin[2];
+  const bool columns_inside = ix0 >= 0 && ix0 + kw_count <= g.in[2];
   for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
     const int64_t iz = z * g.stride[0] - g.pad_begin[0] + kd;
     for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
       const int64_t iy = y * g.stride[1] - g.pad_begin[1] + kh;
       const bool row_inside = iz >= 0 && iz < g.in[0] && iy >= 0 && iy < g.in[1];
-      for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-        const int64_t ix = x * g.stride[2] - g.pad_begin[2] + kw;
-        const int64_t tap = (kd * g.kernel[1] + kh) * g.kernel[2] + kw;
-        visit(tap,
-              row_inside && ix >= 0 && ix < g.in[2] ? PixelOffset(g, n, iz, iy, ix) : int64_t{-1});
+      const int64_t col = (kd * g.kernel[1] + kh) * kw_count * c;
+      if (row_inside && columns_inside) {
+        visit(col, PixelOffset(g, n, iz, iy, ix0), kw_count * c);
+        continue;
+      }
+      for (int64_t kw = 0; kw < kw_count; ++kw) {
+        const int64_t ix = ix0 + kw;
+        visit(col + kw * c,
+              row_inside && ix >= 0 && ix < g.in[2] ? PixelOffset(g, n, iz, iy, ix) : int64_t{-1},
+              c);
       }
     }
   }
@@ -86,15 +100,15 @@ void ForEachTap(const ConvGeometry& g, int64_t row, Visit visit) {
 
 // col rows [begin, end) of the im2col matrix; padding reads as zero.
 void Im2Col(const ConvGeometry& g, const float* x, int64_t begin, int64_t end, float* col) {
-  const int64_t c = g.in_channels, width = ColWidth(g);
+  const int64_t width = ColWidth(g);
   for (int64_t row = begin; row < end; ++row) {
     float* out = col + (row - begin) * width;
-    ForEachTap(g, row, [&](int64_t tap, int64_t in) {
-      float* o = out + tap * c;
+    ForEachRun(g, row, [&](int64_t at, int64_t in, int64_t count) {
+      float* o = out + at;
       if (in < 0) {
-        std::fill(o, o + c, 0.0f);
+        std::fill(o, o + count, 0.0f);
       } else {
-        for (int64_t i = 0; i < c; ++i) o[i] = x[in + i];
+        std::copy(x + in, x + in + count, o);
       }
     });
   }
@@ -102,13 +116,14 @@ void Im2Col(const ConvGeometry& g, const float* x, int64_t begin, int64_t end, f
 
 // The adjoint: adds col rows [begin, end) into the pixels they were copied from.
 void Col2ImAdd(const ConvGeometry& g, const float* col, int64_t begin, int64_t end, float* dx) {
-  const int64_t c = g.in_channels, width = ColWidth(g);
+  const int64_t width = ColWidth(g);
   for (int64_t row = begin; row < end; ++row) {
     const float* in = col + (row - begin) * width;
-    ForEachTap(g, row, [&](int64_t tap, int64_t out) {
+    ForEachRun(g, row, [&](int64_t at, int64_t out, int64_t count) {
       if (out < 0) return;
-      const float* s = in + tap * c;
-      for (int64_t i = 0; i < c; ++i) dx[out + i] += s[i];
+      const float* s = in + at;
+      float* d = dx + out;
+      for (int64_t i = 0; i < count; ++i) d[i] += s[i];
     });
   }
 }
@@ -219,23 +234,31 @@ void ConvBackwardWeight(const ConvGeometry& g, const float* x, const float* dy, 
       const int t = omp_get_thread_num();
       float* col = workspace + RepackElements(g) + t * PerThreadElements(g);
       float* acc = partial(t);
-      std::fill(acc, acc + size, 0.0f);
       int64_t begin, end;
       ThreadShare(Rows(g), &begin, &end);
-      for (int64_t r0 = begin; r0 < end; r0 += ChunkRows(g)) {
-        const int64_t r1 = std::min(end, r0 + ChunkRows(g));
+      if (begin == end) std::fill(acc, acc + size, 0.0f);
+      const int64_t chunk = ChunkRows(g);
+      for (int64_t r0 = begin; r0 < end; r0 += chunk) {
+        const int64_t r1 = std::min(end, r0 + chunk);
         const float* b = x + r0 * width;
         if (!g.is_pointwise()) {
           Im2Col(g, x, r0, r1, col);
           b = col;
         }
-        Gemm(true, false, k, width, r1 - r0, 1.0f, dy + r0 * k, b, 1.0f, acc);
+        // The first chunk overwrites the partial: no separate zeroing pass.
+        Gemm(true, false, k, width, r1 - r0, 1.0f, dy + r0 * k, b, r0 == begin ? 0.0f : 1.0f, acc);
       }
     }
   }
+  // Threads in a fixed order, so the sum does not depend on timing.
 #pragma omp parallel for if (WorthParallel(size * threads))
-  for (int64_t i = 0; i < size; ++i)
-    for (int t = 1; t < threads; ++t) first[i] += partial(t)[i];
+  for (int64_t i0 = 0; i0 < size; i0 += 1024) {
+    const int64_t i1 = std::min(size, i0 + 1024);
+    for (int t = 1; t < threads; ++t) {
+      const float* p = partial(t);
+      for (int64_t i = i0; i < i1; ++i) first[i] += p[i];
+    }
+  }
   if (RepackElements(g) > 0) RepackWeight<false>(g, first, dw);
 }
 

@@ -64,8 +64,17 @@ void ReluForward(const Tensor& x, const Tensor& y) {
 
 void ReluBackward(const Tensor& y, const Tensor& dy, const Tensor& dx) {
   MLPERF_CHECK(y.numel() == dy.numel() && dy.numel() == dx.numel());
-#pragma omp parallel for if (WorthParallel(y.numel()))
-  for (int64_t i = 0; i < y.numel(); ++i) dx.f32()[i] = y.f32()[i] > 0.0f ? dy.f32()[i] : 0.0f;
+  const float* out = y.f32();
+  const float* grad = dy.f32();
+  float* in_grad = dx.f32();
+  const int64_t n = y.numel();
+#pragma omp parallel for if (WorthParallel(n))
+  // Both loads unconditional, so the select vectorises instead of branching
+  // on a sign that is random from one element to the next.
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = grad[i];
+    in_grad[i] = out[i] > 0.0f ? g : 0.0f;
+  }
 }
 
 void GeluForward(const Tensor& x, const Tensor& y) {
@@ -88,26 +97,39 @@ void GeluBackward(const Tensor& x, const Tensor& dy, const Tensor& dx) {
   }
 }
 
+// The pointers are read once: Tensor::f32() checks the dtype, and a check in
+// the loop body would keep these memory-bound loops from vectorising.
 void Add(const Tensor& a, const Tensor& b, const Tensor& y) {
   MLPERF_CHECK(a.numel() == b.numel() && b.numel() == y.numel());
-#pragma omp parallel for if (WorthParallel(a.numel()))
-  for (int64_t i = 0; i < a.numel(); ++i) y.f32()[i] = a.f32()[i] + b.f32()[i];
+  const float* pa = a.f32();
+  const float* pb = b.f32();
+  float* py = y.f32();
+  const int64_t n = a.numel();
+#pragma omp parallel for if (WorthParallel(n))
+  for (int64_t i = 0; i < n; ++i) py[i] = pa[i] + pb[i];
 }
 
 void Accumulate(const Tensor& x, const Tensor& y) {
   MLPERF_CHECK(x.numel() == y.numel());
-#pragma omp parallel for if (WorthParallel(x.numel()))
-  for (int64_t i = 0; i < x.numel(); ++i) y.f32()[i] += x.f32()[i];
+  const float* px = x.f32();
+  float* py = y.f32();
+  const int64_t n = x.numel();
+#pragma omp parallel for if (WorthParallel(n))
+  for (int64_t i = 0; i < n; ++i) py[i] += px[i];
 }
 
 void Scale(const Tensor& x, float alpha) {
-#pragma omp parallel for if (WorthParallel(x.numel()))
-  for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] *= alpha;
+  float* px = x.f32();
+  const int64_t n = x.numel();
+#pragma omp parallel for if (WorthParallel(n))
+  for (int64_t i = 0; i < n; ++i) px[i] *= alpha;
 }
 
 void Fill(const Tensor& x, float value) {
-#pragma omp parallel for if (WorthParallel(x.numel()))
-  for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = value;
+  float* px = x.f32();
+  const int64_t n = x.numel();
+#pragma omp parallel for if (WorthParallel(n))
+  for (int64_t i = 0; i < n; ++i) px[i] = value;
 }
 
 void DropoutForward(float p, uint64_t seed, uint64_t offset, const Tensor& x, const Tensor& y) {

@@ -1,16 +1,66 @@
+// GEMMs run in OpenBLAS's calling thread; large ones are split over the
+// OpenMP team by this wrapper. On few cores OpenBLAS's own pool, once woken,
+// spins (sched_yield) for a long while after each call and competes with the
+// OpenMP team for the cores (about 10% of a small ResNet step), so the pool
+// is never handed work from here (see blas_threads.h).
 #include "reference/kernels/cpu/gemm.h"
 
 #include <cblas.h>
+#include <omp.h>
+
+#include "reference/kernels/cpu/blas_threads.h"
 
 namespace mlperf::cpu {
+namespace {
+
+// Below this many multiply-adds a GEMM is not worth a fork/join.
+constexpr int64_t kMinTeamMacs = int64_t{1} << 20;
+
+// One CBLAS call on a block of C with explicit leading dimensions.
+void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
+              static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
+              c, static_cast<int>(ldc));
+}
+
+}  // namespace
 
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           const float* b, float beta, float* c) {
-  const int lda = static_cast<int>(trans_a ? m : k);
-  const int ldb = static_cast<int>(trans_b ? k : n);
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
-              static_cast<int>(k), alpha, a, lda, b, ldb, beta, c, static_cast<int>(n));
+  const int64_t lda = trans_a ? m : k, ldb = trans_b ? k : n;
+  // Inside a parallel region the caller owns the threading (and has put
+  // OpenBLAS in the calling thread).
+  if (omp_in_parallel()) {
+    Sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, n);
+    return;
+  }
+  BlasInCallingThread blas;
+  const int threads = omp_get_max_threads();
+  if (threads == 1 || m * n * k < kMinTeamMacs) {
+    Sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, n);
+    return;
+  }
+  // Each thread computes a block of C: columns when C is wider than tall,
+  // else rows. Every element's sum over k is computed as in one call.
+  const bool split_columns = n >= m;
+#pragma omp parallel num_threads(threads)
+  {
+    const int64_t t = omp_get_thread_num(), team = omp_get_num_threads();
+    const int64_t total = split_columns ? n : m;
+    const int64_t begin = total * t / team, end = total * (t + 1) / team;
+    if (end > begin) {
+      if (split_columns) {
+        const float* b_block = trans_b ? b + begin * k : b + begin;
+        Sgemm(trans_a, trans_b, m, end - begin, k, alpha, a, lda, b_block, ldb, beta, c + begin, n);
+      } else {
+        const float* a_block = trans_a ? a + begin : a + begin * k;
+        Sgemm(trans_a, trans_b, end - begin, n, k, alpha, a_block, lda, b, ldb, beta, c + begin * n,
+              n);
+      }
+    }
+  }
 }
 
 void GemmStridedBatched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,

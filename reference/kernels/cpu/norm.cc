@@ -1,7 +1,10 @@
 #include "reference/kernels/cpu/norm.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "reference/kernels/cpu/layout.h"
 #include "reference/kernels/cpu/parallel.h"
@@ -61,203 +64,367 @@ void GroupBackward(int64_t count, At at, const float* x, const float* dy, float*
   }
 }
 
-// Channels-last batch norm sees x as [rows, channels]. Each parallel iteration
-// owns a block of channels and sweeps every row, so the per-channel sums live
-// on its stack (no per-thread buffers to allocate and reduce) and are added in
-// the same order as the channels-first loops, giving the same statistics.
-constexpr int64_t kChannelBlock = 16;
-
-struct RowsView {
-  int64_t rows, channels;
-};
-
-RowsView ViewRows(const Tensor& x) { return {x.numel() / LastDim(x), LastDim(x)}; }
-
-template <typename Body>
-void ForChannelBlocks(RowsView v, Body body) {
-#pragma omp parallel for if (WorthParallel(v.rows * v.channels))
-  for (int64_t c0 = 0; c0 < v.channels; c0 += kChannelBlock)
-    body(c0, std::min(kChannelBlock, v.channels - c0));
+// Grows on first use and is reused afterwards, so that steady-state training
+// steps allocate nothing. One buffer per calling thread, type and slot (the
+// slot keeps buffers that are live at the same time apart).
+template <typename T, int kSlot>
+T* Scratch(size_t n) {
+  static thread_local std::vector<T> buffer;
+  if (buffer.size() < n) buffer.resize(n);
+  return buffer.data();
 }
 
-// y = x * scale[c] + shift[c] over channels [c0, c0 + nc) of every row.
-void ApplyAffineRows(RowsView v, int64_t c0, int64_t nc, const double* scale, const double* shift,
-                     const float* x, float* y) {
-  for (int64_t r = 0; r < v.rows; ++r) {
-    const float* xr = x + r * v.channels + c0;
-    float* yr = y + r * v.channels + c0;
-    for (int64_t j = 0; j < nc; ++j) yr[j] = static_cast<float>(xr[j] * scale[j] + shift[j]);
+int BnThreads(int64_t elements) { return WorthParallel(elements) ? omp_get_max_threads() : 1; }
+
+// Rows [begin, end) of thread t of n.
+void RowShare(int64_t rows, int t, int n, int64_t* begin, int64_t* end) {
+  *begin = rows * t / n;
+  *end = rows * (t + 1) / n;
+}
+
+// Per-channel affine y = (x - mean) * scale + beta, with the residual add and
+// ReLU of a fused unit, over `count` contiguous channel vectors of width c
+// (channels-last rows) or over one channel's contiguous run (c == 1). In fp32:
+// subtracting the mean first keeps it exact where x is near the mean.
+template <bool kRelu, bool kResidual>
+void ApplyAffine(int64_t count, int64_t c, const float* x, const float* residual, const float* mean,
+                 const float* scale, const float* beta, float* y) {
+  for (int64_t r = 0; r < count; ++r) {
+    const float* xr = x + r * c;
+    float* yr = y + r * c;
+    for (int64_t j = 0; j < c; ++j) {
+      float v = (xr[j] - mean[j]) * scale[j] + beta[j];
+      if constexpr (kResidual) v += residual[r * c + j];
+      if constexpr (kRelu) v = v > 0.0f ? v : 0.0f;
+      yr[j] = v;
+    }
   }
 }
 
-void BatchNormTrainingChannelsLast(const BatchNormParams& p, const Tensor& x, const Tensor& gamma,
-                                   const Tensor& beta, const Tensor& y, const Tensor& save_mean,
-                                   const Tensor& save_inv_std, const Tensor& running_mean,
-                                   const Tensor& running_var) {
-  const RowsView v = ViewRows(x);
-  ForChannelBlocks(v, [&](int64_t c0, int64_t nc) {
-    double mean[kChannelBlock] = {}, var[kChannelBlock] = {};
-    for (int64_t r = 0; r < v.rows; ++r) {
-      const float* xr = x.f32() + r * v.channels + c0;
-      for (int64_t j = 0; j < nc; ++j) mean[j] += xr[j];
-    }
-    for (int64_t j = 0; j < nc; ++j) mean[j] /= static_cast<double>(v.rows);
-    for (int64_t r = 0; r < v.rows; ++r) {
-      const float* xr = x.f32() + r * v.channels + c0;
-      for (int64_t j = 0; j < nc; ++j) {
-        const double t = xr[j] - mean[j];
-        var[j] += t * t;
-      }
-    }
-    double scale[kChannelBlock], shift[kChannelBlock];
-    for (int64_t j = 0; j < nc; ++j) {
-      const int64_t c = c0 + j;
-      var[j] /= static_cast<double>(v.rows);
-      const double inv_std = 1.0 / std::sqrt(var[j] + p.epsilon);
-      save_mean.f32()[c] = static_cast<float>(mean[j]);
-      save_inv_std.f32()[c] = static_cast<float>(inv_std);
-      const double unbiased = v.rows > 1 ? var[j] * v.rows / (v.rows - 1) : var[j];
-      running_mean.f32()[c] =
-          (1.0f - p.momentum) * running_mean.f32()[c] + p.momentum * static_cast<float>(mean[j]);
-      running_var.f32()[c] =
-          (1.0f - p.momentum) * running_var.f32()[c] + p.momentum * static_cast<float>(unbiased);
-      scale[j] = gamma.f32()[c] * inv_std;
-      shift[j] = beta.f32()[c] - mean[j] * scale[j];
-    }
-    ApplyAffineRows(v, c0, nc, scale, shift, x.f32(), y.f32());
-  });
+using ApplyFn = void (*)(int64_t, int64_t, const float*, const float*, const float*, const float*,
+                         const float*, float*);
+
+ApplyFn PickApply(bool relu, bool residual) {
+  if (relu) return residual ? ApplyAffine<true, true> : ApplyAffine<true, false>;
+  return residual ? ApplyAffine<false, true> : ApplyAffine<false, false>;
 }
 
-void BatchNormInferenceChannelsLast(const BatchNormParams& p, const Tensor& x, const Tensor& gamma,
-                                    const Tensor& beta, const Tensor& running_mean,
-                                    const Tensor& running_var, const Tensor& y) {
-  const RowsView v = ViewRows(x);
-  ForChannelBlocks(v, [&](int64_t c0, int64_t nc) {
-    double scale[kChannelBlock], shift[kChannelBlock];
-    for (int64_t j = 0; j < nc; ++j) {
-      const int64_t c = c0 + j;
-      const double inv_std = 1.0 / std::sqrt(static_cast<double>(running_var.f32()[c]) + p.epsilon);
-      scale[j] = gamma.f32()[c] * inv_std;
-      shift[j] = beta.f32()[c] - running_mean.f32()[c] * scale[j];
-    }
-    ApplyAffineRows(v, c0, nc, scale, shift, x.f32(), y.f32());
-  });
+// The per-channel scalars of a normalisation, in fp32 for the elementwise
+// passes: y = (x - mean) * scale + beta.
+struct Affine {
+  float *mean, *scale, *beta;
+};
+
+Affine AffineScratch(int64_t channels) {
+  float* f = Scratch<float, 0>(3 * channels);
+  return {f, f + channels, f + 2 * channels};
 }
 
-// GroupBackward's formula, a block of channels at a time.
-void BatchNormBackwardChannelsLast(const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                                   const Tensor& save_mean, const Tensor& save_inv_std,
-                                   const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta) {
-  const RowsView v = ViewRows(x);
-  ForChannelBlocks(v, [&](int64_t c0, int64_t nc) {
-    double mean[kChannelBlock], inv_std[kChannelBlock];
-    double s1[kChannelBlock] = {}, s2[kChannelBlock] = {};
-    for (int64_t j = 0; j < nc; ++j) {
-      mean[j] = save_mean.f32()[c0 + j];
-      inv_std[j] = save_inv_std.f32()[c0 + j];
+void CheckForward(const Tensor& x, const Tensor& residual, const Tensor& y) {
+  MLPERF_CHECK(x.numel() == y.numel());
+  SameLayoutFamily(x, y);
+  if (!residual.empty()) {
+    MLPERF_CHECK(residual.numel() == x.numel());
+    SameLayoutFamily(x, residual);
+  }
+}
+
+int64_t Channels(const Tensor& x) { return IsChannelsLast(x) ? LastDim(x) : x.dim(1); }
+
+// Applies `a` to x (plus residual, then ReLU) into y, in either layout.
+void ApplyNormalization(bool relu, const Tensor& x, const Tensor& residual, const Affine& a,
+                        const Tensor& y) {
+  const ApplyFn apply = PickApply(relu, !residual.empty());
+  const float* res = residual.empty() ? nullptr : residual.f32();
+  const float* xp = x.f32();
+  float* yp = y.f32();
+  const int threads = BnThreads(x.numel());
+  if (IsChannelsLast(x)) {
+    const int64_t c = LastDim(x), rows = x.numel() / c;
+#pragma omp parallel num_threads(threads)
+    {
+      int64_t r0, r1;
+      RowShare(rows, omp_get_thread_num(), omp_get_num_threads(), &r0, &r1);
+      apply(r1 - r0, c, xp + r0 * c, res == nullptr ? nullptr : res + r0 * c, a.mean, a.scale,
+            a.beta, yp + r0 * c);
     }
-    for (int64_t r = 0; r < v.rows; ++r) {
-      const float* xr = x.f32() + r * v.channels + c0;
-      const float* dyr = dy.f32() + r * v.channels + c0;
-      for (int64_t j = 0; j < nc; ++j) {
-        s1[j] += dyr[j];
-        s2[j] += dyr[j] * (xr[j] - mean[j]) * inv_std[j];
+    return;
+  }
+  const Dims d = ChannelDims(x);
+#pragma omp parallel for collapse(2) num_threads(threads)
+  for (int64_t i = 0; i < d.outer; ++i)
+    for (int64_t c = 0; c < d.channels; ++c) {
+      const int64_t base = (i * d.channels + c) * d.inner;
+      apply(d.inner, 1, xp + base, res == nullptr ? nullptr : res + base, a.mean + c, a.scale + c,
+            a.beta + c, yp + base);
+    }
+}
+
+// Batch mean and (biased) variance per channel. Channels-last x is read as
+// [rows, channels]: each thread sums a contiguous share of the rows into its
+// own per-channel partials, a streaming read (a block of channels over all
+// rows would stride through memory), and the partials are added in thread
+// order, so results are reproducible for a given thread count. The sums are
+// of x minus the first row, in fp64, so the one-pass variance does not cancel
+// (fp32 blocks, as in the backward, measured slower here).
+void Moments(const Tensor& x, double* mean, double* var) {
+  const float* xp = x.f32();
+  if (!IsChannelsLast(x)) {
+    const Dims d = ChannelDims(x);
+#pragma omp parallel for if (WorthParallel(x.numel()))
+    for (int64_t c = 0; c < d.channels; ++c) ChannelMoments(xp, d, c, &mean[c], &var[c]);
+    return;
+  }
+  const int64_t c = LastDim(x), rows = x.numel() / c;
+  const int threads = BnThreads(x.numel());
+  double* shift = Scratch<double, 1>((2 * threads + 1) * c);
+  double* partial = shift + c;
+  std::fill(partial, partial + 2 * threads * c, 0.0);
+  for (int64_t j = 0; j < c; ++j) shift[j] = xp[j];
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num();
+    double* s1 = partial + 2 * t * c;
+    double* s2 = s1 + c;
+    int64_t r0, r1;
+    RowShare(rows, t, omp_get_num_threads(), &r0, &r1);
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* xr = xp + r * c;
+      for (int64_t j = 0; j < c; ++j) {
+        const double v = static_cast<double>(xr[j]) - shift[j];
+        s1[j] += v;
+        s2[j] += v * v;
       }
     }
-    double m1[kChannelBlock], m2[kChannelBlock], g[kChannelBlock];
-    for (int64_t j = 0; j < nc; ++j) {
-      m1[j] = s1[j] / static_cast<double>(v.rows);
-      m2[j] = s2[j] / static_cast<double>(v.rows);
-      g[j] = gamma.f32()[c0 + j] * inv_std[j];
-      dgamma.f32()[c0 + j] = static_cast<float>(s2[j]);
-      dbeta.f32()[c0 + j] = static_cast<float>(s1[j]);
+  }
+  for (int64_t j = 0; j < c; ++j) {
+    double s1 = 0.0, s2 = 0.0;
+    for (int t = 0; t < threads; ++t) {
+      s1 += partial[2 * t * c + j];
+      s2 += partial[(2 * t + 1) * c + j];
     }
-    for (int64_t r = 0; r < v.rows; ++r) {
-      const float* xr = x.f32() + r * v.channels + c0;
-      const float* dyr = dy.f32() + r * v.channels + c0;
-      float* dxr = dx.f32() + r * v.channels + c0;
-      for (int64_t j = 0; j < nc; ++j) {
-        const double xhat = (xr[j] - mean[j]) * inv_std[j];
-        dxr[j] = static_cast<float>(g[j] * (dyr[j] - m1[j] - xhat * m2[j]));
+    const double m = s1 / static_cast<double>(rows);
+    mean[j] = shift[j] + m;
+    var[j] = std::max(0.0, s2 / static_cast<double>(rows) - m * m);
+  }
+}
+
+// Rows per block of fp32 partial sums in the backward, which are then added
+// in fp64: fp32 runs twice the vector lanes of fp64, and over 64 rows it
+// loses nothing that matters.
+constexpr int64_t kSumBlockRows = 64;
+
+// One block of rows: f1 += dy, f2 += dy * (x - mean). With kRelu, dy is
+// first masked by y > 0 and written back (its own loop, with the row then in
+// L1 for the sums: fused with them, the select does not vectorise).
+template <bool kRelu>
+void BackwardSumsBlock(int64_t rows, int64_t c, const float* __restrict x,
+                       const float* __restrict y, float* __restrict dy,
+                       const float* __restrict mean, float* __restrict f1,
+                       float* __restrict f2) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * c;
+    float* dyr = dy + r * c;
+    if constexpr (kRelu) {
+      const float* yr = y + r * c;
+      for (int64_t j = 0; j < c; ++j) {
+        const float raw = dyr[j];
+        dyr[j] = yr[j] > 0.0f ? raw : 0.0f;
       }
     }
-  });
+    for (int64_t j = 0; j < c; ++j) {
+      const float g = dyr[j];
+      f1[j] += g;
+      f2[j] += g * (xr[j] - mean[j]);
+    }
+  }
+}
+
+// Sums per channel of dy and dy * (x - mean) into s1, s2 (fp64), over
+// `count` channel vectors of width c (or one channel's contiguous run,
+// c == 1). Called by each thread on its own rows.
+template <bool kRelu>
+void BackwardSums(int64_t count, int64_t c, const float* x, const float* y, float* dy,
+                  const float* mean, double* s1, double* s2) {
+  float* f = Scratch<float, 2>(2 * c);
+  for (int64_t r0 = 0; r0 < count; r0 += kSumBlockRows) {
+    const int64_t rows = std::min(kSumBlockRows, count - r0);
+    std::fill(f, f + 2 * c, 0.0f);
+    BackwardSumsBlock<kRelu>(rows, c, x + r0 * c, kRelu ? y + r0 * c : nullptr, dy + r0 * c, mean,
+                             f, f + c);
+    for (int64_t j = 0; j < c; ++j) {
+      s1[j] += f[j];
+      s2[j] += f[c + j];
+    }
+  }
+}
+
+// dx = A * dy - B * (x - mean) - D per channel (GroupBackward's formula with
+// its per-channel constants folded), in fp32.
+void BackwardApply(int64_t count, int64_t c, const float* x, const float* dy, const float* mean,
+                   const float* a, const float* b, const float* d, float* dx) {
+  for (int64_t r = 0; r < count; ++r) {
+    const float* xr = x + r * c;
+    const float* dyr = dy + r * c;
+    float* dxr = dx + r * c;
+    for (int64_t j = 0; j < c; ++j) dxr[j] = a[j] * dyr[j] - b[j] * (xr[j] - mean[j]) - d[j];
+  }
 }
 
 }  // namespace
+
+void BatchNormActForwardTraining(const BatchNormParams& p, bool relu, const Tensor& x,
+                                 const Tensor& residual, const Tensor& gamma, const Tensor& beta,
+                                 const Tensor& y, const Tensor& save_mean,
+                                 const Tensor& save_inv_std, const Tensor& running_mean,
+                                 const Tensor& running_var) {
+  CheckForward(x, residual, y);
+  const int64_t channels = Channels(x), count = x.numel() / channels;
+  double* moments = Scratch<double, 0>(2 * channels);
+  double *mean = moments, *var = moments + channels;
+  Moments(x, mean, var);
+  const Affine a = AffineScratch(channels);
+  for (int64_t c = 0; c < channels; ++c) {
+    const double inv_std = 1.0 / std::sqrt(var[c] + p.epsilon);
+    save_mean.f32()[c] = static_cast<float>(mean[c]);
+    save_inv_std.f32()[c] = static_cast<float>(inv_std);
+    const double unbiased = count > 1 ? var[c] * count / (count - 1) : var[c];
+    running_mean.f32()[c] =
+        (1.0f - p.momentum) * running_mean.f32()[c] + p.momentum * static_cast<float>(mean[c]);
+    running_var.f32()[c] =
+        (1.0f - p.momentum) * running_var.f32()[c] + p.momentum * static_cast<float>(unbiased);
+    a.mean[c] = static_cast<float>(mean[c]);
+    a.scale[c] = static_cast<float>(gamma.f32()[c] * inv_std);
+    a.beta[c] = beta.f32()[c];
+  }
+  ApplyNormalization(relu, x, residual, a, y);
+}
+
+void BatchNormActForwardInference(const BatchNormParams& p, bool relu, const Tensor& x,
+                                  const Tensor& residual, const Tensor& gamma, const Tensor& beta,
+                                  const Tensor& running_mean, const Tensor& running_var,
+                                  const Tensor& y) {
+  CheckForward(x, residual, y);
+  const int64_t channels = Channels(x);
+  const Affine a = AffineScratch(channels);
+  for (int64_t c = 0; c < channels; ++c) {
+    const double inv_std = 1.0 / std::sqrt(static_cast<double>(running_var.f32()[c]) + p.epsilon);
+    a.mean[c] = running_mean.f32()[c];
+    a.scale[c] = static_cast<float>(gamma.f32()[c] * inv_std);
+    a.beta[c] = beta.f32()[c];
+  }
+  ApplyNormalization(relu, x, residual, a, y);
+}
+
+void BatchNormActBackward(bool relu, const Tensor& x, const Tensor& y, const Tensor& dy,
+                          const Tensor& gamma, const Tensor& save_mean, const Tensor& save_inv_std,
+                          const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta) {
+  MLPERF_CHECK(x.numel() == dy.numel() && x.numel() == dx.numel());
+  SameLayoutFamily(x, dy);
+  SameLayoutFamily(x, dx);
+  if (relu) {
+    MLPERF_CHECK(y.numel() == x.numel());
+    SameLayoutFamily(x, y);
+  }
+  const int64_t channels = Channels(x), count = x.numel() / channels;
+  const int threads = BnThreads(x.numel());
+  // [sum dy][sum dy (x - mean)] then per-thread partials of the sums.
+  double* sums = Scratch<double, 0>((2 + 2 * threads) * channels);
+  double *sum_dy = sums, *sum_dy_xc = sums + channels;
+  const float* mean = save_mean.f32();
+  const float* xp = x.f32();
+  const float* yp = relu ? y.f32() : nullptr;
+  float* dyp = dy.f32();
+  auto sums_fn = relu ? BackwardSums<true> : BackwardSums<false>;
+  if (IsChannelsLast(x)) {
+    double* partial = sums + 2 * channels;
+    std::fill(partial, partial + 2 * threads * channels, 0.0);
+#pragma omp parallel num_threads(threads)
+    {
+      const int t = omp_get_thread_num();
+      int64_t r0, r1;
+      RowShare(count, t, omp_get_num_threads(), &r0, &r1);
+      sums_fn(r1 - r0, channels, xp + r0 * channels, yp == nullptr ? nullptr : yp + r0 * channels,
+              dyp + r0 * channels, mean, partial + 2 * t * channels,
+              partial + (2 * t + 1) * channels);
+    }
+    for (int64_t c = 0; c < channels; ++c) {
+      double s1 = 0.0, s2 = 0.0;
+      for (int t = 0; t < threads; ++t) {
+        s1 += partial[2 * t * channels + c];
+        s2 += partial[(2 * t + 1) * channels + c];
+      }
+      sum_dy[c] = s1;
+      sum_dy_xc[c] = s2;
+    }
+  } else {
+    const Dims d = ChannelDims(x);
+#pragma omp parallel for num_threads(threads)
+    for (int64_t c = 0; c < d.channels; ++c) {
+      double s1 = 0.0, s2 = 0.0;
+      for (int64_t i = 0; i < d.outer; ++i) {
+        const int64_t base = (i * d.channels + c) * d.inner;
+        sums_fn(d.inner, 1, xp + base, yp == nullptr ? nullptr : yp + base, dyp + base, mean + c,
+                &s1, &s2);
+      }
+      sum_dy[c] = s1;
+      sum_dy_xc[c] = s2;
+    }
+  }
+  // dx = gamma * inv_std * (dy - mean(dy) - xhat * mean(dy * xhat)).
+  float* f = Scratch<float, 1>(4 * channels);
+  float *mean_f = f, *a = f + channels, *b = f + 2 * channels, *d = f + 3 * channels;
+  for (int64_t c = 0; c < channels; ++c) {
+    const double inv_std = save_inv_std.f32()[c];
+    const double g = gamma.f32()[c] * inv_std;
+    const double m1 = sum_dy[c] / count, m2 = sum_dy_xc[c] * inv_std / count;
+    dgamma.f32()[c] = static_cast<float>(sum_dy_xc[c] * inv_std);
+    dbeta.f32()[c] = static_cast<float>(sum_dy[c]);
+    mean_f[c] = save_mean.f32()[c];
+    a[c] = static_cast<float>(g);
+    b[c] = static_cast<float>(g * inv_std * m2);
+    d[c] = static_cast<float>(g * m1);
+  }
+  float* dxp = dx.f32();
+  if (IsChannelsLast(x)) {
+#pragma omp parallel num_threads(threads)
+    {
+      int64_t r0, r1;
+      RowShare(count, omp_get_thread_num(), omp_get_num_threads(), &r0, &r1);
+      const int64_t o = r0 * channels;
+      BackwardApply(r1 - r0, channels, xp + o, dyp + o, mean_f, a, b, d, dxp + o);
+    }
+  } else {
+    const Dims dims = ChannelDims(x);
+#pragma omp parallel for collapse(2) num_threads(threads)
+    for (int64_t i = 0; i < dims.outer; ++i)
+      for (int64_t c = 0; c < dims.channels; ++c) {
+        const int64_t o = (i * dims.channels + c) * dims.inner;
+        BackwardApply(dims.inner, 1, xp + o, dyp + o, mean_f + c, a + c, b + c, d + c, dxp + o);
+      }
+  }
+}
 
 void BatchNormForwardTraining(const BatchNormParams& p, const Tensor& x, const Tensor& gamma,
                               const Tensor& beta, const Tensor& y, const Tensor& save_mean,
                               const Tensor& save_inv_std, const Tensor& running_mean,
                               const Tensor& running_var) {
-  if (SameLayoutFamily(x, y)) {
-    BatchNormTrainingChannelsLast(p, x, gamma, beta, y, save_mean, save_inv_std, running_mean,
-                                  running_var);
-    return;
-  }
-  const Dims d = ChannelDims(x);
-  const int64_t count = d.outer * d.inner;
-#pragma omp parallel for if (WorthParallel(x.numel()))
-  for (int64_t c = 0; c < d.channels; ++c) {
-    double mean, var;
-    ChannelMoments(x.f32(), d, c, &mean, &var);
-    const double inv_std = 1.0 / std::sqrt(var + p.epsilon);
-    save_mean.f32()[c] = static_cast<float>(mean);
-    save_inv_std.f32()[c] = static_cast<float>(inv_std);
-    const double unbiased = count > 1 ? var * count / (count - 1) : var;
-    running_mean.f32()[c] =
-        (1.0f - p.momentum) * running_mean.f32()[c] + p.momentum * static_cast<float>(mean);
-    running_var.f32()[c] =
-        (1.0f - p.momentum) * running_var.f32()[c] + p.momentum * static_cast<float>(unbiased);
-    const double scale = gamma.f32()[c] * inv_std;
-    const double shift = beta.f32()[c] - mean * scale;
-    for (int64_t i = 0; i < d.outer; ++i) {
-      const int64_t base = (i * d.channels + c) * d.inner;
-      for (int64_t q = 0; q < d.inner; ++q)
-        y.f32()[base + q] = static_cast<float>(x.f32()[base + q] * scale + shift);
-    }
-  }
+  BatchNormActForwardTraining(p, /*relu=*/false, x, Tensor(), gamma, beta, y, save_mean,
+                              save_inv_std, running_mean, running_var);
 }
 
 void BatchNormForwardInference(const BatchNormParams& p, const Tensor& x, const Tensor& gamma,
                                const Tensor& beta, const Tensor& running_mean,
                                const Tensor& running_var, const Tensor& y) {
-  if (SameLayoutFamily(x, y)) {
-    BatchNormInferenceChannelsLast(p, x, gamma, beta, running_mean, running_var, y);
-    return;
-  }
-  const Dims d = ChannelDims(x);
-#pragma omp parallel for if (WorthParallel(x.numel()))
-  for (int64_t c = 0; c < d.channels; ++c) {
-    const double inv_std = 1.0 / std::sqrt(static_cast<double>(running_var.f32()[c]) + p.epsilon);
-    const double scale = gamma.f32()[c] * inv_std;
-    const double shift = beta.f32()[c] - running_mean.f32()[c] * scale;
-    for (int64_t i = 0; i < d.outer; ++i) {
-      const int64_t base = (i * d.channels + c) * d.inner;
-      for (int64_t q = 0; q < d.inner; ++q)
-        y.f32()[base + q] = static_cast<float>(x.f32()[base + q] * scale + shift);
-    }
-  }
+  BatchNormActForwardInference(p, /*relu=*/false, x, Tensor(), gamma, beta, running_mean,
+                               running_var, y);
 }
 
 void BatchNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                        const Tensor& save_mean, const Tensor& save_inv_std, const Tensor& dx,
                        const Tensor& dgamma, const Tensor& dbeta) {
-  SameLayoutFamily(x, dy);
-  if (SameLayoutFamily(x, dx)) {
-    BatchNormBackwardChannelsLast(x, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta);
-    return;
-  }
-  const Dims d = ChannelDims(x);
-#pragma omp parallel for if (WorthParallel(x.numel()))
-  for (int64_t c = 0; c < d.channels; ++c) {
-    auto at = [&](int64_t i) { return (i / d.inner * d.channels + c) * d.inner + i % d.inner; };
-    double sum_dy, sum_dy_xhat;
-    GroupBackward(d.outer * d.inner, at, x.f32(), dy.f32(), dx.f32(), gamma.f32()[c],
-                  save_mean.f32()[c], save_inv_std.f32()[c], &sum_dy, &sum_dy_xhat);
-    dgamma.f32()[c] = static_cast<float>(sum_dy_xhat);
-    dbeta.f32()[c] = static_cast<float>(sum_dy);
-  }
+  BatchNormActBackward(/*relu=*/false, x, Tensor(), dy, gamma, save_mean, save_inv_std, dx, dgamma,
+                       dbeta);
 }
 
 void InstanceNormForward(float epsilon, const Tensor& x, const Tensor& gamma, const Tensor& beta,

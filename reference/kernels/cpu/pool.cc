@@ -1,6 +1,7 @@
 #include "reference/kernels/cpu/pool.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 
@@ -84,8 +85,9 @@ void MaxPoolForwardChannelsLast(const ConvGeometry& g, const float* x, float* y)
       float* out = y + Pixel(out_dims, c, n, z, yo, xo);
       std::fill(out, out + c, -std::numeric_limits<float>::infinity());
       ForEachWindowPixel(g, n, z, yo, xo, [&](int64_t i) {
-        for (int64_t ch = 0; ch < c; ++ch)
-          if (x[i + ch] > out[ch]) out[ch] = x[i + ch];
+        const float* v = x + i;
+        // A select (not a conditional store) vectorises as a max.
+        for (int64_t ch = 0; ch < c; ++ch) out[ch] = v[ch] > out[ch] ? v[ch] : out[ch];
       });
     }
   }
@@ -93,24 +95,54 @@ void MaxPoolForwardChannelsLast(const ConvGeometry& g, const float* x, float* y)
 
 // Windows of neighbouring output rows overlap, so images (which never share
 // pixels) are the unit of parallel work; each channel's gradient goes to its
-// first maximum in window order, as in the channels-first path.
+// first maximum in window order, as in the channels-first path. The window is
+// scanned once per block of channels, keeping each channel's best value and
+// tap, rather than once per channel.
+constexpr int64_t kPoolChannelBlock = 64;
+
 void MaxPoolBackwardChannelsLast(const ConvGeometry& g, const float* x, const float* dy,
                                  float* dx) {
   const int64_t od = g.out(0), oh = g.out(1), ow = g.out(2), c = g.in_channels;
   const int64_t out_dims[3] = {od, oh, ow};
+  constexpr int64_t kMaxTaps = 64;
+  MLPERF_CHECK_MSG(g.kernel_volume() <= kMaxTaps, "max pooling window larger than 64");
 #pragma omp parallel for if (WorthParallel(g.batch * g.out_spatial() * c * g.kernel_volume()))
   for (int64_t n = 0; n < g.batch; ++n) {
     std::fill(dx + n * g.in_spatial() * c, dx + (n + 1) * g.in_spatial() * c, 0.0f);
+    int64_t taps[kMaxTaps];
     for (int64_t z = 0; z < od; ++z)
       for (int64_t yo = 0; yo < oh; ++yo)
         for (int64_t xo = 0; xo < ow; ++xo) {
+          int count = 0;
+          ForEachWindowPixel(g, n, z, yo, xo, [&](int64_t i) { taps[count++] = i; });
+          if (count == 0) continue;
           const float* d = dy + Pixel(out_dims, c, n, z, yo, xo);
-          for (int64_t ch = 0; ch < c; ++ch) {
-            int64_t best = -1;
-            ForEachWindowPixel(g, n, z, yo, xo, [&](int64_t i) {
-              if (best < 0 || x[i + ch] > x[best]) best = i + ch;
-            });
-            if (best >= 0) dx[best] += d[ch];
+          for (int64_t c0 = 0; c0 < c; c0 += kPoolChannelBlock) {
+            const int64_t nc = std::min(kPoolChannelBlock, c - c0);
+            // The winning tap is kept as a float so that its select has the
+            // comparison's width and vectorises.
+            float best[kPoolChannelBlock], arg[kPoolChannelBlock];
+            const float* first = x + taps[0] + c0;
+            for (int64_t j = 0; j < nc; ++j) {
+              best[j] = first[j];
+              arg[j] = 0.0f;
+            }
+            for (int k = 1; k < count; ++k) {
+              const float* v = x + taps[k] + c0;
+              const float tap = static_cast<float>(k);
+              // Two loops: GCC vectorises each select alone for SSE2, not
+              // the pair.
+              for (int64_t j = 0; j < nc; ++j) {
+                const float aj = arg[j];
+                arg[j] = v[j] > best[j] ? tap : aj;
+              }
+              for (int64_t j = 0; j < nc; ++j) {
+                const float vj = v[j], bj = best[j];
+                best[j] = vj > bj ? vj : bj;
+              }
+            }
+            for (int64_t j = 0; j < nc; ++j)
+              dx[taps[static_cast<int>(arg[j])] + c0 + j] += d[c0 + j];
           }
         }
   }

@@ -205,6 +205,34 @@ __global__ void LayerNormParamFinal(const float* partial, int64_t chunks, int64_
   }
 }
 
+// The fused batch norms' pointwise epilogue: y = act(y + residual), where
+// residual may be null.
+__global__ void AddActKernel(int64_t n, void* y, const void* residual, DType t, bool relu) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    float v = LoadAs(y, t, i);
+    if (residual != nullptr) v += LoadAs(residual, t, i);
+    if (relu) v = v > 0.0f ? v : 0.0f;
+    StoreAs(y, t, i, v);
+  }
+}
+
+// dy = dy where y > 0, else 0, in place: the gradient before the ReLU.
+__global__ void ReluMaskKernel(int64_t n, const void* y, void* dy, DType t) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    if (!(LoadAs(y, t, i) > 0.0f)) StoreAs(dy, t, i, 0.0f);
+}
+
+void AddAct(bool relu, const Tensor& residual, const Tensor& y) {
+  if (!relu && residual.empty()) return;
+  if (!residual.empty())
+    MLPERF_CHECK(residual.numel() == y.numel() && residual.dtype() == y.dtype());
+  AddActKernel<<<Blocks(y.numel()), kThreads, 0, Stream()>>>(
+      y.numel(), y.data(), residual.empty() ? nullptr : residual.data(), y.dtype(), relu);
+  CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace
 
 void BatchNormForwardTraining(const BatchNormParams& p, const Tensor& x, const Tensor& gamma,
@@ -307,6 +335,37 @@ void LayerNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
   LayerNormParamFinal<<<Blocks(features), 256, 0, Stream()>>>(partial, chunks, features,
                                                               dgamma.f32(), dbeta.f32());
   CUDA_CHECK_LAUNCH();
+}
+
+void BatchNormActForwardTraining(const BatchNormParams& p, bool relu, const Tensor& x,
+                                 const Tensor& residual, const Tensor& gamma, const Tensor& beta,
+                                 const Tensor& y, const Tensor& save_mean,
+                                 const Tensor& save_inv_std, const Tensor& running_mean,
+                                 const Tensor& running_var) {
+  // Qualified: BatchNormParams is cpu::'s, so ADL would also find cpu::.
+  cuda::BatchNormForwardTraining(p, x, gamma, beta, y, save_mean, save_inv_std, running_mean,
+                                 running_var);
+  AddAct(relu, residual, y);
+}
+
+void BatchNormActForwardInference(const BatchNormParams& p, bool relu, const Tensor& x,
+                                  const Tensor& residual, const Tensor& gamma, const Tensor& beta,
+                                  const Tensor& running_mean, const Tensor& running_var,
+                                  const Tensor& y) {
+  cuda::BatchNormForwardInference(p, x, gamma, beta, running_mean, running_var, y);
+  AddAct(relu, residual, y);
+}
+
+void BatchNormActBackward(bool relu, const Tensor& x, const Tensor& y, const Tensor& dy,
+                          const Tensor& gamma, const Tensor& save_mean, const Tensor& save_inv_std,
+                          const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta) {
+  if (relu) {
+    MLPERF_CHECK(y.numel() == dy.numel() && y.dtype() == dy.dtype());
+    ReluMaskKernel<<<Blocks(dy.numel()), kThreads, 0, Stream()>>>(dy.numel(), y.data(), dy.data(),
+                                                                  dy.dtype());
+    CUDA_CHECK_LAUNCH();
+  }
+  cuda::BatchNormBackward(x, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta);
 }
 
 }  // namespace mlperf::cuda

@@ -30,6 +30,24 @@ void BatchNormBackward(const core::Tensor& x, const core::Tensor& dy, const core
                        const core::Tensor& dx, const core::Tensor& dgamma,
                        const core::Tensor& dbeta);
 
+// Twins of cpu::BatchNormAct*: cuDNN's batch norm, then one pointwise pass
+// for the residual add and ReLU (forward) or the ReLU mask written back into
+// dy (backward). residual (optional), y and dy share x's dtype and layout.
+void BatchNormActForwardTraining(const BatchNormParams& p, bool relu, const core::Tensor& x,
+                                 const core::Tensor& residual, const core::Tensor& gamma,
+                                 const core::Tensor& beta, const core::Tensor& y,
+                                 const core::Tensor& save_mean, const core::Tensor& save_inv_std,
+                                 const core::Tensor& running_mean, const core::Tensor& running_var);
+void BatchNormActForwardInference(const BatchNormParams& p, bool relu, const core::Tensor& x,
+                                  const core::Tensor& residual, const core::Tensor& gamma,
+                                  const core::Tensor& beta, const core::Tensor& running_mean,
+                                  const core::Tensor& running_var, const core::Tensor& y);
+void BatchNormActBackward(bool relu, const core::Tensor& x, const core::Tensor& y,
+                          const core::Tensor& dy, const core::Tensor& gamma,
+                          const core::Tensor& save_mean, const core::Tensor& save_inv_std,
+                          const core::Tensor& dx, const core::Tensor& dgamma,
+                          const core::Tensor& dbeta);
+
 void InstanceNormForward(float epsilon, const core::Tensor& x, const core::Tensor& gamma,
                          const core::Tensor& beta, const core::Tensor& y,
                          const core::Tensor& save_mean, const core::Tensor& save_inv_std);

@@ -170,6 +170,12 @@ absl::StatusOr<RunPlan> MakeRunPlan(const RunnerOptions& options, int world_size
     plan.compute_threads = std::max(1, cores / 2);
     plan.loader_threads = std::max(1, cores - plan.compute_threads);
   }
+  if (options.gpus > 0) {
+    // The GPU computes; the host thread only queues kernels, so the cores
+    // go to JPEG decoding and augmentation.
+    plan.compute_threads = 1;
+    plan.loader_threads = std::max(1, cores - 1);
+  }
   if (options.threads > 0) plan.compute_threads = options.threads;
   if (!options.system.empty()) {
     plan.system_name = options.system;

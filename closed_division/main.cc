@@ -18,6 +18,7 @@
 
 #include "closed_division/config.h"
 #include "closed_division/flags.h"
+#include "closed_division/host_staged_comm.h"
 #include "closed_division/interrupt.h"
 #include "closed_division/package.h"
 #include "closed_division/progress.h"
@@ -30,6 +31,10 @@
 #include "reference/dist/communicator.h"
 #include "reference/dist/launch_env.h"
 #include "reference/dist/mpi_communicator.h"
+#include "reference/kernels/dispatch.h"
+#ifdef MLPERF_HAVE_NCCL
+#include "reference/dist/nccl_communicator.h"
+#endif
 
 extern "C" void openblas_set_num_threads(int threads);
 
@@ -70,6 +75,57 @@ class Reporter {
   int rank_;
   bool distributed_;
 };
+
+// The stream NCCL queues on, created only for GPU runs.
+class GpuStream {
+ public:
+  GpuStream() = default;
+  GpuStream(const GpuStream&) = delete;
+  GpuStream& operator=(const GpuStream&) = delete;
+  ~GpuStream() { mlperf::ops::DestroyStream(stream_); }
+  void Create() { stream_ = mlperf::ops::CreateStream(); }
+  void* get() const { return stream_; }
+
+ private:
+  void* stream_ = nullptr;
+};
+
+// GPU runs: NCCL for the gradients (device buffers) and a host-staged view of
+// it for the control messages. Under mpirun the NCCL id travels over MPI;
+// under torchrun-style variables (MASTER_ADDR/MASTER_PORT) or for a single
+// process, over the TCP rendezvous.
+struct GpuComms {
+  std::unique_ptr<mlperf::dist::Communicator> device, host;
+};
+
+absl::StatusOr<GpuComms> MakeGpuComms(const mlperf::dist::LaunchEnv& launch, GpuStream& stream) {
+#ifdef MLPERF_HAVE_NCCL
+  if (!mlperf::ops::CudaAvailable())
+    return absl::FailedPreconditionError("no CUDA device is visible to this process");
+  // NCCL picks the device (local rank); the stream must be created on it.
+  absl::StatusOr<std::unique_ptr<mlperf::dist::Communicator>> nccl;
+  const bool rendezvous = launch.world_size == 1 || std::getenv("MASTER_ADDR") != nullptr;
+  mlperf::dist::NcclOptions nccl_options;
+  // The same choice the communicator makes (local rank modulo the devices),
+  // made first so that the stream and the ops context live on that device.
+  mlperf::ops::SelectDevice(launch.local_rank);
+  stream.Create();
+  nccl_options.stream = static_cast<cudaStream_t>(stream.get());
+  nccl = rendezvous ? mlperf::dist::MakeNcclCommunicatorFromEnv(nccl_options)
+                    : mlperf::dist::MakeNcclCommunicatorWithMpi(nccl_options);
+  if (!nccl.ok()) return nccl.status();
+  GpuComms comms;
+  comms.device = std::move(*nccl);
+  comms.host = closed::MakeHostStagedCommunicator(*comms.device, stream.get());
+  return comms;
+#else
+  (void)launch;
+  (void)stream;
+  return absl::FailedPreconditionError(
+      "this build has no CUDA/NCCL GPU path (configure on a machine with the CUDA toolkit, "
+      "cuDNN and NCCL); run on the CPU without --gpus");
+#endif
+}
 
 // All ranks learn whether rank 0's check passed.
 bool AgreeOnRankZero(bool ok, mlperf::dist::Communicator& comm) {
@@ -122,22 +178,27 @@ int main(int argc, char** argv) {
     return kExitOk;
   }
   const closed::RunnerOptions& options = cl->options;
-  if (options.gpus > 0) {
-    std::fprintf(stderr,
-                 "run_closed: --gpus=%d: no GPU training path yet (the ResNet model has CPU "
-                 "kernels only, so NCCL cannot be used); run on the CPU without --gpus\n",
-                 options.gpus);
-    return kExitUsage;
-  }
   // Rank and world from the launcher (mpirun, srun, torchrun variables).
   absl::StatusOr<mlperf::dist::LaunchEnv> launch = mlperf::dist::ReadLaunchEnv();
   if (!launch.ok()) {
     std::fprintf(stderr, "run_closed: %s\n", std::string(launch.status().message()).c_str());
     return kExitUsage;
   }
-  std::unique_ptr<mlperf::dist::Communicator> comm =
-      launch->world_size > 1 ? mlperf::dist::MakeMpiCommunicator()
-                             : mlperf::dist::MakeSingleProcessCommunicator();
+  std::unique_ptr<mlperf::dist::Communicator> comm, gradient_comm;
+  GpuStream comm_stream;
+  if (options.gpus > 0) {
+    absl::StatusOr<GpuComms> gpu = MakeGpuComms(*launch, comm_stream);
+    if (!gpu.ok()) {
+      std::fprintf(stderr, "run_closed: --gpus=%d: %s\n", options.gpus,
+                   std::string(gpu.status().message()).c_str());
+      return kExitUsage;
+    }
+    gradient_comm = std::move(gpu->device);
+    comm = std::move(gpu->host);
+  } else {
+    comm = launch->world_size > 1 ? mlperf::dist::MakeMpiCommunicator()
+                                  : mlperf::dist::MakeSingleProcessCommunicator();
+  }
   const Reporter report(*comm);
   absl::StatusOr<closed::RunPlan> plan =
       closed::MakeRunPlan(options, comm->world_size(), CoresPerProcess());
@@ -169,8 +230,13 @@ int main(int argc, char** argv) {
     }
     seeds.push_back(*seed);
     const closed::RunOutcome outcome = closed::RunResnet(
-        *plan, {.run = run, .seed = *seed, .log_path = paths.Incomplete(run).string()}, *comm,
-        progress);
+        *plan,
+        {.run = run,
+         .seed = *seed,
+         .log_path = paths.Incomplete(run).string(),
+         .gradient_comm = gradient_comm.get(),
+         .comm_stream = comm_stream.get()},
+        *comm, progress);
     if (outcome.status == closed::RunStatus::kInterrupted) {
       report.Info(fmt::format(
           "interrupted during run {}: {} finished run(s) kept in {}; the unfinished log is {}",

@@ -33,6 +33,12 @@ models::ResNetConfig ModelConfig(const RunPlan& plan) {
   for (int s = 0; s < 4; ++s) c.blocks[s] = plan.model.blocks[s];
   c.num_classes = plan.model.num_classes;
   c.image_size = plan.model.image_size;
+  if (plan.options.gpus > 0) {
+    // One GPU per process (the communicator selected it). NCHW: with fp32
+    // and the OIHW weights the model keeps, that is cuDNN's native layout.
+    c.device = core::Device::kCuda;
+    c.layout = core::Layout::kNCHW;
+  }
   return c;
 }
 
@@ -102,7 +108,9 @@ RunOutcome RunResnet(const RunPlan& plan, const RunRequest& request, dist::Commu
   const models::ResNetConfig config = ModelConfig(plan);
   models::ResNet model(config, plan.batch_per_rank);
   model.Initialize(request.seed);
-  models::ResNetTrainer trainer(model, TrainerRecipe(plan), comm);
+  models::ResNetTrainer trainer(model, TrainerRecipe(plan),
+                                request.gradient_comm != nullptr ? *request.gradient_comm : comm,
+                                request.comm_stream);
   trainer.WarmUp(kWarmUpSteps);  // synthetic data; restores the initial state bit for bit
   comm.Barrier();
   log.End(key::kInitStop);

@@ -33,6 +33,11 @@ struct RunRequest {
   int run = 0;        // 0-based index: result_<run>.txt
   uint64_t seed = 0;  // the same on every rank
   std::string log_path;  // written by rank 0 only
+  // GPU runs (plan.options.gpus > 0): the communicator on device buffers
+  // (NCCL) that averages the gradients, and the cudaStream_t it queues on;
+  // `comm` then carries only host-side control messages.
+  dist::Communicator* gradient_comm = nullptr;
+  void* comm_stream = nullptr;
 };
 
 RunOutcome RunResnet(const RunPlan& plan, const RunRequest& request, dist::Communicator& comm,

@@ -56,9 +56,18 @@ Tensor Arena::Allocate(Shape shape, DType dtype, Layout layout) {
 }
 
 Tensor Arena::AllocateZeroed(Shape shape, DType dtype, Layout layout) {
-  MLPERF_CHECK(device_ == Device::kCpu);
   Tensor t = Allocate(shape, dtype, layout);
-  if (!measuring_) std::memset(t.data(), 0, t.bytes());
+  if (measuring_ || t.bytes() == 0) return t;
+  if (device_ == Device::kCpu) {
+    std::memset(t.data(), 0, t.bytes());
+  } else {
+#ifdef MLPERF_HAVE_CUDA
+    // Set-up time only: a synchronous memset keeps this free of any stream.
+    MLPERF_CHECK_MSG(cudaMemset(t.data(), 0, t.bytes()) == cudaSuccess &&
+                         cudaDeviceSynchronize() == cudaSuccess,
+                     "device arena memset failed");
+#endif
+  }
   return t;
 }
 

@@ -24,7 +24,7 @@ class Arena {
   Arena(const Arena&) = delete;
 
   Tensor Allocate(Shape shape, DType dtype = DType::kF32, Layout layout = Layout::kRowMajor);
-  // Zero-filled variant; only valid on the CPU (device arenas use cuda:: fills).
+  // Zero-filled variant. On a device it waits for the fill: for set-up only.
   Tensor AllocateZeroed(Shape shape, DType dtype = DType::kF32, Layout layout = Layout::kRowMajor);
 
   size_t used() const { return used_; }

@@ -2,8 +2,7 @@
 
 #include <algorithm>
 
-#include "reference/kernels/cpu/conv.h"
-#include "reference/kernels/cpu/elementwise.h"
+#include "reference/kernels/dispatch.h"
 
 namespace mlperf::models {
 
@@ -61,26 +60,25 @@ void ConvBn::Allocate(const ConvGeometry& g, core::Layout layout, bool relu,
 }
 
 void ConvBn::Forward(const Tensor& x, bool training, const cpu::BatchNormParams& bn,
-                     const Tensor& workspace) {
-  cpu::ConvForward(g_, x, w_, z_, workspace);
+                     const Tensor& workspace, const Tensor& residual) {
+  ops::ConvForward(g_, x, w_, z_, workspace);
   if (training) {
-    cpu::BatchNormForwardTraining(bn, z_, gamma_, beta_, y_, save_mean_, save_inv_std_,
-                                  running_mean_, running_var_);
+    ops::BatchNormActForwardTraining(bn, relu_, z_, residual, gamma_, beta_, y_, save_mean_,
+                                     save_inv_std_, running_mean_, running_var_);
   } else {
-    cpu::BatchNormForwardInference(bn, z_, gamma_, beta_, running_mean_, running_var_, y_);
+    ops::BatchNormActForwardInference(bn, relu_, z_, residual, gamma_, beta_, running_mean_,
+                                      running_var_, y_);
   }
-  if (relu_) cpu::ReluForward(y_, y_);
 }
 
 void ConvBn::Backward(const Tensor& x, const Tensor& dy, const Tensor& dz, const Tensor& dx,
                       const Tensor& workspace) {
   const Tensor dy_view = ViewAs(dy, y_);
   const Tensor dz_view = ViewAs(dz, z_);
-  if (relu_) cpu::ReluBackward(y_, dy_view, dy_view);
-  cpu::BatchNormBackward(z_, dy_view, gamma_, save_mean_, save_inv_std_, dz_view, dgamma_,
-                         dbeta_);
-  cpu::ConvBackwardWeight(g_, x, dz_view, dw_, workspace);
-  if (!dx.empty()) cpu::ConvBackwardData(g_, dz_view, w_, ViewAs(dx, x), workspace);
+  ops::BatchNormActBackward(relu_, z_, y_, dy_view, gamma_, save_mean_, save_inv_std_, dz_view,
+                            dgamma_, dbeta_);
+  ops::ConvBackwardWeight(g_, x, dz_view, dw_, workspace);
+  if (!dx.empty()) ops::ConvBackwardData(g_, dz_view, w_, ViewAs(dx, x), workspace);
 }
 
 void Bottleneck::Allocate(int64_t batch, int64_t in_channels, int64_t width, int64_t h, int64_t w,
@@ -94,8 +92,8 @@ void Bottleneck::Allocate(int64_t batch, int64_t in_channels, int64_t width, int
   const ConvGeometry g2 = ResNetConv(batch, width, h, w, width, 3, stride, mode);
   conv2_.Allocate(g2, layout, true, name + ".conv2", name + ".bn2", arenas, registry);
   const ConvGeometry g3 = ResNetConv(batch, width, g2.out(1), g2.out(2), out_channels, 1, 1, mode);
-  // No ReLU in the unit: it follows the residual add.
-  conv3_.Allocate(g3, layout, false, name + ".conv3", name + ".bn3", arenas, registry);
+  // The unit's ReLU follows the residual add, which it fuses.
+  conv3_.Allocate(g3, layout, true, name + ".conv3", name + ".bn3", arenas, registry);
   if (projection) {
     const ConvGeometry gs = ResNetConv(batch, in_channels, h, w, out_channels, 1, stride, mode);
     MLPERF_CHECK(gs.out(1) == g2.out(1) && gs.out(2) == g2.out(2));
@@ -106,7 +104,9 @@ void Bottleneck::Allocate(int64_t batch, int64_t in_channels, int64_t width, int
   }
 }
 
-int64_t ConvBn::workspace_elements() const { return cpu::ConvWorkspaceElements(g_, layout_); }
+int64_t ConvBn::workspace_elements() const {
+  return ops::ConvWorkspaceElements(g_, layout_, w_.device());
+}
 
 int64_t Bottleneck::workspace_elements() const {
   int64_t n = std::max({conv1_.workspace_elements(), conv2_.workspace_elements(),
@@ -119,24 +119,17 @@ void Bottleneck::Forward(const Tensor& x, bool training, const cpu::BatchNormPar
                          const Tensor& workspace) {
   conv1_.Forward(x, training, bn, workspace);
   conv2_.Forward(conv1_.output(), training, bn, workspace);
-  conv3_.Forward(conv2_.output(), training, bn, workspace);
-  const Tensor& out = conv3_.output();
-  if (projection_) {
-    shortcut_.Forward(x, training, bn, workspace);
-    cpu::Add(out, shortcut_.output(), out);
-  } else {
-    cpu::Add(out, x, out);
-  }
-  cpu::ReluForward(out, out);
+  if (projection_) shortcut_.Forward(x, training, bn, workspace);
+  conv3_.Forward(conv2_.output(), training, bn, workspace, projection_ ? shortcut_.output() : x);
 }
 
 void Bottleneck::Backward(const Tensor& x, const Tensor& dout, const Tensor& scratch,
                           const Tensor& dx, const Tensor& workspace) {
-  // dout holds the gradient of the sum (before the final ReLU) until both
-  // branches have read it; scratch and dx take turns as the main branch flows
-  // back, and dx ends with the main branch's input gradient.
+  // conv3's backward turns dout into the gradient of the sum (before the
+  // final ReLU), which dout holds until both branches have read it; scratch
+  // and dx take turns as the main branch flows back, and dx ends with the
+  // main branch's input gradient.
   const Tensor dsum = ViewAs(dout, output());
-  cpu::ReluBackward(output(), dsum, dsum);
   conv3_.Backward(conv2_.output(), dsum, scratch, dx, workspace);
   conv2_.Backward(conv1_.output(), dx, scratch, dx, workspace);
   conv1_.Backward(x, dx, scratch, dx, workspace);
@@ -144,9 +137,9 @@ void Bottleneck::Backward(const Tensor& x, const Tensor& dout, const Tensor& scr
   if (projection_) {
     // dsum is dead once the shortcut's BN has read it: reuse it for dx_short.
     shortcut_.Backward(x, dsum, scratch, dout, workspace);
-    cpu::Accumulate(ViewAs(dout, x), dx_view);
+    ops::Accumulate(ViewAs(dout, x), dx_view);
   } else {
-    cpu::Accumulate(dsum, dx_view);
+    ops::Accumulate(dsum, dx_view);
   }
 }
 

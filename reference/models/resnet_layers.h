@@ -58,19 +58,23 @@ core::Shape ActivationShape(core::Layout layout, int64_t n, int64_t c, int64_t h
 ConvGeometry ResNetConv(int64_t n, int64_t c, int64_t h, int64_t w, int64_t out_channels,
                         int64_t k, int64_t stride, PaddingMode mode);
 
-// conv (no bias) -> BN -> optional ReLU, in place on the BN output.
+// conv (no bias) -> BN -> optional residual add -> optional ReLU, the last
+// three in one fused pass writing the output.
 class ConvBn {
  public:
   void Allocate(const ConvGeometry& g, core::Layout layout, bool relu,
                 const std::string& conv_name, const std::string& bn_name,
                 const ModelArenas& arenas, Registry* registry);
 
-  // Training uses batch statistics and updates the running ones.
+  // Training uses batch statistics and updates the running ones. residual,
+  // when given, is added to the BN output before the ReLU (a bottleneck's
+  // shortcut); it has the output's shape and layout.
   void Forward(const core::Tensor& x, bool training, const cpu::BatchNormParams& bn,
-               const core::Tensor& workspace);
+               const core::Tensor& workspace, const core::Tensor& residual = core::Tensor());
   // dy: gradient of output() (overwritten by the pre-ReLU gradient when the
-  // unit has a ReLU). dz: scratch of the output's size. dx: the input
-  // gradient, skipped when empty (stem); it may alias dy but not dz.
+  // unit has a ReLU, which is also the residual's gradient). dz: scratch of
+  // the output's size. dx: the input gradient, skipped when empty (stem); it
+  // may alias dy but not dz.
   void Backward(const core::Tensor& x, const core::Tensor& dy, const core::Tensor& dz,
                 const core::Tensor& dx, const core::Tensor& workspace);
 

@@ -1,0 +1,266 @@
+// Images/s per GPU of the full ResNet-50 v1.5 training step (forward,
+// backward, LARS) on one CUDA device, against PyTorch's torchvision resnet50
+// on the same device in the same run (bench/resnet/resnet_gpu_torch_bench.py:
+// AMP bf16 and fp32, channels_last, cudnn.benchmark). Timing: CUDA events
+// on the ops stream around each step, after warm-up, median of the repeats;
+// input on the device (one upload, then the same batch), Philox data, never
+// zeros. Then a per-op profile of our step: every convolution, batch norm
+// and pointwise op of ResNet-50 timed alone with events at the step's shapes,
+// summed per op kind, and the backward time of each bottleneck read from
+// events recorded by the model's gradients-ready hook during a real step.
+//
+//   build-gpumodel/bin/resnet_gpu_bench [batch] [steps] [nhwc|nchw|both]
+// defaults: 256 20 both. Only fp32 compute exists in the model so far; the
+// bf16 line of PyTorch is the target to compare against.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "fmt/format.h"
+#include "reference/core/arena.h"
+#include "reference/core/philox.h"
+#include "reference/dist/communicator.h"
+#include "reference/kernels/dispatch.h"
+#include "reference/models/resnet.h"
+#include "reference/models/resnet_layers.h"
+#include "reference/models/resnet_trainer.h"
+
+namespace mlperf::models {
+namespace {
+
+#define BENCH_CUDA(call)                                                 \
+  do {                                                                   \
+    const cudaError_t bench_status = (call);                             \
+    if (bench_status != cudaSuccess) {                                   \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, \
+                   cudaGetErrorString(bench_status));                    \
+      std::exit(1);                                                      \
+    }                                                                    \
+  } while (0)
+
+cudaStream_t Stream() { return static_cast<cudaStream_t>(ops::ComputeStream()); }
+
+// Milliseconds between two events around `fn` on the ops stream.
+template <typename Fn>
+double TimeMs(Fn&& fn) {
+  cudaEvent_t start, stop;
+  BENCH_CUDA(cudaEventCreate(&start));
+  BENCH_CUDA(cudaEventCreate(&stop));
+  BENCH_CUDA(cudaEventRecord(start, Stream()));
+  fn();
+  BENCH_CUDA(cudaEventRecord(stop, Stream()));
+  BENCH_CUDA(cudaEventSynchronize(stop));
+  float ms = 0.0f;
+  BENCH_CUDA(cudaEventElapsedTime(&ms, start, stop));
+  BENCH_CUDA(cudaEventDestroy(start));
+  BENCH_CUDA(cudaEventDestroy(stop));
+  return ms;
+}
+
+template <typename Fn>
+double MedianMs(int repeats, Fn&& fn) {
+  std::vector<double> t;
+  for (int i = 0; i < repeats; ++i) t.push_back(TimeMs(fn));
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+struct StepResult {
+  double step_ms = 0;
+  std::vector<double> block_backward_ms;  // per bottleneck, last step
+};
+
+StepResult TimeTrainingStep(core::Layout layout, int64_t batch, int steps) {
+  const ResNetConfig config{.layout = layout, .device = core::Device::kCuda};
+  ResNet model(config, batch);
+  model.Initialize(1);
+  auto comm = dist::MakeSingleProcessCommunicator();
+  ResNetTrainer trainer(model, {.base_lr = 1.0, .warmup_epochs = 1, .steps_per_epoch = 1000},
+                        *comm);
+  std::vector<float> images(batch * model.image_elements());
+  std::vector<int32_t> labels(batch);
+  for (size_t i = 0; i < images.size(); ++i) images[i] = 2.0f * core::PhiloxUniform(7, 0, i) - 1.0f;
+  for (size_t i = 0; i < labels.size(); ++i)
+    labels[i] = static_cast<int32_t>(core::PhiloxBits(7, 1, i) % config.num_classes);
+  // Warm-up: uploads the batch, picks cuDNN algorithms, grows scratch.
+  trainer.TrainStep(images.data(), labels.data());
+  for (int i = 0; i < 3; ++i) trainer.TrainStep(nullptr, nullptr);
+  StepResult r;
+  r.step_ms = MedianMs(steps, [&] { trainer.TrainStep(nullptr, nullptr); });
+
+  // Per-block backward: an event at every gradients-ready report.
+  std::vector<cudaEvent_t> marks;
+  model.set_gradients_ready_hook([&](int64_t) {
+    cudaEvent_t e;
+    BENCH_CUDA(cudaEventCreate(&e));
+    BENCH_CUDA(cudaEventRecord(e, Stream()));
+    marks.push_back(e);
+  });
+  model.ForwardTrain(nullptr, nullptr, 0.1f);
+  model.Backward();
+  BENCH_CUDA(cudaStreamSynchronize(Stream()));
+  model.set_gradients_ready_hook(nullptr);
+  // marks: after fc, after each block (last to first), after the stem.
+  for (size_t i = 1; i + 1 < marks.size(); ++i) {
+    float ms = 0.0f;
+    BENCH_CUDA(cudaEventElapsedTime(&ms, marks[i - 1], marks[i]));
+    r.block_backward_ms.push_back(ms);
+  }
+  for (cudaEvent_t e : marks) BENCH_CUDA(cudaEventDestroy(e));
+  std::reverse(r.block_backward_ms.begin(), r.block_backward_ms.end());
+  return r;
+}
+
+// Every op of the ResNet-50 step at its shapes, timed alone.
+std::map<std::string, double> OpProfile(core::Layout layout, int64_t n, int repeats) {
+  std::map<std::string, double> ms;
+  const PaddingMode mode = PaddingMode::kTfSame;
+  struct Unit {
+    ConvGeometry g;
+    bool relu;
+  };
+  std::vector<Unit> units{{Conv2d(n, 3, 224, 224, 64, 7, 7, 2, 3), true}};
+  int64_t h = 56, w = 56, channels = 64;
+  const int blocks[4] = {3, 4, 6, 3};
+  for (int s = 0; s < 4; ++s) {
+    const int64_t width = int64_t{64} << s;
+    for (int b = 0; b < blocks[s]; ++b) {
+      const int64_t stride = (s > 0 && b == 0) ? 2 : 1;
+      const ConvGeometry g1 = ResNetConv(n, channels, h, w, width, 1, 1, mode);
+      const ConvGeometry g2 = ResNetConv(n, width, h, w, width, 3, stride, mode);
+      const ConvGeometry g3 = ResNetConv(n, width, g2.out(1), g2.out(2), 4 * width, 1, 1, mode);
+      units.push_back({g1, true});
+      units.push_back({g2, true});
+      units.push_back({g3, false});
+      if (b == 0)
+        units.push_back({ResNetConv(n, channels, h, w, 4 * width, 1, stride, mode), false});
+      h = g2.out(1);
+      w = g2.out(2);
+      channels = 4 * width;
+    }
+  }
+  int64_t largest = 0, largest_w = 0;
+  for (const Unit& u : units) {
+    largest = std::max({largest, u.g.batch * u.g.in_channels * u.g.in_spatial(),
+                        u.g.batch * u.g.out_channels * u.g.out_spatial()});
+    largest_w = std::max(largest_w, u.g.out_channels * u.g.in_channels * u.g.kernel_volume());
+  }
+  core::Arena arena(core::Device::kCuda, (4 * largest + 2 * largest_w + 8 * 2048) * 4 + 65536);
+  const core::Tensor bx = arena.Allocate({largest}), by = arena.Allocate({largest}),
+                     bdy = arena.Allocate({largest}), bdx = arena.Allocate({largest}),
+                     bw = arena.Allocate({largest_w}), bdw = arena.Allocate({largest_w});
+  core::Tensor stats[6];
+  for (core::Tensor& t : stats) t = arena.Allocate({2048});
+  // Non-zero data: a Philox fill uploaded once.
+  std::vector<float> host(static_cast<size_t>(largest));
+  for (size_t i = 0; i < host.size(); ++i) host[i] = core::PhiloxUniform(3, 0, i) - 0.5f;
+  for (const core::Tensor& t : {bx, by, bdy, bdx})
+    ops::CopyBytes(t.data(), core::Device::kCuda, host.data(), core::Device::kCpu, t.bytes());
+  ops::CopyBytes(bw.data(), core::Device::kCuda, host.data(), core::Device::kCpu, bw.bytes());
+  ops::Fill(stats[2], 1.0f);
+  ops::Fill(stats[3], 1.0f);
+  const core::Tensor none;
+  for (const Unit& u : units) {
+    const ConvGeometry& g = u.g;
+    const core::Shape xs = ActivationShape(layout, g.batch, g.in_channels, g.in[1], g.in[2]);
+    const core::Shape ys = ActivationShape(layout, g.batch, g.out_channels, g.out(1), g.out(2));
+    const auto act = [&](const core::Tensor& b, const core::Shape& s) {
+      return core::Tensor(b.data(), s, core::DType::kF32, core::Device::kCuda, layout);
+    };
+    const core::Tensor x = act(bx, xs), dx = act(bdx, xs), y = act(by, ys), dy = act(bdy, ys);
+    const core::Shape wshape{g.out_channels, g.in_channels, g.kernel[1], g.kernel[2]};
+    const core::Tensor wt(bw.data(), wshape, core::DType::kF32, core::Device::kCuda);
+    const core::Tensor dwt(bdw.data(), wshape, core::DType::kF32, core::Device::kCuda);
+    const int64_t k = g.out_channels;
+    const auto stat = [&](int i) {
+      return core::Tensor(stats[i].data(), {k}, core::DType::kF32, core::Device::kCuda);
+    };
+    ms["conv forward"] += MedianMs(repeats, [&] { ops::ConvForward(g, x, wt, y, none); });
+    ms["conv backward data"] +=
+        MedianMs(repeats, [&] { ops::ConvBackwardData(g, dy, wt, dx, none); });
+    ms["conv backward weight"] +=
+        MedianMs(repeats, [&] { ops::ConvBackwardWeight(g, x, dy, dwt, none); });
+    ms["bn forward"] += MedianMs(repeats, [&] {
+      ops::BatchNormForwardTraining({}, y, stat(2), stat(0), y, stat(4), stat(5), stat(1), stat(3));
+    });
+    ms["bn backward"] += MedianMs(repeats, [&] {
+      ops::BatchNormBackward(y, dy, stat(2), stat(4), stat(5), act(bdx, ys), stat(0), stat(1));
+    });
+    if (u.relu) {
+      ms["relu forward"] += MedianMs(repeats, [&] { ops::ReluForward(y, y); });
+      ms["relu backward"] += MedianMs(repeats, [&] { ops::ReluBackward(y, dy, dy); });
+    }
+  }
+  return ms;
+}
+
+// PyTorch's lines "<name> <ms per step>"; empty when torch/CUDA is missing.
+std::map<std::string, double> TorchPeer(int64_t batch, int steps) {
+  std::map<std::string, double> out;
+  const std::string cmd =
+      fmt::format("/usr/bin/python3 {}/bench/resnet/resnet_gpu_torch_bench.py {} {} 2>/dev/null",
+                  MLPERF_SOURCE_DIR, batch, steps);
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return out;
+  char name[64];
+  double ms;
+  while (std::fscanf(pipe, "%63s %lf", name, &ms) == 2) out[name] = ms;
+  pclose(pipe);
+  return out;
+}
+
+void Run(int64_t batch, int steps, const std::string& which) {
+  cudaDeviceProp prop{};
+  BENCH_CUDA(cudaGetDeviceProperties(&prop, 0));
+  std::printf("ResNet-50 v1.5 training step on %s, batch %ld per GPU, 224x224, median of %d\n",
+              prop.name, batch, steps);
+  const std::map<std::string, double> torch = TorchPeer(batch, steps);
+  if (torch.empty()) std::printf("  (PyTorch with CUDA not available: no peer numbers)\n");
+  for (const auto& [name, ms] : torch)
+    std::printf("  torch %-22s %8.1f ms/step %8.1f images/s\n", name.c_str(), ms,
+                1000.0 * batch / ms);
+  std::vector<core::Layout> layouts;
+  if (which != "nchw") layouts.push_back(core::Layout::kNHWC);
+  if (which != "nhwc") layouts.push_back(core::Layout::kNCHW);
+  for (core::Layout layout : layouts) {
+    const char* name = layout == core::Layout::kNHWC ? "fp32 NHWC" : "fp32 NCHW";
+    const StepResult r = TimeTrainingStep(layout, batch, steps);
+    std::printf("  ours  %-22s %8.1f ms/step %8.1f images/s", name, r.step_ms,
+                1000.0 * batch / r.step_ms);
+    for (const auto& [peer, ms] : torch) std::printf("  x%.2f vs %s", ms / r.step_ms, peer.c_str());
+    std::printf("\n    backward per bottleneck (ms):");
+    for (double ms : r.block_backward_ms) std::printf(" %.1f", ms);
+    std::printf("\n    per-op profile (each op alone at the step's shapes, ms per step):\n");
+    double total = 0.0;
+    const std::map<std::string, double> profile = OpProfile(layout, batch, 5);
+    for (const auto& [op, ms] : profile) total += ms;
+    for (const auto& [op, ms] : profile)
+      std::printf("      %-22s %8.2f  %5.1f%%\n", op.c_str(), ms, 100.0 * ms / total);
+    std::printf("      %-22s %8.2f (the rest of the step: pooling, FC, loss, LARS, adds)\n", "sum",
+                total);
+  }
+}
+
+}  // namespace
+}  // namespace mlperf::models
+
+int main(int argc, char** argv) {
+  const int64_t batch = argc > 1 ? std::atoll(argv[1]) : 256;
+  const int steps = argc > 2 ? std::atoi(argv[2]) : 20;
+  const std::string which = argc > 3 ? argv[3] : "both";
+  if (batch <= 0 || steps <= 0 || (which != "both" && which != "nhwc" && which != "nchw")) {
+    std::fprintf(stderr, "usage: resnet_gpu_bench [batch] [steps] [nhwc|nchw|both]\n");
+    return 2;
+  }
+  if (!mlperf::ops::CudaAvailable()) {
+    std::fprintf(stderr, "resnet_gpu_bench: no CUDA device\n");
+    return 2;
+  }
+  mlperf::models::Run(batch, steps, which);
+  return 0;
+}

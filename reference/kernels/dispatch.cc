@@ -1,0 +1,378 @@
+#include "reference/kernels/dispatch.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "reference/kernels/cpu/conv.h"
+#include "reference/kernels/cpu/elementwise.h"
+#include "reference/kernels/cpu/linear.h"
+#include "reference/kernels/cpu/loss.h"
+#include "reference/kernels/cpu/optimizer.h"
+#include "reference/kernels/cpu/pool.h"
+
+#ifdef MLPERF_HAVE_CUDA
+#include "reference/kernels/cuda/check.h"
+#include "reference/kernels/cuda/context.h"
+#include "reference/kernels/cuda/conv.h"
+#include "reference/kernels/cuda/elementwise.h"
+#include "reference/kernels/cuda/linear.h"
+#include "reference/kernels/cuda/loss.h"
+#include "reference/kernels/cuda/norm.h"
+#include "reference/kernels/cuda/optimizer.h"
+#include "reference/kernels/cuda/pool.h"
+// One line per op: the CUDA twin in CUDA builds.
+#define MLPERF_CUDA_TWIN(call) cuda::call
+#else
+// Without CUDA a device tensor cannot exist legitimately; name the op.
+#define MLPERF_CUDA_TWIN(call) ::mlperf::ops::NoCuda(#call)
+#endif
+
+namespace mlperf::ops {
+namespace {
+
+#ifndef MLPERF_HAVE_CUDA
+[[noreturn]] void NoCuda(const char* call) {
+  std::fprintf(stderr, "ops::%s: device tensor in a build without CUDA\n", call);
+  std::abort();
+}
+#endif
+
+using core::Device;
+using core::Tensor;
+
+// The backend of a call: the device of its first tensor, which the others
+// must share.
+bool OnDevice(const Tensor& first, std::initializer_list<const Tensor*> others = {}) {
+  for (const Tensor* t : others)
+    if (!t->empty())
+      MLPERF_CHECK_MSG(t->device() == first.device(), "ops: tensors on different devices");
+  return first.device() == Device::kCuda;
+}
+
+}  // namespace
+
+bool CudaAvailable() {
+#ifdef MLPERF_HAVE_CUDA
+  return cuda::DeviceAvailable();
+#else
+  return false;
+#endif
+}
+
+int64_t ConvWorkspaceElements(const ConvGeometry& g, core::Layout layout, Device device) {
+  if (device == Device::kCuda) {
+#ifdef MLPERF_HAVE_CUDA
+    return cuda::ConvWorkspaceElements(g, layout);
+#else
+    NoCuda("ConvWorkspaceElements");
+#endif
+  }
+  return cpu::ConvWorkspaceElements(g, layout);
+}
+
+void ConvForward(const ConvGeometry& g, const Tensor& x, const Tensor& w, const Tensor& y,
+                 const Tensor& workspace) {
+  if (OnDevice(x, {&w, &y})) return MLPERF_CUDA_TWIN(ConvForward(g, x, w, y, workspace));
+  cpu::ConvForward(g, x, w, y, workspace);
+}
+
+void ConvBackwardData(const ConvGeometry& g, const Tensor& dy, const Tensor& w, const Tensor& dx,
+                      const Tensor& workspace) {
+  if (OnDevice(dy, {&w, &dx})) return MLPERF_CUDA_TWIN(ConvBackwardData(g, dy, w, dx, workspace));
+  cpu::ConvBackwardData(g, dy, w, dx, workspace);
+}
+
+void ConvBackwardWeight(const ConvGeometry& g, const Tensor& x, const Tensor& dy, const Tensor& dw,
+                        const Tensor& workspace) {
+  if (OnDevice(x, {&dy, &dw})) return MLPERF_CUDA_TWIN(ConvBackwardWeight(g, x, dy, dw, workspace));
+  cpu::ConvBackwardWeight(g, x, dy, dw, workspace);
+}
+
+void BatchNormForwardTraining(const BatchNormParams& p, const Tensor& x, const Tensor& gamma,
+                              const Tensor& beta, const Tensor& y, const Tensor& save_mean,
+                              const Tensor& save_inv_std, const Tensor& running_mean,
+                              const Tensor& running_var) {
+  if (OnDevice(x, {&gamma, &y, &running_mean}))
+    return MLPERF_CUDA_TWIN(BatchNormForwardTraining(p, x, gamma, beta, y, save_mean, save_inv_std,
+                                                     running_mean, running_var));
+  cpu::BatchNormForwardTraining(p, x, gamma, beta, y, save_mean, save_inv_std, running_mean,
+                                running_var);
+}
+
+void BatchNormForwardInference(const BatchNormParams& p, const Tensor& x, const Tensor& gamma,
+                               const Tensor& beta, const Tensor& running_mean,
+                               const Tensor& running_var, const Tensor& y) {
+  if (OnDevice(x, {&gamma, &y, &running_mean}))
+    return MLPERF_CUDA_TWIN(
+        BatchNormForwardInference(p, x, gamma, beta, running_mean, running_var, y));
+  cpu::BatchNormForwardInference(p, x, gamma, beta, running_mean, running_var, y);
+}
+
+void BatchNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                       const Tensor& save_mean, const Tensor& save_inv_std, const Tensor& dx,
+                       const Tensor& dgamma, const Tensor& dbeta) {
+  if (OnDevice(x, {&dy, &dx, &dgamma}))
+    return MLPERF_CUDA_TWIN(
+        BatchNormBackward(x, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta));
+  cpu::BatchNormBackward(x, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta);
+}
+
+void BatchNormActForwardTraining(const BatchNormParams& p, bool relu, const Tensor& x,
+                                 const Tensor& residual, const Tensor& gamma, const Tensor& beta,
+                                 const Tensor& y, const Tensor& save_mean,
+                                 const Tensor& save_inv_std, const Tensor& running_mean,
+                                 const Tensor& running_var) {
+  if (OnDevice(x, {&residual, &gamma, &y, &running_mean}))
+    return MLPERF_CUDA_TWIN(BatchNormActForwardTraining(
+        p, relu, x, residual, gamma, beta, y, save_mean, save_inv_std, running_mean, running_var));
+  cpu::BatchNormActForwardTraining(p, relu, x, residual, gamma, beta, y, save_mean, save_inv_std,
+                                   running_mean, running_var);
+}
+
+void BatchNormActForwardInference(const BatchNormParams& p, bool relu, const Tensor& x,
+                                  const Tensor& residual, const Tensor& gamma, const Tensor& beta,
+                                  const Tensor& running_mean, const Tensor& running_var,
+                                  const Tensor& y) {
+  if (OnDevice(x, {&residual, &gamma, &y, &running_mean}))
+    return MLPERF_CUDA_TWIN(BatchNormActForwardInference(p, relu, x, residual, gamma, beta,
+                                                         running_mean, running_var, y));
+  cpu::BatchNormActForwardInference(p, relu, x, residual, gamma, beta, running_mean, running_var,
+                                    y);
+}
+
+void BatchNormActBackward(bool relu, const Tensor& x, const Tensor& y, const Tensor& dy,
+                          const Tensor& gamma, const Tensor& save_mean, const Tensor& save_inv_std,
+                          const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta) {
+  if (OnDevice(x, {&y, &dy, &dx, &dgamma}))
+    return MLPERF_CUDA_TWIN(
+        BatchNormActBackward(relu, x, y, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta));
+  cpu::BatchNormActBackward(relu, x, y, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta);
+}
+
+void ReluForward(const Tensor& x, const Tensor& y) {
+  if (OnDevice(x, {&y})) return MLPERF_CUDA_TWIN(ReluForward(x, y));
+  cpu::ReluForward(x, y);
+}
+
+void ReluBackward(const Tensor& y, const Tensor& dy, const Tensor& dx) {
+  if (OnDevice(y, {&dy, &dx})) return MLPERF_CUDA_TWIN(ReluBackward(y, dy, dx));
+  cpu::ReluBackward(y, dy, dx);
+}
+
+void Add(const Tensor& a, const Tensor& b, const Tensor& y) {
+  if (OnDevice(a, {&b, &y})) return MLPERF_CUDA_TWIN(Add(a, b, y));
+  cpu::Add(a, b, y);
+}
+
+void Accumulate(const Tensor& x, const Tensor& y) {
+  if (OnDevice(x, {&y})) return MLPERF_CUDA_TWIN(Accumulate(x, y));
+  cpu::Accumulate(x, y);
+}
+
+void Scale(const Tensor& x, float alpha) {
+  if (OnDevice(x)) return MLPERF_CUDA_TWIN(Scale(x, alpha));
+  cpu::Scale(x, alpha);
+}
+
+void Fill(const Tensor& x, float value) {
+  if (OnDevice(x)) return MLPERF_CUDA_TWIN(Fill(x, value));
+  cpu::Fill(x, value);
+}
+
+void Cast(const Tensor& src, const Tensor& dst) {
+  if (OnDevice(src, {&dst})) return MLPERF_CUDA_TWIN(Cast(src, dst));
+  cpu::Cast(src, dst);
+}
+
+void MaxPoolForward(const ConvGeometry& g, const Tensor& x, const Tensor& y) {
+  if (OnDevice(x, {&y})) return MLPERF_CUDA_TWIN(MaxPoolForward(g, x, y));
+  cpu::MaxPoolForward(g, x, y);
+}
+
+void MaxPoolBackward(const ConvGeometry& g, const Tensor& x, const Tensor& dy, const Tensor& dx) {
+  if (OnDevice(x, {&dy, &dx})) return MLPERF_CUDA_TWIN(MaxPoolBackward(g, x, dy, dx));
+  cpu::MaxPoolBackward(g, x, dy, dx);
+}
+
+void GlobalAvgPoolForward(const Tensor& x, const Tensor& y) {
+  if (OnDevice(x, {&y})) return MLPERF_CUDA_TWIN(GlobalAvgPoolForward(x, y));
+  cpu::GlobalAvgPoolForward(x, y);
+}
+
+void GlobalAvgPoolBackward(const Tensor& dy, const Tensor& dx) {
+  if (OnDevice(dy, {&dx})) return MLPERF_CUDA_TWIN(GlobalAvgPoolBackward(dy, dx));
+  cpu::GlobalAvgPoolBackward(dy, dx);
+}
+
+void LinearForward(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y) {
+  if (OnDevice(x, {&w, &bias, &y})) return MLPERF_CUDA_TWIN(LinearForward(x, w, bias, y));
+  cpu::LinearForward(x, w, bias, y);
+}
+
+void LinearBackward(const Tensor& x, const Tensor& w, const Tensor& dy, const Tensor& dx,
+                    const Tensor& dw, const Tensor& dbias) {
+  if (OnDevice(x, {&w, &dy, &dx, &dw, &dbias}))
+    return MLPERF_CUDA_TWIN(LinearBackward(x, w, dy, dx, dw, dbias));
+  cpu::LinearBackward(x, w, dy, dx, dw, dbias);
+}
+
+void SoftmaxCrossEntropy(float label_smoothing, float normalizer, const Tensor& logits,
+                         const Tensor& labels, const Tensor& loss, const Tensor& dlogits) {
+  if (OnDevice(logits, {&labels, &loss, &dlogits}))
+    return MLPERF_CUDA_TWIN(
+        SoftmaxCrossEntropy(label_smoothing, normalizer, logits, labels, loss, dlogits));
+  cpu::SoftmaxCrossEntropy(label_smoothing, normalizer, logits, labels, loss, dlogits);
+}
+
+void SgdStep(Device device, const SgdParams& p, std::span<const TensorSlice> slices, float* w,
+             const float* g, float* momentum, const float* found_inf) {
+  if (device == Device::kCuda)
+    return MLPERF_CUDA_TWIN(SgdStep(p, slices, w, g, momentum, found_inf));
+  cpu::SgdStep(p, slices, w, g, momentum, found_inf);
+}
+
+void LarsStep(Device device, const LarsParams& p, std::span<const TensorSlice> slices, float* w,
+              const float* g, float* momentum, const float* found_inf) {
+  if (device == Device::kCuda)
+    return MLPERF_CUDA_TWIN(LarsStep(p, slices, w, g, momentum, found_inf));
+  cpu::LarsStep(p, slices, w, g, momentum, found_inf);
+}
+
+void UnscaleAndCheckFinite(Device device, float* g, int64_t n, const float* loss_scale,
+                           float* found_inf) {
+  if (device == Device::kCuda)
+    return MLPERF_CUDA_TWIN(UnscaleAndCheckFinite(g, n, loss_scale, found_inf));
+  cpu::UnscaleAndCheckFinite(g, n, loss_scale, found_inf);
+}
+
+void UpdateLossScale(Device device, const LossScaleParams& p, float* loss_scale,
+                     int32_t* growth_tracker, const float* found_inf) {
+  if (device == Device::kCuda)
+    return MLPERF_CUDA_TWIN(UpdateLossScale(p, loss_scale, growth_tracker, found_inf));
+  cpu::UpdateLossScale(p, loss_scale, growth_tracker, found_inf);
+}
+
+void CopyBytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes) {
+  if (bytes == 0) return;
+  if (dst_device == Device::kCpu && src_device == Device::kCpu) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+#ifdef MLPERF_HAVE_CUDA
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, cuda::Stream()));
+  if (dst_device == Device::kCpu) cuda::Synchronize();
+#else
+  MLPERF_CHECK_MSG(false, "ops::CopyBytes: device memory in a build without CUDA");
+#endif
+}
+
+void Copy(const Tensor& src, const Tensor& dst) {
+  MLPERF_CHECK(src.bytes() == dst.bytes());
+  CopyBytes(dst.data(), dst.device(), src.data(), src.device(), src.bytes());
+}
+
+void ZeroBytes(void* dst, Device device, size_t bytes) {
+  if (bytes == 0) return;
+  if (device == Device::kCpu) {
+    std::memset(dst, 0, bytes);
+    return;
+  }
+#ifdef MLPERF_HAVE_CUDA
+  CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, cuda::Stream()));
+#else
+  MLPERF_CHECK_MSG(false, "ops::ZeroBytes: device memory in a build without CUDA");
+#endif
+}
+
+void Synchronize(Device device) {
+  if (device == Device::kCpu) return;
+#ifdef MLPERF_HAVE_CUDA
+  cuda::Synchronize();
+#endif
+}
+
+void* AllocateHostPinned(size_t bytes) {
+#ifdef MLPERF_HAVE_CUDA
+  if (cuda::DeviceAvailable()) {
+    void* p = nullptr;
+    CUDA_CHECK(cudaMallocHost(&p, bytes));
+    return p;
+  }
+#endif
+  void* p = std::malloc(bytes);
+  MLPERF_CHECK_MSG(p != nullptr || bytes == 0, "host allocation failed");
+  return p;
+}
+
+void FreeHostPinned(void* p) {
+  if (p == nullptr) return;
+#ifdef MLPERF_HAVE_CUDA
+  // Memory from cudaMallocHost is registered; anything else came from malloc.
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, p) == cudaSuccess &&
+      attributes.type == cudaMemoryTypeHost) {
+    CUDA_CHECK(cudaFreeHost(p));
+    return;
+  }
+  cudaGetLastError();  // clears the error of querying an unregistered pointer
+#endif
+  std::free(p);
+}
+
+void SelectDevice(int local_rank) {
+#ifdef MLPERF_HAVE_CUDA
+  int count = 0;
+  CUDA_CHECK(cudaGetDeviceCount(&count));
+  MLPERF_CHECK_MSG(count > 0, "ops::SelectDevice: no CUDA device");
+  CUDA_CHECK(cudaSetDevice(local_rank % count));
+#else
+  (void)local_rank;
+#endif
+}
+
+void* ComputeStream() {
+#ifdef MLPERF_HAVE_CUDA
+  return cuda::Stream();
+#else
+  return nullptr;
+#endif
+}
+
+void* CreateStream() {
+#ifdef MLPERF_HAVE_CUDA
+  cudaStream_t stream = nullptr;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  return stream;
+#else
+  return nullptr;
+#endif
+}
+
+void DestroyStream(void* stream) {
+#ifdef MLPERF_HAVE_CUDA
+  if (stream != nullptr) CUDA_CHECK(cudaStreamDestroy(static_cast<cudaStream_t>(stream)));
+#else
+  (void)stream;
+#endif
+}
+
+void StreamWaitsFor(void* waiter, void* signaler) {
+#ifdef MLPERF_HAVE_CUDA
+  if (waiter == signaler) return;
+  // One event per thread is enough: a wait captures the event's state when
+  // it is queued, so re-recording afterwards cannot affect it.
+  thread_local cudaEvent_t event = [] {
+    cudaEvent_t e = nullptr;
+    CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    return e;
+  }();
+  CUDA_CHECK(cudaEventRecord(event, static_cast<cudaStream_t>(signaler)));
+  CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(waiter), event, 0));
+#else
+  (void)waiter;
+  (void)signaler;
+#endif
+}
+
+}  // namespace mlperf::ops

@@ -1,0 +1,133 @@
+// Backend dispatch for models: each function has the name and signature of
+// its cpu:: / cuda:: twins and forwards to the one matching the tensors'
+// device, so one model runs on either backend. The cuda:: twins are only
+// reachable in builds with CUDA (MLPERF_HAVE_CUDA); a device tensor in a
+// CPU-only build is a programmer error and fails a check naming the op.
+// All tensors of one call must share a device (checked on the main ones).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "reference/core/tensor.h"
+#include "reference/kernels/conv_geometry.h"
+#include "reference/kernels/cpu/norm.h"
+#include "reference/kernels/optimizer_params.h"
+
+namespace mlperf::ops {
+
+using cpu::BatchNormParams;
+
+// True when this build has the CUDA twins and a device is present.
+bool CudaAvailable();
+
+// Convolution (cpu/conv.h, cuda/conv.h). The workspace size depends on the
+// backend: the CUDA twins draw on the context's scratch and need none.
+int64_t ConvWorkspaceElements(const ConvGeometry& g, core::Layout layout, core::Device device);
+void ConvForward(const ConvGeometry& g, const core::Tensor& x, const core::Tensor& w,
+                 const core::Tensor& y, const core::Tensor& workspace);
+void ConvBackwardData(const ConvGeometry& g, const core::Tensor& dy, const core::Tensor& w,
+                      const core::Tensor& dx, const core::Tensor& workspace);
+void ConvBackwardWeight(const ConvGeometry& g, const core::Tensor& x, const core::Tensor& dy,
+                        const core::Tensor& dw, const core::Tensor& workspace);
+
+// Batch norm (cpu/norm.h).
+void BatchNormForwardTraining(const BatchNormParams& p, const core::Tensor& x,
+                              const core::Tensor& gamma, const core::Tensor& beta,
+                              const core::Tensor& y, const core::Tensor& save_mean,
+                              const core::Tensor& save_inv_std, const core::Tensor& running_mean,
+                              const core::Tensor& running_var);
+void BatchNormForwardInference(const BatchNormParams& p, const core::Tensor& x,
+                               const core::Tensor& gamma, const core::Tensor& beta,
+                               const core::Tensor& running_mean, const core::Tensor& running_var,
+                               const core::Tensor& y);
+void BatchNormBackward(const core::Tensor& x, const core::Tensor& dy, const core::Tensor& gamma,
+                       const core::Tensor& save_mean, const core::Tensor& save_inv_std,
+                       const core::Tensor& dx, const core::Tensor& dgamma,
+                       const core::Tensor& dbeta);
+// Batch norm fused with the residual add and ReLU (cpu/norm.h).
+void BatchNormActForwardTraining(const BatchNormParams& p, bool relu, const core::Tensor& x,
+                                 const core::Tensor& residual, const core::Tensor& gamma,
+                                 const core::Tensor& beta, const core::Tensor& y,
+                                 const core::Tensor& save_mean, const core::Tensor& save_inv_std,
+                                 const core::Tensor& running_mean, const core::Tensor& running_var);
+void BatchNormActForwardInference(const BatchNormParams& p, bool relu, const core::Tensor& x,
+                                  const core::Tensor& residual, const core::Tensor& gamma,
+                                  const core::Tensor& beta, const core::Tensor& running_mean,
+                                  const core::Tensor& running_var, const core::Tensor& y);
+void BatchNormActBackward(bool relu, const core::Tensor& x, const core::Tensor& y,
+                          const core::Tensor& dy, const core::Tensor& gamma,
+                          const core::Tensor& save_mean, const core::Tensor& save_inv_std,
+                          const core::Tensor& dx, const core::Tensor& dgamma,
+                          const core::Tensor& dbeta);
+
+// Pointwise (cpu/elementwise.h).
+void ReluForward(const core::Tensor& x, const core::Tensor& y);
+void ReluBackward(const core::Tensor& y, const core::Tensor& dy, const core::Tensor& dx);
+void Add(const core::Tensor& a, const core::Tensor& b, const core::Tensor& y);
+void Accumulate(const core::Tensor& x, const core::Tensor& y);
+void Scale(const core::Tensor& x, float alpha);
+void Fill(const core::Tensor& x, float value);
+void Cast(const core::Tensor& src, const core::Tensor& dst);
+
+// Pooling (cpu/pool.h).
+void MaxPoolForward(const ConvGeometry& g, const core::Tensor& x, const core::Tensor& y);
+void MaxPoolBackward(const ConvGeometry& g, const core::Tensor& x, const core::Tensor& dy,
+                     const core::Tensor& dx);
+void GlobalAvgPoolForward(const core::Tensor& x, const core::Tensor& y);
+void GlobalAvgPoolBackward(const core::Tensor& dy, const core::Tensor& dx);
+
+// Fully connected layer and loss (cpu/linear.h, cpu/loss.h).
+void LinearForward(const core::Tensor& x, const core::Tensor& w, const core::Tensor& bias,
+                   const core::Tensor& y);
+void LinearBackward(const core::Tensor& x, const core::Tensor& w, const core::Tensor& dy,
+                    const core::Tensor& dx, const core::Tensor& dw, const core::Tensor& dbias);
+void SoftmaxCrossEntropy(float label_smoothing, float normalizer, const core::Tensor& logits,
+                         const core::Tensor& labels, const core::Tensor& loss,
+                         const core::Tensor& dlogits);
+
+// Optimizers over flat arenas (cpu/optimizer.h). Raw pointers carry no
+// device, so it comes first.
+void SgdStep(core::Device device, const SgdParams& p, std::span<const TensorSlice> slices, float* w,
+             const float* g, float* momentum, const float* found_inf);
+void LarsStep(core::Device device, const LarsParams& p, std::span<const TensorSlice> slices,
+              float* w, const float* g, float* momentum, const float* found_inf);
+void UnscaleAndCheckFinite(core::Device device, float* g, int64_t n, const float* loss_scale,
+                           float* found_inf);
+void UpdateLossScale(core::Device device, const LossScaleParams& p, float* loss_scale,
+                     int32_t* growth_tracker, const float* found_inf);
+
+// Byte copies between any two devices (same byte size, checked). On the GPU
+// they are queued on the ops stream; copies to the host wait for it so the
+// data can be read on return.
+void Copy(const core::Tensor& src, const core::Tensor& dst);
+void CopyBytes(void* dst, core::Device dst_device, const void* src, core::Device src_device,
+               size_t bytes);
+// Zeroes `bytes` at `dst` (tensor padding, gradient arenas).
+void ZeroBytes(void* dst, core::Device device, size_t bytes);
+// Waits for all queued device work of this thread (no-op on the CPU).
+void Synchronize(core::Device device);
+
+// Page-locked host memory, so that uploads run at full bus speed and
+// asynchronously (plain host memory in builds without CUDA).
+void* AllocateHostPinned(size_t bytes);
+void FreeHostPinned(void* p);
+
+// Makes device (local_rank modulo the visible devices) current for this
+// thread: one process per GPU. No-op without CUDA.
+void SelectDevice(int local_rank);
+
+// Device queues for overlapping communication with compute. Handles are
+// cudaStream_t values (nullptr = the legacy default stream). In builds
+// without CUDA every call is a no-op and handles are null.
+// The stream every ops:: call of this thread is queued on.
+void* ComputeStream();
+// A new non-blocking stream (e.g. for NCCL's collectives); destroy with
+// DestroyStream.
+void* CreateStream();
+void DestroyStream(void* stream);
+// Work queued on `waiter` from now on starts after everything queued on
+// `signaler` so far (an event recorded on signaler; the host never waits).
+void StreamWaitsFor(void* waiter, void* signaler);
+
+}  // namespace mlperf::ops

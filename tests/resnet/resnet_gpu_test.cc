@@ -1,0 +1,306 @@
+// The ResNet on a CUDA device against the same model on the CPU (the
+// oracle): identical initial weights, then forward loss and logits, every
+// gradient, BN running statistics, trainer steps (LARS and SGD), inference
+// and checkpoints agree within fp32 tolerances (cuDNN picks other summation
+// orders than the CPU's im2col GEMMs). The bucketed all-reduce that overlaps
+// the backward pass is checked through a recording communicator. Tests that
+// need a device skip cleanly without one (and in builds without CUDA).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "reference/core/philox.h"
+#include "reference/dist/communicator.h"
+#include "reference/kernels/dispatch.h"
+#include "reference/models/resnet.h"
+#include "reference/models/resnet_trainer.h"
+
+namespace mlperf::models {
+namespace {
+
+#define SKIP_WITHOUT_DEVICE() \
+  if (!ops::CudaAvailable()) GTEST_SKIP() << "no CUDA device (or a build without CUDA)"
+
+ResNetConfig Tiny(core::Layout layout, core::Device device) {
+  return {.base_width = 8,
+          .blocks = {1, 1, 1, 1},
+          .num_classes = 10,
+          .image_size = 32,
+          .layout = layout,
+          .device = device};
+}
+
+struct Batch {
+  std::vector<float> images;
+  std::vector<int32_t> labels;
+};
+
+Batch RandomBatch(const ResNet& model, uint64_t seed) {
+  Batch b{std::vector<float>(model.batch_size() * model.image_elements()),
+          std::vector<int32_t>(model.batch_size())};
+  for (size_t i = 0; i < b.images.size(); ++i)
+    b.images[i] = 2.0f * core::PhiloxUniform(seed, 0, i) - 1.0f;
+  for (size_t i = 0; i < b.labels.size(); ++i)
+    b.labels[i] = static_cast<int32_t>(core::PhiloxBits(seed, 1, i) % model.config().num_classes);
+  return b;
+}
+
+// ||a - b|| / ||b|| over whole vectors (a relative error that is not fooled
+// by single tiny elements).
+double RelativeError(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double diff = 0.0, norm = 0.0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    diff += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+    norm += static_cast<double>(b[i]) * b[i];
+  }
+  return std::sqrt(diff / std::max(norm, 1e-30));
+}
+
+std::vector<float> SliceOf(const std::vector<float>& flat, const TensorSlice& s) {
+  return {flat.begin() + s.offset, flat.begin() + s.offset + s.numel};
+}
+
+class ResNetGpuTest : public ::testing::TestWithParam<core::Layout> {};
+
+TEST_P(ResNetGpuTest, ForwardAndEveryGradientMatchTheCpu) {
+  SKIP_WITHOUT_DEVICE();
+  ResNet cpu_model(Tiny(GetParam(), core::Device::kCpu), 4);
+  ResNet gpu_model(Tiny(GetParam(), core::Device::kCuda), 4);
+  cpu_model.Initialize(3);
+  gpu_model.Initialize(3);
+  // Initialisation happens on the host for both: bitwise equal.
+  const std::vector<float> w_cpu = cpu_model.ParametersToHost();
+  ASSERT_EQ(w_cpu, gpu_model.ParametersToHost());
+  ASSERT_EQ(cpu_model.BuffersToHost(), gpu_model.BuffersToHost());
+
+  const Batch batch = RandomBatch(cpu_model, 4);
+  const float loss_cpu = cpu_model.ForwardTrain(batch.images.data(), batch.labels.data(), 0.1f);
+  const float loss_gpu = gpu_model.ForwardTrain(batch.images.data(), batch.labels.data(), 0.1f);
+  EXPECT_TRUE(std::isfinite(loss_gpu));
+  EXPECT_NEAR(loss_gpu, loss_cpu, 1e-4 * std::abs(loss_cpu));
+  EXPECT_LT(
+      RelativeError(gpu_model.ToHost(gpu_model.logits()), cpu_model.ToHost(cpu_model.logits())),
+      1e-4);
+  for (int s = 0; s <= 4; ++s)
+    EXPECT_LT(RelativeError(gpu_model.ToHost(gpu_model.stage_output(s)),
+                            cpu_model.ToHost(cpu_model.stage_output(s))),
+              1e-4)
+        << "stage " << s;
+  EXPECT_LT(RelativeError(gpu_model.BuffersToHost(), cpu_model.BuffersToHost()), 1e-5);
+
+  cpu_model.Backward();
+  gpu_model.Backward();
+  const std::vector<float> g_cpu = cpu_model.GradientsToHost(), g_gpu = gpu_model.GradientsToHost();
+  const std::vector<TensorSlice> slices = cpu_model.slices();
+  const std::vector<std::string> names = cpu_model.parameter_names();
+  for (size_t k = 0; k < slices.size(); ++k)
+    EXPECT_LT(RelativeError(SliceOf(g_gpu, slices[k]), SliceOf(g_cpu, slices[k])), 1e-3)
+        << names[k];
+  EXPECT_LT(RelativeError(g_gpu, g_cpu), 1e-4);
+}
+
+TEST_P(ResNetGpuTest, InferenceMatchesTheCpu) {
+  SKIP_WITHOUT_DEVICE();
+  ResNet cpu_model(Tiny(GetParam(), core::Device::kCpu), 8);
+  ResNet gpu_model(Tiny(GetParam(), core::Device::kCuda), 8);
+  cpu_model.Initialize(5);
+  gpu_model.Initialize(5);
+  // Non-trivial running statistics first.
+  const Batch train = RandomBatch(cpu_model, 6);
+  cpu_model.ForwardTrain(train.images.data(), train.labels.data(), 0.0f);
+  gpu_model.ForwardTrain(train.images.data(), train.labels.data(), 0.0f);
+  Batch eval = RandomBatch(cpu_model, 7);
+  eval.labels[6] = -1;  // padding never counts
+  const int64_t correct_cpu = cpu_model.EvaluateBatch(eval.images.data(), eval.labels.data(), 7);
+  const int64_t correct_gpu = gpu_model.EvaluateBatch(eval.images.data(), eval.labels.data(), 7);
+  EXPECT_LT(
+      RelativeError(gpu_model.ToHost(gpu_model.logits()), cpu_model.ToHost(cpu_model.logits())),
+      1e-4);
+  EXPECT_EQ(correct_gpu, correct_cpu);
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, ResNetGpuTest,
+                         ::testing::Values(core::Layout::kNCHW, core::Layout::kNHWC),
+                         [](const auto& info) {
+                           return info.param == core::Layout::kNCHW ? "NCHW" : "NHWC";
+                         });
+
+// Two trainer steps (so momentum matters) on both devices.
+void ExpectTrainerMatchesCpu(OptimizerKind kind, core::Layout layout) {
+  ResNet cpu_model(Tiny(layout, core::Device::kCpu), 4);
+  ResNet gpu_model(Tiny(layout, core::Device::kCuda), 4);
+  cpu_model.Initialize(11);
+  gpu_model.Initialize(11);
+  auto comm = dist::MakeSingleProcessCommunicator();
+  const ResNetRecipe recipe{.optimizer = kind,
+                            .base_lr = 2.0,
+                            .warmup_epochs = 1,
+                            .train_epochs = 4,
+                            .weight_decay = 5e-4,
+                            .steps_per_epoch = 2};
+  ResNetTrainer cpu_trainer(cpu_model, recipe, *comm);
+  ResNetTrainer gpu_trainer(gpu_model, recipe, *comm);
+  const std::vector<float> start = cpu_model.ParametersToHost();
+  for (int step = 0; step < 2; ++step) {
+    const Batch batch = RandomBatch(cpu_model, 20 + step);
+    const float loss_cpu = cpu_trainer.TrainStep(batch.images.data(), batch.labels.data());
+    const float loss_gpu = gpu_trainer.TrainStep(batch.images.data(), batch.labels.data());
+    EXPECT_NEAR(loss_gpu, loss_cpu, 1e-4 * std::abs(loss_cpu)) << "step " << step;
+  }
+  EXPECT_EQ(gpu_trainer.step(), 2);
+  const std::vector<float> w_cpu = cpu_model.ParametersToHost(),
+                           w_gpu = gpu_model.ParametersToHost();
+  // The update itself must be reproduced, not just the (shared) start.
+  std::vector<float> dw_cpu(w_cpu.size()), dw_gpu(w_cpu.size());
+  for (size_t i = 0; i < w_cpu.size(); ++i) {
+    dw_cpu[i] = w_cpu[i] - start[i];
+    dw_gpu[i] = w_gpu[i] - start[i];
+  }
+  EXPECT_GT(RelativeError(start, w_cpu), 1e-4);
+  EXPECT_LT(RelativeError(dw_gpu, dw_cpu), 1e-3);
+  EXPECT_LT(RelativeError(gpu_trainer.MomentumToHost(), cpu_trainer.MomentumToHost()), 1e-3);
+  EXPECT_LT(RelativeError(gpu_model.BuffersToHost(), cpu_model.BuffersToHost()), 1e-4);
+}
+
+TEST(ResNetGpuTrainerTest, LarsStepsMatchTheCpuNchw) {
+  SKIP_WITHOUT_DEVICE();
+  ExpectTrainerMatchesCpu(OptimizerKind::kLars, core::Layout::kNCHW);
+}
+
+TEST(ResNetGpuTrainerTest, LarsStepsMatchTheCpuNhwc) {
+  SKIP_WITHOUT_DEVICE();
+  ExpectTrainerMatchesCpu(OptimizerKind::kLars, core::Layout::kNHWC);
+}
+
+TEST(ResNetGpuTrainerTest, SgdStepsWithL2MatchTheCpu) {
+  SKIP_WITHOUT_DEVICE();
+  ExpectTrainerMatchesCpu(OptimizerKind::kSgd, core::Layout::kNHWC);
+}
+
+TEST(ResNetGpuTrainerTest, WarmUpRestoresDeviceStateBitwise) {
+  SKIP_WITHOUT_DEVICE();
+  ResNet model(Tiny(core::Layout::kNHWC, core::Device::kCuda), 4);
+  model.Initialize(8);
+  auto comm = dist::MakeSingleProcessCommunicator();
+  ResNetTrainer trainer(model, {.base_lr = 2.0, .warmup_epochs = 1, .steps_per_epoch = 4}, *comm);
+  const Batch batch = RandomBatch(model, 9);
+  trainer.TrainStep(batch.images.data(), batch.labels.data());
+  const std::vector<float> params = model.ParametersToHost(), buffers = model.BuffersToHost();
+  const std::vector<float> momentum = trainer.MomentumToHost();
+  trainer.WarmUp(2);
+  EXPECT_EQ(trainer.step(), 1);
+  EXPECT_EQ(model.num_batches_tracked(), 1);
+  EXPECT_EQ(model.ParametersToHost(), params);
+  EXPECT_EQ(model.BuffersToHost(), buffers);
+  EXPECT_EQ(trainer.MomentumToHost(), momentum);
+}
+
+TEST(ResNetGpuTest, CheckpointMovesBetweenDevices) {
+  SKIP_WITHOUT_DEVICE();
+  ResNet gpu_model(Tiny(core::Layout::kNHWC, core::Device::kCuda), 2);
+  gpu_model.Initialize(13);
+  const Batch batch = RandomBatch(gpu_model, 14);
+  gpu_model.ForwardTrain(batch.images.data(), batch.labels.data(), 0.1f);  // running stats move
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "resnet_gpu_test.safetensors").string();
+  ASSERT_TRUE(gpu_model.SaveSafetensors(path).ok());
+  ResNet cpu_model(Tiny(core::Layout::kNHWC, core::Device::kCpu), 2);
+  ASSERT_TRUE(cpu_model.LoadSafetensors(path).ok());
+  EXPECT_EQ(cpu_model.ParametersToHost(), gpu_model.ParametersToHost());
+  EXPECT_EQ(cpu_model.BuffersToHost(), gpu_model.BuffersToHost());
+  EXPECT_EQ(cpu_model.num_batches_tracked(), 1);
+  ResNet back(Tiny(core::Layout::kNHWC, core::Device::kCuda), 2);
+  ASSERT_TRUE(back.LoadSafetensors(path).ok());
+  EXPECT_EQ(back.BuffersToHost(), gpu_model.BuffersToHost());
+  std::filesystem::remove(path);
+}
+
+// A world of two whose collectives do nothing (both "ranks" would hold the
+// same values, so averaging is the identity) but record what was sent, and
+// when relative to the backward pass.
+class RecordingCommunicator final : public dist::Communicator {
+ public:
+  int rank() const override { return 0; }
+  int world_size() const override { return 2; }
+  void AllReduceSum(float* data, int64_t count) override { calls.push_back({data, count}); }
+  void AllReduceAverage(float* data, int64_t count) override { calls.push_back({data, count}); }
+  void Broadcast(float*, int64_t, int) override {}
+  void Barrier() override {}
+  struct Call {
+    float* data;
+    int64_t count;
+  };
+  std::vector<Call> calls;
+};
+
+TEST(ResNetGpuTrainerTest, BucketsAreSentDuringBackwardInArenaOrderFromTheEnd) {
+  SKIP_WITHOUT_DEVICE();
+  ResNet model(Tiny(core::Layout::kNHWC, core::Device::kCuda), 4);
+  model.Initialize(2);
+  ResNet reference(Tiny(core::Layout::kNHWC, core::Device::kCuda), 4);
+  reference.Initialize(2);
+  RecordingCommunicator comm;
+  auto single = dist::MakeSingleProcessCommunicator();
+  // Small buckets: many of them, so several complete before the stem.
+  const ResNetRecipe recipe{
+      .base_lr = 1.0, .warmup_epochs = 1, .steps_per_epoch = 2, .bucket_elements = 4096};
+  void* comm_stream = ops::CreateStream();
+  {
+    ResNetTrainer trainer(model, recipe, comm, comm_stream);
+    ResNetTrainer reference_trainer(reference, recipe, *single);
+    const Batch batch = RandomBatch(model, 3);
+    trainer.TrainStep(batch.images.data(), batch.labels.data());
+    reference_trainer.TrainStep(batch.images.data(), batch.labels.data());
+    const std::vector<dist::Bucket> buckets =
+        dist::PlanBuckets(static_cast<int64_t>(model.gradients().size()), 4096);
+    ASSERT_GT(buckets.size(), 3u);
+    // Every bucket once, from the end of the arena, then the loss.
+    ASSERT_EQ(comm.calls.size(), buckets.size() + 1);
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      EXPECT_EQ(comm.calls[i].data, model.gradients().data() + buckets[i].begin) << i;
+      EXPECT_EQ(comm.calls[i].count, buckets[i].end - buckets[i].begin) << i;
+    }
+    EXPECT_EQ(comm.calls.back().data, model.loss_tensor().f32());
+    // With identity collectives the result equals the single-process step
+    // (up to cuDNN's algorithm-level nondeterminism): the extra stream and
+    // events let no optimizer update run before its gradients.
+    EXPECT_LT(RelativeError(model.ParametersToHost(), reference.ParametersToHost()), 1e-6);
+    EXPECT_LT(RelativeError(trainer.MomentumToHost(), reference_trainer.MomentumToHost()), 1e-5);
+    EXPECT_DOUBLE_EQ(trainer.GlobalAccuracy(3, 4), 0.75);
+  }
+  ops::DestroyStream(comm_stream);
+}
+
+// Host-only: the hook reports offsets that only decrease and end at 0, and
+// each report covers every gradient that Backward has written.
+TEST(ResNetHookTest, GradientsReadyOffsetsDecreaseToZero) {
+  ResNet model(Tiny(core::Layout::kNCHW, core::Device::kCpu), 2);
+  const Batch batch = RandomBatch(model, 1);
+  model.ForwardTrain(batch.images.data(), batch.labels.data(), 0.1f);
+  std::vector<int64_t> offsets;
+  const std::vector<TensorSlice> slices = model.slices();
+  std::fill(model.gradients().begin(), model.gradients().end(), std::nanf(""));
+  bool complete = true;
+  model.set_gradients_ready_hook([&](int64_t from) {
+    offsets.push_back(from);
+    // Every parameter at or after `from` has its gradient written (no NaN).
+    for (const TensorSlice& s : slices)
+      if (s.offset >= from)
+        for (int64_t i = s.offset; i < s.offset + s.numel; ++i)
+          complete = complete && !std::isnan(model.gradients()[i]);
+  });
+  model.Backward();
+  EXPECT_TRUE(complete);
+  ASSERT_EQ(offsets.size(), 1u + 4u + 1u);  // fc, four blocks, stem
+  for (size_t i = 1; i < offsets.size(); ++i) EXPECT_LT(offsets[i], offsets[i - 1]);
+  EXPECT_EQ(offsets.back(), 0);
+}
+
+}  // namespace
+}  // namespace mlperf::models

@@ -38,6 +38,8 @@ models::ResNetConfig ModelConfig(const RunPlan& plan) {
     // and the OIHW weights the model keeps, that is cuDNN's native layout.
     c.device = core::Device::kCuda;
     c.layout = core::Layout::kNCHW;
+  } else {
+    c.layout = core::Layout::kNHWC;  // the fast CPU path (bench/resnet)
   }
   return c;
 }

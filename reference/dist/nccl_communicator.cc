@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "reference/core/check.h"
+#include "reference/kernels/cuda/check.h"
 
 // NCCL, CUDA and MPI failures after setup are device or programmer errors:
 // they name the call, file and line and abort.
@@ -18,16 +19,6 @@
     if (nccl_status != ncclSuccess) {                                    \
       std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, \
                    ncclGetErrorString(nccl_status));                     \
-      std::abort();                                                      \
-    }                                                                    \
-  } while (0)
-
-#define CUDA_CHECK_NCCL(call)                                            \
-  do {                                                                   \
-    const cudaError_t cuda_status = (call);                              \
-    if (cuda_status != cudaSuccess) {                                    \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, \
-                   cudaGetErrorString(cuda_status));                     \
       std::abort();                                                      \
     }                                                                    \
   } while (0)
@@ -49,7 +40,7 @@ class Nccl final : public Communicator {
  public:
   Nccl(ncclComm_t comm, int rank, int size, cudaStream_t stream)
       : comm_(comm), rank_(rank), size_(size), stream_(stream) {
-    CUDA_CHECK_NCCL(cudaMalloc(&barrier_, sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&barrier_, sizeof(float)));
   }
   ~Nccl() override {
     cudaFree(barrier_);
@@ -74,7 +65,7 @@ class Nccl final : public Communicator {
   // A one-element all-reduce, then wait for it: every rank has reached here.
   void Barrier() override {
     NCCL_CHECK(ncclAllReduce(barrier_, barrier_, 1, ncclFloat, ncclSum, comm_, stream_));
-    CUDA_CHECK_NCCL(cudaStreamSynchronize(stream_));
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
 
  private:

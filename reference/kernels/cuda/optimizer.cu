@@ -6,6 +6,7 @@
 
 #include "reference/kernels/cuda/check.h"
 #include "reference/kernels/cuda/context.h"
+#include "reference/kernels/cuda/device_util.cuh"
 #include "reference/kernels/cuda/optimizer.h"
 
 namespace mlperf::cuda {
@@ -51,17 +52,6 @@ Plan MakePlan(std::span<const TensorSlice> slices) {
 
 __device__ bool Skip(const float* found_inf) { return found_inf != nullptr && *found_inf != 0.0f; }
 
-__device__ float BlockSum(float v) {
-  __shared__ float partial[kThreads / 32];
-  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
-  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = v;
-  __syncthreads();
-  float s = 0.0f;
-  for (int w = 0; w < kThreads / 32; ++w) s += partial[w];
-  __syncthreads();
-  return s;
-}
-
 __global__ void SgdKernel(SgdParams p, Plan plan, float* w, const float* g, float* buf,
                           const float* found_inf) {
   if (Skip(found_inf)) return;
@@ -83,8 +73,8 @@ __global__ void SquaredNorms(Plan plan, const float* a, const float* b, const fl
     if (a) sa += a[i] * a[i];
     if (b) sb += b[i] * b[i];
   }
-  sa = BlockSum(sa);
-  sb = BlockSum(sb);
+  sa = detail::BlockSum<kThreads>(sa);
+  sb = detail::BlockSum<kThreads>(sb);
   if (threadIdx.x == 0) {
     atomicAdd(&plan.slice_sums[2 * c.slice], sa);
     atomicAdd(&plan.slice_sums[2 * c.slice + 1], sb);
@@ -142,8 +132,8 @@ __global__ void LambMoments(LambParams p, Plan plan, float* sums, const float* w
     sw += w[i] * w[i];
     su += u * u;
   }
-  sw = BlockSum(sw);
-  su = BlockSum(su);
+  sw = detail::BlockSum<kThreads>(sw);
+  su = detail::BlockSum<kThreads>(su);
   if (threadIdx.x == 0) {
     atomicAdd(&sums[2 * c.slice], sw);
     atomicAdd(&sums[2 * c.slice + 1], su);

@@ -10,8 +10,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "base/json.h"
 #include "checker/py_ops.h"
-#include "logging/json.h"
 
 namespace mlperf::checker {
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "base/json.h"
 #include "checker/py_ops.h"
-#include "logging/json.h"
 
 namespace mlperf::checker {
 

@@ -5,21 +5,20 @@
 // Exit codes: 0 every log compliant, 1 some log is not, 2 usage or input error.
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <string>
-#include <thread>
+#include <string_view>
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/reflection.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/strip.h"
+#include "base/exit_codes.h"
+#include "base/flags.h"
+#include "base/parallel_for.h"
 #include "checker/engine.h"
 #include "checker/package/cli_package.h"
 #include "checker/report_format.h"
@@ -36,10 +35,11 @@ ABSL_FLAG(int, jobs, 0, "logs checked in parallel; 0 = one per CPU core");
 
 namespace {
 
+using mlperf::kExitFailed;
+using mlperf::kExitOk;
+using mlperf::kExitUsage;
 using mlperf::checker::LogReport;
 using mlperf::checker::RuleLibrary;
-
-constexpr int kExitUsage = 2;
 
 constexpr char kUsage[] =
     "Usage: compliance_check [--ruleset X.Y.Z] [--json] [--werror] [--jobs N] [--csv FILE]\n"
@@ -59,6 +59,14 @@ constexpr char kUsage[] =
     "\n"
     "Flags:\n";
 
+// Ours, then the package mode's (defined in checker/package/cli_package.cc).
+std::vector<std::string_view> FlagNames() {
+  std::vector<std::string_view> names = {"ruleset", "json", "werror", "jobs", "rules-dir"};
+  names.insert(names.end(), std::begin(mlperf::package::kPackageFlags),
+               std::end(mlperf::package::kPackageFlags));
+  return names;
+}
+
 struct Job {
   std::string path;
   std::string ruleset;
@@ -66,75 +74,11 @@ struct Job {
 
 void PrintUsage(FILE* out) {
   std::fputs(kUsage, out);
-  for (const char* name : {"ruleset", "json", "werror", "jobs", "rules_dir"}) {
-    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
-    std::string dashed = name;
-    std::replace(dashed.begin(), dashed.end(), '_', '-');
-    std::fprintf(out, "  --%-12s %s (default: %s)\n", dashed.c_str(), flag->Help().c_str(),
-                 flag->DefaultValue().empty() ? "none" : flag->DefaultValue().c_str());
-  }
-  std::fputs(mlperf::package::PackageFlagsHelp().c_str(), out);
+  std::fputs(mlperf::base::FlagsHelp(FlagNames()).c_str(), out);
 }
 
-// Sets flags from argv with our exit codes (Abseil's parser exits with 1 on a
-// bad flag, which would read as "not compliant"). Returns the positional args.
-absl::StatusOr<std::vector<std::string>> ParseArgs(int argc, char** argv, bool* help) {
-  std::vector<std::string> positional;
-  bool only_positional = false;
-  for (int i = 1; i < argc; ++i) {
-    absl::string_view arg = argv[i];
-    if (only_positional || arg.size() < 2 || arg[0] != '-') {
-      positional.emplace_back(arg);
-      continue;
-    }
-    if (arg == "--") {
-      only_positional = true;
-      continue;
-    }
-    if (arg == "-h" || arg == "--help" || arg == "-help") {
-      *help = true;
-      continue;
-    }
-    absl::ConsumePrefix(&arg, "-");
-    absl::ConsumePrefix(&arg, "-");
-    std::string name(arg.substr(0, arg.find('=')));
-    std::replace(name.begin(), name.end(), '-', '_');
-    std::optional<std::string> value;
-    if (arg.find('=') != absl::string_view::npos)
-      value = std::string(arg.substr(arg.find('=') + 1));
-    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
-    bool negated = false;
-    if (flag == nullptr && absl::StartsWith(name, "no")) {
-      flag = absl::FindCommandLineFlag(name.substr(2));
-      negated = flag != nullptr && flag->IsOfType<bool>() && !value.has_value();
-      if (!negated) flag = nullptr;
-    }
-    static constexpr const char* kOurs[] = {
-        "ruleset", "json",       "rules_dir",           "werror",       "jobs", "csv",
-        "claims",  "rcp_bypass", "seed_checker_bypass", "write_scaling"};
-    if (flag == nullptr ||
-        std::find(std::begin(kOurs), std::end(kOurs), flag->Name()) == std::end(kOurs)) {
-      return absl::InvalidArgumentError(absl::StrCat("unknown flag '", argv[i], "' (see --help)"));
-    }
-    if (!value.has_value()) {
-      if (flag->IsOfType<bool>()) {
-        value = negated ? "false" : "true";
-      } else if (i + 1 < argc) {
-        value = argv[++i];
-      } else {
-        return absl::InvalidArgumentError(absl::StrCat("flag '", argv[i], "' needs a value"));
-      }
-    }
-    std::string error;
-    if (!flag->ParseFrom(*value, &error)) {
-      return absl::InvalidArgumentError(absl::StrCat("flag '--", flag->Name(), "': ", error));
-    }
-  }
-  return positional;
-}
-
-// Turns command-line paths into logs to check. A directory (a whole
-// submission package) is where the package mode will plug in.
+// Turns command-line paths into logs to check. Every path is a file or
+// missing here: main hands directories to the package mode before.
 absl::StatusOr<std::vector<Job>> CollectJobs(const std::vector<std::string>& paths,
                                              const std::string& ruleset) {
   namespace fs = std::filesystem;
@@ -143,12 +87,6 @@ absl::StatusOr<std::vector<Job>> CollectJobs(const std::vector<std::string>& pat
     std::error_code ec;
     fs::file_status st = fs::status(path, ec);
     if (ec || !fs::exists(st)) return absl::NotFoundError(absl::StrCat(path, ": no such file"));
-    if (fs::is_directory(st)) {
-      return absl::UnimplementedError(
-          absl::StrCat(path,
-                       ": is a directory; checking whole submission packages is not supported yet, "
-                       "pass the result_*.txt files"));
-    }
     jobs.push_back({path, ruleset});
   }
   return jobs;
@@ -171,17 +109,18 @@ LogReport CheckOne(const Job& job, const RuleLibrary& rules,
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool help = false;
-  absl::StatusOr<std::vector<std::string>> paths = ParseArgs(argc, argv, &help);
-  if (help) {
-    PrintUsage(stdout);
-    return 0;
-  }
-  if (!paths.ok()) {
-    std::fprintf(stderr, "compliance_check: %s\n", std::string(paths.status().message()).c_str());
+  absl::StatusOr<mlperf::base::ParsedArgs> args =
+      mlperf::base::ParseFlags(argc, argv, FlagNames(), /*allow_positional=*/true);
+  if (!args.ok()) {
+    std::fprintf(stderr, "compliance_check: %s\n", std::string(args.status().message()).c_str());
     return kExitUsage;
   }
-  if (paths->empty()) {
+  if (args->help) {
+    PrintUsage(stdout);
+    return kExitOk;
+  }
+  const std::vector<std::string>& paths = args->positional;
+  if (paths.empty()) {
     std::fprintf(stderr, "compliance_check: no log given\n\n");
     PrintUsage(stderr);
     return kExitUsage;
@@ -202,18 +141,19 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
 
-  if (mlperf::package::AnyDirectory(*paths)) {
+  if (mlperf::package::AnyDirectory(paths)) {
+    const bool ruleset_given =
+        std::find(args->given.begin(), args->given.end(), "ruleset") != args->given.end();
     return mlperf::package::RunPackageCli(
-        *paths,
-        {.ruleset = mlperf::package::RulesetGiven(argc, argv) ? std::optional<std::string>(ruleset)
-                                                              : std::nullopt,
+        paths,
+        {.ruleset = ruleset_given ? std::optional<std::string>(ruleset) : std::nullopt,
          .default_ruleset = ruleset,
          .json = absl::GetFlag(FLAGS_json),
          .werror = absl::GetFlag(FLAGS_werror),
          .jobs = absl::GetFlag(FLAGS_jobs)},
         *rules);
   }
-  absl::StatusOr<std::vector<Job>> jobs = CollectJobs(*paths, ruleset);
+  absl::StatusOr<std::vector<Job>> jobs = CollectJobs(paths, ruleset);
   if (!jobs.ok()) {
     std::fprintf(stderr, "compliance_check: %s\n", std::string(jobs.status().message()).c_str());
     return kExitUsage;
@@ -222,19 +162,8 @@ int main(int argc, char** argv) {
   mlperf::checker::CheckOptions options;
   options.werror = absl::GetFlag(FLAGS_werror);
   std::vector<LogReport> reports(jobs->size());
-  int n_threads = absl::GetFlag(FLAGS_jobs);
-  if (n_threads <= 0)
-    n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  n_threads = std::min<int>(n_threads, static_cast<int>(jobs->size()));
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i = next++; i < jobs->size(); i = next++)
-      reports[i] = CheckOne((*jobs)[i], *rules, options);
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < n_threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (std::thread& t : pool) t.join();
+  mlperf::base::ParallelFor(jobs->size(), absl::GetFlag(FLAGS_jobs),
+                            [&](size_t i) { reports[i] = CheckOne((*jobs)[i], *rules, options); });
 
   bool input_error = false, all_pass = true;
   std::string out;
@@ -249,5 +178,5 @@ int main(int argc, char** argv) {
   }
   std::fwrite(out.data(), 1, out.size(), stdout);
   if (input_error) return kExitUsage;
-  return all_pass ? 0 : 1;
+  return all_pass ? kExitOk : kExitFailed;
 }

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "logging/json.h"
+#include "base/json.h"
 
 namespace mlperf::checker::py {
 

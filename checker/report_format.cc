@@ -1,7 +1,7 @@
 #include "checker/report_format.h"
 
 #include "absl/strings/str_cat.h"
-#include "logging/json.h"
+#include "base/json.h"
 
 namespace mlperf::checker {
 namespace {

@@ -1,22 +1,21 @@
 #include "closed_division/flags.h"
 
 #include <algorithm>
-#include <optional>
 #include <string_view>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/reflection.h"
 #include "absl/status/status.h"
+#include "base/flags.h"
 #include "fmt/format.h"
 
-ABSL_FLAG(std::string, bench, "resnet", "benchmark to run (resnet)");
+ABSL_FLAG(std::string, bench, "resnet", "benchmark to run (see the list above)");
 ABSL_FLAG(int, gpus, 0, "GPUs per node, one process each; 0 = train on the CPU");
 ABSL_FLAG(int, nodes, 1, "nodes of the system (launch with mpirun or srun across them)");
 ABSL_FLAG(std::string, data, "",
-          "ImageNet folder (train/<class>/*.JPEG, val/...) or TFRecord folder; empty = the "
-          "embedded demonstration on generated data");
-ABSL_FLAG(int, runs, mlperf::closed::kResnetRequiredRuns,
-          "seeded runs to do (a package needs 5 for resnet)");
+          "the benchmark's data set (resnet: ImageNet folder train/<class>/*.JPEG, val/..., or "
+          "TFRecord folder); empty = the embedded demonstration on generated data");
+ABSL_FLAG(int, runs, 0,
+          "seeded runs to do; 0 = the number a package needs for the benchmark (resnet: 5)");
 ABSL_FLAG(std::string, submitter, "mlperf-suite",
           "organisation: the package folder and submission_org");
 ABSL_FLAG(std::string, system, "",
@@ -31,43 +30,44 @@ ABSL_FLAG(int64_t, seed, -1,
 ABSL_FLAG(int, max_epochs, 0,
           "0 = the whole schedule; N = stop after N epochs (tests; a run stopped before the "
           "target ends with status aborted)");
-ABSL_FLAG(std::string, optimizer, "lars", "lars or sgd (both closed-division recipes)");
+ABSL_FLAG(std::string, optimizer, "",
+          "one of the benchmark's closed-division optimizers (resnet: lars or sgd); empty = its "
+          "default (resnet: lars)");
 ABSL_FLAG(int, threads, 0,
           "compute (OpenMP/BLAS) threads per process; 0 = chosen from the cores per process");
 
 namespace mlperf::closed {
 namespace {
 
-constexpr const char* kFlagNames[] = {"bench",     "gpus",      "nodes", "data", "runs",
-                                      "submitter", "system",    "out",   "cache_dir",
-                                      "seed",      "max_epochs", "optimizer", "threads"};
-
-bool IsOurs(std::string_view name) {
-  return std::find(std::begin(kFlagNames), std::end(kFlagNames), name) != std::end(kFlagNames);
-}
+constexpr std::string_view kFlagNames[] = {"bench",      "gpus",      "nodes",  "data",      "runs",
+                                           "submitter",  "system",    "out",    "cache_dir", "seed",
+                                           "max_epochs", "optimizer", "threads"};
 
 absl::Status Validate(const RunnerOptions& o) {
   if (o.gpus < 0) return absl::InvalidArgumentError(fmt::format("--gpus={}: must be >= 0", o.gpus));
   if (o.nodes < 1)
     return absl::InvalidArgumentError(fmt::format("--nodes={}: must be >= 1", o.nodes));
-  if (o.runs < 1) return absl::InvalidArgumentError(fmt::format("--runs={}: must be >= 1", o.runs));
+  if (o.runs < 0) return absl::InvalidArgumentError(fmt::format("--runs={}: must be >= 0", o.runs));
   if (o.max_epochs < 0)
     return absl::InvalidArgumentError(fmt::format("--max_epochs={}: must be >= 0", o.max_epochs));
   if (o.threads < 0)
     return absl::InvalidArgumentError(fmt::format("--threads={}: must be >= 0", o.threads));
-  if (o.seed < -1) return absl::InvalidArgumentError(fmt::format("--seed={}: must be >= -1", o.seed));
+  if (o.seed < -1)
+    return absl::InvalidArgumentError(fmt::format("--seed={}: must be >= -1", o.seed));
   // Names become folder and file names of the package.
   for (const auto& [flag, value] :
-       {std::pair<const char*, const std::string&>{"submitter", o.submitter}, {"system", o.system}}) {
+       {std::pair<const char*, const std::string&>{"submitter", o.submitter},
+        {"system", o.system}}) {
     if (value.empty() && std::string_view(flag) == "system") continue;
-    const bool ok = !value.empty() && value != "." && value != ".." &&
-                    std::all_of(value.begin(), value.end(), [](char c) {
-                      return std::isalnum(static_cast<unsigned char>(c)) || c == '-' ||
-                             c == '_' || c == '.';
-                    });
+    const bool ok =
+        !value.empty() && value != "." && value != ".." &&
+        std::all_of(value.begin(), value.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+        });
     if (!ok) {
-      return absl::InvalidArgumentError(fmt::format(
-          "--{}='{}': use letters, digits, '-', '_' and '.' only (it names a folder)", flag, value));
+      return absl::InvalidArgumentError(
+          fmt::format("--{}='{}': use letters, digits, '-', '_' and '.' only (it names a folder)",
+                      flag, value));
     }
   }
   if (o.out_dir.empty()) return absl::InvalidArgumentError("--out: must not be empty");
@@ -76,20 +76,29 @@ absl::Status Validate(const RunnerOptions& o) {
 
 }  // namespace
 
-std::string UsageText() {
+std::string UsageText(const BenchmarkRegistry& registry) {
   std::string text =
-      "Usage: run_closed --bench resnet [--gpus N] [--nodes M] [--data DIR] [--runs 5]\n"
-      "                  [--submitter ORG] [--system NAME] [--out submissions/]\n"
+      "Usage: run_closed [--bench NAME] [--gpus N] [--nodes M] [--data DIR] [--runs N]\n"
+      "                  [--submitter ORG] [--system NAME] [--out DIR] [--cache_dir DIR]\n"
+      "                  [--seed N] [--max_epochs N] [--optimizer NAME] [--threads N]\n"
       "\n"
-      "Runs the closed-division MLPerf Training benchmark the required number of times, each\n"
+      "Runs a closed-division MLPerf Training benchmark the required number of times, each\n"
       "run with its own seed, and writes a submission package:\n"
-      "  <out>/<submitter>/results/<system>/resnet/result_<i>.txt   one MLLOG log per run\n"
-      "  <out>/<submitter>/systems/<system>.json                   gathered from this machine\n"
+      "  <out>/<submitter>/results/<system>/<bench>/result_<i>.txt   one MLLOG log per run\n"
+      "  <out>/<submitter>/systems/<system>.json                    gathered from this machine\n"
       "Existing results are never overwritten: run_closed refuses (exit 2) instead.\n"
       "\n"
-      "Without --data it trains a small ResNet on a generated image set (real JPEG files in\n"
-      "the ImageNet layout) to top-1 0.759: a demonstration package, labelled as such, that\n"
-      "passes the checkers with --rcp-bypass (no RCP exists for its batch size).\n"
+      "Benchmarks:\n";
+  for (const std::unique_ptr<Benchmark>& b : registry.benchmarks()) {
+    const BenchmarkInfo& i = b->info();
+    text += fmt::format("  {:<8} {} ({} runs, ruleset {})\n", i.name, i.summary, i.required_runs,
+                        i.ruleset);
+  }
+  text +=
+      "\n"
+      "Without --data each trains a small member of its family on a generated data set to the\n"
+      "benchmark's target: a demonstration package, labelled as such, that passes the checkers\n"
+      "with --rcp-bypass (no RCP exists for its batch size).\n"
       "Data parallel: launch one process per GPU (or several CPU processes) with mpirun or\n"
       "srun; only rank 0 writes.  Progress goes to stderr, one line per epoch and evaluation.\n"
       "Ctrl-C keeps every finished run; the unfinished log is left as result_<i>.txt.incomplete.\n"
@@ -97,44 +106,15 @@ std::string UsageText() {
       "Exit status: 0 runs done, 1 a run or write failed, was interrupted, or too many runs\n"
       "missed the target, 2 usage or input error.\n"
       "\nFlags:\n";
-  for (const char* name : kFlagNames) {
-    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
-    const std::string value = flag->DefaultValue();
-    text += fmt::format("  --{:<11} {} (default: {})\n", name, flag->Help(),
-                        value.empty() ? "none" : value);
-  }
-  return text;
+  return text + base::FlagsHelp(kFlagNames);
 }
 
 absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
+  absl::StatusOr<base::ParsedArgs> parsed =
+      base::ParseFlags(argc, argv, kFlagNames, /*allow_positional=*/false);
+  if (!parsed.ok()) return parsed.status();
   CommandLine cl;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    if (arg == "-h" || arg == "--help" || arg == "-help" || arg == "--helpfull") {
-      cl.help = true;
-      continue;
-    }
-    if (arg.size() < 2 || arg[0] != '-') {
-      return absl::InvalidArgumentError(
-          fmt::format("unexpected argument '{}' (flags only; see --help)", arg));
-    }
-    arg.remove_prefix(arg[1] == '-' ? 2 : 1);
-    std::string name(arg.substr(0, arg.find('=')));
-    std::replace(name.begin(), name.end(), '-', '_');
-    std::optional<std::string> value;
-    if (arg.find('=') != std::string_view::npos) value = std::string(arg.substr(arg.find('=') + 1));
-    absl::CommandLineFlag* flag = IsOurs(name) ? absl::FindCommandLineFlag(name) : nullptr;
-    if (flag == nullptr)
-      return absl::InvalidArgumentError(fmt::format("unknown flag '{}' (see --help)", argv[i]));
-    if (!value.has_value()) {
-      if (i + 1 >= argc)
-        return absl::InvalidArgumentError(fmt::format("flag '{}' needs a value", argv[i]));
-      value = argv[++i];
-    }
-    std::string error;
-    if (!flag->ParseFrom(*value, &error))
-      return absl::InvalidArgumentError(fmt::format("flag '--{}': {}", name, error));
-  }
+  cl.help = parsed->help;
   RunnerOptions& o = cl.options;
   o.benchmark = absl::GetFlag(FLAGS_bench);
   o.gpus = absl::GetFlag(FLAGS_gpus);

@@ -6,6 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "closed_division/config.h"
+#include "closed_division/registry.h"
 
 namespace mlperf::closed {
 
@@ -18,7 +19,7 @@ struct CommandLine {
 // Errors are one line, e.g. "unknown flag '--gpu' (see --help)".
 absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv);
 
-// The --help text.
-std::string UsageText();
+// The --help text, listing the registered benchmarks.
+std::string UsageText(const BenchmarkRegistry& registry);
 
 }  // namespace mlperf::closed

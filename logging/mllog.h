@@ -17,7 +17,7 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
-#include "logging/json.h"
+#include "base/json.h"
 #include "logging/mllog_keys.h"
 
 namespace mlperf::mllog {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "logging/json.h"
+#include "base/json.h"
 
 namespace mlperf::mllog {
 

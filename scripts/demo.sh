@@ -4,7 +4,8 @@
 #      ResNet-50-family model on a generated image set (real JPEG files in the
 #      ImageNet layout), written as a submission package;
 #   2. compliance_check on that package (RCP bypass: no RCP exists for the demo's
-#      batch size), and the official package checker too when it is installed.
+#      batch size), and the official package checker too when it is installed
+#      (it is a test oracle: scripts/install_deps.sh --test installs it).
 # Every invocation writes a new package under out/demo/; nothing is overwritten.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
-# Installs what the build and the tests need, and nothing that is already there.
-# Idempotent: a second run only checks. Debian packages through apt-get, the
-# official MLPerf tools (our test oracle) through pip at a pinned version.
+# Installs what the build needs, and nothing that is already there; with
+# --test also the test-only oracles (PyTorch and torchvision for parity and
+# speed, the official MLPerf tools through pip at a pinned version), which the
+# main job (scripts/demo.sh) does not need. Idempotent: a second run only checks.
+# usage: scripts/install_deps.sh [--test]
 set -euo pipefail
+with_oracles=0
+case "${1:-}" in
+  --test) with_oracles=1 ;;
+  "") ;;
+  *) echo "install_deps: unknown argument '$1' (usage: install_deps.sh [--test])" >&2; exit 2 ;;
+esac
 
 MLPERF_LOGGING_VERSION=4.1.59
 
@@ -15,10 +23,15 @@ debs=(
   libopenblas-dev     # CPU GEMM for the training core
   libopenmpi-dev openmpi-bin         # multi-process CPU runs and NCCL bootstrap
   libjpeg62-turbo-dev # ImageNet JPEG decoding
-  python3-pip
-  python3-torch       # the PyTorch parity oracle (CPU, runs under /usr/bin/python3)
-  python3-torchvision # torchvision's resnet50: the ResNet parity oracle and speed peer
+  python3             # CMake registers the Python-driven tests at configure time
 )
+if ((with_oracles)); then
+  debs+=(
+    python3-pip
+    python3-torch       # the PyTorch parity oracle (CPU, runs under /usr/bin/python3)
+    python3-torchvision # torchvision's resnet50: the ResNet parity oracle and speed peer
+  )
+fi
 
 missing=()
 for p in "${debs[@]}"; do
@@ -32,6 +45,7 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+((with_oracles)) || exit 0
 have=$(python3 -c 'import importlib.metadata as m; print(m.version("mlperf-logging"))' 2>/dev/null || true)
 if [ "$have" != "$MLPERF_LOGGING_VERSION" ]; then
   echo "install_deps: pip install mlperf-logging==$MLPERF_LOGGING_VERSION"

@@ -2,10 +2,11 @@
 """Regenerates quality_targets/rcp/<ruleset>/rcps_<benchmark>.json from the
 official mlperf_logging package (the published reference convergence points).
 
-Only the fields the RCP checker uses are kept: record name, the benchmark named
-in the record (3.1.0 stable_diffusion records say "sd"), global batch size and
-the convergence list, in the official file's record order (ties in batch size
-keep that order). Usage: scripts/normalize_rcp_data.py [OUT_DIR]
+Kept: record name, the benchmark named in the record (3.1.0 stable_diffusion
+records say "sd"), global batch size and the convergence list (what the RCP
+checker uses), and the hyperparameters of the reference runs (what run_closed
+builds its closed recipes from), in the official file's record order (ties in
+batch size keep that order). Usage: scripts/normalize_rcp_data.py [OUT_DIR]
 """
 import json
 import pathlib
@@ -30,7 +31,8 @@ def main():
             key = ('samples to converge'
                    if rec['Benchmark'] in SAMPLES_KEY_BENCHMARKS else 'Epochs to converge')
             records.append({'name': name, 'benchmark': rec['Benchmark'],
-                            'global_batch_size': rec['BS'], 'converge': rec[key]})
+                            'global_batch_size': rec['BS'], 'converge': rec[key],
+                            'hyperparameters': rec.get('Hyperparams', {})})
         out = OUT / ruleset / src.name
         out.parent.mkdir(parents=True, exist_ok=True)
         doc = {'ruleset': ruleset, 'benchmark': benchmark, 'records': records}

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "reference/core/philox.h"
+#include "reference/kernels/composite.h"
 #include "reference/kernels/conv_geometry.h"
-#include "reference/kernels/cuda/attention.h"
 #include "reference/kernels/cuda/check.h"
 #include "reference/kernels/cuda/context.h"
 #include "reference/kernels/cuda/conv.h"
@@ -149,16 +149,16 @@ void BenchAttention() {
     return Tensor(buf.ptr, s, DType::kF32, core::Device::kCuda);
   };
   const core::Shape qs{b, h, t, d};
-  const cuda::AttentionParams p{.dropout = 0.1f, .seed = 1, .offset = 0};
+  const AttentionParams p{.dropout = 0.1f, .seed = 1, .offset = 0};
   const double flops = 4.0 * b * h * t * t * d;
   Report("attention_fwd", shape, "fp32", TimeMs([&] {
-           cuda::AttentionForward(p, T(q, qs), T(k, qs), T(v, qs), T(mask, {b, t}),
-                                  T(probs, {b, h, t, t}), T(out, qs), T(ws, {nn}));
+           ops::AttentionForward(p, T(q, qs), T(k, qs), T(v, qs), T(mask, {b, t}),
+                                 T(probs, {b, h, t, t}), T(out, qs), T(ws, {nn}));
          }),
          flops, "TFLOP/s");
   Report("attention_bwd", shape, "fp32", TimeMs([&] {
-           cuda::AttentionBackward(p, T(q, qs), T(k, qs), T(v, qs), T(probs, {b, h, t, t}),
-                                   T(dout, qs), T(dq, qs), T(dk, qs), T(dv, qs), T(ws, {nn}));
+           ops::AttentionBackward(p, T(q, qs), T(k, qs), T(v, qs), T(probs, {b, h, t, t}),
+                                  T(dout, qs), T(dq, qs), T(dk, qs), T(dv, qs), T(ws, {nn}));
          }),
          2.0 * flops, "TFLOP/s");
 }

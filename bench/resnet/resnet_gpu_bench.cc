@@ -26,9 +26,9 @@
 #include "reference/core/philox.h"
 #include "reference/dist/communicator.h"
 #include "reference/kernels/dispatch.h"
+#include "reference/layers/conv_norm.h"
 #include "reference/models/resnet.h"
-#include "reference/models/resnet_layers.h"
-#include "reference/models/resnet_trainer.h"
+#include "reference/trainer/trainer.h"
 
 namespace mlperf::models {
 namespace {
@@ -80,18 +80,18 @@ StepResult TimeTrainingStep(core::Layout layout, int64_t batch, int steps) {
   ResNet model(config, batch);
   model.Initialize(1);
   auto comm = dist::MakeSingleProcessCommunicator();
-  ResNetTrainer trainer(model, {.base_lr = 1.0, .warmup_epochs = 1, .steps_per_epoch = 1000},
-                        *comm);
+  train::Trainer trainer(model, {.base_lr = 1.0, .warmup_epochs = 1, .steps_per_epoch = 1000},
+                         *comm);
   std::vector<float> images(batch * model.image_elements());
   std::vector<int32_t> labels(batch);
   for (size_t i = 0; i < images.size(); ++i) images[i] = 2.0f * core::PhiloxUniform(7, 0, i) - 1.0f;
   for (size_t i = 0; i < labels.size(); ++i)
     labels[i] = static_cast<int32_t>(core::PhiloxBits(7, 1, i) % config.num_classes);
   // Warm-up: uploads the batch, picks cuDNN algorithms, grows scratch.
-  trainer.TrainStep(images.data(), labels.data());
-  for (int i = 0; i < 3; ++i) trainer.TrainStep(nullptr, nullptr);
+  trainer.TrainStep(model.InputBatch(images.data(), labels.data(), model.batch_size()));
+  for (int i = 0; i < 3; ++i) trainer.TrainStep(models::Batch{});
   StepResult r;
-  r.step_ms = MedianMs(steps, [&] { trainer.TrainStep(nullptr, nullptr); });
+  r.step_ms = MedianMs(steps, [&] { trainer.TrainStep(models::Batch{}); });
 
   // Per-block backward: an event at every gradients-ready report.
   std::vector<cudaEvent_t> marks;
@@ -119,7 +119,7 @@ StepResult TimeTrainingStep(core::Layout layout, int64_t batch, int steps) {
 // Every op of the ResNet-50 step at its shapes, timed alone.
 std::map<std::string, double> OpProfile(core::Layout layout, int64_t n, int repeats) {
   std::map<std::string, double> ms;
-  const PaddingMode mode = PaddingMode::kTfSame;
+  const layers::PaddingMode mode = layers::PaddingMode::kTfSame;
   struct Unit {
     ConvGeometry g;
     bool relu;
@@ -131,14 +131,16 @@ std::map<std::string, double> OpProfile(core::Layout layout, int64_t n, int repe
     const int64_t width = int64_t{64} << s;
     for (int b = 0; b < blocks[s]; ++b) {
       const int64_t stride = (s > 0 && b == 0) ? 2 : 1;
-      const ConvGeometry g1 = ResNetConv(n, channels, h, w, width, 1, 1, mode);
-      const ConvGeometry g2 = ResNetConv(n, width, h, w, width, 3, stride, mode);
-      const ConvGeometry g3 = ResNetConv(n, width, g2.out(1), g2.out(2), 4 * width, 1, 1, mode);
+      const ConvGeometry g1 = layers::Conv2dPadded(n, channels, h, w, width, 1, 1, mode);
+      const ConvGeometry g2 = layers::Conv2dPadded(n, width, h, w, width, 3, stride, mode);
+      const ConvGeometry g3 =
+          layers::Conv2dPadded(n, width, g2.out(1), g2.out(2), 4 * width, 1, 1, mode);
       units.push_back({g1, true});
       units.push_back({g2, true});
       units.push_back({g3, false});
       if (b == 0)
-        units.push_back({ResNetConv(n, channels, h, w, 4 * width, 1, stride, mode), false});
+        units.push_back(
+            {layers::Conv2dPadded(n, channels, h, w, 4 * width, 1, stride, mode), false});
       h = g2.out(1);
       w = g2.out(2);
       channels = 4 * width;
@@ -167,8 +169,10 @@ std::map<std::string, double> OpProfile(core::Layout layout, int64_t n, int repe
   const core::Tensor none;
   for (const Unit& u : units) {
     const ConvGeometry& g = u.g;
-    const core::Shape xs = ActivationShape(layout, g.batch, g.in_channels, g.in[1], g.in[2]);
-    const core::Shape ys = ActivationShape(layout, g.batch, g.out_channels, g.out(1), g.out(2));
+    const core::Shape xs =
+        layers::ActivationShape(layout, g.batch, g.in_channels, g.in[1], g.in[2]);
+    const core::Shape ys =
+        layers::ActivationShape(layout, g.batch, g.out_channels, g.out(1), g.out(2));
     const auto act = [&](const core::Tensor& b, const core::Shape& s) {
       return core::Tensor(b.data(), s, core::DType::kF32, core::Device::kCuda, layout);
     };

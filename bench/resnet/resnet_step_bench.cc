@@ -16,7 +16,7 @@
 #include "reference/core/philox.h"
 #include "reference/dist/communicator.h"
 #include "reference/models/resnet.h"
-#include "reference/models/resnet_trainer.h"
+#include "reference/trainer/trainer.h"
 
 int main(int argc, char** argv) {
   using namespace mlperf;
@@ -38,8 +38,8 @@ int main(int argc, char** argv) {
   models::ResNet model(config, batch);
   model.Initialize(1);
   auto comm = dist::MakeSingleProcessCommunicator();
-  models::ResNetTrainer trainer(model, {.base_lr = 1.0, .warmup_epochs = 1, .steps_per_epoch = 100},
-                                *comm);
+  train::Trainer trainer(model, {.base_lr = 1.0, .warmup_epochs = 1, .steps_per_epoch = 100},
+                         *comm);
   std::vector<float> images(batch * model.image_elements());
   std::vector<int32_t> labels(batch);
   for (size_t i = 0; i < images.size(); ++i) images[i] = 2.0f * core::PhiloxUniform(7, 0, i) - 1.0f;
@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
   std::vector<double> t;
   for (int s = 0; s <= steps; ++s) {
     const auto start = std::chrono::steady_clock::now();
-    const float loss = trainer.TrainStep(images.data(), labels.data());
+    const float loss =
+        trainer.TrainStep(model.InputBatch(images.data(), labels.data(), model.batch_size()));
     const double sec =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::printf("step %d: %.3f s  loss %.5f\n", s, sec, loss);

@@ -21,7 +21,7 @@
 #include "reference/core/philox.h"
 #include "reference/dist/communicator.h"
 #include "reference/models/resnet.h"
-#include "reference/models/resnet_trainer.h"
+#include "reference/trainer/trainer.h"
 
 namespace mlperf::models {
 namespace {
@@ -31,18 +31,17 @@ double TimeSteps(const ResNetConfig& config, int64_t batch, int steps) {
   ResNet model(config, batch);
   model.Initialize(1);
   auto comm = dist::MakeSingleProcessCommunicator();
-  ResNetTrainer trainer(model, {.base_lr = 1.0, .warmup_epochs = 1, .steps_per_epoch = 100},
-                        *comm);
+  train::Trainer trainer(model, {.base_lr = 1.0, .warmup_epochs = 1, .steps_per_epoch = 100},
+                         *comm);
   std::vector<float> images(batch * model.image_elements());
   std::vector<int32_t> labels(batch);
-  for (size_t i = 0; i < images.size(); ++i)
-    images[i] = 2.0f * core::PhiloxUniform(7, 0, i) - 1.0f;
+  for (size_t i = 0; i < images.size(); ++i) images[i] = 2.0f * core::PhiloxUniform(7, 0, i) - 1.0f;
   for (size_t i = 0; i < labels.size(); ++i)
     labels[i] = static_cast<int32_t>(core::PhiloxBits(7, 1, i) % config.num_classes);
   std::vector<double> t;
   for (int s = 0; s <= steps; ++s) {
     const auto start = std::chrono::steady_clock::now();
-    trainer.TrainStep(images.data(), labels.data());
+    trainer.TrainStep(model.InputBatch(images.data(), labels.data(), model.batch_size()));
     if (s > 0)
       t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
@@ -86,8 +85,8 @@ void Run(int64_t batch, int image, int steps, int64_t small_batch) {
   for (const auto& [name, s] : small_torch)
     std::printf("  torch %-14s %8.1f images/s\n", name.c_str(), small_batch / s);
   for (core::Layout layout : {core::Layout::kNCHW, core::Layout::kNHWC}) {
-    const double s = TimeSteps(
-        {.base_width = 16, .image_size = 64, .layout = layout}, small_batch, 5);
+    const double s =
+        TimeSteps({.base_width = 16, .image_size = 64, .layout = layout}, small_batch, 5);
     std::printf("  ours  %-14s %8.1f images/s\n", layout == core::Layout::kNCHW ? "NCHW" : "NHWC",
                 small_batch / s);
   }

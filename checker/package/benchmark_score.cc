@@ -1,9 +1,9 @@
 #include "checker/package/benchmark_score.h"
 
+#include "base/json.h"
 #include "checker/package/benchmark_meta.h"
 #include "checker/package/olympic_mean.h"
 #include "fmt/format.h"
-#include "logging/json.h"
 
 namespace mlperf::package {
 

@@ -6,6 +6,8 @@
 #include <map>
 
 #include "absl/flags/flag.h"
+#include "base/exit_codes.h"
+#include "base/json.h"
 #include "checker/engine.h"
 #include "checker/package/claims_audit.h"
 #include "checker/package/layout.h"
@@ -14,7 +16,6 @@
 #include "checker/package/summary_csv.h"
 #include "checker/report_format.h"
 #include "fmt/format.h"
-#include "logging/json.h"
 #include "logging/mllog_parser.h"
 
 ABSL_FLAG(std::string, csv, "", "write the result summarizer's score table to this CSV file");
@@ -34,9 +35,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using json::Value;
-
-constexpr int kExitFail = 1;
-constexpr int kExitUsage = 2;
 
 Value Opt(const std::optional<double>& v) { return v ? Value(*v) : Value(); }
 
@@ -185,6 +183,173 @@ absl::StatusOr<std::string> ReadSmall(const std::string& path) {
   return ReadFileLimited(path, 64ull << 20);
 }
 
+// What the command-line paths resolve to, before anything is checked.
+struct Targets {
+  struct Org {
+    fs::path path;
+    PackageOptions options;
+  };
+  std::vector<Org> orgs;
+  std::vector<std::string> log_files;
+};
+
+// The package's ruleset: the one given, else its vN.M round folder's.
+absl::StatusOr<std::string> OrgRuleset(const fs::path& org, const CliOptions& options,
+                                       const checker::RuleLibrary& rules) {
+  std::optional<std::string> ruleset = options.ruleset ? options.ruleset : RulesetFromPath(org);
+  if (!ruleset) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{}: cannot tell which training ruleset this package follows (no vN.M round folder in "
+        "its path); give it with --ruleset X.Y.Z, e.g. --ruleset 3.0.0 for the v3.0 round",
+        DisplayPath(org)));
+  }
+  if (!ValidRuleset(*ruleset, rules)) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: ruleset {} (from the folder name) is not supported; give one with "
+                    "--ruleset X.Y.Z",
+                    DisplayPath(org), *ruleset));
+  }
+  return *ruleset;
+}
+
+// Resolves every path first, so that a usage error prints nothing else.
+absl::StatusOr<Targets> ResolvePaths(const std::vector<std::string>& paths,
+                                     const CliOptions& options, const checker::RuleLibrary& rules) {
+  Targets targets;
+  for (const std::string& p : paths) {
+    absl::StatusOr<PathTarget> t = ClassifyPath(p);
+    if (!t.ok()) return t.status();
+    if (t->kind == PathKind::kLogFile) {
+      targets.log_files.push_back(p);
+      continue;
+    }
+    for (const fs::path& org : t->organizations) {
+      absl::StatusOr<std::string> ruleset = OrgRuleset(org, options, rules);
+      if (!ruleset.ok()) return ruleset.status();
+      targets.orgs.push_back({org,
+                              {.ruleset = *ruleset,
+                               .rcp_bypass = absl::GetFlag(FLAGS_rcp_bypass),
+                               .seed_checker_bypass = absl::GetFlag(FLAGS_seed_checker_bypass),
+                               .werror = options.werror,
+                               .jobs = options.jobs,
+                               .only_system = t->only_system,
+                               .only_benchmark = t->only_benchmark}});
+    }
+  }
+  return targets;
+}
+
+// The claims of --claims; none without the flag.
+absl::StatusOr<std::vector<Claim>> ReadClaims() {
+  const std::string path = absl::GetFlag(FLAGS_claims);
+  if (path.empty()) return std::vector<Claim>{};
+  absl::StatusOr<std::string> text = ReadSmall(path);
+  absl::StatusOr<std::vector<Claim>> parsed =
+      text.ok() ? ParseClaimsCsv(*text, path) : absl::StatusOr<std::vector<Claim>>(text.status());
+  if (!parsed.ok()) {
+    return absl::Status(parsed.status().code(),
+                        fmt::format("claims: {}", std::string(parsed.status().message())));
+  }
+  return parsed;
+}
+
+// Plain log files given beside packages, checked as the per-log mode does.
+std::vector<checker::LogReport> CheckLogFiles(const std::vector<std::string>& files,
+                                              const std::string& ruleset, bool werror,
+                                              const checker::RuleLibrary& rules) {
+  std::vector<checker::LogReport> logs;
+  for (const std::string& f : files) {
+    absl::StatusOr<std::string> text = ReadFileLimited(f, 512ull << 20);
+    if (!text.ok()) {
+      checker::LogReport r{.path = f, .ruleset = ruleset, .input_error = true};
+      r.errors.push_back({.message = std::string(text.status().message())});
+      logs.push_back(std::move(r));
+      continue;
+    }
+    logs.push_back(
+        checker::CheckLog(mllog::ParseText(*text, f), rules, ruleset, {.werror = werror}));
+  }
+  return logs;
+}
+
+// --csv and --write-scaling; false when a file could not be written.
+bool WriteRequestedFiles(const std::vector<OrgReport>& orgs) {
+  bool ok = true;
+  if (const std::string csv = absl::GetFlag(FLAGS_csv); !csv.empty()) {
+    std::vector<const OrgReport*> ptrs;
+    for (const OrgReport& o : orgs) ptrs.push_back(&o);
+    std::ofstream out(csv, std::ios::binary | std::ios::trunc);
+    out << SummaryCsv(ptrs);
+    if (!out) {
+      std::fprintf(stderr, "compliance_check: cannot write %s\n", csv.c_str());
+      ok = false;
+    }
+  }
+  if (absl::GetFlag(FLAGS_write_scaling)) {
+    for (const OrgReport& o : orgs) {
+      if (absl::Status s = WriteScalingFiles(o); !s.ok()) {
+        std::fprintf(stderr, "compliance_check: %s\n", std::string(s.message()).c_str());
+        ok = false;
+      }
+    }
+  }
+  return ok;
+}
+
+// The per-log JSON document, extended with packages and claims.
+std::string JsonReport(const std::string& log_ruleset, const std::vector<checker::LogReport>& logs,
+                       const std::vector<OrgReport>& orgs, const std::vector<ClaimResult>& audits,
+                       bool all_pass) {
+  std::vector<checker::LogReport> all_logs = logs;
+  for (const OrgReport& o : orgs) {
+    for (const BenchmarkDirReport& d : o.dirs) {
+      for (const RunDetail& r : d.runs) all_logs.push_back(r.log);
+    }
+  }
+  absl::StatusOr<Value> doc =
+      json::Parse(checker::FormatJson(log_ruleset, all_logs), {.encoding = json::Encoding::kUtf8});
+  if (!doc.ok()) doc = Value(json::Object{{"tool", "compliance_check"}});
+  json::Array packages;
+  for (const OrgReport& o : orgs) {
+    json::Array dirs;
+    for (const BenchmarkDirReport& d : o.dirs) dirs.push_back(DirJson(d));
+    packages.push_back(Value(json::Object{{"path", o.path},
+                                          {"organization", o.name},
+                                          {"ruleset", o.ruleset},
+                                          {"verdict", o.passed() ? "PASS" : "FAIL"},
+                                          {"errors", Strings(o.errors)},
+                                          {"warnings", Strings(o.warnings)},
+                                          {"notes", Strings(o.notes)},
+                                          {"benchmarks", Value(std::move(dirs))}}));
+  }
+  json::Array claims_json;
+  for (const ClaimResult& r : audits) claims_json.push_back(ClaimJson(r));
+  doc->Set("verdict", all_pass ? "PASS" : "FAIL");
+  doc->Set("packages", Value(std::move(packages)));
+  doc->Set("claims", Value(std::move(claims_json)));
+  return json::Dump(*doc) + "\n";
+}
+
+std::string HumanClaim(const ClaimResult& r) {
+  const Claim& c = r.audit.claim;
+  std::string out =
+      fmt::format("CLAIM {} {} {}/{} {} min: {}", c.version, c.submitter, c.system, c.benchmark,
+                  json::PythonFloatRepr(c.minutes), ClaimMatchName(r.audit.match));
+  if (r.audit.difference) out += fmt::format(" (difference {:.6g} min)", *r.audit.difference);
+  if (!r.audit.reason.empty()) out += fmt::format(": {}", r.audit.reason);
+  return out + "\n";
+}
+
+std::string HumanReport(const std::vector<checker::LogReport>& logs,
+                        const std::vector<OrgReport>& orgs,
+                        const std::vector<ClaimResult>& audits) {
+  std::string out;
+  for (const checker::LogReport& r : logs) out += checker::FormatHuman(r);
+  for (const OrgReport& o : orgs) out += HumanOrg(o);
+  for (const ClaimResult& r : audits) out += HumanClaim(r);
+  return out;
+}
+
 }  // namespace
 
 bool AnyDirectory(const std::vector<std::string>& paths) {
@@ -193,30 +358,6 @@ bool AnyDirectory(const std::vector<std::string>& paths) {
     if (fs::is_directory(p, ec)) return true;
   }
   return false;
-}
-
-bool RulesetGiven(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view a = argv[i];
-    if (a == "--") break;
-    if (a == "--ruleset" || a == "-ruleset" || a.starts_with("--ruleset=") ||
-        a.starts_with("-ruleset="))
-      return true;
-  }
-  return false;
-}
-
-std::string PackageFlagsHelp() {
-  return "  --csv FILE           write the result summarizer's score table (same columns) to FILE\n"
-         "  --claims FILE        audit time-to-train claims (CSV: "
-         "version,submitter,system,benchmark,minutes)\n"
-         "  --rcp-bypass         let RCP failures pass (as package_checker --rcp-bypass)\n"
-         "  --seed-checker-bypass  skip the seed checker (as package_checker "
-         "--seed-checker-bypass)\n"
-         "  --write-scaling      write scaling.json files as the official tools leave them "
-         "(otherwise\n"
-         "                       nothing inside the checked tree is ever created, changed or "
-         "deleted)\n";
 }
 
 int RunPackageCli(const std::vector<std::string>& paths, const CliOptions& options,
@@ -228,83 +369,21 @@ int RunPackageCli(const std::vector<std::string>& paths, const CliOptions& optio
         options.ruleset->c_str());
     return kExitUsage;
   }
-  // Resolve every path first, so that a usage error prints nothing else.
-  struct OrgJob {
-    fs::path org;
-    PackageOptions options;
-  };
-  std::vector<OrgJob> org_jobs;
-  std::vector<std::string> log_files;
-  for (const std::string& p : paths) {
-    absl::StatusOr<PathTarget> t = ClassifyPath(p);
-    if (!t.ok()) {
-      std::fprintf(stderr, "compliance_check: %s\n", std::string(t.status().message()).c_str());
-      return kExitUsage;
-    }
-    if (t->kind == PathKind::kLogFile) {
-      log_files.push_back(p);
-      continue;
-    }
-    for (const fs::path& org : t->organizations) {
-      std::optional<std::string> ruleset = options.ruleset ? options.ruleset : RulesetFromPath(org);
-      if (!ruleset) {
-        std::fprintf(
-            stderr,
-            "compliance_check: %s: cannot tell which training ruleset this package follows (no "
-            "vN.M "
-            "round folder in its path); give it with --ruleset X.Y.Z, e.g. --ruleset 3.0.0 for the "
-            "v3.0 round\n",
-            DisplayPath(org).c_str());
-        return kExitUsage;
-      }
-      if (!ValidRuleset(*ruleset, rules)) {
-        std::fprintf(stderr,
-                     "compliance_check: %s: ruleset %s (from the folder name) is not supported; "
-                     "give one with --ruleset X.Y.Z\n",
-                     DisplayPath(org).c_str(), ruleset->c_str());
-        return kExitUsage;
-      }
-      PackageOptions po{.ruleset = *ruleset,
-                        .rcp_bypass = absl::GetFlag(FLAGS_rcp_bypass),
-                        .seed_checker_bypass = absl::GetFlag(FLAGS_seed_checker_bypass),
-                        .werror = options.werror,
-                        .jobs = options.jobs,
-                        .only_system = t->only_system,
-                        .only_benchmark = t->only_benchmark};
-      org_jobs.push_back({org, po});
-    }
-  }
-  std::vector<Claim> claims;
-  const std::string claims_path = absl::GetFlag(FLAGS_claims);
-  if (!claims_path.empty()) {
-    absl::StatusOr<std::string> text = ReadSmall(claims_path);
-    absl::StatusOr<std::vector<Claim>> parsed =
-        text.ok() ? ParseClaimsCsv(*text, claims_path)
-                  : absl::StatusOr<std::vector<Claim>>(text.status());
-    if (!parsed.ok()) {
-      std::fprintf(stderr, "compliance_check: claims: %s\n",
-                   std::string(parsed.status().message()).c_str());
-      return kExitUsage;
-    }
-    claims = *std::move(parsed);
+  absl::StatusOr<Targets> targets = ResolvePaths(paths, options, rules);
+  absl::StatusOr<std::vector<Claim>> claims =
+      targets.ok() ? ReadClaims() : absl::StatusOr<std::vector<Claim>>(targets.status());
+  if (!claims.ok()) {
+    std::fprintf(stderr, "compliance_check: %s\n", std::string(claims.status().message()).c_str());
+    return kExitUsage;
   }
 
   std::vector<OrgReport> orgs;
-  for (const OrgJob& j : org_jobs) orgs.push_back(CheckOrganization(j.org, rules, j.options));
+  for (const Targets::Org& o : targets->orgs)
+    orgs.push_back(CheckOrganization(o.path, rules, o.options));
   const std::string log_ruleset = options.ruleset.value_or(options.default_ruleset);
-  std::vector<checker::LogReport> logs;
-  for (const std::string& f : log_files) {
-    absl::StatusOr<std::string> text = ReadFileLimited(f, 512ull << 20);
-    if (!text.ok()) {
-      checker::LogReport r{.path = f, .ruleset = log_ruleset, .input_error = true};
-      r.errors.push_back({.message = std::string(text.status().message())});
-      logs.push_back(std::move(r));
-      continue;
-    }
-    logs.push_back(checker::CheckLog(mllog::ParseText(*text, f), rules, log_ruleset,
-                                     {.werror = options.werror}));
-  }
-  const std::vector<ClaimResult> audits = AuditClaims(claims, orgs);
+  const std::vector<checker::LogReport> logs =
+      CheckLogFiles(targets->log_files, log_ruleset, options.werror, rules);
+  const std::vector<ClaimResult> audits = AuditClaims(*claims, orgs);
 
   bool input_error = false, all_pass = true;
   for (const checker::LogReport& r : logs) {
@@ -315,73 +394,13 @@ int RunPackageCli(const std::vector<std::string>& paths, const CliOptions& optio
     input_error = input_error || o.input_error;
     all_pass = all_pass && o.passed();
   }
+  if (!WriteRequestedFiles(orgs)) input_error = true;
 
-  if (const std::string csv = absl::GetFlag(FLAGS_csv); !csv.empty()) {
-    std::vector<const OrgReport*> ptrs;
-    for (const OrgReport& o : orgs) ptrs.push_back(&o);
-    std::ofstream out(csv, std::ios::binary | std::ios::trunc);
-    out << SummaryCsv(ptrs);
-    if (!out) {
-      std::fprintf(stderr, "compliance_check: cannot write %s\n", csv.c_str());
-      input_error = true;
-    }
-  }
-  if (absl::GetFlag(FLAGS_write_scaling)) {
-    for (const OrgReport& o : orgs) {
-      if (absl::Status s = WriteScalingFiles(o); !s.ok()) {
-        std::fprintf(stderr, "compliance_check: %s\n", std::string(s.message()).c_str());
-        input_error = true;
-      }
-    }
-  }
-
-  std::string out;
-  if (options.json) {
-    // The per-log document, extended with packages and claims.
-    std::vector<checker::LogReport> all_logs = logs;
-    for (const OrgReport& o : orgs) {
-      for (const BenchmarkDirReport& d : o.dirs) {
-        for (const RunDetail& r : d.runs) all_logs.push_back(r.log);
-      }
-    }
-    absl::StatusOr<Value> doc = json::Parse(checker::FormatJson(log_ruleset, all_logs),
-                                            {.encoding = json::Encoding::kUtf8});
-    if (!doc.ok()) doc = Value(json::Object{{"tool", "compliance_check"}});
-    json::Array packages;
-    for (const OrgReport& o : orgs) {
-      json::Array dirs;
-      for (const BenchmarkDirReport& d : o.dirs) dirs.push_back(DirJson(d));
-      packages.push_back(Value(json::Object{{"path", o.path},
-                                            {"organization", o.name},
-                                            {"ruleset", o.ruleset},
-                                            {"verdict", o.passed() ? "PASS" : "FAIL"},
-                                            {"errors", Strings(o.errors)},
-                                            {"warnings", Strings(o.warnings)},
-                                            {"notes", Strings(o.notes)},
-                                            {"benchmarks", Value(std::move(dirs))}}));
-    }
-    json::Array claims_json;
-    for (const ClaimResult& r : audits) claims_json.push_back(ClaimJson(r));
-    doc->Set("verdict", all_pass ? "PASS" : "FAIL");
-    doc->Set("packages", Value(std::move(packages)));
-    doc->Set("claims", Value(std::move(claims_json)));
-    out = json::Dump(*doc) + "\n";
-  } else {
-    for (const checker::LogReport& r : logs) out += checker::FormatHuman(r);
-    for (const OrgReport& o : orgs) out += HumanOrg(o);
-    for (const ClaimResult& r : audits) {
-      const Claim& c = r.audit.claim;
-      out +=
-          fmt::format("CLAIM {} {} {}/{} {} min: {}", c.version, c.submitter, c.system, c.benchmark,
-                      json::PythonFloatRepr(c.minutes), ClaimMatchName(r.audit.match));
-      if (r.audit.difference) out += fmt::format(" (difference {:.6g} min)", *r.audit.difference);
-      if (!r.audit.reason.empty()) out += fmt::format(": {}", r.audit.reason);
-      out += "\n";
-    }
-  }
+  const std::string out = options.json ? JsonReport(log_ruleset, logs, orgs, audits, all_pass)
+                                       : HumanReport(logs, orgs, audits);
   std::fwrite(out.data(), 1, out.size(), stdout);
   if (input_error) return kExitUsage;
-  return all_pass ? 0 : kExitFail;
+  return all_pass ? kExitOk : kExitFailed;
 }
 
 }  // namespace mlperf::package

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "checker/rule_library.h"
@@ -23,17 +24,13 @@ struct CliOptions {
 // Whether any path is a directory (then main hands over to RunPackageCli).
 bool AnyDirectory(const std::vector<std::string>& paths);
 
-// Whether argv sets --ruleset (Abseil's flag keeps its default otherwise).
-bool RulesetGiven(int argc, char** argv);
+// The package flags, defined in cli_package.cc; main reads them with its own.
+inline constexpr std::string_view kPackageFlags[] = {"csv", "claims", "rcp-bypass",
+                                                     "seed-checker-bypass", "write-scaling"};
 
 // Checks every path (log files as the per-log mode does) and prints the
 // report; returns the exit status (0 pass, 1 fail, 2 usage or input error).
-// The package flags (--csv, --claims, --rcp-bypass, --seed-checker-bypass,
-// --write-scaling) are defined in cli_package.cc.
 int RunPackageCli(const std::vector<std::string>& paths, const CliOptions& options,
                   const checker::RuleLibrary& rules);
-
-// Help lines for the package flags, for main's --help.
-std::string PackageFlagsHelp();
 
 }  // namespace mlperf::package

@@ -1,11 +1,10 @@
 #include "checker/package/package_check.h"
 
 #include <algorithm>
-#include <atomic>
 #include <fstream>
 #include <set>
-#include <thread>
 
+#include "base/parallel_for.h"
 #include "checker/package/benchmark_meta.h"
 #include "checker/package/layout.h"
 #include "checker/package/package_params.h"
@@ -120,6 +119,147 @@ const SystemReport* FindSystem(const OrgReport& report, const std::string& name)
   return nullptr;
 }
 
+// What each log's check leaves for the directory verdict, [dir][run].
+struct RunOutputs {
+  std::vector<std::vector<std::optional<mllog::ParsedLog>>> parsed;
+  std::vector<std::vector<std::vector<std::string>>> review;
+};
+
+// The organisation's name: its folder's, or its parent's for a path ending in '/.'.
+std::string OrgName(const fs::path& org) {
+  std::error_code ec;
+  const fs::path normal = fs::absolute(org, ec).lexically_normal();
+  std::string name = DisplayName(normal.filename().string());
+  if (name.empty()) name = DisplayName(normal.parent_path().filename().string());
+  return name;
+}
+
+// The organisation-level file is read only by the wrapper scripts.
+void NoteOrgParams(const fs::path& org, const PackageOptions& options, OrgReport& report) {
+  const fs::path org_params = org / "package_checker_params";
+  std::error_code ec;
+  if (!fs::exists(org_params, ec)) return;
+  absl::StatusOr<std::string> text = ReadFileLimited(org_params, kMaxSmallFileBytes);
+  if (!text.ok()) {
+    report.warnings.push_back(std::string(text.status().message()));
+    return;
+  }
+  OrgParamsRequest req = ParseOrgParams(*text);
+  if (req.rcp_bypass && !options.rcp_bypass) {
+    report.notes.push_back(
+        fmt::format("{} asks for an RCP bypass, which the package checker does not read from "
+                    "there; not applied "
+                    "(pass --rcp-bypass to apply it, as the official wrapper script does)",
+                    DisplayPath(org_params)));
+  }
+  if (req.seed_checker_bypass && !options.seed_checker_bypass) {
+    report.notes.push_back(
+        fmt::format("{} asks for a seed checker bypass, which the package checker does not "
+                    "read from there; not "
+                    "applied (pass --seed-checker-bypass to apply it)",
+                    DisplayPath(org_params)));
+  }
+}
+
+// The division of results/<system>, from its system description (spec 7.2).
+std::string SystemDivision(const fs::path& sys_dir, const std::string& system, OrgReport& report) {
+  const SystemReport* desc = FindSystem(report, system);
+  if (!desc) {
+    report.errors.push_back(
+        fmt::format("{}: no system description systems/{}.json for this results folder (the "
+                    "official package checker "
+                    "stops here)",
+                    DisplayPath(sys_dir), DisplayName(system)));
+    return "";
+  }
+  if (desc->desc_loaded) {
+    const json::Value* div = desc->desc.Find("division");
+    if (div && div->is_string() && div->as_string() == "closed") return "closed";
+  }
+  return "";
+}
+
+// Lists one benchmark directory into d (runs still unchecked) and its logs
+// into tasks; `index` is where d will go in report.dirs.
+void AddBenchmarkDir(const fs::path& dir, const std::string& benchmark,
+                     const PackageParams& sys_params, const PackageOptions& options, size_t index,
+                     BenchmarkDirReport& d, std::vector<LogTask>& tasks, bool& input_error) {
+  absl::StatusOr<std::vector<DirEntry>> files = ListDir(dir);
+  if (!files.ok()) {
+    d.errors.push_back(std::string(files.status().message()));
+    input_error = true;
+    return;
+  }
+  const PackageParams params = ReadParams(dir / "package_checker_params", d.warnings);
+  d.rcp_bypass = options.rcp_bypass || sys_params.rcp_bypass || params.rcp_bypass;
+  d.seed_checker_bypass =
+      options.seed_checker_bypass || sys_params.seed_checker_bypass || params.seed_checker_bypass;
+  size_t n_params = 0, n_results = 0;
+  for (const DirEntry& f : *files) {
+    if (f.name == "package_checker_params") ++n_params;
+    if (!IsResultLogName(f.name)) continue;
+    ++n_results;
+    if (!f.error.empty()) {
+      d.errors.push_back(fmt::format("{}: {}", DisplayPath(dir / f.name), f.error));
+      input_error = true;
+      continue;
+    }
+    if (f.is_dir) continue;
+    tasks.push_back({index, d.runs.size(), dir / f.name});
+    d.runs.emplace_back();
+  }
+  d.required_runs = RequiredResultFiles(benchmark);
+  if (d.required_runs && static_cast<int>(n_results) != *d.required_runs) {
+    d.errors.push_back(fmt::format("{} result_*.txt files, the benchmark requires exactly {}",
+                                   n_results, *d.required_runs));
+  }
+  if (files->size() > n_results + n_params) {
+    d.warnings.push_back(
+        fmt::format("{} files in the directory, some not named result_*.txt", files->size()));
+  }
+}
+
+// Adds every benchmark directory of results/<system> to the report.
+void AddSystem(const fs::path& org, const std::string& system,
+               const std::vector<std::string>& allowed, const PackageOptions& options,
+               OrgReport& report, std::vector<LogTask>& tasks) {
+  const fs::path sys_dir = org / "results" / system;
+  std::vector<std::string> param_warnings;
+  const PackageParams sys_params = ReadParams(sys_dir / "package_checker_params", param_warnings);
+  report.warnings.insert(report.warnings.end(), param_warnings.begin(), param_warnings.end());
+  const std::string division = SystemDivision(sys_dir, system, report);
+  absl::StatusOr<std::vector<DirEntry>> benchmarks = ListDir(sys_dir);
+  if (!benchmarks.ok()) {
+    report.errors.push_back(std::string(benchmarks.status().message()));
+    report.input_error = true;
+    return;
+  }
+  for (const DirEntry& b : *benchmarks) {
+    if (options.only_benchmark && *options.only_benchmark != b.name) continue;
+    if (!b.error.empty()) {
+      report.errors.push_back(fmt::format("{}: {}", DisplayPath(sys_dir / b.name), b.error));
+      report.input_error = true;
+      continue;
+    }
+    if (!b.is_dir) continue;
+    BenchmarkDirReport d;
+    d.path = DisplayPath(sys_dir / b.name);
+    d.location = sys_dir / b.name;
+    d.system = DisplayName(system);
+    d.benchmark = DisplayName(b.name);
+    d.division = division;
+    if (std::find(allowed.begin(), allowed.end(), b.name) == allowed.end()) {
+      d.skipped = true;
+      d.warnings.push_back(fmt::format("{} is not a benchmark of ruleset {}; skipped", d.benchmark,
+                                       options.ruleset));
+    } else {
+      AddBenchmarkDir(d.location, b.name, sys_params, options, report.dirs.size(), d, tasks,
+                      report.input_error);
+    }
+    report.dirs.push_back(std::move(d));
+  }
+}
+
 // The directory verdict once its runs are checked (check_training_package).
 void FinishDirectory(BenchmarkDirReport& d, const std::vector<const mllog::ParsedLog*>& logs,
                      bool all_parsed, const PackageOptions& options) {
@@ -208,6 +348,28 @@ void FinishDirectory(BenchmarkDirReport& d, const std::vector<const mllog::Parse
   d.score = ScoreBenchmark(d.benchmark, times, factor);
 }
 
+// Hands directory i its checked runs (report.dirs[i], outputs [i]) for the verdict.
+void FinishCheckedDirectory(size_t i, const RunOutputs& outputs, const PackageOptions& options,
+                            OrgReport& report) {
+  BenchmarkDirReport& d = report.dirs[i];
+  std::vector<const mllog::ParsedLog*> logs;
+  bool all_parsed = true;
+  for (size_t r = 0; r < d.runs.size(); ++r) {
+    if (d.runs[r].log.input_error) {
+      report.input_error = true;
+      d.errors.push_back(fmt::format("cannot read {}", d.runs[r].log.errors.front().message));
+    }
+    if (outputs.parsed[i][r]) {
+      logs.push_back(&*outputs.parsed[i][r]);
+    } else {
+      all_parsed = false;
+    }
+    d.review_warnings.insert(d.review_warnings.end(), outputs.review[i][r].begin(),
+                             outputs.review[i][r].end());
+  }
+  FinishDirectory(d, logs, all_parsed, options);
+}
+
 }  // namespace
 
 int BenchmarkDirReport::converged_runs() const {
@@ -226,40 +388,10 @@ OrgReport CheckOrganization(const fs::path& org, const checker::RuleLibrary& rul
                             const PackageOptions& options) {
   OrgReport report;
   report.path = DisplayPath(org);
-  std::error_code ec;
-  report.name = DisplayName(fs::absolute(org, ec).lexically_normal().filename().string());
-  if (report.name.empty())
-    report.name =
-        DisplayName(fs::absolute(org, ec).lexically_normal().parent_path().filename().string());
+  report.name = OrgName(org);
   report.ruleset = options.ruleset;
-
-  // The organisation-level file is read only by the wrapper scripts.
-  const fs::path org_params = org / "package_checker_params";
-  if (fs::exists(org_params, ec)) {
-    absl::StatusOr<std::string> text = ReadFileLimited(org_params, kMaxSmallFileBytes);
-    if (text.ok()) {
-      OrgParamsRequest req = ParseOrgParams(*text);
-      if (req.rcp_bypass && !options.rcp_bypass) {
-        report.notes.push_back(
-            fmt::format("{} asks for an RCP bypass, which the package checker does not read from "
-                        "there; not applied "
-                        "(pass --rcp-bypass to apply it, as the official wrapper script does)",
-                        DisplayPath(org_params)));
-      }
-      if (req.seed_checker_bypass && !options.seed_checker_bypass) {
-        report.notes.push_back(
-            fmt::format("{} asks for a seed checker bypass, which the package checker does not "
-                        "read from there; not "
-                        "applied (pass --seed-checker-bypass to apply it)",
-                        DisplayPath(org_params)));
-      }
-    } else {
-      report.warnings.push_back(std::string(text.status().message()));
-    }
-  }
-
+  NoteOrgParams(org, options, report);
   CheckSystemDescriptions(org, options, report);
-  const std::vector<std::string> allowed = AllowedBenchmarks(options.ruleset);
 
   absl::StatusOr<std::vector<DirEntry>> systems = ListDir(org / "results");
   if (!systems.ok()) {
@@ -267,6 +399,7 @@ OrgReport CheckOrganization(const fs::path& org, const checker::RuleLibrary& rul
     report.input_error = true;
     return report;
   }
+  const std::vector<std::string> allowed = AllowedBenchmarks(options.ruleset);
   std::vector<LogTask> tasks;
   for (const DirEntry& sys : *systems) {
     if (options.only_system && *options.only_system != sys.name) continue;
@@ -276,131 +409,23 @@ OrgReport CheckOrganization(const fs::path& org, const checker::RuleLibrary& rul
       report.input_error = true;
       continue;
     }
-    if (!sys.is_dir) continue;
-    const fs::path sys_dir = org / "results" / sys.name;
-    std::vector<std::string> param_warnings;
-    const PackageParams sys_params = ReadParams(sys_dir / "package_checker_params", param_warnings);
-    report.warnings.insert(report.warnings.end(), param_warnings.begin(), param_warnings.end());
-    const SystemReport* desc = FindSystem(report, sys.name);
-    std::string division;
-    if (!desc) {
-      report.errors.push_back(
-          fmt::format("{}: no system description systems/{}.json for this results folder (the "
-                      "official package checker "
-                      "stops here)",
-                      DisplayPath(sys_dir), DisplayName(sys.name)));
-    } else if (desc->desc_loaded) {
-      const json::Value* div = desc->desc.Find("division");
-      if (div && div->is_string() && div->as_string() == "closed") division = "closed";
-    }
-    absl::StatusOr<std::vector<DirEntry>> benchmarks = ListDir(sys_dir);
-    if (!benchmarks.ok()) {
-      report.errors.push_back(std::string(benchmarks.status().message()));
-      report.input_error = true;
-      continue;
-    }
-    for (const DirEntry& b : *benchmarks) {
-      if (options.only_benchmark && *options.only_benchmark != b.name) continue;
-      if (!b.error.empty()) {
-        report.errors.push_back(fmt::format("{}: {}", DisplayPath(sys_dir / b.name), b.error));
-        report.input_error = true;
-        continue;
-      }
-      if (!b.is_dir) continue;
-      BenchmarkDirReport d;
-      d.path = DisplayPath(sys_dir / b.name);
-      d.location = sys_dir / b.name;
-      d.system = DisplayName(sys.name);
-      d.benchmark = DisplayName(b.name);
-      d.division = division;
-      if (std::find(allowed.begin(), allowed.end(), b.name) == allowed.end()) {
-        d.skipped = true;
-        d.warnings.push_back(fmt::format("{} is not a benchmark of ruleset {}; skipped",
-                                         d.benchmark, options.ruleset));
-        report.dirs.push_back(std::move(d));
-        continue;
-      }
-      const fs::path dir = sys_dir / b.name;
-      absl::StatusOr<std::vector<DirEntry>> files = ListDir(dir);
-      if (!files.ok()) {
-        d.errors.push_back(std::string(files.status().message()));
-        report.input_error = true;
-        report.dirs.push_back(std::move(d));
-        continue;
-      }
-      const PackageParams params = ReadParams(dir / "package_checker_params", d.warnings);
-      d.rcp_bypass = options.rcp_bypass || sys_params.rcp_bypass || params.rcp_bypass;
-      d.seed_checker_bypass = options.seed_checker_bypass || sys_params.seed_checker_bypass ||
-                              params.seed_checker_bypass;
-      size_t n_params = 0, n_results = 0;
-      for (const DirEntry& f : *files) {
-        if (f.name == "package_checker_params") ++n_params;
-        if (!IsResultLogName(f.name)) continue;
-        ++n_results;
-        if (!f.error.empty()) {
-          d.errors.push_back(fmt::format("{}: {}", DisplayPath(dir / f.name), f.error));
-          report.input_error = true;
-          continue;
-        }
-        if (f.is_dir) continue;
-        tasks.push_back({report.dirs.size(), d.runs.size(), dir / f.name});
-        d.runs.emplace_back();
-      }
-      d.required_runs = RequiredResultFiles(b.name);
-      if (d.required_runs && static_cast<int>(n_results) != *d.required_runs) {
-        d.errors.push_back(fmt::format("{} result_*.txt files, the benchmark requires exactly {}",
-                                       n_results, *d.required_runs));
-      }
-      if (files->size() > n_results + n_params) {
-        d.warnings.push_back(
-            fmt::format("{} files in the directory, some not named result_*.txt", files->size()));
-      }
-      report.dirs.push_back(std::move(d));
-    }
+    if (sys.is_dir) AddSystem(org, sys.name, allowed, options, report, tasks);
   }
 
   // The logs are the expensive part: check them on every core.
-  std::vector<std::vector<std::optional<mllog::ParsedLog>>> parsed(report.dirs.size());
-  std::vector<std::vector<std::vector<std::string>>> review(report.dirs.size());
-  for (size_t i = 0; i < report.dirs.size(); ++i) {
-    parsed[i].resize(report.dirs[i].runs.size());
-    review[i].resize(report.dirs[i].runs.size());
+  RunOutputs outputs;
+  for (const BenchmarkDirReport& d : report.dirs) {
+    outputs.parsed.emplace_back(d.runs.size());
+    outputs.review.emplace_back(d.runs.size());
   }
-  int n_threads = options.jobs > 0
-                      ? options.jobs
-                      : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  n_threads = std::max(1, std::min<int>(n_threads, static_cast<int>(tasks.size())));
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i = next++; i < tasks.size(); i = next++) {
-      const LogTask& t = tasks[i];
-      CheckRun(t.path, rules, options, report.dirs[t.dir].runs[t.run], parsed[t.dir][t.run],
-               review[t.dir][t.run]);
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < n_threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (std::thread& t : pool) t.join();
+  base::ParallelFor(tasks.size(), options.jobs, [&](size_t i) {
+    const LogTask& t = tasks[i];
+    CheckRun(t.path, rules, options, report.dirs[t.dir].runs[t.run], outputs.parsed[t.dir][t.run],
+             outputs.review[t.dir][t.run]);
+  });
 
   for (size_t i = 0; i < report.dirs.size(); ++i) {
-    BenchmarkDirReport& d = report.dirs[i];
-    if (d.skipped) continue;
-    std::vector<const mllog::ParsedLog*> logs;
-    bool all_parsed = true;
-    for (size_t r = 0; r < d.runs.size(); ++r) {
-      if (d.runs[r].log.input_error) {
-        report.input_error = true;
-        d.errors.push_back(fmt::format("cannot read {}", d.runs[r].log.errors.front().message));
-      }
-      if (parsed[i][r]) {
-        logs.push_back(&*parsed[i][r]);
-      } else {
-        all_parsed = false;
-      }
-      d.review_warnings.insert(d.review_warnings.end(), review[i][r].begin(), review[i][r].end());
-    }
-    FinishDirectory(d, logs, all_parsed, options);
+    if (!report.dirs[i].skipped) FinishCheckedDirectory(i, outputs, options, report);
   }
   return report;
 }

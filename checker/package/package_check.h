@@ -12,13 +12,13 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "base/json.h"
 #include "checker/engine.h"
 #include "checker/package/benchmark_score.h"
 #include "checker/package/rcp_check.h"
 #include "checker/package/system_desc.h"
 #include "checker/report.h"
 #include "checker/rule_library.h"
-#include "logging/json.h"
 
 namespace mlperf::package {
 

@@ -17,8 +17,9 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
+#include "base/exit_codes.h"
+#include "base/flags.h"
+#include "base/json.h"
 #include "checker/engine.h"
 #include "checker/package/benchmark_meta.h"
 #include "checker/package/benchmark_score.h"
@@ -27,7 +28,6 @@
 #include "checker/package/run_score.h"
 #include "checker/rule_library.h"
 #include "fmt/format.h"
-#include "logging/json.h"
 
 ABSL_FLAG(std::string, ruleset, "", "training ruleset of the submission, e.g. 3.0.0 (required)");
 ABSL_FLAG(std::string, scaling, "after-package-checker",
@@ -87,37 +87,51 @@ int PrintRcpTables() {
     }
     std::puts(mlperf::json::Dump(line).c_str());
   }
-  return 0;
+  return mlperf::kExitOk;
 }
+
+constexpr char kUsage[] =
+    "Prints, per benchmark directory of an MLPerf Training submission, the RCP verdict, the "
+    "scaling\n"
+    "factor and the result summarizer's score as JSON lines.\n"
+    "Usage: package_score_report --ruleset=3.0.0 [--claims=FILE.csv] <org_folder>\n"
+    "       package_score_report --rcp_tables\n"
+    "\n"
+    "Flags:\n";
+constexpr std::string_view kFlags[] = {"ruleset", "scaling", "claims", "rcp_tables"};
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "Prints, per benchmark directory of an MLPerf Training submission, the RCP verdict, the "
-      "scaling\n"
-      "factor and the result summarizer's score as JSON lines.\n"
-      "Usage: package_score_report --ruleset=3.0.0 [--claims=FILE.csv] <org_folder>\n"
-      "       package_score_report --rcp_tables");
-  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  absl::StatusOr<mlperf::base::ParsedArgs> args =
+      mlperf::base::ParseFlags(argc, argv, kFlags, /*allow_positional=*/true);
+  if (!args.ok()) {
+    std::fprintf(stderr, "package_score_report: %s\n",
+                 std::string(args.status().message()).c_str());
+    return mlperf::kExitUsage;
+  }
+  if (args->help) {
+    std::printf("%s%s", kUsage, mlperf::base::FlagsHelp(kFlags).c_str());
+    return mlperf::kExitOk;
+  }
   if (absl::GetFlag(FLAGS_rcp_tables)) return PrintRcpTables();
   const std::string ruleset = absl::GetFlag(FLAGS_ruleset);
   const std::string scaling_flag = absl::GetFlag(FLAGS_scaling);
-  if (args.size() != 2 || ruleset.empty() ||
+  if (args->positional.size() != 1 || ruleset.empty() ||
       (scaling_flag != "after-package-checker" && scaling_flag != "existing")) {
     std::fprintf(
         stderr,
         "usage: package_score_report --ruleset=X.Y.Z [--scaling=...] <org_folder> (see --help)\n");
-    return 2;
+    return mlperf::kExitUsage;
   }
   const pkg::ScalingSource scaling_source = scaling_flag == "existing"
                                                 ? pkg::ScalingSource::kExistingFile
                                                 : pkg::ScalingSource::kAfterPackageChecker;
-  const fs::path org = fs::path(args[1]);
+  const fs::path org = fs::path(args->positional[0]);
   absl::StatusOr<mlperf::checker::RuleLibrary> rules = mlperf::checker::RuleLibrary::Embedded();
   if (!rules.ok()) {
     std::fprintf(stderr, "%s\n", std::string(rules.status().message()).c_str());
-    return 2;
+    return mlperf::kExitUsage;
   }
   const std::vector<std::string> allowed = pkg::AllowedBenchmarks(ruleset);
   std::map<std::pair<std::string, std::string>, pkg::ComputedScore> computed;
@@ -214,16 +228,16 @@ int main(int argc, char** argv) {
   }
 
   const std::string claims_path = absl::GetFlag(FLAGS_claims);
-  if (claims_path.empty()) return 0;
+  if (claims_path.empty()) return mlperf::kExitOk;
   absl::StatusOr<std::string> text = ReadText(claims_path);
   if (!text.ok()) {
     std::fprintf(stderr, "%s\n", std::string(text.status().message()).c_str());
-    return 2;
+    return mlperf::kExitUsage;
   }
   absl::StatusOr<std::vector<pkg::Claim>> claims = pkg::ParseClaimsCsv(*text, claims_path);
   if (!claims.ok()) {
     std::fprintf(stderr, "%s\n", std::string(claims.status().message()).c_str());
-    return 2;
+    return mlperf::kExitUsage;
   }
   const std::string round = ruleset.substr(0, 3);
   const std::string submitter = fs::absolute(org).lexically_normal().filename().string();
@@ -247,5 +261,5 @@ int main(int argc, char** argv) {
                                     {"reason", a.reason}});
     std::puts(mlperf::json::Dump(line).c_str());
   }
-  return 0;
+  return mlperf::kExitOk;
 }

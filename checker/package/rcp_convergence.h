@@ -7,7 +7,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "logging/json.h"
+#include "base/json.h"
 #include "logging/mllog_parser.h"
 
 namespace mlperf::package {

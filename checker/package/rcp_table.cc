@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <set>
 
+#include "base/json.h"
 #include "checker/package/benchmark_meta.h"
-#include "checker/package/embedded_rcp_data.h"
 #include "checker/package/numpy_stats.h"
 #include "checker/package/olympic_mean.h"
 #include "checker/package/rcp_min_epochs.h"
 #include "fmt/format.h"
-#include "logging/json.h"
+#include "quality_targets/embedded_rcp.h"
 
 namespace mlperf::package {
 namespace {
@@ -123,7 +123,7 @@ absl::StatusOr<RcpTable> RcpTable::FromJson(std::string_view text, const std::st
 absl::StatusOr<RcpTable> RcpTable::Embedded(const std::string& ruleset,
                                             const std::string& benchmark) {
   const std::string path = fmt::format("{}/rcps_{}.json", ruleset, benchmark);
-  for (const EmbeddedFile& f : EmbeddedRcpFiles()) {
+  for (const EmbeddedFile& f : ::mlperf::EmbeddedRcpTables()) {
     if (path == f.path) return FromJson(f.text, "quality_targets/rcp/" + path);
   }
   return absl::NotFoundError(
@@ -148,7 +148,7 @@ RcpRecord RcpTable::Interpolate(int64_t global_batch_size, const RcpRecord& lo,
 
 std::vector<std::pair<std::string, std::string>> EmbeddedRcpTables() {
   std::vector<std::pair<std::string, std::string>> out;
-  for (const EmbeddedFile& f : EmbeddedRcpFiles()) {
+  for (const EmbeddedFile& f : ::mlperf::EmbeddedRcpTables()) {
     const std::string_view path = f.path;  // "<ruleset>/rcps_<benchmark>.json"
     const size_t slash = path.find('/');
     const std::string_view file = path.substr(slash + 1);

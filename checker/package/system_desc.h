@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "logging/json.h"
+#include "base/json.h"
 
 namespace mlperf::package {
 

@@ -7,16 +7,6 @@
 
 #include "reference/core/check.h"
 
-#define MPI_CHECK(call)                                                                       \
-  do {                                                                                        \
-    const int mpi_status = (call);                                                            \
-    if (mpi_status != MPI_SUCCESS) {                                                          \
-      std::fprintf(stderr, "%s:%d: %s failed with MPI error %d\n", __FILE__, __LINE__, #call, \
-                   mpi_status);                                                               \
-      std::abort();                                                                           \
-    }                                                                                         \
-  } while (0)
-
 namespace mlperf::dist {
 namespace {
 

@@ -1,5 +1,6 @@
 #include "reference/dist/nccl_communicator.h"
 
+#include <cuda_runtime.h>
 #include <fmt/format.h>
 #include <mpi.h>
 #include <nccl.h>
@@ -9,30 +10,9 @@
 #include <cstring>
 
 #include "reference/core/check.h"
-#include "reference/kernels/cuda/check.h"
 
 // NCCL, CUDA and MPI failures after setup are device or programmer errors:
 // they name the call, file and line and abort.
-#define NCCL_CHECK(call)                                                 \
-  do {                                                                   \
-    const ncclResult_t nccl_status = (call);                             \
-    if (nccl_status != ncclSuccess) {                                    \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, \
-                   ncclGetErrorString(nccl_status));                     \
-      std::abort();                                                      \
-    }                                                                    \
-  } while (0)
-
-#define MPI_CHECK(call)                                                                       \
-  do {                                                                                        \
-    const int mpi_status = (call);                                                            \
-    if (mpi_status != MPI_SUCCESS) {                                                          \
-      std::fprintf(stderr, "%s:%d: %s failed with MPI error %d\n", __FILE__, __LINE__, #call, \
-                   mpi_status);                                                               \
-      std::abort();                                                                           \
-    }                                                                                         \
-  } while (0)
-
 namespace mlperf::dist {
 namespace {
 

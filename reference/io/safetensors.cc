@@ -6,7 +6,7 @@
 #include <iterator>
 
 #include "absl/strings/str_cat.h"
-#include "logging/json.h"
+#include "base/json.h"
 
 namespace mlperf::io {
 namespace {
@@ -69,8 +69,7 @@ absl::StatusOr<StoredTensor> ParseEntry(const std::string& path, const std::stri
   StoredTensor t;
   if (!dtype->is_string() || !core::DTypeFromName(dtype->as_string(), &t.dtype))
     return bad("dtype one of F32, BF16, F16, I32, I64, U8");
-  if (!shape->is_array() ||
-      shape->as_array().size() > static_cast<size_t>(core::Shape::kMaxRank))
+  if (!shape->is_array() || shape->as_array().size() > static_cast<size_t>(core::Shape::kMaxRank))
     return bad("shape an array of at most 6 integers");
   std::vector<int64_t> dims;
   uint64_t numel = 1;
@@ -166,15 +165,14 @@ absl::StatusOr<SafetensorsFile> SafetensorsFile::Read(const std::string& path) {
   if (n > kMaxHeaderBytes || n > f.bytes_.size() - 8)
     return FileError(path, absl::StrCat("header length ", n, " exceeds the file size"));
   f.data_start_ = 8 + n;
-  absl::StatusOr<json::Value> header = json::Parse(std::string_view(f.bytes_).substr(8, n),
-                                                   {.encoding = json::Encoding::kUtf8});
+  absl::StatusOr<json::Value> header =
+      json::Parse(std::string_view(f.bytes_).substr(8, n), {.encoding = json::Encoding::kUtf8});
   if (!header.ok()) return FileError(path, std::string(header.status().message()));
   if (!header->is_object()) return FileError(path, "expected a JSON object");
   const size_t data_bytes = f.bytes_.size() - f.data_start_;
   for (const auto& [name, value] : header->as_object()) {
     if (name == "__metadata__") {
-      if (!value.is_object())
-        return FileError(path, "expected __metadata__ to be an object");
+      if (!value.is_object()) return FileError(path, "expected __metadata__ to be an object");
       for (const auto& [k, v] : value.as_object()) {
         if (!v.is_string())
           return FileError(path, absl::StrCat("expected __metadata__.", k, " to be a string"));

@@ -4,23 +4,32 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "reference/kernels/cpu/attention.h"
 #include "reference/kernels/cpu/conv.h"
 #include "reference/kernels/cpu/elementwise.h"
+#include "reference/kernels/cpu/embedding.h"
+#include "reference/kernels/cpu/gemm.h"
 #include "reference/kernels/cpu/linear.h"
 #include "reference/kernels/cpu/loss.h"
+#include "reference/kernels/cpu/norm.h"
 #include "reference/kernels/cpu/optimizer.h"
 #include "reference/kernels/cpu/pool.h"
+#include "reference/kernels/cpu/softmax.h"
 
 #ifdef MLPERF_HAVE_CUDA
+#include "reference/kernels/cuda/attention.h"
 #include "reference/kernels/cuda/check.h"
 #include "reference/kernels/cuda/context.h"
 #include "reference/kernels/cuda/conv.h"
 #include "reference/kernels/cuda/elementwise.h"
+#include "reference/kernels/cuda/embedding.h"
+#include "reference/kernels/cuda/gemm.h"
 #include "reference/kernels/cuda/linear.h"
 #include "reference/kernels/cuda/loss.h"
 #include "reference/kernels/cuda/norm.h"
 #include "reference/kernels/cuda/optimizer.h"
 #include "reference/kernels/cuda/pool.h"
+#include "reference/kernels/cuda/softmax.h"
 // One line per op: the CUDA twin in CUDA builds.
 #define MLPERF_CUDA_TWIN(call) cuda::call
 #else
@@ -185,6 +194,94 @@ void Cast(const Tensor& src, const Tensor& dst) {
   cpu::Cast(src, dst);
 }
 
+void LayerNormForward(float epsilon, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                      const Tensor& y, const Tensor& save_mean, const Tensor& save_inv_std) {
+  if (OnDevice(x, {&gamma, &y}))
+    return MLPERF_CUDA_TWIN(LayerNormForward(epsilon, x, gamma, beta, y, save_mean, save_inv_std));
+  cpu::LayerNormForward(epsilon, x, gamma, beta, y, save_mean, save_inv_std);
+}
+
+void LayerNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                       const Tensor& save_mean, const Tensor& save_inv_std, const Tensor& dx,
+                       const Tensor& dgamma, const Tensor& dbeta) {
+  if (OnDevice(x, {&dy, &dx}))
+    return MLPERF_CUDA_TWIN(
+        LayerNormBackward(x, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta));
+  cpu::LayerNormBackward(x, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta);
+}
+
+void EmbeddingForward(const Tensor& ids, const Tensor& table, const Tensor& y) {
+  if (OnDevice(table, {&ids, &y})) return MLPERF_CUDA_TWIN(EmbeddingForward(ids, table, y));
+  cpu::EmbeddingForward(ids, table, y);
+}
+
+void EmbeddingBackward(const Tensor& ids, const Tensor& dy, const Tensor& dtable) {
+  if (OnDevice(dtable, {&ids, &dy})) return MLPERF_CUDA_TWIN(EmbeddingBackward(ids, dy, dtable));
+  cpu::EmbeddingBackward(ids, dy, dtable);
+}
+
+void GeluForward(const Tensor& x, const Tensor& y) {
+  if (OnDevice(x, {&y})) return MLPERF_CUDA_TWIN(GeluForward(x, y));
+  cpu::GeluForward(x, y);
+}
+
+void GeluBackward(const Tensor& x, const Tensor& dy, const Tensor& dx) {
+  if (OnDevice(x, {&dy, &dx})) return MLPERF_CUDA_TWIN(GeluBackward(x, dy, dx));
+  cpu::GeluBackward(x, dy, dx);
+}
+
+void SplitHeads(const Tensor& rows, int64_t column, const Tensor& heads) {
+  if (OnDevice(rows, {&heads})) return MLPERF_CUDA_TWIN(SplitHeads(rows, column, heads));
+  cpu::SplitHeads(rows, column, heads);
+}
+
+void MergeHeads(const Tensor& heads, const Tensor& rows, int64_t column) {
+  if (OnDevice(heads, {&rows})) return MLPERF_CUDA_TWIN(MergeHeads(heads, rows, column));
+  cpu::MergeHeads(heads, rows, column);
+}
+
+void MaskedLmLoss(const Tensor& logits, const Tensor& labels, const Tensor& weights,
+                  const Tensor& loss, const Tensor& dlogits) {
+  if (OnDevice(logits, {&labels, &weights, &loss, &dlogits}))
+    return MLPERF_CUDA_TWIN(MaskedLmLoss(logits, labels, weights, loss, dlogits));
+  cpu::MaskedLmLoss(logits, labels, weights, loss, dlogits);
+}
+
+void SoftmaxForward(const Tensor& x, const Tensor& y) {
+  if (OnDevice(x, {&y})) return MLPERF_CUDA_TWIN(SoftmaxForward(x, y));
+  cpu::SoftmaxForward(x, y);
+}
+
+void SoftmaxBackward(const Tensor& y, const Tensor& dy, const Tensor& dx) {
+  if (OnDevice(y, {&dy, &dx})) return MLPERF_CUDA_TWIN(SoftmaxBackward(y, dy, dx));
+  cpu::SoftmaxBackward(y, dy, dx);
+}
+
+void DropoutForward(float p, uint64_t seed, uint64_t offset, const Tensor& x, const Tensor& y) {
+  if (OnDevice(x, {&y})) return MLPERF_CUDA_TWIN(DropoutForward(p, seed, offset, x, y));
+  cpu::DropoutForward(p, seed, offset, x, y);
+}
+
+void DropoutBackward(float p, uint64_t seed, uint64_t offset, const Tensor& dy, const Tensor& dx) {
+  if (OnDevice(dy, {&dx})) return MLPERF_CUDA_TWIN(DropoutBackward(p, seed, offset, dy, dx));
+  cpu::DropoutBackward(p, seed, offset, dy, dx);
+}
+
+void AddKeyPaddingMask(const Tensor& scores, const Tensor& mask) {
+  if (OnDevice(scores, {&mask})) return MLPERF_CUDA_TWIN(AddKeyPaddingMask(scores, mask));
+  cpu::AddKeyPaddingMask(scores, mask);
+}
+
+void GemmStridedBatched(Device device, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                        float alpha, const float* a, int64_t stride_a, const float* b,
+                        int64_t stride_b, float beta, float* c, int64_t stride_c, int64_t batch) {
+  if (device == Device::kCuda)
+    return MLPERF_CUDA_TWIN(GemmStridedBatched(trans_a, trans_b, m, n, k, alpha, a, stride_a, b,
+                                               stride_b, beta, c, stride_c, batch));
+  cpu::GemmStridedBatched(trans_a, trans_b, m, n, k, alpha, a, stride_a, b, stride_b, beta, c,
+                          stride_c, batch);
+}
+
 void MaxPoolForward(const ConvGeometry& g, const Tensor& x, const Tensor& y) {
   if (OnDevice(x, {&y})) return MLPERF_CUDA_TWIN(MaxPoolForward(g, x, y));
   cpu::MaxPoolForward(g, x, y);
@@ -237,6 +334,13 @@ void LarsStep(Device device, const LarsParams& p, std::span<const TensorSlice> s
   if (device == Device::kCuda)
     return MLPERF_CUDA_TWIN(LarsStep(p, slices, w, g, momentum, found_inf));
   cpu::LarsStep(p, slices, w, g, momentum, found_inf);
+}
+
+void LambStep(Device device, const LambParams& p, std::span<const TensorSlice> slices, float* w,
+              const float* g, float* m, float* v, int32_t* step, const float* found_inf) {
+  if (device == Device::kCuda)
+    return MLPERF_CUDA_TWIN(LambStep(p, slices, w, g, m, v, step, found_inf));
+  cpu::LambStep(p, slices, w, g, m, v, step, found_inf);
 }
 
 void UnscaleAndCheckFinite(Device device, float* g, int64_t n, const float* loss_scale,
@@ -319,6 +423,8 @@ void FreeHostPinned(void* p) {
 #endif
   std::free(p);
 }
+
+void SetHostThreads(int threads) { cpu::SetComputeThreads(threads); }
 
 void SelectDevice(int local_rank) {
 #ifdef MLPERF_HAVE_CUDA

@@ -11,12 +11,12 @@
 
 #include "reference/core/tensor.h"
 #include "reference/kernels/conv_geometry.h"
-#include "reference/kernels/cpu/norm.h"
+#include "reference/kernels/norm_params.h"
 #include "reference/kernels/optimizer_params.h"
 
 namespace mlperf::ops {
 
-using cpu::BatchNormParams;
+using mlperf::BatchNormParams;
 
 // True when this build has the CUDA twins and a device is present.
 bool CudaAvailable();
@@ -61,7 +61,22 @@ void BatchNormActBackward(bool relu, const core::Tensor& x, const core::Tensor& 
                           const core::Tensor& dx, const core::Tensor& dgamma,
                           const core::Tensor& dbeta);
 
+// Layer norm over the last dimension (cpu/norm.h).
+void LayerNormForward(float epsilon, const core::Tensor& x, const core::Tensor& gamma,
+                      const core::Tensor& beta, const core::Tensor& y,
+                      const core::Tensor& save_mean, const core::Tensor& save_inv_std);
+void LayerNormBackward(const core::Tensor& x, const core::Tensor& dy, const core::Tensor& gamma,
+                       const core::Tensor& save_mean, const core::Tensor& save_inv_std,
+                       const core::Tensor& dx, const core::Tensor& dgamma,
+                       const core::Tensor& dbeta);
+
+// Embedding lookup and its gradient (cpu/embedding.h).
+void EmbeddingForward(const core::Tensor& ids, const core::Tensor& table, const core::Tensor& y);
+void EmbeddingBackward(const core::Tensor& ids, const core::Tensor& dy, const core::Tensor& dtable);
+
 // Pointwise (cpu/elementwise.h).
+void GeluForward(const core::Tensor& x, const core::Tensor& y);
+void GeluBackward(const core::Tensor& x, const core::Tensor& dy, const core::Tensor& dx);
 void ReluForward(const core::Tensor& x, const core::Tensor& y);
 void ReluBackward(const core::Tensor& y, const core::Tensor& dy, const core::Tensor& dx);
 void Add(const core::Tensor& a, const core::Tensor& b, const core::Tensor& y);
@@ -69,6 +84,26 @@ void Accumulate(const core::Tensor& x, const core::Tensor& y);
 void Scale(const core::Tensor& x, float alpha);
 void Fill(const core::Tensor& x, float value);
 void Cast(const core::Tensor& src, const core::Tensor& dst);
+
+// Softmax over the last dimension and inverted dropout (cpu/softmax.h,
+// cpu/elementwise.h).
+void SoftmaxForward(const core::Tensor& x, const core::Tensor& y);
+void SoftmaxBackward(const core::Tensor& y, const core::Tensor& dy, const core::Tensor& dx);
+void DropoutForward(float p, uint64_t seed, uint64_t offset, const core::Tensor& x,
+                    const core::Tensor& y);
+void DropoutBackward(float p, uint64_t seed, uint64_t offset, const core::Tensor& dy,
+                     const core::Tensor& dx);
+// BERT's additive key padding mask on attention scores (cpu/attention.h).
+void AddKeyPaddingMask(const core::Tensor& scores, const core::Tensor& mask);
+// Token rows <-> attention heads (cpu/attention.h).
+void SplitHeads(const core::Tensor& rows, int64_t column, const core::Tensor& heads);
+void MergeHeads(const core::Tensor& heads, const core::Tensor& rows, int64_t column);
+
+// Batched GEMM over raw pointers on `device` (cpu/gemm.h): the i-th of
+// `batch` products at a + i*stride_a, b + i*stride_b, c + i*stride_c.
+void GemmStridedBatched(core::Device device, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                        int64_t k, float alpha, const float* a, int64_t stride_a, const float* b,
+                        int64_t stride_b, float beta, float* c, int64_t stride_c, int64_t batch);
 
 // Pooling (cpu/pool.h).
 void MaxPoolForward(const ConvGeometry& g, const core::Tensor& x, const core::Tensor& y);
@@ -86,12 +121,19 @@ void SoftmaxCrossEntropy(float label_smoothing, float normalizer, const core::Te
                          const core::Tensor& labels, const core::Tensor& loss,
                          const core::Tensor& dlogits);
 
+// BERT's weighted masked-LM loss (cpu/loss.h).
+void MaskedLmLoss(const core::Tensor& logits, const core::Tensor& labels,
+                  const core::Tensor& weights, const core::Tensor& loss,
+                  const core::Tensor& dlogits);
+
 // Optimizers over flat arenas (cpu/optimizer.h). Raw pointers carry no
 // device, so it comes first.
 void SgdStep(core::Device device, const SgdParams& p, std::span<const TensorSlice> slices, float* w,
              const float* g, float* momentum, const float* found_inf);
 void LarsStep(core::Device device, const LarsParams& p, std::span<const TensorSlice> slices,
               float* w, const float* g, float* momentum, const float* found_inf);
+void LambStep(core::Device device, const LambParams& p, std::span<const TensorSlice> slices,
+              float* w, const float* g, float* m, float* v, int32_t* step, const float* found_inf);
 void UnscaleAndCheckFinite(core::Device device, float* g, int64_t n, const float* loss_scale,
                            float* found_inf);
 void UpdateLossScale(core::Device device, const LossScaleParams& p, float* loss_scale,
@@ -112,6 +154,9 @@ void Synchronize(core::Device device);
 // asynchronously (plain host memory in builds without CUDA).
 void* AllocateHostPinned(size_t bytes);
 void FreeHostPinned(void* p);
+
+// Host threads of the CPU kernels (OpenMP and BLAS) in this process.
+void SetHostThreads(int threads);
 
 // Makes device (local_rank modulo the visible devices) current for this
 // thread: one process per GPU. No-op without CUDA.

@@ -2,10 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "fmt/format.h"
 #include "reference/core/init.h"
-#include "reference/io/safetensors.h"
+#include "reference/core/philox.h"
 #include "reference/kernels/dispatch.h"
 
 namespace mlperf::models {
@@ -15,61 +16,26 @@ using core::Tensor;
 namespace {
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-std::span<float> FlatView(const std::optional<core::Arena>& arena) {
-  return {static_cast<float*>(arena->base()), arena->used() / sizeof(float)};
-}
-
-// `t` (inside `arena`) at the same offset inside a host copy of the arena.
-Tensor HostTwin(const Tensor& t, const core::Arena& arena, std::vector<float>& host) {
-  const size_t offset = static_cast<size_t>(static_cast<const char*>(t.data()) -
-                                            static_cast<const char*>(arena.base()));
-  MLPERF_CHECK(offset + t.bytes() <= host.size() * sizeof(float));
-  return Tensor(reinterpret_cast<char*>(host.data()) + offset, t.shape(), t.dtype(),
-                core::Device::kCpu, t.layout());
-}
-
-std::vector<float> ArenaToHost(const core::Arena& arena) {
-  std::vector<float> host(arena.used() / sizeof(float));
-  ops::CopyBytes(host.data(), core::Device::kCpu, arena.base(), arena.device(), arena.used());
-  return host;
-}
-
-void ArenaFromHost(const core::Arena& arena, std::span<const float> host) {
-  MLPERF_CHECK_MSG(host.size() * sizeof(float) == arena.used(), "arena size mismatch");
-  ops::CopyBytes(arena.base(), arena.device(), host.data(), core::Device::kCpu, arena.used());
-  ops::Synchronize(arena.device());
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 }  // namespace
 
 ResNet::ResNet(const ResNetConfig& config, int64_t batch_size)
-    : config_(config),
-      batch_(batch_size),
+    : Model(config.device, batch_size),
+      config_(config),
       bn_{.epsilon = config.bn_epsilon, .momentum = config.bn_momentum} {
-  MLPERF_CHECK(batch_size > 0 && config.base_width > 0 && config.num_classes > 0);
+  MLPERF_CHECK(config.base_width > 0 && config.num_classes > 0);
   MLPERF_CHECK(config.layout == core::Layout::kNCHW || config.layout == core::Layout::kNHWC);
   MLPERF_CHECK_MSG(config.compute_dtype == core::DType::kF32,
                    "ResNet: only fp32 compute is implemented");
-  const core::Device device = config.device;
-  MLPERF_CHECK_MSG(device == core::Device::kCpu || ops::CudaAvailable(),
-                   "ResNet: device kCuda needs a CUDA build and a device");
-  core::Arena p = core::Arena::Measuring(device), g = core::Arena::Measuring(device);
-  core::Arena b = core::Arena::Measuring(device), a = core::Arena::Measuring(device);
-  Build({&p, &g, &b, &a});
-  params_.emplace(device, p.used());
-  grads_.emplace(device, g.used());
-  buffers_.emplace(device, b.used());
-  activations_.emplace(device, a.used());
-  // Zero the alignment padding between tensors too, so that the flat spans
-  // compare and checkpoint deterministically.
-  for (core::Arena* arena : {&*params_, &*grads_, &*buffers_})
-    ops::ZeroBytes(arena->base(), device, arena->capacity());
-  ops::Synchronize(device);
-  Build({&*params_, &*grads_, &*buffers_, &*activations_});
-  if (device != core::Device::kCpu) {
+  AllocateArenas([this](const layers::ModelArenas& arenas) { Build(arenas); });
+  // Offsets for the gradient-ready hook, now that the real arenas exist.
+  block_grad_offset_.clear();
+  for (size_t first : block_first_parameter_) block_grad_offset_.push_back(GradientOffset(first));
+  fc_grad_offset_ = GradientOffset(fc_parameter_);
+  if (device() != core::Device::kCpu) {
     staging_bytes_ = input_.bytes() + labels_.bytes();
     staging_ = ops::AllocateHostPinned(staging_bytes_);
   }
@@ -78,22 +44,24 @@ ResNet::ResNet(const ResNetConfig& config, int64_t batch_size)
 
 ResNet::~ResNet() { ops::FreeHostPinned(staging_); }
 
-void ResNet::Build(const ModelArenas& arenas) {
-  registry_ = Registry();
+void ResNet::Build(const layers::ModelArenas& arenas) {
   blocks_.clear();
+  block_first_parameter_.clear();
   const core::Layout layout = config_.layout;
-  const int64_t n = batch_, size = config_.image_size, base = config_.base_width;
+  const int64_t n = batch_size(), size = config_.image_size, base = config_.base_width;
   core::Arena& acts = *arenas.activations;
-  input_ = acts.Allocate(ActivationShape(layout, n, 3, size, size), core::DType::kF32, layout);
+  input_ =
+      acts.Allocate(layers::ActivationShape(layout, n, 3, size, size), core::DType::kF32, layout);
 
   // Reference: ZeroPad 3 then a "valid" 7x7/2, i.e. symmetric padding 3 in
   // both modes.
   const ConvGeometry stem = Conv2d(n, 3, size, size, base, 7, 7, 2, 3);
   stem_.Allocate(stem, layout, true, "conv1", "bn1", arenas, &registry_);
   pool_ = Conv2d(n, base, stem.out(1), stem.out(2), base, 3, 3, 2, 1);
-  if (config_.padding == PaddingMode::kTfSame) SetSamePadding(&pool_);
+  if (config_.padding == layers::PaddingMode::kTfSame) SetSamePadding(&pool_);
   int64_t h = pool_.out(1), w = pool_.out(2), channels = base;
-  pooled_ = acts.Allocate(ActivationShape(layout, n, base, h, w), core::DType::kF32, layout);
+  pooled_ =
+      acts.Allocate(layers::ActivationShape(layout, n, base, h, w), core::DType::kF32, layout);
 
   int64_t largest = n * base * stem.out(1) * stem.out(2);
   int64_t workspace = stem_.workspace_elements();
@@ -103,7 +71,6 @@ void ResNet::Build(const ModelArenas& arenas) {
     total_blocks += config_.blocks[s];
   }
   blocks_.resize(total_blocks);
-  std::vector<size_t> block_first_parameter;
   int index = 0;
   for (int s = 0; s < 4; ++s) {
     const int64_t width = base << s;
@@ -111,7 +78,7 @@ void ResNet::Build(const ModelArenas& arenas) {
       // conv2_x keeps the resolution; later stages halve it in their first block.
       const int64_t stride = (s > 0 && b == 0) ? 2 : 1;
       Bottleneck& block = blocks_[index];
-      block_first_parameter.push_back(registry_.parameters.size());
+      block_first_parameter_.push_back(registry_.parameters.size());
       block.Allocate(n, channels, width, h, w, stride, /*projection=*/b == 0, config_.padding,
                      layout, fmt::format("layer{}.{}", s + 1, b), arenas, &registry_);
       // Largest tensor a gradient buffer must hold: the block's input, its
@@ -134,18 +101,8 @@ void ResNet::Build(const ModelArenas& arenas) {
   registry_.parameters.push_back({.name = "fc.weight", .value = fc_w_, .grad = dfc_w_});
   fc_b_ = arenas.params->AllocateZeroed({classes});
   dfc_b_ = arenas.grads->AllocateZeroed({classes});
-  registry_.parameters.push_back(
-      {.name = "fc.bias", .value = fc_b_, .grad = dfc_b_, .bias = true});
-  // Offsets for the gradient-ready hook (meaningful once the arenas are real).
-  const auto grad_offset = [&](size_t parameter) {
-    return static_cast<int64_t>(
-               static_cast<const char*>(registry_.parameters[parameter].grad.data()) -
-               static_cast<const char*>(arenas.grads->base())) /
-           static_cast<int64_t>(sizeof(float));
-  };
-  block_grad_offset_.clear();
-  for (size_t first : block_first_parameter) block_grad_offset_.push_back(grad_offset(first));
-  fc_grad_offset_ = grad_offset(registry_.parameters.size() - 2);
+  registry_.parameters.push_back({.name = "fc.bias", .value = fc_b_, .grad = dfc_b_, .bias = true});
+  fc_parameter_ = registry_.parameters.size() - 2;
   logits_ = acts.Allocate({n, classes});
   dlogits_ = acts.Allocate({n, classes});
   labels_ = acts.Allocate({n}, core::DType::kI32);
@@ -154,20 +111,14 @@ void ResNet::Build(const ModelArenas& arenas) {
   workspace_ = acts.Allocate({std::max<int64_t>(workspace, 1)});
 }
 
-int64_t ResNet::num_parameters() const {
-  int64_t total = 0;
-  for (const Parameter& p : registry_.parameters) total += p.value.numel();
-  return total;
-}
-
 void ResNet::Initialize(uint64_t seed) {
   // Always drawn on the host (the initialisers are host code), then copied:
   // a device model starts bitwise equal to a CPU model with the same seed.
-  std::vector<float> params(params_->used() / sizeof(float), 0.0f);
-  std::vector<float> buffers(buffers_->used() / sizeof(float), 0.0f);
+  std::vector<float> params(parameters().size(), 0.0f);
+  std::vector<float> buffers(this->buffers().size(), 0.0f);
   for (size_t i = 0; i < registry_.parameters.size(); ++i) {
-    const Parameter& p = registry_.parameters[i];
-    const Tensor value = HostTwin(p.value, *params_, params);
+    const layers::Parameter& p = registry_.parameters[i];
+    const Tensor value = HostParameter(p.value, params);
     const core::RngStream rng{.seed = seed, .offset = static_cast<uint64_t>(i)};
     if (p.fan_in > 0) {
       core::HeNormalTruncated(value, p.fan_in, rng);
@@ -179,8 +130,8 @@ void ResNet::Initialize(uint64_t seed) {
       core::FillNormal(value, 0.0f, 0.01f, rng);  // fc.weight
     }
   }
-  for (const NamedBuffer& b : registry_.buffers)
-    core::FillConstant(HostTwin(b.value, *buffers_, buffers),
+  for (const layers::NamedBuffer& b : registry_.buffers)
+    core::FillConstant(HostBuffer(b.value, buffers),
                        EndsWith(b.name, ".running_var") ? 1.0f : 0.0f);
   ParametersFromHost(params);
   BuffersFromHost(buffers);
@@ -220,28 +171,49 @@ void ResNet::Forward(bool training) {
   ops::LinearForward(features_, fc_w_, fc_b_, logits_);
 }
 
+Batch ResNet::InputBatch(const float* images, const int32_t* labels, int64_t count) const {
+  MLPERF_CHECK(count >= 0 && count <= batch_size());
+  const core::Shape image_shape =
+      layers::ActivationShape(config_.layout, count, 3, config_.image_size, config_.image_size);
+  Batch b{.count = count};
+  if (images == nullptr) return b;  // the batch already in the model
+  b.inputs.emplace_back(const_cast<float*>(images), image_shape, core::DType::kF32);
+  b.inputs.emplace_back(const_cast<int32_t*>(labels), core::Shape{count}, core::DType::kI32);
+  return b;
+}
+
+void ResNet::ForwardTrainAsync(const Batch& batch) {
+  if (!batch.inputs.empty()) {
+    MLPERF_CHECK(batch.inputs.size() == 2 && batch.count == batch_size());
+    MLPERF_CHECK(batch.inputs[0].numel() == input_.numel());
+    Upload(batch.inputs[0].f32(), static_cast<size_t>(input_.numel()),
+           static_cast<const int32_t*>(batch.inputs[1].data()), static_cast<size_t>(batch_size()));
+  }
+  ForwardLoss(config_.label_smoothing);
+}
+
 float ResNet::ForwardTrain(const float* images, const int32_t* labels, float label_smoothing) {
-  ForwardTrainAsync(images, labels, label_smoothing);
+  Upload(images, static_cast<size_t>(input_.numel()), labels, static_cast<size_t>(batch_size()));
+  ForwardLoss(label_smoothing);
   float loss = 0.0f;
   ops::CopyBytes(&loss, core::Device::kCpu, loss_.data(), device(), sizeof(float));
   return loss;
 }
 
-void ResNet::ForwardTrainAsync(const float* images, const int32_t* labels, float label_smoothing) {
-  Upload(images, static_cast<size_t>(input_.numel()), labels, static_cast<size_t>(batch_));
+void ResNet::ForwardLoss(float label_smoothing) {
   Forward(/*training=*/true);
   ++num_batches_tracked_;
   // Mean over the local batch; averaging gradients over equal-sized ranks
   // then gives the reference's sum / global batch.
-  ops::SoftmaxCrossEntropy(label_smoothing, static_cast<float>(batch_), logits_, labels_, loss_,
-                           dlogits_);
+  ops::SoftmaxCrossEntropy(label_smoothing, static_cast<float>(batch_size()), logits_, labels_,
+                           loss_, dlogits_);
 }
 
 void ResNet::Backward() {
   ops::LinearBackward(features_, fc_w_, dlogits_, dfeatures_, dfc_w_, dfc_b_);
   NotifyGradientsReady(fc_grad_offset_);
   Tensor dout = grad_scratch_[0], scratch = grad_scratch_[1], dx = grad_scratch_[2];
-  ops::GlobalAvgPoolBackward(dfeatures_, ViewAs(dout, blocks_.back().output()));
+  ops::GlobalAvgPoolBackward(dfeatures_, layers::ViewAs(dout, blocks_.back().output()));
   for (size_t i = blocks_.size(); i-- > 0;) {
     const Tensor& x = i > 0 ? blocks_[i - 1].output() : pooled_;
     blocks_[i].Backward(x, dout, scratch, dx, workspace_);
@@ -249,14 +221,14 @@ void ResNet::Backward() {
     // The input gradient is the next block's output gradient.
     std::swap(dout, dx);
   }
-  const Tensor dstem = ViewAs(scratch, stem_.output());
-  ops::MaxPoolBackward(pool_, stem_.output(), ViewAs(dout, pooled_), dstem);
+  const Tensor dstem = layers::ViewAs(scratch, stem_.output());
+  ops::MaxPoolBackward(pool_, stem_.output(), layers::ViewAs(dout, pooled_), dstem);
   stem_.Backward(input_, dstem, dx, Tensor(), workspace_);
   NotifyGradientsReady(0);
 }
 
 int64_t ResNet::EvaluateBatch(const float* images, const int32_t* labels, int count) {
-  MLPERF_CHECK(count >= 0 && count <= batch_);
+  MLPERF_CHECK(count >= 0 && count <= batch_size());
   const size_t used = static_cast<size_t>(count) * image_elements();
   Upload(images, used, nullptr, 0);
   // Samples are independent in inference mode; zeros keep the padding finite.
@@ -273,85 +245,36 @@ int64_t ResNet::EvaluateBatch(const float* images, const int32_t* labels, int co
   return correct;
 }
 
-std::span<float> ResNet::parameters() { return FlatView(params_); }
-std::span<float> ResNet::gradients() { return FlatView(grads_); }
-std::span<float> ResNet::buffers() { return FlatView(buffers_); }
-std::vector<float> ResNet::ParametersToHost() const { return ArenaToHost(*params_); }
-std::vector<float> ResNet::GradientsToHost() const { return ArenaToHost(*grads_); }
-std::vector<float> ResNet::BuffersToHost() const { return ArenaToHost(*buffers_); }
-void ResNet::ParametersFromHost(std::span<const float> values) { ArenaFromHost(*params_, values); }
-void ResNet::BuffersFromHost(std::span<const float> values) { ArenaFromHost(*buffers_, values); }
-
-std::vector<float> ResNet::ToHost(const Tensor& t) const {
-  MLPERF_CHECK(t.dtype() == core::DType::kF32);
-  std::vector<float> host(static_cast<size_t>(t.numel()));
-  ops::CopyBytes(host.data(), core::Device::kCpu, t.data(), t.device(), t.bytes());
-  return host;
+MetricSums ResNet::EvaluateBatch(const Batch& batch) {
+  MLPERF_CHECK(batch.inputs.size() == 2);
+  const int64_t correct =
+      EvaluateBatch(batch.inputs[0].f32(), static_cast<const int32_t*>(batch.inputs[1].data()),
+                    static_cast<int>(batch.count));
+  return {.numerator = static_cast<double>(correct),
+          .denominator = static_cast<double>(batch.count)};
 }
 
-std::vector<io::NamedTensor> ResNet::HostViews(std::vector<float>& params,
-                                               std::vector<float>& buffers) const {
-  std::vector<io::NamedTensor> named;
-  for (const Parameter& p : registry_.parameters)
-    named.push_back({p.name, HostTwin(p.value, *params_, params)});
-  for (const NamedBuffer& b : registry_.buffers)
-    named.push_back({b.name, HostTwin(b.value, *buffers_, buffers)});
-  return named;
-}
-
-std::vector<TensorSlice> ResNet::slices() const {
-  const float* base = static_cast<const float*>(params_->base());
-  std::vector<TensorSlice> out;
-  for (const Parameter& p : registry_.parameters)
-    out.push_back({p.value.f32() - base, p.value.numel(), p.batch_norm || p.bias});
-  return out;
-}
-
-std::vector<std::string> ResNet::parameter_names() const {
-  std::vector<std::string> names;
-  for (const Parameter& p : registry_.parameters) names.push_back(p.name);
-  return names;
+OwnedBatch ResNet::SyntheticBatch() const {
+  OwnedBatch owned;
+  const int64_t n = batch_size();
+  const core::Tensor images = owned.Add(
+      layers::ActivationShape(config_.layout, n, 3, config_.image_size, config_.image_size),
+      core::DType::kF32);
+  const core::Tensor labels = owned.Add({n}, core::DType::kI32);
+  float* x = images.f32();
+  for (int64_t i = 0; i < images.numel(); ++i)
+    x[i] = 255.0f * core::PhiloxUniform(/*seed=*/0x5eed, 0, static_cast<uint64_t>(i)) - 128.0f;
+  int32_t* y = static_cast<int32_t*>(labels.data());
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = static_cast<int32_t>(core::PhiloxBits(0x5eed, 1, static_cast<uint64_t>(i)) %
+                                static_cast<uint32_t>(config_.num_classes));
+  owned.batch.count = n;
+  return owned;
 }
 
 const Tensor& ResNet::stage_output(int s) const {
   MLPERF_CHECK(s >= 0 && s <= 4);
   return s == 0 ? pooled_ : blocks_[last_block_of_stage_[s - 1]].output();
-}
-
-absl::Status ResNet::SaveSafetensors(const std::string& path) const {
-  std::vector<float> params = ParametersToHost(), buffers = BuffersToHost();
-  std::vector<io::NamedTensor> named = HostViews(params, buffers);
-  // torchvision keeps one int64 scalar per BN; a strict load_state_dict wants them.
-  std::vector<int64_t> counts(registry_.batch_norms.size(), num_batches_tracked_);
-  for (size_t i = 0; i < counts.size(); ++i)
-    named.push_back({registry_.batch_norms[i] + ".num_batches_tracked",
-                     Tensor(&counts[i], core::Shape(), core::DType::kI64)});
-  return io::SaveSafetensors(path, named, {{"format", "pt"}});
-}
-
-absl::Status ResNet::LoadSafetensors(const std::string& path) {
-  absl::StatusOr<io::SafetensorsFile> file = io::SafetensorsFile::Read(path);
-  if (!file.ok()) return file.status();
-  auto copy = [&](const std::string& name, const Tensor& dst) -> absl::Status {
-    absl::Status s = file->CopyTo(name, dst);
-    if (!s.ok()) return absl::InvalidArgumentError(fmt::format("{}: {}", path, std::string(s.message())));
-    return absl::OkStatus();
-  };
-  // Loaded into host copies first: a failed load leaves the model as it was.
-  std::vector<float> params = ParametersToHost(), buffers = BuffersToHost();
-  for (const io::NamedTensor& t : HostViews(params, buffers))
-    if (absl::Status s = copy(t.name, t.tensor); !s.ok()) return s;
-  // Optional: files from older torch versions or other tools may lack it.
-  const std::string counter = registry_.batch_norms.front() + ".num_batches_tracked";
-  if (file->tensors().count(counter) != 0) {
-    int64_t count = 0;
-    if (absl::Status s = copy(counter, Tensor(&count, core::Shape(), core::DType::kI64)); !s.ok())
-      return s;
-    num_batches_tracked_ = count;
-  }
-  ParametersFromHost(params);
-  BuffersFromHost(buffers);
-  return absl::OkStatus();
 }
 
 }  // namespace mlperf::models

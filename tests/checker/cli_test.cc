@@ -8,9 +8,9 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "base/json.h"
 #include "fmt/format.h"
 #include "gtest/gtest.h"
-#include "logging/json.h"
 
 namespace {
 
@@ -35,7 +35,7 @@ Result RunCli(const std::string& args) {
 }
 
 std::string Resnet() {
-  return (fs::path(MLPERF_SHARED_DIR) / "corpus/v3.0/NVIDIA/results/dgxh100_ngc23.04_mxnet/resnet")
+  return (fs::path(MLPERF_CORPUS_DIR) / "v3.0/NVIDIA/results/dgxh100_ngc23.04_mxnet/resnet")
       .string();
 }
 

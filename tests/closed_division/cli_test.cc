@@ -2,13 +2,12 @@
 // the refusal to overwrite an earlier package, the MLLOG sequence of a run
 // (checked by compliance_check and read back line by line), and Ctrl-C
 // during the third run keeping the first two results intact.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <fcntl.h>
 
 #include <algorithm>
 #include <chrono>
@@ -20,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/json.h"
 #include "fmt/format.h"
 #include "logging/mllog_parser.h"
 
@@ -94,9 +94,9 @@ int Lines(const std::string& s) {
 
 TEST_F(RunClosed, UsageErrorsExitTwoWithOneLine) {
   const std::vector<std::vector<std::string>> bad = {
-      {"--gpu", "1"},          {"--runs", "0"},        {"--bench", "bert"},
-      {"--runs", "many"},      {"--submitter", "a/b"}, {"--optimizer", "adam"},
-      {"stray"},               {"--runs"},             {"--gpus", "1"},
+      {"--gpu", "1"},         {"--runs", "-1"},        {"--bench", "bert"}, {"--runs", "many"},
+      {"--submitter", "a/b"}, {"--optimizer", "adam"}, {"stray"},           {"--runs"},
+      {"--gpus", "1"},
   };
   for (const std::vector<std::string>& args : bad) {
     const Result r = RunTool(args);
@@ -108,6 +108,42 @@ TEST_F(RunClosed, UsageErrorsExitTwoWithOneLine) {
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.output.find("--submitter"), std::string::npos);
   EXPECT_NE(help.output.find("Exit status"), std::string::npos);
+  // The registered benchmarks, in the help and in the error for another.
+  EXPECT_NE(help.output.find("resnet   ResNet-50 v1.5"), std::string::npos) << help.output;
+  EXPECT_NE(RunTool({"--bench", "bert"}).output.find("registered: resnet"), std::string::npos);
+}
+
+// The embedded default is the same run it was before the benchmark registry,
+// the model interface and the generic trainer existed: for seed 100 the log
+// recorded then (tests/closed_division/fixtures, every key, value and
+// metadata but the source lines, throughput and the cache flag) and its
+// evaluation accuracies 0.414, 0.666, 0.824.
+TEST_F(RunClosed, SameSeedGivesTheLogRecordedBeforeTheRegistry) {
+  const Result r = RunTool(Flags({"--runs", "1", "--seed", "100", "--threads", "1"}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  absl::StatusOr<mlperf::mllog::ParsedLog> log =
+      mlperf::mllog::ParseFile((ResultDir() / "result_0.txt").string());
+  ASSERT_TRUE(log.ok()) << log.status();
+  std::ifstream fixture("tests/closed_division/fixtures/resnet_demo_seed100_run0.jsonl");
+  ASSERT_TRUE(fixture.good());
+  std::vector<double> accuracies;
+  size_t i = 0;
+  for (std::string line; std::getline(fixture, line); ++i) {
+    absl::StatusOr<mlperf::json::Value> want = mlperf::json::Parse(line);
+    ASSERT_TRUE(want.ok()) << line;
+    ASSERT_LT(i, log->lines.size()) << "the log ends before the recorded one";
+    const mlperf::mllog::LogLine& got = log->lines[i];
+    ASSERT_EQ(got.key, want->Find("key")->as_string()) << "line " << i;
+    if (got.key != "throughput" && got.key != "cache_clear") {
+      EXPECT_EQ(mlperf::json::Dump(got.value), mlperf::json::Dump(*want->Find("value"))) << got.key;
+    }
+    for (const mlperf::json::Member& m : want->Find("metadata")->as_object())
+      EXPECT_EQ(mlperf::json::Dump(*got.metadata.Find(m.first)), mlperf::json::Dump(m.second))
+          << got.key;
+    if (got.key == "eval_accuracy") accuracies.push_back(got.value.as_float());
+  }
+  EXPECT_EQ(i, log->lines.size());
+  EXPECT_EQ(accuracies, (std::vector<double>{0.414, 0.666, 0.824}));
 }
 
 TEST_F(RunClosed, RefusesToWriteIntoAPackageWithResults) {
@@ -135,8 +171,8 @@ TEST_F(RunClosed, OneRunWritesACompliantLogInTheClosedOrder) {
   const fs::path log = ResultDir() / "result_0.txt";
   ASSERT_TRUE(fs::exists(log));
   EXPECT_FALSE(fs::exists(ResultDir() / "result_0.txt.incomplete"));
-  const Result check = Spawn({COMPLIANCE_CHECK_BIN, "--ruleset", "4.0.0", log.string()},
-                           dir_ / "check.txt");
+  const Result check =
+      Spawn({COMPLIANCE_CHECK_BIN, "--ruleset", "4.0.0", log.string()}, dir_ / "check.txt");
   EXPECT_EQ(check.exit_code, 0) << check.output;
 
   absl::StatusOr<mlperf::mllog::ParsedLog> parsed = mlperf::mllog::ParseFile(log.string());

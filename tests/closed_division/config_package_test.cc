@@ -1,7 +1,8 @@
-// Label `resnet`: run_closed's pieces that need no training: the recipes per
-// scale and the demo's closed-division constraints, the package paths and the
-// no-overwrite rule, the system description and the progress estimate.
+// Label `resnet`: run_closed's pieces that need no training: the ResNet
+// registry entry's recipes per scale and the demo's closed-division constraints, the package paths
+// and the no-overwrite rule, the system description and the progress estimate.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -9,15 +10,15 @@
 #include <fstream>
 #include <sstream>
 
-#include <unistd.h>
-
+#include "base/json.h"
 #include "checker/package/system_desc.h"
 #include "closed_division/config.h"
 #include "closed_division/package.h"
 #include "closed_division/progress.h"
+#include "closed_division/registry.h"
+#include "closed_division/resnet_benchmark.h"
 #include "closed_division/system_info.h"
 #include "fmt/format.h"
-#include "logging/json.h"
 
 namespace mlperf::closed {
 namespace {
@@ -38,90 +39,119 @@ std::string Slurp(const fs::path& path) {
   return s.str();
 }
 
-void ExpectClosedResnetRecipe(const RunPlan& plan) {
-  const ResnetRecipe& r = plan.recipe;
-  EXPECT_EQ(r.end_lr, 1e-4);
-  EXPECT_EQ(r.poly_power, 2.0);
-  const double k = std::log2(r.weight_decay / 1e-4);
-  EXPECT_EQ(k, std::round(k)) << "weight decay " << r.weight_decay << " is not 1e-4 * 2^k";
-  EXPECT_TRUE(r.label_smoothing == 0.0 || r.label_smoothing == 0.1);
-  EXPECT_GE(r.first_eval_epoch, 1);
-  EXPECT_LE(r.first_eval_epoch, 4);
-  EXPECT_EQ(r.eval_every_epochs, 4);
-  EXPECT_TRUE(plan.is_eval_epoch(plan.last_epoch()));
-  EXPECT_GE(plan.last_epoch(), r.decay_epochs);
+// The ResNet entry configured as run_closed would for `world` processes.
+absl::StatusOr<std::unique_ptr<BenchmarkSetup>> Configure(const RunnerOptions& o, int world) {
+  return MakeResnetBenchmark()->Configure(o, world, 2);
+}
+
+// The logged hyperparameter `name` (fails the test when absent).
+json::Value Logged(const BenchmarkSetup& setup, const std::string& name) {
+  for (const auto& [key, value] : setup.Hyperparameters())
+    if (key == name) return value;
+  ADD_FAILURE() << name << " is not logged";
+  return json::Value();
+}
+
+void ExpectClosedResnetRecipe(const BenchmarkSetup& setup) {
+  const train::TrainerConfig t = setup.TrainerConfig();
+  const RunPlan& plan = setup.plan();
+  EXPECT_EQ(t.end_lr, 1e-4);
+  EXPECT_EQ(t.poly_power, 2.0);
+  const double k = std::log2(t.weight_decay / 1e-4);
+  EXPECT_EQ(k, std::round(k)) << "weight decay " << t.weight_decay << " is not 1e-4 * 2^k";
+  EXPECT_EQ(t.global_batch_size, plan.global_batch_size);
+  EXPECT_EQ(Logged(setup, "global_batch_size").as_int(), plan.global_batch_size);
+  EXPECT_EQ(Logged(setup, "model_bn_span").as_int(), plan.batch_per_rank);
+  EXPECT_GE(plan.schedule.first_eval_epoch, 1);
+  EXPECT_LE(plan.schedule.first_eval_epoch, 4);
+  EXPECT_EQ(plan.schedule.eval_every_epochs, 4);
+  EXPECT_TRUE(plan.schedule.is_eval_epoch(plan.last_epoch()));
+  EXPECT_GE(plan.last_epoch(), t.train_epochs);
+  EXPECT_EQ(plan.schedule.steps_per_epoch, plan.train_samples / plan.global_batch_size);
 }
 
 TEST(RunPlan, DemoKeepsEveryClosedConstraintAndIsLabelled) {
-  absl::StatusOr<RunPlan> plan = MakeRunPlan({}, 1, 2);
-  ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_TRUE(plan->demo);
-  ExpectClosedResnetRecipe(*plan);
-  EXPECT_NE(plan->system_name.find("demo"), std::string::npos);
-  EXPECT_FALSE(plan->rcp_batch_size);
+  absl::StatusOr<std::unique_ptr<BenchmarkSetup>> setup = Configure({}, 1);
+  ASSERT_TRUE(setup.ok()) << setup.status();
+  const RunPlan& plan = (*setup)->plan();
+  EXPECT_TRUE(plan.demo);
+  ExpectClosedResnetRecipe(**setup);
+  EXPECT_NE(plan.system_name.find("demo"), std::string::npos);
+  EXPECT_FALSE(plan.rcp_batch_size);
+  EXPECT_EQ(plan.options.runs, 5);  // the required number when --runs is not given
   // The target must be reachable only after a few evaluations.
-  EXPECT_GE(plan->last_epoch(), plan->recipe.first_eval_epoch + 8);
-  EXPECT_EQ(plan->train_samples, 2000);
-  EXPECT_GT(plan->steps_per_epoch(), 0);
+  EXPECT_GE(plan.last_epoch(), plan.schedule.first_eval_epoch + 8);
+  EXPECT_EQ(plan.train_samples, 2000);
+  EXPECT_GT(plan.schedule.steps_per_epoch, 0);
 
   RunnerOptions named;
   named.system = "mybox";
-  plan = MakeRunPlan(named, 1, 2);
-  ASSERT_TRUE(plan.ok());
-  EXPECT_NE(plan->system_name.find("demo"), std::string::npos) << plan->system_name;
+  setup = Configure(named, 1);
+  ASSERT_TRUE(setup.ok());
+  EXPECT_NE((*setup)->plan().system_name.find("demo"), std::string::npos);
 }
 
-TEST(RunPlan, ImagenetScalesUseRcpRecipes) {
+TEST(RunPlan, ImagenetScalesUseTheRcpReferenceHyperparameters) {
   RunnerOptions o;
   o.data_dir = "/data/imagenet";
   o.gpus = 8;
-  absl::StatusOr<RunPlan> plan = MakeRunPlan(o, 8, 2);
-  ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_EQ(plan->recipe.global_batch_size, 3264);
+  absl::StatusOr<std::unique_ptr<BenchmarkSetup>> setup = Configure(o, 8);
+  ASSERT_TRUE(setup.ok()) << setup.status();
+  const RunPlan* plan = &(*setup)->plan();
+  // The values of rcps_resnet.json (4.0.0) at batch size 3264.
+  EXPECT_EQ(plan->global_batch_size, 3264);
   EXPECT_EQ(plan->batch_per_rank, 408);
-  EXPECT_EQ(plan->recipe.base_lr, 10.5);
-  EXPECT_EQ(plan->recipe.weight_decay, 5e-5);
+  EXPECT_EQ((*setup)->TrainerConfig().base_lr, 10.5);
+  EXPECT_EQ((*setup)->TrainerConfig().weight_decay, 5e-5);
+  EXPECT_EQ((*setup)->TrainerConfig().train_epochs, 37);  // 14523 decay steps
   EXPECT_TRUE(plan->rcp_batch_size);
   EXPECT_EQ(plan->train_samples, 1281167);
-  ExpectClosedResnetRecipe(*plan);
+  ExpectClosedResnetRecipe(**setup);
   // Evaluations at 3 + 4k, up to the end of the 37-epoch horizon.
-  EXPECT_TRUE(plan->is_eval_epoch(3));
-  EXPECT_TRUE(plan->is_eval_epoch(35));
-  EXPECT_FALSE(plan->is_eval_epoch(4));
+  EXPECT_TRUE(plan->schedule.is_eval_epoch(3));
+  EXPECT_TRUE(plan->schedule.is_eval_epoch(35));
+  EXPECT_FALSE(plan->schedule.is_eval_epoch(4));
   EXPECT_EQ(plan->last_epoch(), 39);
 
   o.gpus = 4;
-  plan = MakeRunPlan(o, 4, 2);
-  ASSERT_TRUE(plan.ok());
-  EXPECT_EQ(plan->recipe.global_batch_size, 1632);
-  EXPECT_EQ(plan->recipe.base_lr, 7.4);
+  setup = Configure(o, 4);
+  ASSERT_TRUE(setup.ok());
+  EXPECT_EQ((*setup)->plan().global_batch_size, 1632);
+  EXPECT_EQ((*setup)->TrainerConfig().base_lr, 7.4);
+  EXPECT_EQ((*setup)->TrainerConfig().train_epochs, 35);
+
+  o.gpus = 128;  // the 49152 reference (384 per GPU) is the largest that fits
+  setup = Configure(o, 128);
+  ASSERT_TRUE(setup.ok());
+  EXPECT_EQ((*setup)->plan().global_batch_size, 49152);
+  EXPECT_EQ((*setup)->TrainerConfig().momentum, 0.951807);
 
   o.gpus = 1;  // no RCP batch size splits into one GPU's memory
-  plan = MakeRunPlan(o, 1, 2);
-  ASSERT_TRUE(plan.ok());
-  EXPECT_FALSE(plan->rcp_batch_size);
-  EXPECT_EQ(plan->recipe.global_batch_size, 408);
+  setup = Configure(o, 1);
+  ASSERT_TRUE(setup.ok());
+  EXPECT_FALSE((*setup)->plan().rcp_batch_size);
+  EXPECT_EQ((*setup)->plan().global_batch_size, 408);
 
   o.optimizer = "sgd";
-  plan = MakeRunPlan(o, 1, 2);
-  ASSERT_TRUE(plan.ok());
-  const double units = plan->recipe.base_lr / 0.001;
+  setup = Configure(o, 1);
+  ASSERT_TRUE(setup.ok());
+  const double units = (*setup)->TrainerConfig().base_lr / 0.001;
   EXPECT_NEAR(units, std::round(units), 1e-9);
+  EXPECT_EQ(Logged(**setup, "opt_name").as_string(), "sgd");
 }
 
 TEST(RunPlan, RejectsWhatItCannotRun) {
+  EXPECT_EQ(BuiltinBenchmarks().Find("bert"), nullptr);
+  EXPECT_NE(BuiltinBenchmarks().Find("resnet"), nullptr);
   RunnerOptions o;
-  o.benchmark = "bert";
-  EXPECT_FALSE(MakeRunPlan(o, 1, 2).ok());
-  o = {};
   o.optimizer = "adam";
-  EXPECT_FALSE(MakeRunPlan(o, 1, 2).ok());
+  EXPECT_FALSE(Configure(o, 1).ok());
   o = {};
   o.gpus = 8;
   o.data_dir = "/x";
-  EXPECT_FALSE(MakeRunPlan(o, 2, 2).ok());  // 8 GPUs need 8 processes
+  EXPECT_FALSE(Configure(o, 2).ok());  // 8 GPUs need 8 processes
   o = {};
-  EXPECT_FALSE(MakeRunPlan(o, 3, 2).ok());  // 64 does not split over 3
+  EXPECT_FALSE(Configure(o, 3).ok());  // 64 does not split over 3
 }
 
 TEST(Package, RefusesToOverwriteAnyEarlierResult) {
@@ -164,8 +194,9 @@ TEST(Package, KeepsAnIdenticalSystemJsonAndRefusesADifferentOne) {
 }
 
 TEST(SystemDescription, HasEveryRequiredFieldAsAStringAndSaysDemo) {
-  absl::StatusOr<RunPlan> plan = MakeRunPlan({}, 1, 2);
-  ASSERT_TRUE(plan.ok());
+  absl::StatusOr<std::unique_ptr<BenchmarkSetup>> setup = Configure({}, 1);
+  ASSERT_TRUE(setup.ok());
+  const RunPlan* plan = &(*setup)->plan();
   const std::string text = SystemDescriptionJson(*plan);
   absl::StatusOr<json::Value> doc = json::Parse(text, {.encoding = json::Encoding::kUtf8});
   ASSERT_TRUE(doc.ok()) << doc.status() << "\n" << text;

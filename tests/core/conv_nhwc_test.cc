@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "reference/kernels/composite.h"
 #include "reference/kernels/conv_geometry.h"
 #include "reference/kernels/cpu/conv.h"
 #include "reference/kernels/cpu/norm.h"
@@ -202,8 +203,8 @@ TEST(ConvNhwcTest, TransposedConvAndBiasMatchNchw) {
   x.Fill(7);
   testing::FillRandom(w, 8);
   testing::FillRandom(bias, 9);
-  cpu::ConvTransposeForward(g, x.First(), w.t(), y.First(), ws.t());
-  cpu::ConvTransposeForward(g, x.Last(), w.t(), y.Last(), ws.t());
+  ops::ConvTransposeForward(g, x.First(), w.t(), y.First(), ws.t());
+  ops::ConvTransposeForward(g, x.Last(), w.t(), y.Last(), ws.t());
   cpu::BiasAddChannels(bias.t(), y.First());
   cpu::BiasAddChannels(bias.t(), y.Last());
   ExpectSame(y, 1e-5, "convT + bias y");

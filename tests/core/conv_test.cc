@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "reference/kernels/composite.h"
 #include "reference/kernels/conv_geometry.h"
 #include "tests/core/test_util.h"
 
@@ -122,17 +123,17 @@ TEST(ConvTest, TransposedConvIsTheAdjointAndItsGradientsMatch) {
   testing::FillRandom(w, 7);
   testing::FillRandom(probe, 8);
   testing::FillRandom(r, 9);
-  cpu::ConvTransposeForward(g, x.t(), w.t(), y.t(), ws.t());
+  ops::ConvTransposeForward(g, x.t(), w.t(), y.t(), ws.t());
   cpu::ConvForward(g, probe.t(), w.t(), conv_of_probe.t(), ws.t());
   EXPECT_NEAR(testing::Dot(y, probe), testing::Dot(x, conv_of_probe), 1e-4);
 
   Buffer dx = x, dw = w;
   auto loss = [&] {
-    cpu::ConvTransposeForward(g, x.t(), w.t(), y.t(), ws.t());
+    ops::ConvTransposeForward(g, x.t(), w.t(), y.t(), ws.t());
     return testing::Dot(y, r);
   };
-  cpu::ConvTransposeBackwardData(g, r.t(), w.t(), dx.t(), ws.t());
-  cpu::ConvTransposeBackwardWeight(g, x.t(), r.t(), dw.t(), ws.t());
+  ops::ConvTransposeBackwardData(g, r.t(), w.t(), dx.t(), ws.t());
+  ops::ConvTransposeBackwardWeight(g, x.t(), r.t(), dw.t(), ws.t());
   testing::ExpectGradientMatches(x, dx.data, loss, 1e-2, 2e-3, "convT dx");
   testing::ExpectGradientMatches(w, dw.data, loss, 1e-2, 2e-3, "convT dw");
 }

@@ -14,15 +14,14 @@
 
 #include "reference/core/dtype.h"
 #include "reference/core/philox.h"
+#include "reference/kernels/composite.h"
 #include "reference/kernels/conv_geometry.h"
-#include "reference/kernels/cpu/attention.h"
 #include "reference/kernels/cpu/conv.h"
 #include "reference/kernels/cpu/embedding.h"
 #include "reference/kernels/cpu/gemm.h"
 #include "reference/kernels/cpu/loss.h"
 #include "reference/kernels/cpu/norm.h"
 #include "reference/kernels/cpu/pool.h"
-#include "reference/kernels/cuda/attention.h"
 #include "reference/kernels/cuda/context.h"
 #include "reference/kernels/cuda/conv.h"
 #include "reference/kernels/cuda/embedding.h"
@@ -257,17 +256,17 @@ TEST_F(CudaCnnTwinTest, TransposedConv3dAndBias) {
   Floats x = Random(nsmall, 4), w = Random(nw, 5), dy = Random(nbig, 6);
   Floats y(nbig), dx(nsmall), dw(nw), ws(cpu::ConvWorkspaceElements(g) + 1);
   const Tensor cws = Host(ws, {static_cast<int64_t>(ws.size())});
-  cpu::ConvTransposeForward(g, Host(x, {nsmall}), Host(w, {nw}), Host(y, {nbig}), cws);
-  cpu::ConvTransposeBackwardData(g, Host(dy, {nbig}), Host(w, {nw}), Host(dx, {nsmall}), cws);
-  cpu::ConvTransposeBackwardWeight(g, Host(x, {nsmall}), Host(dy, {nbig}), Host(dw, {nw}), cws);
+  ops::ConvTransposeForward(g, Host(x, {nsmall}), Host(w, {nw}), Host(y, {nbig}), cws);
+  ops::ConvTransposeBackwardData(g, Host(dy, {nbig}), Host(w, {nw}), Host(dx, {nsmall}), cws);
+  ops::ConvTransposeBackwardWeight(g, Host(x, {nsmall}), Host(dy, {nbig}), Host(dw, {nw}), cws);
   const Shape big{2, 4, 6, 6, 6}, small{2, 8, 3, 3, 3}, wshape{8, 4, 2, 2, 2};
   Dev gx(x, small, DType::kF32, Layout::kNCDHW), gw(w, wshape),
       gdy(dy, big, DType::kF32, Layout::kNCDHW);
   Dev gy(Floats(nbig), big, DType::kF32, Layout::kNCDHW),
       gdx(Floats(nsmall), small, DType::kF32, Layout::kNCDHW), gdw(Floats(nw), wshape);
-  cuda::ConvTransposeForward(g, gx.t(), gw.t(), gy.t(), Tensor());
-  cuda::ConvTransposeBackwardData(g, gdy.t(), gw.t(), gdx.t(), Tensor());
-  cuda::ConvTransposeBackwardWeight(g, gx.t(), gdy.t(), gdw.t(), Tensor());
+  ops::ConvTransposeForward(g, gx.t(), gw.t(), gy.t(), Tensor());
+  ops::ConvTransposeBackwardData(g, gdy.t(), gw.t(), gdx.t(), Tensor());
+  ops::ConvTransposeBackwardWeight(g, gx.t(), gdy.t(), gdw.t(), Tensor());
   ExpectClose(gy.Get(), y, 1e-4, "conv transpose forward");
   ExpectClose(gdx.Get(), dx, 1e-4, "conv transpose data grad");
   ExpectClose(gdw.Get(), dw, 1e-4, "conv transpose weight grad");
@@ -561,18 +560,18 @@ TEST_F(CudaCnnTwinTest, AttentionWithPaddingMaskAndDropout) {
   Floats q = Random(n, 30), k = Random(n, 31), v = Random(n, 32), dout = Random(n, 33);
   Floats mask(b * t, 1.0f);
   for (int64_t i = 12; i < t; ++i) mask[t + i] = 0.0f;  // second sequence padded
-  const cpu::AttentionParams p{.dropout = 0.1f, .seed = 99, .offset = 3};
+  const AttentionParams p{.dropout = 0.1f, .seed = 99, .offset = 3};
   Floats probs(nn), out(n), ws(nn), dq(n), dk(n), dv(n);
-  cpu::AttentionForward(p, Host(q, qs), Host(k, qs), Host(v, qs), Host(mask, {b, t}),
+  ops::AttentionForward(p, Host(q, qs), Host(k, qs), Host(v, qs), Host(mask, {b, t}),
                         Host(probs, {b, h, t, t}), Host(out, qs), Host(ws, {nn}));
-  cpu::AttentionBackward(p, Host(q, qs), Host(k, qs), Host(v, qs), Host(probs, {b, h, t, t}),
+  ops::AttentionBackward(p, Host(q, qs), Host(k, qs), Host(v, qs), Host(probs, {b, h, t, t}),
                          Host(dout, qs), Host(dq, qs), Host(dk, qs), Host(dv, qs), Host(ws, {nn}));
   Dev gq(q, qs), gk(k, qs), gv(v, qs), gmask(mask, {b, t}), gprobs(Floats(nn), {b, h, t, t}),
       gout(Floats(n), qs), gws(Floats(nn), {nn}), gdout(dout, qs), gdq(Floats(n), qs),
       gdk(Floats(n), qs), gdv(Floats(n), qs);
-  cuda::AttentionForward(p, gq.t(), gk.t(), gv.t(), gmask.t(), gprobs.t(), gout.t(), gws.t());
-  cuda::AttentionBackward(p, gq.t(), gk.t(), gv.t(), gprobs.t(), gdout.t(), gdq.t(), gdk.t(),
-                          gdv.t(), gws.t());
+  ops::AttentionForward(p, gq.t(), gk.t(), gv.t(), gmask.t(), gprobs.t(), gout.t(), gws.t());
+  ops::AttentionBackward(p, gq.t(), gk.t(), gv.t(), gprobs.t(), gdout.t(), gdq.t(), gdk.t(),
+                         gdv.t(), gws.t());
   ExpectClose(gprobs.Get(), probs, 1e-5, "attention probs");
   ExpectClose(gout.Get(), out, 1e-4, "attention out");
   ExpectClose(gdq.Get(), dq, 1e-4, "attention dq");

@@ -8,11 +8,13 @@
 #include <vector>
 
 #include "reference/core/dtype.h"
+#include "reference/kernels/cpu/attention.h"
 #include "reference/kernels/cpu/elementwise.h"
 #include "reference/kernels/cpu/gemm.h"
 #include "reference/kernels/cpu/linear.h"
 #include "reference/kernels/cpu/optimizer.h"
 #include "reference/kernels/cpu/softmax.h"
+#include "reference/kernels/cuda/attention.h"
 #include "reference/kernels/cuda/context.h"
 #include "reference/kernels/cuda/elementwise.h"
 #include "reference/kernels/cuda/gemm.h"
@@ -74,6 +76,29 @@ class CudaTwinTest : public ::testing::Test {
 };
 
 constexpr double kF32Tol = 1e-5;
+
+// The attention layout steps: a pure permutation and an exact mask add.
+TEST_F(CudaTwinTest, AttentionHeadsAndKeyMask) {
+  const int64_t b = 2, h = 3, t = 5, d = 4, width = 3 * h * d + 2;
+  Buffer rows({b * t, width}), heads({b, h, t, d}), merged({b * t, width}), mask({b, t});
+  testing::FillRandom(rows, 7);
+  for (int64_t i = 0; i < b * t; ++i) mask[i] = i % 3 == 0 ? 0.0f : 1.0f;
+  cpu::SplitHeads(rows.t(), h * d, heads.t());
+  DeviceCopy<float> grows(rows.data, rows.shape), gheads(heads.data, heads.shape);
+  DeviceCopy<float> gmerged(merged.data, merged.shape);
+  cuda::SplitHeads(grows.t(), h * d, gheads.t());
+  EXPECT_EQ(gheads.ToHost(), heads.data);
+  cpu::MergeHeads(heads.t(), merged.t(), 2);
+  cuda::MergeHeads(gheads.t(), gmerged.t(), 2);
+  EXPECT_EQ(gmerged.ToHost(), merged.data);
+
+  Buffer scores({b, h, t, t});
+  testing::FillRandom(scores, 8);
+  DeviceCopy<float> gscores(scores.data, scores.shape), gmask(mask.data, mask.shape);
+  cpu::AddKeyPaddingMask(scores.t(), mask.t());
+  cuda::AddKeyPaddingMask(gscores.t(), gmask.t());
+  EXPECT_EQ(gscores.ToHost(), scores.data);
+}
 
 TEST_F(CudaTwinTest, PointwiseOps) {
   Buffer x({1000}), b({1000}), y({1000});

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "reference/kernels/composite.h"
 #include "reference/kernels/conv_geometry.h"
-#include "reference/kernels/cpu/attention.h"
 #include "reference/kernels/cpu/elementwise.h"
 #include "reference/kernels/cpu/embedding.h"
 #include "reference/kernels/cpu/linear.h"
@@ -238,16 +238,16 @@ TEST(AttentionTest, MaskedKeysGetNoWeightAndGradientsMatch) {
   testing::FillRandom(v, 3);
   testing::FillRandom(r, 4);
   for (float dropout : {0.0f, 0.25f}) {
-    cpu::AttentionParams p{.dropout = dropout, .seed = 11, .offset = 2};
+    AttentionParams p{.dropout = dropout, .seed = 11, .offset = 2};
     auto loss = [&] {
-      cpu::AttentionForward(p, q.t(), k.t(), v.t(), mask.t(), probs.t(), out.t(), ws.t());
+      ops::AttentionForward(p, q.t(), k.t(), v.t(), mask.t(), probs.t(), out.t(), ws.t());
       return testing::Dot(out, r);
     };
     loss();
     for (int64_t row = 0; row < h * t; ++row) EXPECT_LT(probs[row * t + 3], 1e-4);
     EXPECT_GT(probs[(h * t) * t + 3], 1e-3);  // batch 1 attends to its last key
     Buffer dq = q, dk = k, dv = v;
-    cpu::AttentionBackward(p, q.t(), k.t(), v.t(), probs.t(), r.t(), dq.t(), dk.t(), dv.t(),
+    ops::AttentionBackward(p, q.t(), k.t(), v.t(), probs.t(), r.t(), dq.t(), dk.t(), dv.t(),
                            ws.t());
     testing::ExpectGradientMatches(q, dq.data, loss, 1e-2, 2e-3, "attention dq");
     testing::ExpectGradientMatches(k, dk.data, loss, 1e-2, 2e-3, "attention dk");

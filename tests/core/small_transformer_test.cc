@@ -1,12 +1,13 @@
 // End to end: a small pre-LN transformer encoder (token + position
 // embeddings, 2 x [LN, multi-head attention with a key padding mask,
 // residual, LN, MLP with tanh-GELU, residual], final LN and a masked-token
-// head) trained with LAMB on BERT's masked-LM loss reaches the stated
-// accuracy on held-out sequences. The data: variable-length sequences of
-// token pairs (a, f(a)) with f a fixed bijection, padded to a fixed length;
-// some tokens are replaced by [MASK] and must be recovered, which needs
-// attention to the partner position (and f or its inverse). Parameters,
-// gradients and activations live in arenas; the training loop allocates nothing.
+// head) built from reference/layers/ as a models::Model, trained with LAMB on
+// BERT's masked-LM loss, reaches the stated accuracy on held-out sequences.
+// The data: variable-length sequences of token pairs (a, f(a)) with f a fixed
+// bijection, padded to a fixed length; some tokens are replaced by [MASK] and
+// must be recovered, which needs attention to the partner position (and f or
+// its inverse). Parameters, gradients and activations live in the model's
+// arenas; the training loop allocates nothing.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -16,28 +17,25 @@
 #include <cstring>
 #include <vector>
 
-#include "reference/core/arena.h"
 #include "reference/core/init.h"
 #include "reference/core/philox.h"
-#include "reference/kernels/cpu/attention.h"
-#include "reference/kernels/cpu/elementwise.h"
-#include "reference/kernels/cpu/embedding.h"
-#include "reference/kernels/cpu/linear.h"
-#include "reference/kernels/cpu/loss.h"
-#include "reference/kernels/cpu/norm.h"
-#include "reference/kernels/cpu/optimizer.h"
+#include "reference/kernels/dispatch.h"
+#include "reference/layers/attention.h"
+#include "reference/layers/embedding.h"
+#include "reference/layers/layer_norm.h"
+#include "reference/layers/linear.h"
+#include "reference/models/model.h"
 #include "reference/optim/schedules.h"
 
 namespace mlperf {
 namespace {
 
-using core::Arena;
 using core::Tensor;
 
 // Tokens: 0 padding, 1 [MASK], 2..15 symbols.
 constexpr int32_t kPad = 0, kMask = 1, kFirstSymbol = 2, kSymbols = 14;
 constexpr int64_t kVocab = kFirstSymbol + kSymbols;
-constexpr int64_t kBatch = 32, kSeq = 12, kHidden = 32, kHeads = 2, kHeadDim = kHidden / kHeads;
+constexpr int64_t kBatch = 32, kSeq = 12, kHidden = 32, kHeads = 2;
 constexpr int64_t kFfn = 4 * kHidden, kLayers = 2, kPredictions = 3;
 constexpr int64_t kRows = kBatch * kSeq;
 constexpr float kLnEpsilon = 1e-12f;  // BERT's LayerNorm epsilon
@@ -94,230 +92,175 @@ Example MakeExample(uint64_t seed, uint64_t index) {
   return e;
 }
 
-struct Layer {
-  Tensor ln1_g, ln1_b, w_qkv, b_qkv, w_o, b_o, ln2_g, ln2_b, w_1, b_1, w_2, b_2;
-  Tensor* params[12] = {&ln1_g, &ln1_b, &w_qkv, &b_qkv, &w_o, &b_o,
-                        &ln2_g, &ln2_b, &w_1,   &b_1,   &w_2, &b_2};
+struct Block {
+  layers::LayerNorm ln1, ln2;
+  layers::SelfAttention attention;
+  layers::Linear ffn1, ffn2;
+  Tensor h1, h2;  // after the attention residual, after the MLP residual
 };
 
-// Saved activations of one layer.
-struct LayerActs {
-  Tensor h_in, ln1, ln1_mean, ln1_istd, qkv, q, k, v, probs, ctx, ctx_rows, h1, ln2, ln2_mean,
-      ln2_istd, f1, gelu;
-};
-
-struct Net {
-  Tensor tok_emb, pos_emb, lnf_g, lnf_b, w_out, b_out;
-  Layer layers[kLayers];
-  Tensor d_tok_emb, d_pos_emb, d_lnf_g, d_lnf_b, d_w_out, d_b_out;
-  Layer grads[kLayers];
-  std::vector<Tensor*> param_order, grad_order;
-  std::vector<bool> excluded;  // LAMB: no weight decay / trust ratio for LN and biases
-
-  LayerActs acts[kLayers];
-  Tensor ids, mask, h_out, lnf, lnf_mean, lnf_istd, pred, logits, labels, weights, loss;
-  Tensor dlogits, dpred, dlnf, dh, dh1, dtmp, df2_in, dgelu, df1, dln, dctx_rows, dctx, dq, dk, dv,
-      dqkv, attn_ws, attn_out;
-  int64_t positions[kBatch * kPredictions];
-
-  void AllocateParams(Arena& params, Arena& grad_arena) {
-    auto add = [&](Tensor* p, Tensor* g, core::Shape s, bool excl) {
-      *p = params.Allocate(s);
-      *g = grad_arena.Allocate(s);
-      param_order.push_back(p);
-      grad_order.push_back(g);
-      excluded.push_back(excl);
-    };
-    add(&tok_emb, &d_tok_emb, {kVocab, kHidden}, false);
-    add(&pos_emb, &d_pos_emb, {kSeq, kHidden}, false);
-    for (int64_t l = 0; l < kLayers; ++l) {
-      const core::Shape shapes[12] = {{kHidden},     {kHidden},          {3 * kHidden, kHidden},
-                                      {3 * kHidden}, {kHidden, kHidden}, {kHidden},
-                                      {kHidden},     {kHidden},          {kFfn, kHidden},
-                                      {kFfn},        {kHidden, kFfn},    {kHidden}};
-      // LN gammas/betas and biases are excluded, weight matrices are not.
-      const bool excl[12] = {true, true, false, true, false, true,
-                             true, true, false, true, false, true};
-      for (int i = 0; i < 12; ++i) add(layers[l].params[i], grads[l].params[i], shapes[i], excl[i]);
-    }
-    add(&lnf_g, &d_lnf_g, {kHidden}, true);
-    add(&lnf_b, &d_lnf_b, {kHidden}, true);
-    add(&w_out, &d_w_out, {kVocab, kHidden}, false);
-    add(&b_out, &d_b_out, {kVocab}, true);
+// Batch inputs: ids [rows] int32, mask [batch, seq], positions [predictions]
+// int32 (row of each prediction), labels [predictions] int32, weights
+// [predictions] (0 for an unused slot).
+class Encoder final : public models::Model {
+ public:
+  Encoder() : Model(core::Device::kCpu, kBatch) {
+    AllocateArenas([this](const layers::ModelArenas& a) { Build(a); });
+    int32_t* pos = static_cast<int32_t*>(position_ids_.data());
+    for (int64_t r = 0; r < kRows; ++r) pos[r] = static_cast<int32_t>(r % kSeq);
   }
 
-  void AllocateActs(Arena& a) {
-    const int64_t np = kBatch * kPredictions;
-    for (LayerActs& s : acts) {
-      s.h_in = a.Allocate({kRows, kHidden});
-      s.ln1 = a.Allocate({kRows, kHidden});
-      s.ln1_mean = a.Allocate({kRows});
-      s.ln1_istd = a.Allocate({kRows});
-      s.qkv = a.Allocate({kRows, 3 * kHidden});
-      s.q = a.Allocate({kBatch, kHeads, kSeq, kHeadDim});
-      s.k = a.Allocate({kBatch, kHeads, kSeq, kHeadDim});
-      s.v = a.Allocate({kBatch, kHeads, kSeq, kHeadDim});
-      s.probs = a.Allocate({kBatch, kHeads, kSeq, kSeq});
-      s.ctx = a.Allocate({kBatch, kHeads, kSeq, kHeadDim});
-      s.ctx_rows = a.Allocate({kRows, kHidden});
-      s.h1 = a.Allocate({kRows, kHidden});
-      s.ln2 = a.Allocate({kRows, kHidden});
-      s.ln2_mean = a.Allocate({kRows});
-      s.ln2_istd = a.Allocate({kRows});
-      s.f1 = a.Allocate({kRows, kFfn});
-      s.gelu = a.Allocate({kRows, kFfn});
-    }
-    ids = a.Allocate({kRows}, core::DType::kI32);
-    mask = a.Allocate({kBatch, kSeq});
-    h_out = a.Allocate({kRows, kHidden});
-    lnf = a.Allocate({kRows, kHidden});
-    lnf_mean = a.Allocate({kRows});
-    lnf_istd = a.Allocate({kRows});
-    pred = a.Allocate({np, kHidden});
-    logits = a.Allocate({np, kVocab});
-    labels = a.Allocate({np}, core::DType::kI32);
-    weights = a.Allocate({np});
-    loss = a.Allocate({1});
-    dlogits = a.Allocate({np, kVocab});
-    dpred = a.Allocate({np, kHidden});
-    for (Tensor* t : {&dlnf, &dh, &dh1, &dtmp, &dln, &dctx_rows, &attn_out})
-      *t = a.Allocate({kRows, kHidden});
-    for (Tensor* t : {&df2_in, &dgelu, &df1}) *t = a.Allocate({kRows, kFfn});
-    for (Tensor* t : {&dctx, &dq, &dk, &dv}) *t = a.Allocate({kBatch, kHeads, kSeq, kHeadDim});
-    dqkv = a.Allocate({kRows, 3 * kHidden});
-    attn_ws = a.Allocate({kBatch * kHeads * kSeq * kSeq});
-  }
-
-  void Init() {
+  void Initialize(uint64_t) override {
     // BERT reference: truncated normal(0.02) weights and embeddings, zero
     // biases, LayerNorm gamma 1 and beta 0.
+    std::vector<float> params(parameters().size(), 0.0f);
     uint64_t offset = 0;
-    for (size_t i = 0; i < param_order.size(); ++i) {
-      Tensor& t = *param_order[i];
-      if (!excluded[i]) {
-        core::FillTruncatedNormal(t, 0.02f, {.seed = 11, .offset = offset++});
+    for (const layers::Parameter& p : registry_.parameters) {
+      const Tensor host = HostParameter(p.value, params);
+      if (!p.batch_norm && !p.bias) {
+        core::FillTruncatedNormal(host, 0.02f, {.seed = 11, .offset = offset++});
       } else {
-        core::FillConstant(t, 0.0f);
+        core::FillConstant(host, p.batch_norm && p.name.ends_with(".weight") ? 1.0f : 0.0f);
       }
     }
-    for (Layer& l : layers)
-      for (Tensor t : {l.ln1_g, l.ln2_g}) core::FillConstant(t, 1.0f);
-    core::FillConstant(lnf_g, 1.0f);
+    ParametersFromHost(params);
   }
 
-  void LoadBatch(uint64_t seed, uint64_t first) {
+  void ForwardTrainAsync(const models::Batch& batch) override {
+    Forward(batch);
+    ops::MaskedLmLoss(head_.output(), labels_, weights_, loss_, dlogits_);
+  }
+
+  void Backward() override {
+    head_.Backward(predictions_, dlogits_, dpredictions_);
+    // The gather's adjoint: prediction gradients summed back into their rows.
+    ops::EmbeddingBackward(positions_, dpredictions_, dlnf_);
+    lnf_.Backward(blocks_.back().h2, dlnf_, dh_);
+    for (size_t l = blocks_.size(); l-- > 0;) {
+      Block& b = blocks_[l];
+      const Tensor& h_in = l > 0 ? blocks_[l - 1].h2 : h0_;
+      // h2 = h1 + mlp(ln2(h1)): dh reaches h1 directly and through the MLP.
+      b.ffn2.Backward(b.ffn1.output(), dh_, dffn_);
+      b.ffn1.Backward(b.ln2.output(), dffn_, dln_);
+      b.ln2.Backward(b.h1, dln_, dh1_);
+      ops::Accumulate(dh_, dh1_);
+      // h1 = h_in + attention(ln1(h_in)).
+      b.attention.Backward(b.ln1.output(), dh1_, dln_);
+      b.ln1.Backward(h_in, dln_, dh_);
+      ops::Accumulate(dh1_, dh_);
+    }
+    tokens_.Backward(ids_, dh_);
+    positions_table_.Backward(position_ids_, dh_);
+    NotifyGradientsReady(0);
+  }
+
+  // Correct and counted predictions among the weighted (real) ones.
+  models::MetricSums EvaluateBatch(const models::Batch& batch) override {
+    Forward(batch);
+    const float* w = weights_.f32();
+    const int32_t* y = static_cast<const int32_t*>(labels_.data());
+    models::MetricSums sums;
+    for (int64_t i = 0; i < kBatch * kPredictions; ++i) {
+      if (w[i] == 0.0f) continue;
+      const float* z = head_.output().f32() + i * kVocab;
+      sums.numerator += (std::max_element(z, z + kVocab) - z) == y[i];
+      sums.denominator += 1;
+    }
+    return sums;
+  }
+
+  models::OwnedBatch SyntheticBatch() const override { return MakeBatch(/*seed=*/99, 0); }
+
+  // kBatch examples from (seed, first ...).
+  static models::OwnedBatch MakeBatch(uint64_t seed, uint64_t first) {
+    models::OwnedBatch owned;
+    int32_t* ids = static_cast<int32_t*>(owned.Add({kRows}, core::DType::kI32).data());
+    float* mask = owned.Add({kBatch, kSeq}, core::DType::kF32).f32();
+    const int64_t np = kBatch * kPredictions;
+    int32_t* positions = static_cast<int32_t*>(owned.Add({np}, core::DType::kI32).data());
+    int32_t* labels = static_cast<int32_t*>(owned.Add({np}, core::DType::kI32).data());
+    float* weights = owned.Add({np}, core::DType::kF32).f32();
     for (int64_t b = 0; b < kBatch; ++b) {
       const Example e = MakeExample(seed, first + b);
-      std::memcpy(ids.as<int32_t>() + b * kSeq, e.ids, sizeof(e.ids));
-      std::memcpy(mask.f32() + b * kSeq, e.mask, sizeof(e.mask));
+      std::memcpy(ids + b * kSeq, e.ids, sizeof(e.ids));
+      std::memcpy(mask + b * kSeq, e.mask, sizeof(e.mask));
       for (int64_t k = 0; k < kPredictions; ++k) {
-        positions[b * kPredictions + k] = b * kSeq + e.positions[k];
-        labels.as<int32_t>()[b * kPredictions + k] = e.labels[k];
-        weights.f32()[b * kPredictions + k] = e.weights[k];
+        positions[b * kPredictions + k] = static_cast<int32_t>(b * kSeq + e.positions[k]);
+        labels[b * kPredictions + k] = e.labels[k];
+        weights[b * kPredictions + k] = e.weights[k];
       }
     }
+    owned.batch.count = kBatch;
+    return owned;
   }
 
-  // [rows, 3*hidden] <-> q, k, v [batch, heads, seq, head_dim].
-  static void SplitHeads(const Tensor& qkv, const Tensor& q, const Tensor& k, const Tensor& v) {
-    const Tensor* out[3] = {&q, &k, &v};
-    for (int which = 0; which < 3; ++which)
-      for (int64_t b = 0; b < kBatch; ++b)
-        for (int64_t h = 0; h < kHeads; ++h)
-          for (int64_t t = 0; t < kSeq; ++t)
-            std::memcpy(out[which]->f32() + ((b * kHeads + h) * kSeq + t) * kHeadDim,
-                        qkv.f32() + (b * kSeq + t) * 3 * kHidden + which * kHidden + h * kHeadDim,
-                        sizeof(float) * kHeadDim);
-  }
-  static void MergeHeads(const Tensor& heads, const Tensor& rows, int64_t row_width,
-                         int64_t column) {
-    for (int64_t b = 0; b < kBatch; ++b)
-      for (int64_t h = 0; h < kHeads; ++h)
-        for (int64_t t = 0; t < kSeq; ++t)
-          std::memcpy(rows.f32() + (b * kSeq + t) * row_width + column + h * kHeadDim,
-                      heads.f32() + ((b * kHeads + h) * kSeq + t) * kHeadDim,
-                      sizeof(float) * kHeadDim);
-  }
-
-  void Forward() {
-    cpu::EmbeddingForward(ids, tok_emb, acts[0].h_in);
-    for (int64_t r = 0; r < kRows; ++r)
-      for (int64_t j = 0; j < kHidden; ++j)
-        acts[0].h_in.f32()[r * kHidden + j] += pos_emb.f32()[(r % kSeq) * kHidden + j];
+ private:
+  void Build(const layers::ModelArenas& a) {
+    const int64_t np = kBatch * kPredictions;
+    blocks_ = std::vector<Block>(kLayers);
+    tokens_.Allocate(kRows, kVocab, kHidden, "embeddings.word", a, &registry_);
+    positions_table_.Allocate(kRows, kSeq, kHidden, "embeddings.position", a, &registry_);
     for (int64_t l = 0; l < kLayers; ++l) {
-      const Layer& w = layers[l];
-      LayerActs& s = acts[l];
-      cpu::LayerNormForward(kLnEpsilon, s.h_in, w.ln1_g, w.ln1_b, s.ln1, s.ln1_mean, s.ln1_istd);
-      cpu::LinearForward(s.ln1, w.w_qkv, w.b_qkv, s.qkv);
-      SplitHeads(s.qkv, s.q, s.k, s.v);
-      cpu::AttentionForward({}, s.q, s.k, s.v, mask, s.probs, s.ctx, attn_ws);
-      MergeHeads(s.ctx, s.ctx_rows, kHidden, 0);
-      cpu::LinearForward(s.ctx_rows, w.w_o, w.b_o, attn_out);
-      cpu::Add(s.h_in, attn_out, s.h1);
-      cpu::LayerNormForward(kLnEpsilon, s.h1, w.ln2_g, w.ln2_b, s.ln2, s.ln2_mean, s.ln2_istd);
-      cpu::LinearForward(s.ln2, w.w_1, w.b_1, s.f1);
-      cpu::GeluForward(s.f1, s.gelu);
-      const Tensor next = l + 1 < kLayers ? acts[l + 1].h_in : h_out;
-      cpu::LinearForward(s.gelu, w.w_2, w.b_2, next);
-      cpu::Accumulate(s.h1, next);
+      Block& b = blocks_[l];
+      const std::string name = "layer." + std::to_string(l);
+      b.ln1.Allocate(kRows, kHidden, kLnEpsilon, name + ".ln1", a, &registry_);
+      b.attention.Allocate(kBatch, kSeq, kHidden, kHeads, name + ".attention", a, &registry_);
+      b.ln2.Allocate(kRows, kHidden, kLnEpsilon, name + ".ln2", a, &registry_);
+      b.ffn1.Allocate(kRows, kHidden, kFfn, layers::Activation::kGelu, name + ".ffn1", a,
+                      &registry_);
+      b.ffn2.Allocate(kRows, kFfn, kHidden, layers::Activation::kNone, name + ".ffn2", a,
+                      &registry_);
+      b.h1 = a.activations->Allocate({kRows, kHidden});
+      b.h2 = a.activations->Allocate({kRows, kHidden});
     }
-    cpu::LayerNormForward(kLnEpsilon, h_out, lnf_g, lnf_b, lnf, lnf_mean, lnf_istd);
-    for (int64_t i = 0; i < kBatch * kPredictions; ++i)
-      std::memcpy(pred.f32() + i * kHidden, lnf.f32() + positions[i] * kHidden,
-                  sizeof(float) * kHidden);
-    cpu::LinearForward(pred, w_out, b_out, logits);
+    lnf_.Allocate(kRows, kHidden, kLnEpsilon, "ln_final", a, &registry_);
+    head_.Allocate(np, kHidden, kVocab, layers::Activation::kNone, "head", a, &registry_);
+    core::Arena& acts = *a.activations;
+    ids_ = acts.Allocate({kRows}, core::DType::kI32);
+    position_ids_ = acts.Allocate({kRows}, core::DType::kI32);
+    mask_ = acts.Allocate({kBatch, kSeq});
+    positions_ = acts.Allocate({np}, core::DType::kI32);
+    labels_ = acts.Allocate({np}, core::DType::kI32);
+    weights_ = acts.Allocate({np});
+    h0_ = acts.Allocate({kRows, kHidden});
+    predictions_ = acts.Allocate({np, kHidden});
+    dpredictions_ = acts.Allocate({np, kHidden});
+    dlogits_ = acts.Allocate({np, kVocab});
+    for (Tensor* t : {&dlnf_, &dh_, &dh1_, &dln_}) *t = acts.Allocate({kRows, kHidden});
+    dffn_ = acts.Allocate({kRows, kFfn});
+    loss_ = acts.Allocate({1});
   }
 
-  void Backward() {
-    cpu::MaskedLmLoss(logits, labels, weights, loss, dlogits);
-    cpu::LinearBackward(pred, w_out, dlogits, dpred, d_w_out, d_b_out);
-    cpu::Fill(dlnf, 0.0f);
-    for (int64_t i = 0; i < kBatch * kPredictions; ++i)
-      for (int64_t j = 0; j < kHidden; ++j)
-        dlnf.f32()[positions[i] * kHidden + j] += dpred.f32()[i * kHidden + j];
-    cpu::LayerNormBackward(h_out, dlnf, lnf_g, lnf_mean, lnf_istd, dh, d_lnf_g, d_lnf_b);
-    for (int64_t l = kLayers - 1; l >= 0; --l) {
-      const Layer& w = layers[l];
-      const Layer& g = grads[l];
-      LayerActs& s = acts[l];
-      // h_out = h1 + mlp(ln2(h1)): dh reaches h1 directly and through the MLP.
-      cpu::LinearBackward(s.gelu, w.w_2, dh, dgelu, g.w_2, g.b_2);
-      cpu::GeluBackward(s.f1, dgelu, df1);
-      cpu::LinearBackward(s.ln2, w.w_1, df1, dln, g.w_1, g.b_1);
-      cpu::LayerNormBackward(s.h1, dln, w.ln2_g, s.ln2_mean, s.ln2_istd, dh1, g.ln2_g, g.ln2_b);
-      cpu::Accumulate(dh, dh1);
-      // h1 = h_in + attention(ln1(h_in)).
-      cpu::LinearBackward(s.ctx_rows, w.w_o, dh1, dctx_rows, g.w_o, g.b_o);
-      for (int64_t b = 0; b < kBatch; ++b)
-        for (int64_t h = 0; h < kHeads; ++h)
-          for (int64_t t = 0; t < kSeq; ++t)
-            std::memcpy(dctx.f32() + ((b * kHeads + h) * kSeq + t) * kHeadDim,
-                        dctx_rows.f32() + (b * kSeq + t) * kHidden + h * kHeadDim,
-                        sizeof(float) * kHeadDim);
-      cpu::AttentionBackward({}, s.q, s.k, s.v, s.probs, dctx, dq, dk, dv, attn_ws);
-      MergeHeads(dq, dqkv, 3 * kHidden, 0);
-      MergeHeads(dk, dqkv, 3 * kHidden, kHidden);
-      MergeHeads(dv, dqkv, 3 * kHidden, 2 * kHidden);
-      cpu::LinearBackward(s.ln1, w.w_qkv, dqkv, dln, g.w_qkv, g.b_qkv);
-      cpu::LayerNormBackward(s.h_in, dln, w.ln1_g, s.ln1_mean, s.ln1_istd, dh, g.ln1_g, g.ln1_b);
-      cpu::Accumulate(dh1, dh);
+  void Forward(const models::Batch& batch) {
+    for (auto [src, dst] :
+         {std::pair{0, &ids_}, {1, &mask_}, {2, &positions_}, {3, &labels_}, {4, &weights_}})
+      ops::Copy(batch.inputs[src], *dst);
+    tokens_.Forward(ids_);
+    positions_table_.Forward(position_ids_);
+    ops::Add(tokens_.output(), positions_table_.output(), h0_);
+    const Tensor* h = &h0_;
+    for (Block& b : blocks_) {
+      b.ln1.Forward(*h);
+      b.attention.Forward(b.ln1.output(), mask_, {});
+      ops::Add(*h, b.attention.output(), b.h1);
+      b.ln2.Forward(b.h1);
+      b.ffn1.Forward(b.ln2.output());
+      b.ffn2.Forward(b.ffn1.output());
+      ops::Add(b.h1, b.ffn2.output(), b.h2);
+      h = &b.h2;
     }
-    cpu::EmbeddingBackward(ids, dh, d_tok_emb);
-    cpu::Fill(d_pos_emb, 0.0f);
-    for (int64_t r = 0; r < kRows; ++r)
-      for (int64_t j = 0; j < kHidden; ++j)
-        d_pos_emb.f32()[(r % kSeq) * kHidden + j] += dh.f32()[r * kHidden + j];
+    lnf_.Forward(*h);
+    // The masked positions' rows: a gather, which is an embedding lookup.
+    ops::EmbeddingForward(positions_, lnf_.output(), predictions_);
+    head_.Forward(predictions_);
   }
 
-  // Accuracy of the weighted (real) predictions of the current batch.
-  void Score(int* correct, int* total) const {
-    for (int64_t i = 0; i < kBatch * kPredictions; ++i) {
-      if (weights.f32()[i] == 0.0f) continue;
-      const float* z = logits.f32() + i * kVocab;
-      *correct += (std::max_element(z, z + kVocab) - z) == labels.as<int32_t>()[i];
-      ++*total;
-    }
-  }
+  layers::Embedding tokens_, positions_table_;
+  std::vector<Block> blocks_;
+  layers::LayerNorm lnf_;
+  layers::Linear head_;
+  Tensor ids_, position_ids_, mask_, positions_, labels_, weights_, h0_, predictions_;
+  Tensor dpredictions_, dlogits_, dlnf_, dh_, dh1_, dln_, dffn_;
 };
 
 TEST(SmallTransformerTest, RecoversMaskedTokensWithLamb) {
@@ -326,27 +269,10 @@ TEST(SmallTransformerTest, RecoversMaskedTokensWithLamb) {
   // the run is single-threaded (the threaded kernels are tested elsewhere).
   omp_set_num_threads(1);
   const auto start = std::chrono::steady_clock::now();
-  Net net;
-  Arena measure_p = Arena::Measuring(), measure_g = Arena::Measuring();
-  Arena measure_a = Arena::Measuring();
-  net.AllocateParams(measure_p, measure_g);
-  net.AllocateActs(measure_a);
-  net.param_order.clear();
-  net.grad_order.clear();
-  net.excluded.clear();
-  Arena params(core::Device::kCpu, measure_p.used()), grads(core::Device::kCpu, measure_g.used());
-  Arena acts(core::Device::kCpu, measure_a.used());
-  net.AllocateParams(params, grads);
-  net.AllocateActs(acts);
-  net.Init();
-
-  // The arenas are dense float arrays with the same layout: one slice per tensor.
-  std::vector<TensorSlice> slices;
-  const float* base = net.tok_emb.f32();
-  for (size_t i = 0; i < net.param_order.size(); ++i)
-    slices.push_back({net.param_order[i]->f32() - base, net.param_order[i]->numel(),
-                      static_cast<bool>(net.excluded[i])});
-  const int64_t flat = static_cast<int64_t>(params.used() / sizeof(float));
+  Encoder model;
+  model.Initialize(0);
+  const std::vector<TensorSlice> slices = model.slices();
+  const int64_t flat = static_cast<int64_t>(model.parameters().size());
   std::vector<float> m(flat, 0.0f), v(flat, 0.0f);
   int32_t lamb_step = 0;
 
@@ -355,24 +281,28 @@ TEST(SmallTransformerTest, RecoversMaskedTokensWithLamb) {
       .base_lr = 2e-2, .end_lr = 1e-4, .warmup_steps = 30, .train_steps = steps, .power = 1.0};
   double first_loss = 0.0, last_loss = 0.0;
   for (int64_t step = 0; step < steps; ++step) {
-    net.LoadBatch(/*seed=*/1, static_cast<uint64_t>(step * kBatch));
-    net.Forward();
-    net.Backward();
-    if (step == 0) first_loss = net.loss.f32()[0];
-    last_loss = net.loss.f32()[0];
-    cpu::LambStep(
+    const models::OwnedBatch batch =
+        Encoder::MakeBatch(/*seed=*/1, static_cast<uint64_t>(step * kBatch));
+    const float loss = model.ForwardTrain(batch.batch);
+    model.Backward();
+    if (step == 0) first_loss = loss;
+    last_loss = loss;
+    ops::LambStep(
+        core::Device::kCpu,
         {.lr = static_cast<float>(optim::LearningRate(schedule, step + 1)), .weight_decay = 0.01f},
-        slices, static_cast<float*>(params.base()), static_cast<const float*>(grads.base()),
-        m.data(), v.data(), &lamb_step, nullptr);
+        slices, model.parameters().data(), model.gradients().data(), m.data(), v.data(), &lamb_step,
+        nullptr);
   }
   // Held-out sequences from another seed.
-  int correct = 0, total = 0;
+  models::MetricSums held_out;
   for (int64_t b = 0; b < 16; ++b) {
-    net.LoadBatch(/*seed=*/2, static_cast<uint64_t>(b * kBatch));
-    net.Forward();
-    net.Score(&correct, &total);
+    const models::MetricSums sums = model.EvaluateBatch(
+        Encoder::MakeBatch(/*seed=*/2, static_cast<uint64_t>(b * kBatch)).batch);
+    held_out.numerator += sums.numerator;
+    held_out.denominator += sums.denominator;
   }
-  const double accuracy = static_cast<double>(correct) / total;
+  const double accuracy = held_out.numerator / held_out.denominator;
+  const int total = static_cast<int>(held_out.denominator);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf(

@@ -11,8 +11,8 @@
 #include <utility>
 
 #include "reference/io/safetensors.h"
+#include "reference/kernels/composite.h"
 #include "reference/kernels/conv_geometry.h"
-#include "reference/kernels/cpu/attention.h"
 #include "reference/kernels/cpu/conv.h"
 #include "reference/kernels/cpu/elementwise.h"
 #include "reference/kernels/cpu/embedding.h"
@@ -212,10 +212,10 @@ TEST_F(TorchParityTest, TransposedConv3dWithBias) {
   Buffer &x = In("convT3d/x"), &w = In("convT3d/w"), &b = In("convT3d/b"), &dy = In("convT3d/dy");
   Buffer y(dy.shape), dx(x.shape), dw(w.shape), db(b.shape);
   Buffer ws({cpu::ConvWorkspaceElements(g) + 1});
-  cpu::ConvTransposeForward(g, x.t(), w.t(), y.t(), ws.t());
+  ops::ConvTransposeForward(g, x.t(), w.t(), y.t(), ws.t());
   cpu::BiasAddChannels(b.t(), y.t());
-  cpu::ConvTransposeBackwardData(g, dy.t(), w.t(), dx.t(), ws.t());
-  cpu::ConvTransposeBackwardWeight(g, x.t(), dy.t(), dw.t(), ws.t());
+  ops::ConvTransposeBackwardData(g, dy.t(), w.t(), dx.t(), ws.t());
+  ops::ConvTransposeBackwardWeight(g, x.t(), dy.t(), dw.t(), ws.t());
   cpu::BiasBackwardChannels(dy.t(), db.t());
   ExpectMatches("convT3d/y", y.data);
   ExpectMatches("convT3d/dx", dx.data);
@@ -371,8 +371,8 @@ TEST_F(TorchParityTest, LinearAndEmbedding) {
 TEST_F(TorchParityTest, AttentionWithPaddingMask) {
   Buffer &q = In("attn/q"), &k = In("attn/k"), &v = In("attn/v"), &dy = In("attn/dy");
   Buffer out(q.shape), probs({2, 2, 5, 5}), ws({2, 2, 5, 5}), dq(q.shape), dk(k.shape), dv(v.shape);
-  cpu::AttentionForward({}, q.t(), k.t(), v.t(), In("attn/mask").t(), probs.t(), out.t(), ws.t());
-  cpu::AttentionBackward({}, q.t(), k.t(), v.t(), probs.t(), dy.t(), dq.t(), dk.t(), dv.t(),
+  ops::AttentionForward({}, q.t(), k.t(), v.t(), In("attn/mask").t(), probs.t(), out.t(), ws.t());
+  ops::AttentionBackward({}, q.t(), k.t(), v.t(), probs.t(), dy.t(), dq.t(), dk.t(), dv.t(),
                          ws.t());
   ExpectMatches("attn/y", out.data);
   ExpectMatches("attn/dq", dq.data);

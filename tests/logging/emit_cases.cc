@@ -5,7 +5,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "logging/json.h"
+#include "base/json.h"
 #include "logging/mllog.h"
 
 using mlperf::json::Value;

@@ -5,7 +5,7 @@
 #include <iostream>
 #include <map>
 
-#include "logging/json.h"
+#include "base/json.h"
 #include "logging/mllog_parser.h"
 
 namespace json = mlperf::json;

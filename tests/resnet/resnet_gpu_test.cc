@@ -18,7 +18,7 @@
 #include "reference/dist/communicator.h"
 #include "reference/kernels/dispatch.h"
 #include "reference/models/resnet.h"
-#include "reference/models/resnet_trainer.h"
+#include "reference/trainer/trainer.h"
 
 namespace mlperf::models {
 namespace {
@@ -132,25 +132,27 @@ INSTANTIATE_TEST_SUITE_P(Layouts, ResNetGpuTest,
                          });
 
 // Two trainer steps (so momentum matters) on both devices.
-void ExpectTrainerMatchesCpu(OptimizerKind kind, core::Layout layout) {
+void ExpectTrainerMatchesCpu(train::OptimizerKind kind, core::Layout layout) {
   ResNet cpu_model(Tiny(layout, core::Device::kCpu), 4);
   ResNet gpu_model(Tiny(layout, core::Device::kCuda), 4);
   cpu_model.Initialize(11);
   gpu_model.Initialize(11);
   auto comm = dist::MakeSingleProcessCommunicator();
-  const ResNetRecipe recipe{.optimizer = kind,
-                            .base_lr = 2.0,
-                            .warmup_epochs = 1,
-                            .train_epochs = 4,
-                            .weight_decay = 5e-4,
-                            .steps_per_epoch = 2};
-  ResNetTrainer cpu_trainer(cpu_model, recipe, *comm);
-  ResNetTrainer gpu_trainer(gpu_model, recipe, *comm);
+  const train::TrainerConfig recipe{.optimizer = kind,
+                                    .base_lr = 2.0,
+                                    .warmup_epochs = 1,
+                                    .train_epochs = 4,
+                                    .weight_decay = 5e-4,
+                                    .steps_per_epoch = 2};
+  train::Trainer cpu_trainer(cpu_model, recipe, *comm);
+  train::Trainer gpu_trainer(gpu_model, recipe, *comm);
   const std::vector<float> start = cpu_model.ParametersToHost();
   for (int step = 0; step < 2; ++step) {
     const Batch batch = RandomBatch(cpu_model, 20 + step);
-    const float loss_cpu = cpu_trainer.TrainStep(batch.images.data(), batch.labels.data());
-    const float loss_gpu = gpu_trainer.TrainStep(batch.images.data(), batch.labels.data());
+    const float loss_cpu = cpu_trainer.TrainStep(
+        cpu_model.InputBatch(batch.images.data(), batch.labels.data(), cpu_model.batch_size()));
+    const float loss_gpu = gpu_trainer.TrainStep(
+        gpu_model.InputBatch(batch.images.data(), batch.labels.data(), gpu_model.batch_size()));
     EXPECT_NEAR(loss_gpu, loss_cpu, 1e-4 * std::abs(loss_cpu)) << "step " << step;
   }
   EXPECT_EQ(gpu_trainer.step(), 2);
@@ -170,17 +172,17 @@ void ExpectTrainerMatchesCpu(OptimizerKind kind, core::Layout layout) {
 
 TEST(ResNetGpuTrainerTest, LarsStepsMatchTheCpuNchw) {
   SKIP_WITHOUT_DEVICE();
-  ExpectTrainerMatchesCpu(OptimizerKind::kLars, core::Layout::kNCHW);
+  ExpectTrainerMatchesCpu(train::OptimizerKind::kLars, core::Layout::kNCHW);
 }
 
 TEST(ResNetGpuTrainerTest, LarsStepsMatchTheCpuNhwc) {
   SKIP_WITHOUT_DEVICE();
-  ExpectTrainerMatchesCpu(OptimizerKind::kLars, core::Layout::kNHWC);
+  ExpectTrainerMatchesCpu(train::OptimizerKind::kLars, core::Layout::kNHWC);
 }
 
 TEST(ResNetGpuTrainerTest, SgdStepsWithL2MatchTheCpu) {
   SKIP_WITHOUT_DEVICE();
-  ExpectTrainerMatchesCpu(OptimizerKind::kSgd, core::Layout::kNHWC);
+  ExpectTrainerMatchesCpu(train::OptimizerKind::kSgd, core::Layout::kNHWC);
 }
 
 TEST(ResNetGpuTrainerTest, WarmUpRestoresDeviceStateBitwise) {
@@ -188,9 +190,9 @@ TEST(ResNetGpuTrainerTest, WarmUpRestoresDeviceStateBitwise) {
   ResNet model(Tiny(core::Layout::kNHWC, core::Device::kCuda), 4);
   model.Initialize(8);
   auto comm = dist::MakeSingleProcessCommunicator();
-  ResNetTrainer trainer(model, {.base_lr = 2.0, .warmup_epochs = 1, .steps_per_epoch = 4}, *comm);
+  train::Trainer trainer(model, {.base_lr = 2.0, .warmup_epochs = 1, .steps_per_epoch = 4}, *comm);
   const Batch batch = RandomBatch(model, 9);
-  trainer.TrainStep(batch.images.data(), batch.labels.data());
+  trainer.TrainStep(model.InputBatch(batch.images.data(), batch.labels.data(), model.batch_size()));
   const std::vector<float> params = model.ParametersToHost(), buffers = model.BuffersToHost();
   const std::vector<float> momentum = trainer.MomentumToHost();
   trainer.WarmUp(2);
@@ -248,15 +250,17 @@ TEST(ResNetGpuTrainerTest, BucketsAreSentDuringBackwardInArenaOrderFromTheEnd) {
   RecordingCommunicator comm;
   auto single = dist::MakeSingleProcessCommunicator();
   // Small buckets: many of them, so several complete before the stem.
-  const ResNetRecipe recipe{
+  const train::TrainerConfig recipe{
       .base_lr = 1.0, .warmup_epochs = 1, .steps_per_epoch = 2, .bucket_elements = 4096};
   void* comm_stream = ops::CreateStream();
   {
-    ResNetTrainer trainer(model, recipe, comm, comm_stream);
-    ResNetTrainer reference_trainer(reference, recipe, *single);
+    train::Trainer trainer(model, recipe, comm, comm_stream);
+    train::Trainer reference_trainer(reference, recipe, *single);
     const Batch batch = RandomBatch(model, 3);
-    trainer.TrainStep(batch.images.data(), batch.labels.data());
-    reference_trainer.TrainStep(batch.images.data(), batch.labels.data());
+    trainer.TrainStep(
+        model.InputBatch(batch.images.data(), batch.labels.data(), model.batch_size()));
+    reference_trainer.TrainStep(
+        reference.InputBatch(batch.images.data(), batch.labels.data(), reference.batch_size()));
     const std::vector<dist::Bucket> buckets =
         dist::PlanBuckets(static_cast<int64_t>(model.gradients().size()), 4096);
     ASSERT_GT(buckets.size(), 3u);
@@ -272,7 +276,9 @@ TEST(ResNetGpuTrainerTest, BucketsAreSentDuringBackwardInArenaOrderFromTheEnd) {
     // events let no optimizer update run before its gradients.
     EXPECT_LT(RelativeError(model.ParametersToHost(), reference.ParametersToHost()), 1e-6);
     EXPECT_LT(RelativeError(trainer.MomentumToHost(), reference_trainer.MomentumToHost()), 1e-5);
-    EXPECT_DOUBLE_EQ(trainer.GlobalAccuracy(3, 4), 0.75);
+    EXPECT_DOUBLE_EQ(trainer.GlobalMetric({.numerator = static_cast<double>(3),
+                                           .denominator = static_cast<double>(4)}),
+                     0.75);
   }
   ops::DestroyStream(comm_stream);
 }

@@ -11,10 +11,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <span>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -41,9 +41,7 @@ struct Case {
   int64_t batch;
 };
 
-bool HaveTorch() {
-  return std::system("/usr/bin/python3 -c 'import torch' > /dev/null 2>&1") == 0;
-}
+bool HaveTorch() { return std::system("/usr/bin/python3 -c 'import torch' > /dev/null 2>&1") == 0; }
 
 std::string TempPath(const std::string& stem) {
   return (std::filesystem::temp_directory_path() /
@@ -75,7 +73,8 @@ double NormError(std::span<const float> a, const std::vector<float>& b) {
 struct Errors {
   double ours, torch;
 };
-Errors Compare(const io::SafetensorsFile& file, const std::string& name, std::span<const float> ours) {
+Errors Compare(const io::SafetensorsFile& file, const std::string& name,
+               std::span<const float> ours) {
   const std::vector<float> exact = Load(file, "f64/" + name);
   return {NormError(ours, exact), NormError(Load(file, name), exact)};
 }
@@ -88,19 +87,19 @@ void RunParity(const Case& c) {
                             .num_classes = c.classes,
                             .image_size = c.image,
                             .layout = core::Layout::kNCHW,
-                            .padding = PaddingMode::kSymmetric};
+                            .padding = layers::PaddingMode::kSymmetric};
   ResNet model(config, c.batch);
   model.Initialize(21);
   // Non-trivial BN state so that inference mode tests the running statistics.
   for (size_t i = 0; i < model.parameter_tensors().size(); ++i) {
-    const Parameter& p = model.parameter_tensors()[i];
+    const layers::Parameter& p = model.parameter_tensors()[i];
     if (p.batch_norm)
       core::FillUniform(p.value, p.name.ends_with(".weight") ? 0.5f : -0.3f,
                         p.name.ends_with(".weight") ? 1.5f : 0.3f, {.seed = 22, .offset = i});
     if (p.bias) core::FillUniform(p.value, -0.1f, 0.1f, {.seed = 22, .offset = i});
   }
   for (size_t i = 0; i < model.buffer_tensors().size(); ++i) {
-    const NamedBuffer& b = model.buffer_tensors()[i];
+    const layers::NamedBuffer& b = model.buffer_tensors()[i];
     const bool var = b.name.ends_with(".running_var");
     core::FillUniform(b.value, var ? 0.5f : -0.2f, var ? 2.0f : 0.2f, {.seed = 23, .offset = i});
   }
@@ -142,7 +141,7 @@ void RunParity(const Case& c) {
   EXPECT_LT(train.ours, 1e-4) << "train logits";
   EXPECT_LT(Compare(*file, "train/loss", {&loss, 1}).ours, 1e-5) << "loss " << loss;
   double worst_stat = 0.0;
-  for (const NamedBuffer& b : model.buffer_tensors()) {
+  for (const layers::NamedBuffer& b : model.buffer_tensors()) {
     const Errors e = Compare(*file, "after/" + b.name, span_of(b.value));
     EXPECT_LT(e.ours, 1e-4) << b.name;
     worst_stat = std::max(worst_stat, e.ours);
@@ -159,10 +158,10 @@ void RunParity(const Case& c) {
   // give errors of order one.
   model.Backward();
   std::vector<double> ours, theirs;
-  for (const Parameter& p : model.parameter_tensors()) {
+  for (const layers::Parameter& p : model.parameter_tensors()) {
     const Errors e = Compare(*file, "grad/" + p.name, span_of(p.grad));
-    EXPECT_LT(e.ours, 4.0 * e.torch + 3e-2) << "gradient of " << p.name << " (torch fp32 "
-                                            << e.torch << ")";
+    EXPECT_LT(e.ours, 4.0 * e.torch + 3e-2)
+        << "gradient of " << p.name << " (torch fp32 " << e.torch << ")";
     if (std::getenv("PARITY_VERBOSE"))
       std::printf("%s ours %.2e torch %.2e\n", p.name.c_str(), e.ours, e.torch);
     ours.push_back(e.ours);

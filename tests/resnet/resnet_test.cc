@@ -2,6 +2,8 @@
 // ResNet-50 v1.5 structure (parameter counts, stage shapes, padding), the
 // whole network's gradient against central differences on a tiny member, and
 // the safetensors round trip.
+#include "reference/models/resnet.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,7 +14,6 @@
 #include <vector>
 
 #include "reference/core/philox.h"
-#include "reference/models/resnet.h"
 
 namespace mlperf::models {
 namespace {
@@ -63,8 +64,8 @@ TEST(ResNetTest, ResNet50HasTheReferenceParameterCountAndStageShapes) {
 
 TEST(ResNetTest, SmallMembersCountTheirParameters) {
   for (int64_t width : {8, 16}) {
-    const ResNetConfig config{.base_width = width, .blocks = {1, 2, 1, 1}, .num_classes = 10,
-                              .image_size = 32};
+    const ResNetConfig config{
+        .base_width = width, .blocks = {1, 2, 1, 1}, .num_classes = 10, .image_size = 32};
     ResNet model(config, 2);
     EXPECT_EQ(model.num_parameters(), ExpectedParameters(width, config.blocks, 10)) << width;
     EXPECT_EQ(model.stage_output(4).shape(), (core::Shape{2, 32 * width, 1, 1}));
@@ -89,8 +90,11 @@ std::span<const float> View(const core::Tensor& t) {
 // the same logits, loss, gradients and running statistics in NHWC as in NCHW
 // (up to summation order).
 TEST(ResNetTest, NhwcMatchesNchw) {
-  ResNetConfig config{.base_width = 8, .blocks = {1, 2, 1, 1}, .num_classes = 10,
-                      .image_size = 48, .layout = core::Layout::kNCHW};
+  ResNetConfig config{.base_width = 8,
+                      .blocks = {1, 2, 1, 1},
+                      .num_classes = 10,
+                      .image_size = 48,
+                      .layout = core::Layout::kNCHW};
   ResNet nchw(config, 4);
   config.layout = core::Layout::kNHWC;
   ResNet nhwc(config, 4);
@@ -98,8 +102,8 @@ TEST(ResNetTest, NhwcMatchesNchw) {
   EXPECT_EQ(nhwc.stage_output(1).layout(), core::Layout::kNHWC);
   nchw.Initialize(31);
   nhwc.Initialize(31);
-  ASSERT_TRUE(std::equal(nchw.parameters().begin(), nchw.parameters().end(),
-                         nhwc.parameters().begin()));
+  ASSERT_TRUE(
+      std::equal(nchw.parameters().begin(), nchw.parameters().end(), nhwc.parameters().begin()));
   const std::vector<float> x = RandomImages(nchw, 32);
   const std::vector<int32_t> y = RandomLabels(nchw, 33);
   std::vector<float> x_nhwc(x.size());
@@ -120,8 +124,8 @@ TEST(ResNetTest, NhwcMatchesNchw) {
   nhwc.Backward();
   double worst = 0.0;
   for (size_t k = 0; k < nchw.parameter_tensors().size(); ++k) {
-    const double e = NormError(View(nhwc.parameter_tensors()[k].grad),
-                               View(nchw.parameter_tensors()[k].grad));
+    const double e =
+        NormError(View(nhwc.parameter_tensors()[k].grad), View(nchw.parameter_tensors()[k].grad));
     EXPECT_LT(e, 1e-3) << nchw.parameter_tensors()[k].name;
     worst = std::max(worst, e);
   }
@@ -130,22 +134,28 @@ TEST(ResNetTest, NhwcMatchesNchw) {
 
 TEST(ResNetTest, PaddingModesDifferOnlyInWhereStridedWindowsPad) {
   // TF "same": a 3x3/2 on an even size pads only at the end.
-  const ConvGeometry tf = ResNetConv(1, 64, 56, 56, 64, 3, 2, PaddingMode::kTfSame);
+  const ConvGeometry tf =
+      layers::Conv2dPadded(1, 64, 56, 56, 64, 3, 2, layers::PaddingMode::kTfSame);
   EXPECT_EQ(tf.pad_begin[1], 0);
   EXPECT_EQ(tf.pad_end[1], 1);
-  const ConvGeometry torch = ResNetConv(1, 64, 56, 56, 64, 3, 2, PaddingMode::kSymmetric);
+  const ConvGeometry torch =
+      layers::Conv2dPadded(1, 64, 56, 56, 64, 3, 2, layers::PaddingMode::kSymmetric);
   EXPECT_EQ(torch.pad_begin[1], 1);
   EXPECT_EQ(torch.pad_end[1], 1);
   EXPECT_EQ(tf.out(1), torch.out(1));
-  const ConvGeometry same1 = ResNetConv(1, 64, 56, 56, 64, 3, 1, PaddingMode::kTfSame);
+  const ConvGeometry same1 =
+      layers::Conv2dPadded(1, 64, 56, 56, 64, 3, 1, layers::PaddingMode::kTfSame);
   EXPECT_EQ(same1.pad_begin[2], 1);
   EXPECT_EQ(same1.pad_end[2], 1);
 
   // The same weights give different logits under the two modes.
-  ResNetConfig config{.base_width = 4, .blocks = {1, 1, 1, 1}, .num_classes = 5,
-                      .image_size = 32, .padding = PaddingMode::kTfSame};
+  ResNetConfig config{.base_width = 4,
+                      .blocks = {1, 1, 1, 1},
+                      .num_classes = 5,
+                      .image_size = 32,
+                      .padding = layers::PaddingMode::kTfSame};
   ResNet a(config, 2);
-  config.padding = PaddingMode::kSymmetric;
+  config.padding = layers::PaddingMode::kSymmetric;
   ResNet b(config, 2);
   a.Initialize(3);
   b.Initialize(3);
@@ -157,7 +167,7 @@ TEST(ResNetTest, PaddingModesDifferOnlyInWhereStridedWindowsPad) {
 TEST(ResNetTest, InitializationFollowsTheReference) {
   ResNet model(ResNetConfig{.base_width = 16, .num_classes = 100, .image_size = 32}, 1);
   model.Initialize(7);
-  for (const Parameter& p : model.parameter_tensors()) {
+  for (const layers::Parameter& p : model.parameter_tensors()) {
     const float* v = p.value.f32();
     const int64_t n = p.value.numel();
     if (p.fan_in > 0) {
@@ -193,8 +203,11 @@ TEST(ResNetTest, InitializationFollowsTheReference) {
 // The kernels have their own tight checks; this one catches wiring mistakes
 // (a lost shortcut gradient, a wrong buffer), which are not percent-sized.
 TEST(ResNetTest, WholeNetworkGradientMatchesFiniteDifferences) {
-  const ResNetConfig config{.base_width = 4, .blocks = {2, 1, 1, 1}, .num_classes = 5,
-                            .image_size = 64, .padding = PaddingMode::kTfSame};
+  const ResNetConfig config{.base_width = 4,
+                            .blocks = {2, 1, 1, 1},
+                            .num_classes = 5,
+                            .image_size = 64,
+                            .padding = layers::PaddingMode::kTfSame};
   ResNet model(config, 8);
   model.Initialize(11);
   const std::vector<float> x = RandomImages(model, 12);
@@ -205,11 +218,16 @@ TEST(ResNetTest, WholeNetworkGradientMatchesFiniteDifferences) {
   std::span<float> w = model.parameters();
   const std::vector<TensorSlice> slices = model.slices();
   const std::vector<std::string> names = model.parameter_names();
-  const char* probes[] = {"conv1.weight",          "bn1.weight",
-                          "layer1.0.conv2.weight", "layer1.0.downsample.0.weight",
-                          "layer1.1.bn3.bias",     "layer2.0.conv2.weight",
-                          "layer4.0.bn1.weight",   "layer4.0.downsample.1.bias",
-                          "fc.weight",             "fc.bias"};
+  const char* probes[] = {"conv1.weight",
+                          "bn1.weight",
+                          "layer1.0.conv2.weight",
+                          "layer1.0.downsample.0.weight",
+                          "layer1.1.bn3.bias",
+                          "layer2.0.conv2.weight",
+                          "layer4.0.bn1.weight",
+                          "layer4.0.downsample.1.bias",
+                          "fc.weight",
+                          "fc.bias"};
   std::vector<double> relative_errors;
   for (const char* probe : probes) {
     const size_t k = std::find(names.begin(), names.end(), probe) - names.begin();
@@ -245,8 +263,8 @@ TEST(ResNetTest, WholeNetworkGradientMatchesFiniteDifferences) {
 }
 
 TEST(ResNetTest, SafetensorsRoundTripKeepsParametersAndStatistics) {
-  const ResNetConfig config{.base_width = 4, .blocks = {1, 1, 1, 1}, .num_classes = 7,
-                            .image_size = 32};
+  const ResNetConfig config{
+      .base_width = 4, .blocks = {1, 1, 1, 1}, .num_classes = 7, .image_size = 32};
   ResNet a(config, 2), b(config, 2);
   a.Initialize(1);
   const std::vector<float> x = RandomImages(a, 2);
@@ -254,10 +272,9 @@ TEST(ResNetTest, SafetensorsRoundTripKeepsParametersAndStatistics) {
   a.ForwardTrain(x.data(), y.data(), 0.0f);  // moves the running statistics
   a.ForwardTrain(x.data(), y.data(), 0.0f);
   b.Initialize(99);
-  const std::string path =
-      (std::filesystem::temp_directory_path() / ("resnet_rt_" + std::to_string(::getpid()) +
-                                                 ".safetensors"))
-          .string();
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("resnet_rt_" + std::to_string(::getpid()) + ".safetensors"))
+                               .string();
   ASSERT_TRUE(a.SaveSafetensors(path).ok());
   ASSERT_TRUE(b.LoadSafetensors(path).ok());
   std::remove(path.c_str());
@@ -266,9 +283,8 @@ TEST(ResNetTest, SafetensorsRoundTripKeepsParametersAndStatistics) {
   EXPECT_EQ(b.num_batches_tracked(), 2);
 
   // A model of another width refuses the file and names it.
-  ResNet c(ResNetConfig{.base_width = 8, .blocks = {1, 1, 1, 1}, .num_classes = 7,
-                        .image_size = 32},
-           2);
+  ResNet c(
+      ResNetConfig{.base_width = 8, .blocks = {1, 1, 1, 1}, .num_classes = 7, .image_size = 32}, 2);
   ASSERT_TRUE(a.SaveSafetensors(path).ok());
   const absl::Status s = c.LoadSafetensors(path);
   std::remove(path.c_str());
@@ -278,8 +294,8 @@ TEST(ResNetTest, SafetensorsRoundTripKeepsParametersAndStatistics) {
 }
 
 TEST(ResNetTest, EvaluateBatchCountsOnlyValidSamples) {
-  const ResNetConfig config{.base_width = 4, .blocks = {1, 1, 1, 1}, .num_classes = 3,
-                            .image_size = 32};
+  const ResNetConfig config{
+      .base_width = 4, .blocks = {1, 1, 1, 1}, .num_classes = 3, .image_size = 32};
   ResNet model(config, 4);
   model.Initialize(4);
   const std::vector<float> x = RandomImages(model, 8);

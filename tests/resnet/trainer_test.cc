@@ -1,6 +1,8 @@
 // The ResNet training recipe: schedule values, one LARS / SGD step against
 // the optimizer applied by hand, WarmUp leaving no trace, accuracy counting,
 // and a tiny ResNet learning a generated task.
+#include "reference/trainer/trainer.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -13,13 +15,12 @@
 #include "reference/dist/communicator.h"
 #include "reference/kernels/cpu/optimizer.h"
 #include "reference/models/resnet.h"
-#include "reference/models/resnet_trainer.h"
 
 namespace mlperf::models {
 namespace {
 
-const ResNetConfig kTiny{.base_width = 4, .blocks = {1, 1, 1, 1}, .num_classes = 5,
-                         .image_size = 32};
+const ResNetConfig kTiny{
+    .base_width = 4, .blocks = {1, 1, 1, 1}, .num_classes = 5, .image_size = 32};
 
 struct Batch {
   std::vector<float> images;
@@ -39,9 +40,13 @@ Batch RandomBatch(const ResNet& model, uint64_t seed) {
 TEST(ResNetTrainerTest, ScheduleFollowsTheReferenceAtKnownSteps) {
   ResNet model(kTiny, 2);
   auto comm = dist::MakeSingleProcessCommunicator();
-  const ResNetRecipe recipe{.base_lr = 10.0, .end_lr = 1e-4, .poly_power = 2.0,
-                            .warmup_epochs = 5, .train_epochs = 41, .steps_per_epoch = 100};
-  ResNetTrainer trainer(model, recipe, *comm);
+  const train::TrainerConfig recipe{.base_lr = 10.0,
+                                    .end_lr = 1e-4,
+                                    .poly_power = 2.0,
+                                    .warmup_epochs = 5,
+                                    .train_epochs = 41,
+                                    .steps_per_epoch = 100};
+  train::Trainer trainer(model, recipe, *comm);
   EXPECT_EQ(trainer.schedule().warmup_steps, 500);
   EXPECT_EQ(trainer.schedule().train_steps, 4100);
   // The first step already moves (1-based steps), the warm-up is linear.
@@ -51,8 +56,7 @@ TEST(ResNetTrainerTest, ScheduleFollowsTheReferenceAtKnownSteps) {
   // Decay: (base - end) (1 - (step - warmup) / D)^2 + end, D = 4100 - 500 + 1.
   const double d = 3601.0;
   EXPECT_DOUBLE_EQ(trainer.LearningRateAt(501), (10.0 - 1e-4) * std::pow(1 - 1 / d, 2) + 1e-4);
-  EXPECT_DOUBLE_EQ(trainer.LearningRateAt(2300),
-                   (10.0 - 1e-4) * std::pow(1 - 1800 / d, 2) + 1e-4);
+  EXPECT_DOUBLE_EQ(trainer.LearningRateAt(2300), (10.0 - 1e-4) * std::pow(1 - 1800 / d, 2) + 1e-4);
   // The last step of the horizon is within (base - end) / D^2 of end_lr,
   // which it reaches one step later and keeps.
   EXPECT_NEAR(trainer.LearningRateAt(4100), 1e-4, 10.0 / (d * d) * 1.0001);
@@ -60,22 +64,27 @@ TEST(ResNetTrainerTest, ScheduleFollowsTheReferenceAtKnownSteps) {
   EXPECT_DOUBLE_EQ(trainer.LearningRateAt(4101), 1e-4);
   EXPECT_DOUBLE_EQ(trainer.LearningRateAt(9999), 1e-4);
   // Fractional warm-up epochs round down to whole steps.
-  const ResNetRecipe fractional{.warmup_epochs = 2.5, .train_epochs = 4, .steps_per_epoch = 3};
-  EXPECT_EQ(MakeSchedule(fractional).warmup_steps, 7);
-  EXPECT_EQ(MakeSchedule(fractional).train_steps, 12);
+  const train::TrainerConfig fractional{
+      .warmup_epochs = 2.5, .train_epochs = 4, .steps_per_epoch = 3};
+  EXPECT_EQ(train::MakeSchedule(fractional).warmup_steps, 7);
+  EXPECT_EQ(train::MakeSchedule(fractional).train_steps, 12);
 }
 
 // One TrainStep equals forward, backward and the optimizer applied by hand to
 // a copy, bit for bit (single process: the all-reduce is the identity).
-void ExpectStepMatchesByHand(OptimizerKind kind) {
+void ExpectStepMatchesByHand(train::OptimizerKind kind) {
   ResNet model(kTiny, 4);
   model.Initialize(5);
   const Batch batch = RandomBatch(model, 6);
   auto comm = dist::MakeSingleProcessCommunicator();
-  const ResNetRecipe recipe{.optimizer = kind, .base_lr = 3.0, .warmup_epochs = 1,
-                            .train_epochs = 4, .momentum = 0.9, .weight_decay = 5e-4,
-                            .steps_per_epoch = 2};
-  ResNetTrainer trainer(model, recipe, *comm);
+  const train::TrainerConfig recipe{.optimizer = kind,
+                                    .base_lr = 3.0,
+                                    .warmup_epochs = 1,
+                                    .train_epochs = 4,
+                                    .momentum = 0.9,
+                                    .weight_decay = 5e-4,
+                                    .steps_per_epoch = 2};
+  train::Trainer trainer(model, recipe, *comm);
   // Two steps so that the momentum term matters.
   std::vector<float> w(model.parameters().begin(), model.parameters().end());
   std::vector<float> v(w.size(), 0.0f);
@@ -87,7 +96,7 @@ void ExpectStepMatchesByHand(OptimizerKind kind) {
     model.Backward();
     std::vector<float> g(model.gradients().begin(), model.gradients().end());
     const float lr = static_cast<float>(trainer.LearningRateAt(step));
-    if (kind == OptimizerKind::kLars) {
+    if (kind == train::OptimizerKind::kLars) {
       cpu::LarsStep({.lr = lr, .momentum = 0.9f, .weight_decay = 5e-4f, .eeta = 0.001f}, slices,
                     w.data(), g.data(), v.data(), nullptr);
     } else {
@@ -105,17 +114,21 @@ void ExpectStepMatchesByHand(OptimizerKind kind) {
   }
   std::copy(start.begin(), start.end(), model.parameters().begin());
   model.Initialize(5);  // also resets the running statistics
-  for (int step = 0; step < 2; ++step) trainer.TrainStep(batch.images.data(), batch.labels.data());
+  for (int step = 0; step < 2; ++step)
+    trainer.TrainStep(
+        model.InputBatch(batch.images.data(), batch.labels.data(), model.batch_size()));
   EXPECT_EQ(trainer.step(), 2);
   EXPECT_EQ(std::memcmp(w.data(), model.parameters().data(), w.size() * sizeof(float)), 0);
   EXPECT_EQ(std::memcmp(v.data(), trainer.momentum().data(), v.size() * sizeof(float)), 0);
   EXPECT_NE(std::memcmp(start.data(), w.data(), w.size() * sizeof(float)), 0);
 }
 
-TEST(ResNetTrainerTest, LarsStepEqualsLarsStepByHand) { ExpectStepMatchesByHand(OptimizerKind::kLars); }
+TEST(ResNetTrainerTest, LarsStepEqualsLarsStepByHand) {
+  ExpectStepMatchesByHand(train::OptimizerKind::kLars);
+}
 
 TEST(ResNetTrainerTest, SgdStepAddsL2AndUsesTfMomentum) {
-  ExpectStepMatchesByHand(OptimizerKind::kSgd);
+  ExpectStepMatchesByHand(train::OptimizerKind::kSgd);
 }
 
 TEST(ResNetTrainerTest, SgdLossIncludesTheL2Term) {
@@ -123,17 +136,17 @@ TEST(ResNetTrainerTest, SgdLossIncludesTheL2Term) {
   model.Initialize(5);
   const Batch batch = RandomBatch(model, 6);
   double sum_sq = 0.0;
-  for (const Parameter& p : model.parameter_tensors())
+  for (const layers::Parameter& p : model.parameter_tensors())
     if (!p.batch_norm)
       for (int64_t i = 0; i < p.value.numel(); ++i)
         sum_sq += static_cast<double>(p.value.f32()[i]) * p.value.f32()[i];
   const float plain = model.ForwardTrain(batch.images.data(), batch.labels.data(), 0.1f);
   auto comm = dist::MakeSingleProcessCommunicator();
-  ResNetTrainer trainer(model,
-                        {.optimizer = OptimizerKind::kSgd, .weight_decay = 1e-3,
-                         .steps_per_epoch = 10},
-                        *comm);
-  const float with_l2 = trainer.TrainStep(batch.images.data(), batch.labels.data());
+  train::Trainer trainer(
+      model, {.optimizer = train::OptimizerKind::kSgd, .weight_decay = 1e-3, .steps_per_epoch = 10},
+      *comm);
+  const float with_l2 = trainer.TrainStep(
+      model.InputBatch(batch.images.data(), batch.labels.data(), model.batch_size()));
   EXPECT_NEAR(with_l2, plain + 1e-3 * sum_sq, 1e-5 * with_l2);
 }
 
@@ -141,9 +154,10 @@ TEST(ResNetTrainerTest, WarmUpRestoresEveryStateBitwise) {
   ResNet model(kTiny, 4);
   model.Initialize(8);
   auto comm = dist::MakeSingleProcessCommunicator();
-  ResNetTrainer trainer(model, {.base_lr = 2.0, .warmup_epochs = 1, .steps_per_epoch = 4}, *comm);
+  train::Trainer trainer(model, {.base_lr = 2.0, .warmup_epochs = 1, .steps_per_epoch = 4}, *comm);
   const Batch batch = RandomBatch(model, 9);
-  trainer.TrainStep(batch.images.data(), batch.labels.data());  // non-zero momentum and stats
+  trainer.TrainStep(model.InputBatch(batch.images.data(), batch.labels.data(),
+                                     model.batch_size()));  // non-zero momentum and stats
   const std::vector<float> params(model.parameters().begin(), model.parameters().end());
   const std::vector<float> buffers(model.buffers().begin(), model.buffers().end());
   const std::vector<float> momentum(trainer.momentum().begin(), trainer.momentum().end());
@@ -156,20 +170,25 @@ TEST(ResNetTrainerTest, WarmUpRestoresEveryStateBitwise) {
   // And training continues exactly as without the warm-up.
   ResNet twin(kTiny, 4);
   twin.Initialize(8);
-  ResNetTrainer twin_trainer(twin, {.base_lr = 2.0, .warmup_epochs = 1, .steps_per_epoch = 4},
-                             *comm);
-  for (int s = 0; s < 2; ++s) twin_trainer.TrainStep(batch.images.data(), batch.labels.data());
-  trainer.TrainStep(batch.images.data(), batch.labels.data());
-  EXPECT_EQ(std::memcmp(twin.parameters().data(), model.parameters().data(), params.size() * 4),
-            0);
+  train::Trainer twin_trainer(twin, {.base_lr = 2.0, .warmup_epochs = 1, .steps_per_epoch = 4},
+                              *comm);
+  for (int s = 0; s < 2; ++s)
+    twin_trainer.TrainStep(
+        twin.InputBatch(batch.images.data(), batch.labels.data(), twin.batch_size()));
+  trainer.TrainStep(model.InputBatch(batch.images.data(), batch.labels.data(), model.batch_size()));
+  EXPECT_EQ(std::memcmp(twin.parameters().data(), model.parameters().data(), params.size() * 4), 0);
 }
 
 TEST(ResNetTrainerTest, GlobalAccuracyOfOneRank) {
   ResNet model(kTiny, 2);
   auto comm = dist::MakeSingleProcessCommunicator();
-  ResNetTrainer trainer(model, {.steps_per_epoch = 1}, *comm);
-  EXPECT_DOUBLE_EQ(trainer.GlobalAccuracy(759, 1000), 0.759);
-  EXPECT_DOUBLE_EQ(trainer.GlobalAccuracy(0, 0), 0.0);
+  train::Trainer trainer(model, {.steps_per_epoch = 1}, *comm);
+  EXPECT_DOUBLE_EQ(trainer.GlobalMetric({.numerator = static_cast<double>(759),
+                                         .denominator = static_cast<double>(1000)}),
+                   0.759);
+  EXPECT_DOUBLE_EQ(trainer.GlobalMetric({.numerator = static_cast<double>(0),
+                                         .denominator = static_cast<double>(0)}),
+                   0.0);
 }
 
 // Class k: a grating at angle k * 45 degrees with random phase and
@@ -194,16 +213,19 @@ void MakeGrating(uint64_t seed, uint64_t index, int size, float* image, int32_t*
 
 TEST(ResNetTrainerTest, TinyResNetLearnsGeneratedGratings) {
   const auto start = std::chrono::steady_clock::now();
-  const ResNetConfig config{.base_width = 8, .blocks = {1, 1, 1, 1}, .num_classes = kClasses,
-                            .image_size = 32};
+  const ResNetConfig config{
+      .base_width = 8, .blocks = {1, 1, 1, 1}, .num_classes = kClasses, .image_size = 32};
   const int64_t batch = 32, steps = 36;
   ResNet model(config, batch);
   model.Initialize(1);
   auto comm = dist::MakeSingleProcessCommunicator();
-  ResNetTrainer trainer(model,
-                        {.base_lr = 4.0, .warmup_epochs = 1, .train_epochs = 6,
-                         .weight_decay = 5e-5, .steps_per_epoch = steps / 6},
-                        *comm);
+  train::Trainer trainer(model,
+                         {.base_lr = 4.0,
+                          .warmup_epochs = 1,
+                          .train_epochs = 6,
+                          .weight_decay = 5e-5,
+                          .steps_per_epoch = steps / 6},
+                         *comm);
   std::vector<float> images(batch * model.image_elements());
   std::vector<int32_t> labels(batch);
   auto load = [&](uint64_t seed, uint64_t first) {
@@ -213,7 +235,8 @@ TEST(ResNetTrainerTest, TinyResNetLearnsGeneratedGratings) {
   float first_loss = 0.0f, last_loss = 0.0f;
   for (int64_t s = 0; s < steps; ++s) {
     load(1, s * batch);
-    last_loss = trainer.TrainStep(images.data(), labels.data());
+    last_loss =
+        trainer.TrainStep(model.InputBatch(images.data(), labels.data(), model.batch_size()));
     if (s == 0) first_loss = last_loss;
   }
   int64_t correct = 0, total = 0;
@@ -222,7 +245,8 @@ TEST(ResNetTrainerTest, TinyResNetLearnsGeneratedGratings) {
     correct += model.EvaluateBatch(images.data(), labels.data(), static_cast<int>(batch));
     total += batch;
   }
-  const double accuracy = trainer.GlobalAccuracy(correct, total);
+  const double accuracy = trainer.GlobalMetric(
+      {.numerator = static_cast<double>(correct), .denominator = static_cast<double>(total)});
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("tiny ResNet: loss %.3f -> %.3f, held-out accuracy %.3f, %.1f s\n", first_loss,

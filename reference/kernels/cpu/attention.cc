@@ -1,67 +1,55 @@
 #include "reference/kernels/cpu/attention.h"
 
-#include <cmath>
-
-#include "reference/kernels/cpu/elementwise.h"
-#include "reference/kernels/cpu/gemm.h"
+#include "reference/core/check.h"
 #include "reference/kernels/cpu/parallel.h"
-#include "reference/kernels/cpu/softmax.h"
 
 namespace mlperf::cpu {
 
-using core::Tensor;
-
-void AttentionForward(const AttentionParams& p, const Tensor& q, const Tensor& k, const Tensor& v,
-                      const Tensor& mask, const Tensor& probs, const Tensor& out,
-                      const Tensor& workspace) {
-  const int64_t b = q.dim(0), h = q.dim(1), t = q.dim(2), d = q.dim(3);
-  const int64_t bh = b * h;
-  MLPERF_CHECK(probs.numel() == bh * t * t && workspace.numel() >= bh * t * t);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  GemmStridedBatched(false, true, t, t, d, scale, q.f32(), t * d, k.f32(), t * d, 0.0f,
-                     workspace.f32(), t * t, bh);
-#pragma omp parallel for if (WorthParallel(probs.numel()))
-  for (int64_t i = 0; i < bh; ++i)
+void AddKeyPaddingMask(const core::Tensor& scores, const core::Tensor& mask) {
+  const int64_t b = scores.dim(0), h = scores.dim(1), t = scores.dim(2);
+  MLPERF_CHECK(scores.dim(3) == t && mask.numel() == b * t);
+  float* s = scores.f32();
+  const float* m = mask.f32();
+#pragma omp parallel for if (WorthParallel(scores.numel()))
+  for (int64_t i = 0; i < b * h; ++i)
     for (int64_t r = 0; r < t; ++r)
       for (int64_t c = 0; c < t; ++c)
-        workspace.f32()[(i * t + r) * t + c] += (1.0f - mask.f32()[(i / h) * t + c]) * -10000.0f;
-  const Tensor scores = workspace.Reshaped({bh * t, t});
-  SoftmaxForward(scores, probs.Reshaped({bh * t, t}));
-  const float* attn = probs.f32();
-  if (p.dropout > 0.0f) {
-    DropoutForward(p.dropout, p.seed, p.offset, probs.Reshaped({bh * t * t}),
-                   workspace.Reshaped({bh * t * t}));
-    attn = workspace.f32();
-  }
-  GemmStridedBatched(false, false, t, d, t, 1.0f, attn, t * t, v.f32(), t * d, 0.0f, out.f32(),
-                     t * d, bh);
+        s[(i * t + r) * t + c] += (1.0f - m[(i / h) * t + c]) * -10000.0f;
 }
 
-void AttentionBackward(const AttentionParams& p, const Tensor& q, const Tensor& k, const Tensor& v,
-                       const Tensor& probs, const Tensor& dout, const Tensor& dq, const Tensor& dk,
-                       const Tensor& dv, const Tensor& workspace) {
-  const int64_t b = q.dim(0), h = q.dim(1), t = q.dim(2), d = q.dim(3);
-  const int64_t bh = b * h;
-  const Tensor flat_ws = workspace.Reshaped({bh * t * t});
-  // dV = dropout(P)^T dO.
-  const float* attn = probs.f32();
-  if (p.dropout > 0.0f) {
-    DropoutForward(p.dropout, p.seed, p.offset, probs.Reshaped({bh * t * t}), flat_ws);
-    attn = workspace.f32();
+namespace {
+
+// Copies between rows and heads in the direction `to_heads`.
+void PermuteHeads(const core::Tensor& rows, int64_t column, const core::Tensor& heads,
+                  bool to_heads) {
+  const int64_t b = heads.dim(0), h = heads.dim(1), t = heads.dim(2), d = heads.dim(3);
+  const int64_t width = rows.dim(1);
+  MLPERF_CHECK(rows.dim(0) == b * t && column + h * d <= width);
+  float* r = rows.f32();
+  float* x = heads.f32();
+#pragma omp parallel for if (WorthParallel(heads.numel()))
+  for (int64_t i = 0; i < b * h * t; ++i) {
+    const int64_t batch = i / (h * t), head = i / t % h, token = i % t;
+    float* row = r + (batch * t + token) * width + column + head * d;
+    float* out = x + i * d;
+    for (int64_t j = 0; j < d; ++j) {
+      if (to_heads) {
+        out[j] = row[j];
+      } else {
+        row[j] = out[j];
+      }
+    }
   }
-  GemmStridedBatched(true, false, t, d, t, 1.0f, attn, t * t, dout.f32(), t * d, 0.0f, dv.f32(),
-                     t * d, bh);
-  // dP = dropout'(dO V^T), then through the softmax (in place).
-  GemmStridedBatched(false, true, t, t, d, 1.0f, dout.f32(), t * d, v.f32(), t * d, 0.0f,
-                     workspace.f32(), t * t, bh);
-  if (p.dropout > 0.0f) DropoutBackward(p.dropout, p.seed, p.offset, flat_ws, flat_ws);
-  SoftmaxBackward(probs.Reshaped({bh * t, t}), workspace.Reshaped({bh * t, t}),
-                  workspace.Reshaped({bh * t, t}));
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  GemmStridedBatched(false, false, t, d, t, scale, workspace.f32(), t * t, k.f32(), t * d, 0.0f,
-                     dq.f32(), t * d, bh);
-  GemmStridedBatched(true, false, t, d, t, scale, workspace.f32(), t * t, q.f32(), t * d, 0.0f,
-                     dk.f32(), t * d, bh);
+}
+
+}  // namespace
+
+void SplitHeads(const core::Tensor& rows, int64_t column, const core::Tensor& heads) {
+  PermuteHeads(rows, column, heads, /*to_heads=*/true);
+}
+
+void MergeHeads(const core::Tensor& heads, const core::Tensor& rows, int64_t column) {
+  PermuteHeads(rows, column, heads, /*to_heads=*/false);
 }
 
 }  // namespace mlperf::cpu

@@ -1,29 +1,19 @@
-// Scaled dot-product attention with a key padding mask, as BERT's reference:
-//   scores = q k^T / sqrt(head_dim) + (1 - mask[b, key]) * -10000
-//   probs = softmax(scores); out = dropout(probs) v.
-// q, k, v, out: [batch, heads, seq, head_dim]; mask: [batch, seq] fp32 of 0/1.
+// The attention steps that are not a GEMM, a softmax or a dropout (the whole
+// attention is composed once over ops::, in kernels/composite.h).
 #pragma once
-
-#include <cstdint>
 
 #include "reference/core/tensor.h"
 
 namespace mlperf::cpu {
 
-struct AttentionParams {
-  float dropout = 0.0f;
-  uint64_t seed = 0;
-  uint64_t offset = 0;
-};
+// BERT's additive mask: scores[b, h, q, key] += (1 - mask[b, key]) * -10000.
+// scores: [batch, heads, seq, seq]; mask: [batch, seq] fp32 of 0/1.
+void AddKeyPaddingMask(const core::Tensor& scores, const core::Tensor& mask);
 
-// probs [batch, heads, seq, seq] keeps the pre-dropout softmax for the backward.
-void AttentionForward(const AttentionParams& p, const core::Tensor& q, const core::Tensor& k,
-                      const core::Tensor& v, const core::Tensor& mask, const core::Tensor& probs,
-                      const core::Tensor& out, const core::Tensor& workspace);
-// workspace: batch * heads * seq * seq floats (used by both calls).
-void AttentionBackward(const AttentionParams& p, const core::Tensor& q, const core::Tensor& k,
-                       const core::Tensor& v, const core::Tensor& probs, const core::Tensor& dout,
-                       const core::Tensor& dq, const core::Tensor& dk, const core::Tensor& dv,
-                       const core::Tensor& workspace);
+// Rows [batch * seq, width] (token-major, as linear layers produce them) to
+// heads [batch, heads, seq, head_dim] from columns [column, column +
+// heads * head_dim), and back (MergeHeads writes only those columns).
+void SplitHeads(const core::Tensor& rows, int64_t column, const core::Tensor& heads);
+void MergeHeads(const core::Tensor& heads, const core::Tensor& rows, int64_t column);
 
 }  // namespace mlperf::cpu

@@ -202,23 +202,6 @@ void ConvBackwardWeight(const ConvGeometry& g, const Tensor& x, const Tensor& dy
   }
 }
 
-void ConvTransposeForward(const ConvGeometry& g, const Tensor& x, const Tensor& w, const Tensor& y,
-                          const Tensor& workspace) {
-  ConvBackwardData(g, x, w, y, workspace);
-}
-
-void ConvTransposeBackwardData(const ConvGeometry& g, const Tensor& dy, const Tensor& w,
-                               const Tensor& dx, const Tensor& workspace) {
-  ConvForward(g, dy, w, dx, workspace);
-}
-
-void ConvTransposeBackwardWeight(const ConvGeometry& g, const Tensor& x, const Tensor& dy,
-                                 const Tensor& dw, const Tensor& workspace) {
-  // The convolution's "input" is the transposed conv's output gradient and its
-  // "output gradient" the transposed conv's input.
-  ConvBackwardWeight(g, dy, x, dw, workspace);
-}
-
 void BiasAddChannels(const Tensor& bias, const Tensor& y) {
   const auto [n, c, s] = ViewChannels(y);
   MLPERF_CHECK(bias.numel() == c);

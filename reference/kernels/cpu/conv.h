@@ -4,8 +4,8 @@
 // the whole minibatch are the GEMM rows, see conv_nhwc.cc). x and y (dx and dy) must carry the
 // same layout family, checked. Weights are [out_channels, in_channels, kD, kH,
 // kW] (PyTorch order) in every layout, so checkpoints do not depend on it.
-// Transposed convolution is the adjoint of a convolution: its forward is a
-// convolution's data gradient and vice versa (PyTorch weight [in, out, k...]).
+// Transposed convolution, the adjoint of a convolution, is composed of these
+// once for both backends (kernels/composite.h).
 #pragma once
 
 #include "reference/core/tensor.h"
@@ -28,16 +28,6 @@ void ConvBackwardData(const ConvGeometry& g, const core::Tensor& dy, const core:
                       const core::Tensor& dx, const core::Tensor& workspace);
 void ConvBackwardWeight(const ConvGeometry& g, const core::Tensor& x, const core::Tensor& dy,
                         const core::Tensor& dw, const core::Tensor& workspace);
-
-// `g` describes the convolution whose adjoint this is: g.in is the transposed
-// conv's output size, g.out() its input size, g.in_channels its output channels.
-void ConvTransposeForward(const ConvGeometry& g, const core::Tensor& x, const core::Tensor& w,
-                          const core::Tensor& y, const core::Tensor& workspace);
-void ConvTransposeBackwardData(const ConvGeometry& g, const core::Tensor& dy, const core::Tensor& w,
-                               const core::Tensor& dx, const core::Tensor& workspace);
-void ConvTransposeBackwardWeight(const ConvGeometry& g, const core::Tensor& x,
-                                 const core::Tensor& dy, const core::Tensor& dw,
-                                 const core::Tensor& workspace);
 
 // y[n, c, s] += bias[c]; and its gradient db[c] = sum over n, s of dy. The
 // channel is dim 1, or the last dim for channels-last tensors.

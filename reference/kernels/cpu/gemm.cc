@@ -71,4 +71,9 @@ void GemmStridedBatched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_
          c + i * stride_c);
 }
 
+void SetComputeThreads(int threads) {
+  omp_set_num_threads(threads);
+  openblas_set_num_threads(threads);
+}
+
 }  // namespace mlperf::cpu

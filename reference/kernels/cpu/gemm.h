@@ -15,4 +15,8 @@ void GemmStridedBatched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_
                         const float* a, int64_t stride_a, const float* b, int64_t stride_b,
                         float beta, float* c, int64_t stride_c, int64_t batch);
 
+// Threads of the CPU kernels in this process: the OpenMP team and OpenBLAS's
+// own pool (set together; more than the cores stalls OpenMP barriers).
+void SetComputeThreads(int threads);
+
 }  // namespace mlperf::cpu

@@ -4,8 +4,11 @@
 #pragma once
 
 #include "reference/core/tensor.h"
+#include "reference/kernels/loss_shapes.h"
 
 namespace mlperf::cpu {
+
+using mlperf::DiceCrossEntropyWorkspaceElements;
 
 // Softmax cross-entropy on logits [rows, classes], labels int32 [rows]. The
 // target is (1 - smoothing) * onehot + smoothing / classes (tf.keras label
@@ -19,10 +22,8 @@ void SoftmaxCrossEntropy(float label_smoothing, float normalizer, const core::Te
 // labels int32 [N, spatial...]. ce is the mean over voxels; dice per sample and
 // class on softmax probabilities, (2 sum(p t) + 1e-6) / (sum t + sum p + 1e-6),
 // background excluded, dice_loss = mean over N x (C - 1) of (1 - dice).
-// workspace: DiceCrossEntropyWorkspaceElements floats (probabilities, sums).
-inline int64_t DiceCrossEntropyWorkspaceElements(int64_t n, int64_t c, int64_t spatial) {
-  return n * c * spatial + 2 * n * c;
-}
+// workspace: DiceCrossEntropyWorkspaceElements (kernels/loss_shapes.h) floats (probabilities,
+// sums).
 void DiceCrossEntropy(const core::Tensor& logits, const core::Tensor& labels,
                       const core::Tensor& loss, const core::Tensor& dlogits,
                       const core::Tensor& workspace);

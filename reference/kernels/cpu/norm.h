@@ -3,21 +3,17 @@
 #pragma once
 
 #include "reference/core/tensor.h"
+#include "reference/kernels/norm_params.h"
 
 namespace mlperf::cpu {
 
+using mlperf::BatchNormParams;
+
 // Batch norm over x = [N, C, spatial...] (NCHW / NCDHW, or kRowMajor [N, C])
 // or channels-last x = [N, spatial..., C] (kNHWC / kNDHWC); y, dy and dx must
-// be in the same layout family as x (checked). `momentum` is the
-// weight of the new batch statistic, PyTorch's convention:
-//   running = (1 - momentum) * running + momentum * batch.
-// Keras' momentum=0.9 (ResNet reference) is momentum=0.1 here. The running
+// be in the same layout family as x (checked); BatchNormParams is in
+// kernels/norm_params.h. The running
 // variance takes the unbiased batch variance (n / (n - 1)), as both do.
-struct BatchNormParams {
-  float epsilon = 1e-5f;
-  float momentum = 0.1f;
-};
-
 void BatchNormForwardTraining(const BatchNormParams& p, const core::Tensor& x,
                               const core::Tensor& gamma, const core::Tensor& beta,
                               const core::Tensor& y, const core::Tensor& save_mean,

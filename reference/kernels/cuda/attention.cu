@@ -1,18 +1,10 @@
-#include <cmath>
-
 #include "reference/kernels/cuda/attention.h"
 #include "reference/kernels/cuda/check.h"
 #include "reference/kernels/cuda/context.h"
-#include "reference/kernels/cuda/elementwise.h"
-#include "reference/kernels/cuda/gemm.h"
-#include "reference/kernels/cuda/softmax.h"
 
 namespace mlperf::cuda {
 namespace {
 
-using core::Tensor;
-
-// BERT's additive mask: keys that are padding get -10000 before the softmax.
 __global__ void AddKeyMask(float* scores, const float* mask, int64_t heads, int64_t seq,
                            int64_t count) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
@@ -22,58 +14,46 @@ __global__ void AddKeyMask(float* scores, const float* mask, int64_t heads, int6
   }
 }
 
-}  // namespace
-
-void AttentionForward(const AttentionParams& p, const Tensor& q, const Tensor& k, const Tensor& v,
-                      const Tensor& mask, const Tensor& probs, const Tensor& out,
-                      const Tensor& workspace) {
-  const int64_t b = q.dim(0), h = q.dim(1), t = q.dim(2), d = q.dim(3);
-  const int64_t bh = b * h;
-  MLPERF_CHECK(probs.numel() == bh * t * t && workspace.numel() >= bh * t * t);
-  MLPERF_CHECK(mask.numel() == b * t);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  GemmStridedBatched(false, true, t, t, d, scale, q.f32(), t * d, k.f32(), t * d, 0.0f,
-                     workspace.f32(), t * t, bh);
-  AddKeyMask<<<Blocks(bh * t * t), 256, 0, Stream()>>>(workspace.f32(), mask.f32(), h, t,
-                                                       bh * t * t);
-  CUDA_CHECK_LAUNCH();
-  SoftmaxForward(workspace.Reshaped({bh * t, t}), probs.Reshaped({bh * t, t}));
-  const float* attn = probs.f32();
-  if (p.dropout > 0.0f) {
-    DropoutForward(p.dropout, p.seed, p.offset, probs.Reshaped({bh * t * t}),
-                   workspace.Reshaped({bh * t * t}));
-    attn = workspace.f32();
+// One thread per element of heads [b, h, t, d].
+__global__ void PermuteHeads(float* rows, float* heads, int64_t h, int64_t t, int64_t d,
+                             int64_t width, int64_t column, int64_t count, bool to_heads) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t j = i % d, token = i / d % t, head = i / (d * t) % h, batch = i / (d * t * h);
+    float* row = rows + (batch * t + token) * width + column + head * d + j;
+    if (to_heads) {
+      heads[i] = *row;
+    } else {
+      *row = heads[i];
+    }
   }
-  GemmStridedBatched(false, false, t, d, t, 1.0f, attn, t * t, v.f32(), t * d, 0.0f, out.f32(),
-                     t * d, bh);
 }
 
-void AttentionBackward(const AttentionParams& p, const Tensor& q, const Tensor& k, const Tensor& v,
-                       const Tensor& probs, const Tensor& dout, const Tensor& dq, const Tensor& dk,
-                       const Tensor& dv, const Tensor& workspace) {
-  const int64_t b = q.dim(0), h = q.dim(1), t = q.dim(2), d = q.dim(3);
-  const int64_t bh = b * h;
-  MLPERF_CHECK(workspace.numel() >= bh * t * t);
-  const Tensor flat_ws = workspace.Reshaped({bh * t * t});
-  // dV = dropout(P)^T dO.
-  const float* attn = probs.f32();
-  if (p.dropout > 0.0f) {
-    DropoutForward(p.dropout, p.seed, p.offset, probs.Reshaped({bh * t * t}), flat_ws);
-    attn = workspace.f32();
-  }
-  GemmStridedBatched(true, false, t, d, t, 1.0f, attn, t * t, dout.f32(), t * d, 0.0f, dv.f32(),
-                     t * d, bh);
-  // dP = dropout'(dO V^T), then through the softmax (in place).
-  GemmStridedBatched(false, true, t, t, d, 1.0f, dout.f32(), t * d, v.f32(), t * d, 0.0f,
-                     workspace.f32(), t * t, bh);
-  if (p.dropout > 0.0f) DropoutBackward(p.dropout, p.seed, p.offset, flat_ws, flat_ws);
-  SoftmaxBackward(probs.Reshaped({bh * t, t}), workspace.Reshaped({bh * t, t}),
-                  workspace.Reshaped({bh * t, t}));
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  GemmStridedBatched(false, false, t, d, t, scale, workspace.f32(), t * t, k.f32(), t * d, 0.0f,
-                     dq.f32(), t * d, bh);
-  GemmStridedBatched(true, false, t, d, t, scale, workspace.f32(), t * t, q.f32(), t * d, 0.0f,
-                     dk.f32(), t * d, bh);
+void Permute(const core::Tensor& rows, int64_t column, const core::Tensor& heads, bool to_heads) {
+  const int64_t b = heads.dim(0), h = heads.dim(1), t = heads.dim(2), d = heads.dim(3);
+  MLPERF_CHECK(rows.dim(0) == b * t && column + h * d <= rows.dim(1));
+  const int64_t count = heads.numel();
+  PermuteHeads<<<Blocks(count), 256, 0, Stream()>>>(rows.f32(), heads.f32(), h, t, d, rows.dim(1),
+                                                    column, count, to_heads);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void SplitHeads(const core::Tensor& rows, int64_t column, const core::Tensor& heads) {
+  Permute(rows, column, heads, /*to_heads=*/true);
+}
+
+void MergeHeads(const core::Tensor& heads, const core::Tensor& rows, int64_t column) {
+  Permute(rows, column, heads, /*to_heads=*/false);
+}
+
+void AddKeyPaddingMask(const core::Tensor& scores, const core::Tensor& mask) {
+  const int64_t b = scores.dim(0), h = scores.dim(1), t = scores.dim(2);
+  MLPERF_CHECK(scores.dim(3) == t && mask.numel() == b * t);
+  const int64_t count = scores.numel();
+  AddKeyMask<<<Blocks(count), 256, 0, Stream()>>>(scores.f32(), mask.f32(), h, t, count);
+  CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace mlperf::cuda

@@ -386,21 +386,6 @@ void ConvBackwardWeight(const ConvGeometry& g, const Tensor& x, const Tensor& dy
                                              Workspace(c), c.workspace, &beta, p.w.d, dw.data()));
 }
 
-void ConvTransposeForward(const ConvGeometry& g, const Tensor& x, const Tensor& w, const Tensor& y,
-                          const Tensor& workspace) {
-  ConvBackwardData(g, x, w, y, workspace);
-}
-
-void ConvTransposeBackwardData(const ConvGeometry& g, const Tensor& dy, const Tensor& w,
-                               const Tensor& dx, const Tensor& workspace) {
-  ConvForward(g, dy, w, dx, workspace);
-}
-
-void ConvTransposeBackwardWeight(const ConvGeometry& g, const Tensor& x, const Tensor& dy,
-                                 const Tensor& dw, const Tensor& workspace) {
-  ConvBackwardWeight(g, dy, x, dw, workspace);
-}
-
 void BiasAddChannels(const Tensor& bias, const Tensor& y) {
   const detail::ActivationView v = detail::ViewOf(y);
   MLPERF_CHECK(bias.numel() == v.channels);

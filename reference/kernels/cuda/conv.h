@@ -39,15 +39,6 @@ void ConvBackwardData(const ConvGeometry& g, const core::Tensor& dy, const core:
 void ConvBackwardWeight(const ConvGeometry& g, const core::Tensor& x, const core::Tensor& dy,
                         const core::Tensor& dw, const core::Tensor& workspace);
 
-// `g` describes the convolution whose adjoint this is (as on the CPU).
-void ConvTransposeForward(const ConvGeometry& g, const core::Tensor& x, const core::Tensor& w,
-                          const core::Tensor& y, const core::Tensor& workspace);
-void ConvTransposeBackwardData(const ConvGeometry& g, const core::Tensor& dy, const core::Tensor& w,
-                               const core::Tensor& dx, const core::Tensor& workspace);
-void ConvTransposeBackwardWeight(const ConvGeometry& g, const core::Tensor& x,
-                                 const core::Tensor& dy, const core::Tensor& dw,
-                                 const core::Tensor& workspace);
-
 // y[n, c, s] += bias[c] (bias fp32, y any float dtype, either layout); and
 // db[c] = sum over n, s of dy (fp32 accumulation, deterministic).
 void BiasAddChannels(const core::Tensor& bias, const core::Tensor& y);

@@ -74,8 +74,8 @@ __global__ void FinishLoss(const float* row_loss, int64_t rows, float normalizer
 // 3D U-Net Dice + CE, in four passes like the CPU twin: per voxel the softmax
 // probabilities and the CE term; per (sample, class) the Dice sums; the
 // scalar loss; then per voxel the gradient through the softmax Jacobian.
-__global__ void DiceVoxelSoftmax(const float* logits, const int32_t* labels, int64_t n,
-                                 int64_t c, int64_t s, float* prob, float* voxel_ce) {
+__global__ void DiceVoxelSoftmax(const float* logits, const int32_t* labels, int64_t n, int64_t c,
+                                 int64_t s, float* prob, float* voxel_ce) {
   const int64_t v = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (v >= n * s) return;
   const int64_t i = v / s, q = v % s;
@@ -128,8 +128,7 @@ __global__ void DiceLoss(const float* voxel_ce, int64_t voxels, const float* int
 }
 
 __global__ void DiceGradient(const float* prob, const int32_t* labels, const float* inter,
-                             const float* uni, int64_t n, int64_t c, int64_t s,
-                             float* dlogits) {
+                             const float* uni, int64_t n, int64_t c, int64_t s, float* dlogits) {
   const int64_t v = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (v >= n * s) return;
   const int64_t i = v / s, q = v % s;
@@ -139,8 +138,7 @@ __global__ void DiceGradient(const float* prob, const int32_t* labels, const flo
     if (j == 0) return 0.0f;
     const float t = label == j ? 1.0f : 0.0f;
     const float u = uni[i * c + j] + kDiceSmooth;
-    return -0.5f * (2.0f * t * u - (2.0f * inter[i * c + j] + kDiceSmooth)) / (u * u) /
-           dice_terms;
+    return -0.5f * (2.0f * t * u - (2.0f * inter[i * c + j] + kDiceSmooth)) / (u * u) / dice_terms;
   };
   float dot = 0.0f;
   for (int64_t j = 0; j < c; ++j) dot += dice_grad(j) * prob[(i * c + j) * s + q];
@@ -173,22 +171,22 @@ void DiceCrossEntropy(const Tensor& logits, const Tensor& labels, const Tensor& 
   const int64_t n = logits.dim(0), c = logits.dim(1), s = logits.numel() / (n * c);
   MLPERF_CHECK(c >= 2 && labels.numel() == n * s && labels.dtype() == core::DType::kI32);
   MLPERF_CHECK(dlogits.numel() == logits.numel() &&
-               workspace.numel() >= cpu::DiceCrossEntropyWorkspaceElements(n, c, s));
+               workspace.numel() >= DiceCrossEntropyWorkspaceElements(n, c, s));
   float* prob = workspace.f32();
   float* inter = prob + n * c * s;
   float* uni = inter + n * c;
   float* voxel_ce = static_cast<float*>(Scratch(n * s * sizeof(float), kScratchReduce));
   const unsigned voxel_blocks = static_cast<unsigned>((n * s + kThreads - 1) / kThreads);
-  DiceVoxelSoftmax<<<voxel_blocks, kThreads, 0, Stream()>>>(logits.f32(), labels.as<int32_t>(),
-                                                             n, c, s, prob, voxel_ce);
+  DiceVoxelSoftmax<<<voxel_blocks, kThreads, 0, Stream()>>>(logits.f32(), labels.as<int32_t>(), n,
+                                                            c, s, prob, voxel_ce);
   CUDA_CHECK_LAUNCH();
-  DiceSums<<<dim3(static_cast<unsigned>(n), static_cast<unsigned>(c - 1)), kThreads, 0,
-             Stream()>>>(prob, labels.as<int32_t>(), c, s, inter, uni);
+  DiceSums<<<dim3(static_cast<unsigned>(n), static_cast<unsigned>(c - 1)), kThreads, 0, Stream()>>>(
+      prob, labels.as<int32_t>(), c, s, inter, uni);
   CUDA_CHECK_LAUNCH();
   DiceLoss<<<1, kThreads, 0, Stream()>>>(voxel_ce, n * s, inter, uni, n, c, loss.f32());
   CUDA_CHECK_LAUNCH();
-  DiceGradient<<<voxel_blocks, kThreads, 0, Stream()>>>(prob, labels.as<int32_t>(), inter, uni,
-                                                        n, c, s, dlogits.f32());
+  DiceGradient<<<voxel_blocks, kThreads, 0, Stream()>>>(prob, labels.as<int32_t>(), inter, uni, n,
+                                                        c, s, dlogits.f32());
   CUDA_CHECK_LAUNCH();
 }
 

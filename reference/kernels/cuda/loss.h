@@ -1,12 +1,12 @@
 // CUDA twins of cpu/loss.h (softmax cross-entropy with label smoothing, the
-// 3D U-Net Dice + cross-entropy and BERT's masked-LM loss). One block per row in fp32; the scalar loss is a
-// fixed-order reduction of per-row terms written on the device, so it is
-// deterministic and needs no host round-trip. A label outside [0, classes)
-// makes that row's loss (and so the total) NaN instead of aborting.
+// 3D U-Net Dice + cross-entropy and BERT's masked-LM loss). One block per row in fp32; the scalar
+// loss is a fixed-order reduction of per-row terms written on the device, so it is deterministic
+// and needs no host round-trip. A label outside [0, classes) makes that row's loss (and so the
+// total) NaN instead of aborting.
 #pragma once
 
 #include "reference/core/tensor.h"
-#include "reference/kernels/cpu/loss.h"  // DiceCrossEntropyWorkspaceElements
+#include "reference/kernels/loss_shapes.h"
 
 namespace mlperf::cuda {
 

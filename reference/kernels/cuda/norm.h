@@ -6,11 +6,11 @@
 #pragma once
 
 #include "reference/core/tensor.h"
-#include "reference/kernels/cpu/norm.h"
+#include "reference/kernels/norm_params.h"
 
 namespace mlperf::cuda {
 
-using cpu::BatchNormParams;
+using mlperf::BatchNormParams;
 
 // cuDNN's exponentialAverageFactor is the weight of the new batch statistic,
 // which is `momentum` in this suite's (PyTorch's) convention, and cuDNN's

@@ -98,6 +98,8 @@ def retarget(reps, rulesets, benchmarks):
                 rep.cases.add(f'{rep.group}/under_{rs}', rs, rep.log, rep.source, f'unchanged log under {rs}')
 
     def renamed(group, bench, under):
+        if group not in reps:  # not in the fixture corpus
+            return
         rep = reps[group]
         m = rep.log.copy()
         m.set_value(m.first('submission_benchmark'), bench)
@@ -110,8 +112,14 @@ def retarget(reps, rulesets, benchmarks):
     renamed('llama2_70b_lora', 'llama31_8b', ['5.1.0', '6.1.0'])
     renamed('llama2_70b_lora', 'flux1', ['6.0.0'])
 
-    # 3.1.0 names the stable_diffusion eval position step_num, 4.0.0+ samples_count.
-    sd = reps['stable_diffusion']
+    if 'stable_diffusion' in reps:
+        step_num_cases(reps['stable_diffusion'])
+    if 'llama2_70b_lora' in reps:
+        optional_key_cases(reps['llama2_70b_lora'])
+
+
+def step_num_cases(sd):
+    """3.1.0 names the stable_diffusion eval position step_num, 4.0.0+ samples_count."""
     m = sd.log.copy()
     for i in range(len(m.lines)):
         rec = m.record(i)
@@ -121,8 +129,9 @@ def retarget(reps, rulesets, benchmarks):
     for rs in ['3.1.0', '4.0.0']:
         sd.add(f'step_num_under_{rs}', m, f'samples_count renamed step_num, under {rs}', ruleset=rs)
 
-    # 6.0+ optional precision/parallelism records (unchecked before 6.0.0).
-    llama = reps['llama2_70b_lora']
+
+def optional_key_cases(llama):
+    """6.0+ optional precision/parallelism records (unchecked before 6.0.0)."""
     for key, v in [('lowest_numerical_precision_in_linear', 'bfloat16'),
                    ('lowest_numerical_precision_in_linear', 'bf16'),
                    ('lowest_numerical_precision_in_attn', 'fp8'),

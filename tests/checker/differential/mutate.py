@@ -83,10 +83,11 @@ def generate(corpus, seed=1):
     """All mutation cases: dicts with name, ruleset, text, source, what."""
     rng = random.Random(seed)
     cases = Cases()
+    # The fixture corpus of a bare clone holds only some of the reps.
     reps = {g: Rep(cases, g, Log.read(os.path.join(corpus, src)), rs, src, g in FULL_REPS, rng)
-            for g, (src, rs, _) in REPS.items()}
-    for g, (_, _, target) in REPS.items():
-        rep = reps[g]
+            for g, (src, rs, _) in REPS.items() if os.path.exists(os.path.join(corpus, src))}
+    for g, rep in reps.items():
+        target = REPS[g][2]
         rule_mutations.key_mutations(rep)
         rule_mutations.submission_mutations(rep)
         rule_mutations.order_mutations(rep)

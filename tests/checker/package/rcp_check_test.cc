@@ -128,8 +128,8 @@ TEST(CheckRcpLogs, InsufficientConvergenceAndMismatch) {
 
 // The published NVIDIA v3.0 resnet directory (BS 3200, one aborted run).
 TEST(CheckRcpDirectory, CorpusResnetInterpolates) {
-  const std::filesystem::path dir = std::filesystem::path(MLPERF_SHARED_DIR) /
-                                    "corpus/v3.0/NVIDIA/results/dgxh100_ngc23.04_mxnet/resnet";
+  const std::filesystem::path dir = std::filesystem::path(MLPERF_CORPUS_DIR) /
+                                    "v3.0/NVIDIA/results/dgxh100_ngc23.04_mxnet/resnet";
   if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << "no corpus at " << dir;
   std::vector<std::string> files;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {

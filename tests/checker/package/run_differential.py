@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Differential test of checker/package against the official mlperf_logging tools.
 
-For every results/<system>/<benchmark> directory of the shared corpus packages it
+For every results/<system>/<benchmark> directory of the corpus packages (the shared
+corpus, or tests/fixtures/corpus in a bare clone) it
 compares package_score_report (ours) with
   python3 -m mlperf_logging.rcp_checker --rcp_version R --verbose <dir>
       (pass/fail, message, the RCP record's statistics, the normalisation factor),
@@ -13,7 +14,7 @@ always on a copy of the package in a temporary directory, in that order. It also
 compares the statistics and pruned sets of every embedded RCP table with the
 official RCP_Checker class.
 
-Usage: run_differential.py --report build*/bin/package_score_report [--shared ../shared]
+Usage: run_differential.py --report build*/bin/package_score_report [--corpus ../shared/corpus]
 Exit 0 when everything agrees, 1 on a difference, 77 when the corpus or the
 official tools are missing (ctest SKIP_RETURN_CODE).
 """
@@ -104,8 +105,13 @@ def compare_rcp(key, mine, theirs):
         fail(f'{key}: factor ours {rcp["normalization_factor"]!r} official {theirs["factor"]!r}')
 
 
-def check_corpus(report, shared, rel_org, ruleset):
-    src = shared / 'corpus' / rel_org
+def packages(corpus):
+    """The CORPORA entries that are whole packages here (the fixtures have one)."""
+    return [(rel, rs) for rel, rs in CORPORA if (corpus / rel / 'systems').is_dir()]
+
+
+def check_corpus(report, corpus, rel_org, ruleset):
+    src = corpus / rel_org
     mine = ours(report, src, ruleset)
     with tempfile.TemporaryDirectory() as tmp:
         org = pathlib.Path(tmp) / src.name
@@ -172,20 +178,20 @@ def check_tables(report):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--report', required=True)
-    ap.add_argument('--shared', default=str(pathlib.Path(__file__).resolve().parents[4] / 'shared'))
+    ap.add_argument('--corpus', default=str(pathlib.Path(__file__).resolve().parents[4] / 'shared' / 'corpus'))
     args = ap.parse_args()
-    shared = pathlib.Path(args.shared)
+    corpus = pathlib.Path(args.corpus)
     try:
         import mlperf_logging  # noqa: F401
     except ImportError:
         print('SKIP: mlperf_logging is not installed')
         return 77
-    if not (shared / 'corpus').is_dir():
-        print(f'SKIP: no corpus under {shared}')
+    if not packages(corpus):
+        print(f'SKIP: no corpus package under {corpus}')
         return 77
     check_tables(args.report)
-    for rel_org, ruleset in CORPORA:
-        check_corpus(args.report, shared, rel_org, ruleset)
+    for rel_org, ruleset in packages(corpus):
+        check_corpus(args.report, corpus, rel_org, ruleset)
     print('checked:', json.dumps(checks))
     print('FAILED' if failures else 'ALL AGREE', f'({len(failures)} differences)')
     return 1 if failures else 0

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Differential test of `compliance_check <org folder>` (whole-package mode).
 
-For each shared-corpus package, and for mutated copies of a one-directory
+For each corpus package (the shared corpus, or tests/fixtures/corpus in a bare
+clone), and for mutated copies of a one-directory
 package, it runs on a copy in a temporary directory, with a temporary cwd:
   ours:     compliance_check --json --csv ours.csv <org>     (must leave the tree unchanged)
   official: python3 -m mlperf_logging.package_checker <org> training R
@@ -13,7 +14,7 @@ scores to 1e-9 relative). It also reproduces official_time_to_train.csv through
 --claims and feeds bad trees (empty, symlink loops, a FIFO, a sparse multi-GB
 file, non-UTF-8 names) that must give a clear error without crash or hang.
 
-Usage: run_package_cli_differential.py --bin build*/bin/compliance_check --shared ../shared
+Usage: run_package_cli_differential.py --bin build*/bin/compliance_check --corpus ../shared/corpus
 Exit 0 agree, 1 differ, 77 when the corpus or mlperf_logging is missing.
 """
 import argparse
@@ -199,8 +200,8 @@ MUTATIONS = [m_missing_system_json, m_run_too_few, m_two_unconverged, m_small_ba
              m_duplicated_seed]
 
 
-def resnet_only(shared, dest):
-    src = pathlib.Path(shared, 'corpus/v3.0/NVIDIA')
+def resnet_only(corpus, dest):
+    src = pathlib.Path(corpus, 'v3.0/NVIDIA')
     system = 'dgxh100_ngc23.04_mxnet'
     (dest / 'systems').mkdir(parents=True)
     shutil.copy(src / 'systems' / f'{system}.json', dest / 'systems')
@@ -209,11 +210,11 @@ def resnet_only(shared, dest):
 
 # --- claims ---------------------------------------------------------------------------------------
 
-def check_claims(binary, shared):
-    claims = pathlib.Path(shared, 'corpus/official_time_to_train.csv')
+def check_claims(binary, corpus):
+    claims = pathlib.Path(corpus, 'official_time_to_train.csv')
     rows = list(csv.DictReader(open(claims)))
     with tempfile.TemporaryDirectory() as work:
-        p = ours(binary, ['--json', '--claims', str(claims), str(pathlib.Path(shared, 'corpus'))], work)
+        p = ours(binary, ['--json', '--claims', str(claims), str(corpus)], work)
         doc = json.loads(p.stdout)
         got = doc['claims']
         if len(got) != len(rows):
@@ -228,49 +229,48 @@ def check_claims(binary, shared):
 
 # --- bad trees ------------------------------------------------------------------------------------
 
-def check_bad_trees(binary, shared):
-    src = pathlib.Path(shared, 'corpus/v3.0/NVIDIA')
+def check_bad_trees(binary, corpus):
     with tempfile.TemporaryDirectory() as work:
         w = pathlib.Path(work)
         cases = {}
         (w / 'empty').mkdir()
         cases['empty folder'] = ([str(w / 'empty')], 2)
         org = w / 'v3.0' / 'ORG'
-        resnet_only(shared, org)
+        resnet_only(corpus, org)
         (org / 'results' / 'emptysys').mkdir()
         cases['empty system folder without description'] = ([str(org)], 1)
         loop = w / 'v3.0' / 'LOOP'
-        resnet_only(shared, loop)
+        resnet_only(corpus, loop)
         system = next((loop / 'results').iterdir())
         os.symlink('selfloop', system / 'selfloop')
         os.symlink('..', system / 'resnet' / 'up')
         os.symlink('../..', system / 'bert')
         cases['symlink loops'] = ([str(loop)], 2)
         fifo = w / 'v3.0' / 'FIFO'
-        resnet_only(shared, fifo)
+        resnet_only(corpus, fifo)
         os.mkfifo(next(fifo.glob('results/*/resnet')) / 'result_5.txt')
         cases['fifo result file'] = ([str(fifo)], 2)
         big = w / 'v3.0' / 'BIG'
-        resnet_only(shared, big)
+        resnet_only(corpus, big)
         f = next(big.glob('results/*/resnet')) / 'result_0.txt'
         with open(f, 'r+b') as fh:
             fh.truncate(5 << 30)  # sparse
         cases['sparse 5 GB result file'] = ([str(big)], 2)
         dangling = w / 'v3.0' / 'DANGLING'
-        resnet_only(shared, dangling)
+        resnet_only(corpus, dangling)
         d = next(dangling.glob('results/*/resnet'))
         (d / 'result_4.txt').unlink()
         os.symlink('nowhere', d / 'result_4.txt')
         cases['dangling result file'] = ([str(dangling)], 2)
         bad_name = w / 'v3.0' / 'NAMES'
-        resnet_only(shared, bad_name)
+        resnet_only(corpus, bad_name)
         sysdir = next((bad_name / 'results').iterdir())
         os.rename(sysdir, bytes(sysdir.parent) + b'/sys\xff\xfe')
         shutil.copy(next(bad_name.glob('systems/*.json')), bytes(bad_name / 'systems') + b'/sys\xff\xfe.json')
         cases['non-UTF-8 names'] = ([str(bad_name)], 0)
         cases['no ruleset'] = ([str(w / 'empty' )], 2)
         noround = w / 'plain' / 'ORG'
-        resnet_only(shared, noround)
+        resnet_only(corpus, noround)
         cases['ruleset not given'] = ([str(noround)], 2)
         for name, (args, want) in cases.items():
             counts['bad_trees'] += 1
@@ -293,28 +293,30 @@ def check_bad_trees(binary, shared):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--bin', required=True)
-    ap.add_argument('--shared', required=True)
+    ap.add_argument('--corpus', required=True)
     args = ap.parse_args()
-    corpus = pathlib.Path(args.shared, 'corpus')
+    corpus = pathlib.Path(args.corpus)
     try:
         import mlperf_logging  # noqa: F401
     except ImportError:
         print('mlperf_logging not installed; skipping')
         return 77
-    if not corpus.is_dir():
+    if not (corpus / 'v3.0/NVIDIA/systems').is_dir():
         print('no corpus; skipping')
         return 77
     binary = os.path.abspath(args.bin)
-    compare_package(binary, 'v3.0/NVIDIA', corpus / 'v3.0/NVIDIA', '3.0.0')
-    compare_package(binary, 'v5.0/NVIDIA', corpus / 'v5.0/NVIDIA', '5.0.0')
+    # Whole packages only: the fixture corpus's v5.0 logs are loose, without systems/.
+    for rel, ruleset in [('v3.0/NVIDIA', '3.0.0'), ('v5.0/NVIDIA', '5.0.0')]:
+        if (corpus / rel / 'systems').is_dir():
+            compare_package(binary, rel, corpus / rel, ruleset)
     with tempfile.TemporaryDirectory() as work:
         base = pathlib.Path(work, 'RESNET')
-        resnet_only(args.shared, base)
+        resnet_only(corpus, base)
         compare_package(binary, 'resnet only', base, '3.0.0')
         for m in MUTATIONS:
             compare_package(binary, m.__name__, base, '3.0.0', m)
-    check_claims(binary, args.shared)
-    check_bad_trees(binary, args.shared)
+    check_claims(binary, corpus)
+    check_bad_trees(binary, corpus)
     print('checked:', counts)
     if failures:
         print(f'{len(failures)} differences')

@@ -1,0 +1,16 @@
+// The one place that lists the benchmarks by name: add a registry entry here.
+#include "closed_division/registry.h"
+#include "closed_division/resnet_benchmark.h"
+
+namespace mlperf::closed {
+
+const BenchmarkRegistry& BuiltinBenchmarks() {
+  static const BenchmarkRegistry* registry = [] {
+    auto* r = new BenchmarkRegistry();
+    r->Register(MakeResnetBenchmark());
+    return r;
+  }();
+  return *registry;
+}
+
+}  // namespace mlperf::closed

@@ -1,0 +1,176 @@
+#include "closed_division/run_benchmark.h"
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "base/exit_codes.h"
+#include "closed_division/interrupt.h"
+#include "closed_division/package.h"
+#include "closed_division/progress.h"
+#include "closed_division/run_loop.h"
+#include "closed_division/seeds.h"
+#include "closed_division/system_info.h"
+#include "fmt/format.h"
+#include "reference/kernels/dispatch.h"
+
+namespace mlperf::closed {
+namespace {
+
+namespace fs = std::filesystem;
+
+class Reporter {
+ public:
+  explicit Reporter(const dist::Communicator& comm)
+      : rank_(comm.rank()), distributed_(comm.world_size() > 1) {}
+  // Errors are printed by whichever rank hits them.
+  void Error(const std::string& message) const {
+    std::fprintf(stderr, "run_closed: %s%s\n",
+                 distributed_ ? fmt::format("[rank {}] ", rank_).c_str() : "", message.c_str());
+  }
+  // Everything else by rank 0 only.
+  void Info(const std::string& message) const {
+    if (rank_ == 0) std::fprintf(stderr, "run_closed: %s\n", message.c_str());
+  }
+
+ private:
+  int rank_;
+  bool distributed_;
+};
+
+// All ranks learn whether rank 0's check passed.
+bool AgreeOnRankZero(bool ok, dist::Communicator& comm) {
+  float flag = ok ? 1.0f : 0.0f;
+  comm.Broadcast(&flag, 1, 0);
+  return flag > 0;
+}
+
+std::string PackageReadme(const BenchmarkInfo& info, const BenchmarkSetup& setup,
+                          const std::string& org_dir) {
+  return setup.ReadmeSection() + "Check with:\n\n```sh\n" +
+         CheckCommands(info, setup.plan(), org_dir) + "```\n";
+}
+
+// Checks for and writes the package frame (rank 0), and makes sure the data
+// is there: a generated set is written once into the cache.
+int PreparePackageAndData(const BenchmarkInfo& info, const BenchmarkSetup& setup,
+                          const PackagePaths& paths, dist::Communicator& comm,
+                          const Reporter& report) {
+  const RunPlan& plan = setup.plan();
+  absl::Status status;
+  if (comm.rank() == 0) {
+    status = CheckNothingToOverwrite(paths);
+    if (status.ok() && !plan.demo && !fs::is_directory(plan.data_root))
+      status = absl::NotFoundError(fmt::format("--data={}: no such folder", plan.data_root));
+    if (status.ok()) {
+      status = PreparePackage(paths, SystemDescriptionJson(plan), PackageReadme(info, setup, "."));
+    }
+    if (!status.ok()) report.Error(std::string(status.message()));
+  }
+  if (!AgreeOnRankZero(status.ok(), comm)) return kExitUsage;
+  if (plan.demo) {
+    if (comm.rank() == 0) {
+      report.Info(fmt::format("generated data set: {}", plan.data_root));
+      status = setup.PrepareData();
+      if (!status.ok()) report.Error(std::string(status.message()));
+    }
+    if (!AgreeOnRankZero(status.ok(), comm)) return kExitFailed;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+std::string CheckCommands(const BenchmarkInfo& info, const RunPlan& plan,
+                          const std::string& org_dir) {
+  const char* bypass = plan.rcp_batch_size ? "" : " --rcp-bypass";
+  return fmt::format(
+      "  compliance_check --ruleset {0}{1} {2}\n"
+      "  python3 -m mlperf_logging.package_checker {2} training {0}{1}\n",
+      info.ruleset, bypass, org_dir);
+}
+
+int RunBenchmark(const Benchmark& benchmark, const RunnerOptions& options, const RunComms& comms,
+                 int cores_per_process) {
+  dist::Communicator& comm = *comms.control;
+  const Reporter report(comm);
+  const BenchmarkInfo& info = benchmark.info();
+  absl::StatusOr<std::unique_ptr<BenchmarkSetup>> configured =
+      benchmark.Configure(options, comm.world_size(), cores_per_process);
+  if (!configured.ok()) {
+    report.Info(std::string(configured.status().message()));
+    return kExitUsage;
+  }
+  const BenchmarkSetup& setup = **configured;
+  const RunPlan& plan = setup.plan();
+  const int runs = plan.options.runs;
+  const PackagePaths paths =
+      MakePackagePaths(options.out_dir, options.submitter, plan.system_name, info.name);
+  if (int code = PreparePackageAndData(info, setup, paths, comm, report); code != kExitOk)
+    return code;
+
+  ops::SetHostThreads(plan.compute_threads);
+  InstallInterruptHandlers();
+  ProgressReporter progress(runs, plan.last_epoch(), info.target,
+                            comm.rank() == 0 ? stderr : nullptr);
+  report.Info(fmt::format("{} run(s) of {} on {}, {} process(es); package {}", runs,
+                          plan.demo ? "the demonstration on generated data" : plan.model_name,
+                          SystemSummary(), comm.world_size(), paths.org.string()));
+  std::vector<uint64_t> seeds;
+  int missed = 0;
+  for (int run = 0; run < runs; ++run) {
+    absl::StatusOr<uint64_t> seed = NextRunSeed(options.seed, run, seeds, comm);
+    if (!seed.ok()) {
+      report.Error(std::string(seed.status().message()));
+      return kExitFailed;
+    }
+    seeds.push_back(*seed);
+    const RunOutcome outcome = RunOnce(info, setup,
+                                       {.run = run,
+                                        .seed = *seed,
+                                        .log_path = paths.Incomplete(run).string(),
+                                        .gradient_comm = comms.gradients,
+                                        .comm_stream = comms.stream},
+                                       comm, progress);
+    if (outcome.status == RunStatus::kInterrupted) {
+      report.Info(fmt::format(
+          "interrupted during run {}: {} finished run(s) kept in {}; the unfinished log is {}",
+          run + 1, run, paths.result_dir.string(), paths.Incomplete(run).string()));
+      return kExitFailed;
+    }
+    if (outcome.status == RunStatus::kFailed) {
+      report.Error(fmt::format("run {} failed: {} (log left as {})", run + 1,
+                               std::string(outcome.error.message()),
+                               paths.Incomplete(run).string()));
+      return kExitFailed;
+    }
+    if (outcome.status == RunStatus::kAborted) ++missed;
+    if (comm.rank() == 0) {
+      if (absl::Status s = CommitResult(paths, run); !s.ok()) {
+        report.Error(std::string(s.message()));
+        return kExitFailed;
+      }
+    }
+  }
+  comm.Barrier();
+  report.Info(fmt::format("package: {} ({} run(s), {} reached the target)", paths.org.string(),
+                          runs, runs - missed));
+  if (comm.rank() == 0) {
+    std::fprintf(stderr, "Check it with:\n%s",
+                 CheckCommands(info, plan, paths.org.string()).c_str());
+    if (!plan.rcp_batch_size) {
+      std::fprintf(stderr,
+                   "(--rcp-bypass: no RCP exists for global batch size %lld, so the RCP check "
+                   "cannot pass without it)\n",
+                   static_cast<long long>(plan.global_batch_size));
+    }
+  }
+  // Olympic scoring tolerates a few runs that missed the target.
+  if (missed > info.allowed_missed_runs) {
+    report.Info(fmt::format("{} runs missed the target: the package will not pass", missed));
+    return kExitFailed;
+  }
+  return kExitOk;
+}
+
+}  // namespace mlperf::closed

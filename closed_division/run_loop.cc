@@ -1,0 +1,189 @@
+#include "closed_division/run_loop.h"
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+
+#include "closed_division/interrupt.h"
+#include "closed_division/page_cache.h"
+#include "fmt/format.h"
+#include "logging/mllog.h"
+
+namespace mlperf::closed {
+namespace {
+
+namespace key = mllog::key;
+namespace meta = mllog::meta;
+using Clock = std::chrono::steady_clock;
+
+// Steps of the untimed warm-up on synthetic data (before run_start).
+constexpr int kWarmUpSteps = 2;
+
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+// Every rank stops at the same step: an interrupt seen by any rank counts.
+bool Interrupted(dist::Communicator& comm) {
+  float flag = InterruptSignal() != 0 ? 1.0f : 0.0f;
+  if (comm.world_size() > 1) comm.AllReduceSum(&flag, 1);
+  return flag > 0;
+}
+
+void LogSubmissionInfo(mllog::Logger& log, const BenchmarkInfo& info, const RunPlan& plan) {
+  log.Event(key::kSubmissionBenchmark, info.name);
+  log.Event(key::kSubmissionOrg, plan.options.submitter);
+  log.Event(key::kSubmissionDivision, mllog::value::kClosed);
+  // A demonstration or a run of our own code on our own machine: research.
+  log.Event(key::kSubmissionStatus, mllog::value::kResearch);
+  log.Event(key::kSubmissionPlatform, plan.system_name);
+}
+
+// One evaluation pass over the whole split, the metric over every rank.
+absl::StatusOr<double> Evaluate(DataPipeline& data, models::Model& model, train::Trainer& trainer) {
+  data.StartEval();
+  models::Batch batch;
+  models::MetricSums sums;
+  while (true) {
+    absl::StatusOr<bool> got = data.Next(&batch);
+    if (!got.ok()) return got.status();
+    if (!*got) break;
+    const models::MetricSums b = model.EvaluateBatch(batch);
+    sums.numerator += b.numerator;
+    sums.denominator += b.denominator;
+  }
+  return trainer.GlobalMetric(sums);
+}
+
+}  // namespace
+
+RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
+                   const RunRequest& request, dist::Communicator& comm,
+                   ProgressReporter& progress) {
+  const RunPlan& plan = setup.plan();
+  const Schedule& schedule = plan.schedule;
+  RunOutcome out;
+  const bool writer = comm.rank() == 0;
+  absl::StatusOr<std::unique_ptr<mllog::Logger>> created =
+      mllog::Logger::Create({.path = writer ? request.log_path : "", .enabled = writer});
+  if (!created.ok()) {
+    out.error = created.status();
+    return out;
+  }
+  mllog::Logger& log = **created;
+
+  // Untimed: submission information, cache flush, initialisation.
+  LogSubmissionInfo(log, info, plan);
+  log.Event(key::kCacheClear, DropPageCache());
+  log.Start(key::kInitStart);
+  log.Event(key::kSeed, static_cast<int64_t>(request.seed));
+  for (const auto& [name, value] : setup.Hyperparameters()) log.Event(name, value);
+  const std::unique_ptr<models::Model> model =
+      setup.MakeModel(plan.options.gpus > 0 ? core::Device::kCuda : core::Device::kCpu);
+  model->Initialize(request.seed);
+  train::Trainer trainer(*model, setup.TrainerConfig(),
+                         request.gradient_comm != nullptr ? *request.gradient_comm : comm,
+                         request.comm_stream);
+  trainer.WarmUp(kWarmUpSteps);  // synthetic data; restores the initial state bit for bit
+  comm.Barrier();
+  log.End(key::kInitStop);
+
+  // Timed from here: the data set is first touched after run_start.
+  log.Start(key::kRunStart);
+  const Clock::time_point run_start = Clock::now();
+  progress.RunStarted(request.run);
+  auto fail = [&](absl::Status error) {
+    out.status = RunStatus::kFailed;
+    out.error = std::move(error);
+    out.seconds = Seconds(run_start);
+    return out;
+  };
+  absl::StatusOr<std::unique_ptr<DataPipeline>> train =
+      setup.OpenData(Split::kTrain, request.seed, comm.rank());
+  if (!train.ok()) return fail(train.status());
+  absl::StatusOr<std::unique_ptr<DataPipeline>> eval =
+      setup.OpenData(Split::kEval, request.seed, comm.rank());
+  if (!eval.ok()) return fail(eval.status());
+  if ((*train)->size() != plan.train_samples || (*eval)->size() != plan.eval_samples) {
+    return fail(absl::FailedPreconditionError(fmt::format(
+        "{}: {} training and {} evaluation samples, expected {} and {} (train_samples and "
+        "eval_samples are logged before run_start)",
+        plan.data_root, (*train)->size(), (*eval)->size(), plan.train_samples, plan.eval_samples)));
+  }
+
+  const int last_epoch = plan.last_epoch();
+  const int accumulation = plan.gradient_accumulation_steps;
+  std::vector<models::Batch> micro_batches(static_cast<size_t>(accumulation));
+  // With accumulation each micro-batch needs its own memory: the pipeline's
+  // batch is only valid until its next call, so those are copied.
+  std::vector<models::OwnedBatch> held(static_cast<size_t>(accumulation > 1 ? accumulation : 0));
+  bool in_block = false;
+  int block_first = 0;
+  bool reached = false;
+  for (int epoch = 1; epoch <= last_epoch && !reached; ++epoch) {
+    if (!in_block) {
+      // A block runs up to the next evaluation (or the end of the run).
+      int block_last = epoch;
+      while (!schedule.is_eval_epoch(block_last) && block_last < last_epoch) ++block_last;
+      log.Start(key::kBlockStart, nullptr,
+                {{meta::kFirstEpochNum, schedule.logged(epoch)},
+                 {meta::kEpochCount, schedule.logged(block_last - epoch + 1)}});
+      in_block = true;
+      block_first = epoch;
+    }
+    log.Start(key::kEpochStart, nullptr, {{meta::kEpochNum, schedule.logged(epoch)}});
+    const Clock::time_point epoch_start = Clock::now();
+    for (int64_t step = 0; step < schedule.steps_per_epoch; ++step) {
+      for (int m = 0; m < accumulation; ++m) {
+        absl::StatusOr<bool> got = (*train)->Next(&micro_batches[m]);
+        if (!got.ok()) return fail(got.status());
+        if (accumulation > 1) micro_batches[m] = CopyBatch(micro_batches[m], held[m]);
+      }
+      trainer.TrainStep(micro_batches);
+      if (Interrupted(comm)) {
+        out.status = RunStatus::kInterrupted;
+        out.epochs = epoch - 1;
+        out.seconds = Seconds(run_start);
+        return out;
+      }
+    }
+    const double samples_per_second =
+        static_cast<double>(schedule.steps_per_epoch * plan.global_batch_size) /
+        Seconds(epoch_start);
+    log.End(key::kEpochStop, nullptr, {{meta::kEpochNum, schedule.logged(epoch)}});
+    log.Event("throughput", samples_per_second, {{meta::kEpochNum, schedule.logged(epoch)}});
+    out.epochs = epoch;
+    // A log that lost lines (a full disk) ends the run now, not at run_stop.
+    if (absl::Status s = log.status(); !s.ok()) return fail(s);
+    progress.EpochDone(request.run, epoch, samples_per_second, Seconds(run_start));
+
+    if (schedule.is_eval_epoch(epoch)) {
+      log.Start(key::kEvalStart, nullptr, {{meta::kEpochNum, schedule.logged(epoch)}});
+      absl::StatusOr<double> metric = Evaluate(**eval, *model, trainer);
+      if (!metric.ok()) return fail(metric.status());
+      out.last_metric = *metric;
+      log.End(key::kEvalStop, nullptr, {{meta::kEpochNum, schedule.logged(epoch)}});
+      log.Event(key::kEvalAccuracy, out.last_metric, {{meta::kEpochNum, schedule.logged(epoch)}});
+      progress.EvalDone(request.run, epoch, out.last_metric, Seconds(run_start));
+      reached = out.last_metric >= info.target;
+    }
+    if (schedule.is_eval_epoch(epoch) || epoch == last_epoch) {
+      log.End(key::kBlockStop, nullptr, {{meta::kFirstEpochNum, schedule.logged(block_first)}});
+      in_block = false;
+    }
+  }
+  // Stop at the first evaluation at or above the target; a schedule that ends
+  // first is a non-converged run.
+  out.status = reached ? RunStatus::kSuccess : RunStatus::kAborted;
+  log.End(key::kRunStop, nullptr,
+          {{meta::kStatus, reached ? mllog::value::kSuccess : mllog::value::kAborted}});
+  out.seconds = Seconds(run_start);
+  progress.RunFinished(request.run, out.epochs, out.seconds, reached);
+  if (absl::Status s = log.status(); !s.ok()) {
+    out.status = RunStatus::kFailed;
+    out.error = s;
+  }
+  return out;
+}
+
+}  // namespace mlperf::closed

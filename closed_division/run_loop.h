@@ -1,0 +1,47 @@
+// One seeded closed-division run of any benchmark, from its first MLLOG line
+// to run_stop: submission keys, init (model, trainer, warm-up on synthetic
+// data, hyperparameters), run_start, then the data pipelines, training
+// epochs in blocks up to each evaluation, and the stop at the first
+// evaluation at or above the target.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "closed_division/benchmark.h"
+#include "closed_division/progress.h"
+#include "reference/dist/communicator.h"
+
+namespace mlperf::closed {
+
+enum class RunStatus {
+  kSuccess,      // reached the target; run_stop status success
+  kAborted,      // schedule (or --max_epochs) ended first; run_stop status aborted
+  kInterrupted,  // SIGINT/SIGTERM; no run_stop, the log is incomplete
+  kFailed,       // an error (data, log write); see `error`
+};
+
+struct RunOutcome {
+  RunStatus status = RunStatus::kFailed;
+  int epochs = 0;  // epochs trained
+  double last_metric = 0;
+  double seconds = 0;  // run_start to run_stop
+  absl::Status error;
+};
+
+struct RunRequest {
+  int run = 0;           // 0-based index: result_<run>.txt
+  uint64_t seed = 0;     // the same on every rank
+  std::string log_path;  // written by rank 0 only
+  // GPU runs (plan.options.gpus > 0): the communicator on device buffers
+  // (NCCL) that averages the gradients, and the cudaStream_t it queues on;
+  // `comm` then carries only host-side control messages.
+  dist::Communicator* gradient_comm = nullptr;
+  void* comm_stream = nullptr;
+};
+
+RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
+                   const RunRequest& request, dist::Communicator& comm, ProgressReporter& progress);
+
+}  // namespace mlperf::closed

@@ -1,0 +1,62 @@
+#include "reference/dist/host_staged_comm.h"
+
+#include <optional>
+
+#include "reference/core/arena.h"
+#include "reference/core/check.h"
+#include "reference/kernels/dispatch.h"
+
+namespace mlperf::dist {
+namespace {
+
+using core::Device;
+
+class HostStaged final : public Communicator {
+ public:
+  HostStaged(Communicator& device_comm, void* comm_stream, int64_t max_count)
+      : comm_(device_comm), stream_(comm_stream), max_count_(max_count) {
+    buffer_.emplace(Device::kCuda, static_cast<size_t>(max_count) * sizeof(float));
+    staging_ = buffer_->Allocate({max_count}).f32();
+  }
+  int rank() const override { return comm_.rank(); }
+  int world_size() const override { return comm_.world_size(); }
+  void AllReduceSum(float* data, int64_t count) override {
+    Run(data, count, [&](float* d) { comm_.AllReduceSum(d, count); });
+  }
+  void AllReduceAverage(float* data, int64_t count) override {
+    Run(data, count, [&](float* d) { comm_.AllReduceAverage(d, count); });
+  }
+  void Broadcast(float* data, int64_t count, int root) override {
+    Run(data, count, [&](float* d) { comm_.Broadcast(d, count, root); });
+  }
+  void Barrier() override { comm_.Barrier(); }
+
+ private:
+  // Upload on the compute stream, collective on the communicator's stream
+  // after it, download after the collective; the last copy waits.
+  template <typename Collective>
+  void Run(float* data, int64_t count, Collective collective) {
+    MLPERF_CHECK(count >= 0 && count <= max_count_);
+    const size_t bytes = static_cast<size_t>(count) * sizeof(float);
+    ops::CopyBytes(staging_, Device::kCuda, data, Device::kCpu, bytes);
+    ops::StreamWaitsFor(stream_, ops::ComputeStream());
+    collective(staging_);
+    ops::StreamWaitsFor(ops::ComputeStream(), stream_);
+    ops::CopyBytes(data, Device::kCpu, staging_, Device::kCuda, bytes);
+  }
+
+  Communicator& comm_;
+  void* stream_;
+  int64_t max_count_;
+  std::optional<core::Arena> buffer_;
+  float* staging_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> MakeHostStagedCommunicator(Communicator& device_comm,
+                                                         void* comm_stream, int64_t max_count) {
+  return std::make_unique<HostStaged>(device_comm, comm_stream, max_count);
+}
+
+}  // namespace mlperf::dist

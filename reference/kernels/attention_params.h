@@ -1,0 +1,16 @@
+// Attention-probability dropout, shared by both backends' attention kernels.
+#pragma once
+
+#include <cstdint>
+
+namespace mlperf {
+
+// Dropout on the attention probabilities; the mask is drawn from Philox
+// (seed, offset), so both backends drop the same elements.
+struct AttentionParams {
+  float dropout = 0.0f;
+  uint64_t seed = 0;
+  uint64_t offset = 0;
+};
+
+}  // namespace mlperf

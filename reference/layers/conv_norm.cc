@@ -1,0 +1,77 @@
+#include "reference/layers/conv_norm.h"
+
+#include "reference/kernels/dispatch.h"
+
+namespace mlperf::layers {
+
+using core::Tensor;
+
+ConvGeometry Conv2dPadded(int64_t n, int64_t c, int64_t h, int64_t w, int64_t out_channels,
+                          int64_t k, int64_t stride, PaddingMode mode) {
+  ConvGeometry g = Conv2d(n, c, h, w, out_channels, k, k, stride, k / 2);
+  if (mode == PaddingMode::kTfSame) SetSamePadding(&g);
+  return g;
+}
+
+void ConvBn::Allocate(const ConvGeometry& g, core::Layout layout, bool relu,
+                      const std::string& conv_name, const std::string& bn_name,
+                      const ModelArenas& arenas, ParameterRegistry* registry) {
+  g_ = g;
+  layout_ = layout;
+  relu_ = relu;
+  const int64_t k = g.out_channels;
+  const core::Shape w_shape{k, g.in_channels, g.kernel[1], g.kernel[2]};
+  w_ = arenas.params->AllocateZeroed(w_shape);
+  dw_ = arenas.grads->AllocateZeroed(w_shape);
+  registry->parameters.push_back({.name = conv_name + ".weight",
+                                  .value = w_,
+                                  .grad = dw_,
+                                  .fan_in = g.in_channels * g.kernel_volume()});
+  gamma_ = arenas.params->AllocateZeroed({k});
+  dgamma_ = arenas.grads->AllocateZeroed({k});
+  registry->parameters.push_back(
+      {.name = bn_name + ".weight", .value = gamma_, .grad = dgamma_, .batch_norm = true});
+  beta_ = arenas.params->AllocateZeroed({k});
+  dbeta_ = arenas.grads->AllocateZeroed({k});
+  registry->parameters.push_back(
+      {.name = bn_name + ".bias", .value = beta_, .grad = dbeta_, .batch_norm = true});
+  running_mean_ = arenas.buffers->AllocateZeroed({k});
+  running_var_ = arenas.buffers->AllocateZeroed({k});
+  registry->buffers.push_back({bn_name + ".running_mean", running_mean_});
+  registry->buffers.push_back({bn_name + ".running_var", running_var_});
+  registry->batch_norms.push_back(bn_name);
+
+  const core::Shape out = ActivationShape(layout, g.batch, k, g.out(1), g.out(2));
+  z_ = arenas.activations->Allocate(out, core::DType::kF32, layout);
+  y_ = arenas.activations->Allocate(out, core::DType::kF32, layout);
+  save_mean_ = arenas.activations->Allocate({k});
+  save_inv_std_ = arenas.activations->Allocate({k});
+}
+
+void ConvBn::Forward(const Tensor& x, bool training, const BatchNormParams& bn,
+                     const Tensor& workspace, const Tensor& residual) {
+  ops::ConvForward(g_, x, w_, z_, workspace);
+  if (training) {
+    ops::BatchNormActForwardTraining(bn, relu_, z_, residual, gamma_, beta_, y_, save_mean_,
+                                     save_inv_std_, running_mean_, running_var_);
+  } else {
+    ops::BatchNormActForwardInference(bn, relu_, z_, residual, gamma_, beta_, running_mean_,
+                                      running_var_, y_);
+  }
+}
+
+void ConvBn::Backward(const Tensor& x, const Tensor& dy, const Tensor& dz, const Tensor& dx,
+                      const Tensor& workspace) {
+  const Tensor dy_view = ViewAs(dy, y_);
+  const Tensor dz_view = ViewAs(dz, z_);
+  ops::BatchNormActBackward(relu_, z_, y_, dy_view, gamma_, save_mean_, save_inv_std_, dz_view,
+                            dgamma_, dbeta_);
+  ops::ConvBackwardWeight(g_, x, dz_view, dw_, workspace);
+  if (!dx.empty()) ops::ConvBackwardData(g_, dz_view, w_, ViewAs(dx, x), workspace);
+}
+
+int64_t ConvBn::workspace_elements() const {
+  return ops::ConvWorkspaceElements(g_, layout_, w_.device());
+}
+
+}  // namespace mlperf::layers

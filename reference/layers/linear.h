@@ -1,0 +1,34 @@
+// A fully connected layer y = act(x W^T + b) (W stored [out, in], PyTorch
+// order) with no activation, ReLU or BERT's tanh GELU, on either backend.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "reference/core/tensor.h"
+#include "reference/layers/parameters.h"
+
+namespace mlperf::layers {
+
+enum class Activation { kNone, kRelu, kGelu };
+
+class Linear {
+ public:
+  // rows: samples per call (the batch). Registers name.weight and name.bias.
+  void Allocate(int64_t rows, int64_t in_features, int64_t out_features, Activation activation,
+                const std::string& name, const ModelArenas& arenas, ParameterRegistry* registry);
+  void Forward(const core::Tensor& x);
+  // dy: gradient of output(), consumed (it becomes the pre-activation
+  // gradient). dx: the input gradient, skipped when empty (first layer).
+  void Backward(const core::Tensor& x, const core::Tensor& dy, const core::Tensor& dx);
+
+  const core::Tensor& output() const { return y_; }
+  const core::Tensor& weight() const { return w_; }
+
+ private:
+  Activation activation_ = Activation::kNone;
+  // z_: the pre-activation output, kept for GELU's backward.
+  core::Tensor w_, b_, dw_, db_, z_, y_;
+};
+
+}  // namespace mlperf::layers

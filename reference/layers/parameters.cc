@@ -1,0 +1,16 @@
+#include "reference/layers/parameters.h"
+
+#include "reference/core/check.h"
+
+namespace mlperf::layers {
+
+core::Shape ActivationShape(core::Layout layout, int64_t n, int64_t c, int64_t h, int64_t w) {
+  return layout == core::Layout::kNHWC ? core::Shape{n, h, w, c} : core::Shape{n, c, h, w};
+}
+
+core::Tensor ViewAs(const core::Tensor& buffer, const core::Tensor& like) {
+  MLPERF_CHECK(buffer.numel() >= like.numel());
+  return core::Tensor(buffer.data(), like.shape(), like.dtype(), like.device(), like.layout());
+}
+
+}  // namespace mlperf::layers

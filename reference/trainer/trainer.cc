@@ -1,0 +1,302 @@
+#include "reference/trainer/trainer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "fmt/format.h"
+#include "reference/core/check.h"
+#include "reference/io/safetensors.h"
+#include "reference/kernels/dispatch.h"
+
+namespace mlperf::train {
+
+optim::PolyWarmupSchedule MakeSchedule(const TrainerConfig& config) {
+  return {.base_lr = config.base_lr,
+          .end_lr = config.end_lr,
+          .warmup_steps = static_cast<int64_t>(config.warmup_epochs *
+                                               static_cast<double>(config.steps_per_epoch)),
+          .train_steps = config.train_epochs * config.steps_per_epoch,
+          .power = config.poly_power};
+}
+
+Trainer::Trainer(models::Model& model, const TrainerConfig& config, dist::Communicator& comm,
+                 void* comm_stream)
+    : model_(model),
+      config_(config),
+      comm_(comm),
+      schedule_(MakeSchedule(config)),
+      comm_stream_(comm_stream) {
+  MLPERF_CHECK(config.steps_per_epoch > 0 && config.gradient_accumulation_steps >= 1);
+  buckets_ =
+      dist::PlanBuckets(static_cast<int64_t>(model.gradients().size()), config.bucket_elements);
+  lars_slices_ = model.slices();
+  for (size_t i = 0; i < lars_slices_.size(); ++i) {
+    TensorSlice s = lars_slices_[i];
+    s.excluded = true;
+    sgd_slices_.push_back(s);
+    // resnet_runnable.py: l2 over variables without 'batch_normalization' in
+    // the name, so the FC bias is included (it is not in the LARS skip sense).
+    if (!model.parameter_tensors()[i].batch_norm) l2_slices_.push_back(s);
+  }
+  // Momentum, the accumulation sums, and on a device the scratch of the SGD
+  // L2 term and of scalar reductions, in one arena next to the model.
+  const int64_t count = static_cast<int64_t>(model.parameters().size());
+  const int64_t accumulated = config.gradient_accumulation_steps > 1 ? count : 1;
+  int64_t largest_l2 = 1;
+  for (const TensorSlice& s : l2_slices_) largest_l2 = std::max(largest_l2, s.numel);
+  const auto carve = [&](core::Arena& arena) {
+    const core::Tensor m = arena.AllocateZeroed({count});
+    grad_sum_ = arena.Allocate({accumulated});
+    loss_sum_ = arena.Allocate({1});
+    l2_scratch_ = arena.Allocate({largest_l2});
+    l2_sums_ = arena.Allocate({std::max<int64_t>(1, static_cast<int64_t>(l2_slices_.size()))});
+    reduce_scratch_ = arena.Allocate({4});
+    return m;
+  };
+  core::Arena measuring = core::Arena::Measuring(model.device());
+  carve(measuring);
+  state_.emplace(model.device(), measuring.used());
+  const core::Tensor m = carve(*state_);
+  momentum_ = {m.f32(), static_cast<size_t>(count)};
+  // Overlapped all-reduce needs the final gradients of a step to come from
+  // one backward pass, so accumulation reduces after the last micro-batch.
+  if (on_device() && comm_.world_size() > 1 && config.gradient_accumulation_steps == 1)
+    model_.set_gradients_ready_hook([this](int64_t ready_from) { LaunchReadyBuckets(ready_from); });
+}
+
+Trainer::~Trainer() { model_.set_gradients_ready_hook(nullptr); }
+
+std::vector<float> Trainer::MomentumToHost() const {
+  std::vector<float> host(momentum_.size());
+  ops::CopyBytes(host.data(), core::Device::kCpu, momentum_.data(), model_.device(),
+                 momentum_.size_bytes());
+  return host;
+}
+
+void Trainer::LaunchReadyBuckets(int64_t ready_from) {
+  if (next_bucket_ >= buckets_.size() || buckets_[next_bucket_].begin < ready_from) return;
+  // One event orders every bucket launched here after the gradients queued so far.
+  ops::StreamWaitsFor(comm_stream_, ops::ComputeStream());
+  float* g = model_.gradients().data();
+  for (; next_bucket_ < buckets_.size() && buckets_[next_bucket_].begin >= ready_from;
+       ++next_bucket_) {
+    const dist::Bucket& b = buckets_[next_bucket_];
+    comm_.AllReduceAverage(g + b.begin, b.end - b.begin);
+  }
+}
+
+void Trainer::DeviceAllReduce(float* data, int64_t count, bool average) {
+  ops::StreamWaitsFor(comm_stream_, ops::ComputeStream());
+  if (average) {
+    comm_.AllReduceAverage(data, count);
+  } else {
+    comm_.AllReduceSum(data, count);
+  }
+  ops::StreamWaitsFor(ops::ComputeStream(), comm_stream_);
+}
+
+double Trainer::AddL2Gradient(float wd) {
+  float* w = model_.parameters().data();
+  float* g = model_.gradients().data();
+  if (!on_device()) {
+    double sum_sq = 0.0;
+    for (const TensorSlice& s : l2_slices_)
+      for (int64_t i = s.offset; i < s.offset + s.numel; ++i) {
+        sum_sq += static_cast<double>(w[i]) * w[i];
+        g[i] += 2.0f * wd * w[i];
+      }
+    return wd * sum_sq;
+  }
+  // The same with device ops: per slice a dot product w.w (a 1x1 GEMM) into
+  // l2_sums_, and g += (2 wd) w through the scratch copy. One read-back.
+  const core::Device device = model_.device();
+  for (size_t k = 0; k < l2_slices_.size(); ++k) {
+    const TensorSlice& s = l2_slices_[k];
+    const core::Tensor ws(w + s.offset, {1, s.numel}, core::DType::kF32, device);
+    const core::Tensor gs(g + s.offset, {s.numel}, core::DType::kF32, device);
+    const core::Tensor scratch(l2_scratch_.data(), {s.numel}, core::DType::kF32, device);
+    ops::LinearForward(ws, ws, core::Tensor(),
+                       core::Tensor(l2_sums_.f32() + k, {1, 1}, core::DType::kF32, device));
+    ops::Copy(ws.Reshaped({s.numel}), scratch);
+    ops::Scale(scratch, 2.0f * wd);
+    ops::Accumulate(scratch, gs);
+  }
+  std::vector<float> sums(l2_slices_.size());
+  ops::CopyBytes(sums.data(), core::Device::kCpu, l2_sums_.data(), device,
+                 sums.size() * sizeof(float));
+  double sum_sq = 0.0;
+  for (float v : sums) sum_sq += v;
+  return wd * sum_sq;
+}
+
+double Trainer::LearningRateAt(int64_t step) const { return optim::LearningRate(schedule_, step); }
+
+float Trainer::AccumulateGradients(std::span<const models::Batch> micro_batches) {
+  const int k = static_cast<int>(micro_batches.size());
+  const core::Device device = model_.device();
+  const int64_t count = static_cast<int64_t>(model_.gradients().size());
+  const core::Tensor grads(model_.gradients().data(), {count}, core::DType::kF32, device);
+  const core::Tensor grad_sum(grad_sum_.data(), {count}, core::DType::kF32, device);
+  float loss = 0.0f;
+  for (int i = 0; i < k; ++i) {
+    if (!on_device()) {
+      loss += model_.ForwardTrain(micro_batches[i]);
+    } else {
+      model_.ForwardTrainAsync(micro_batches[i]);
+      // The loss stays on the device until the step ends.
+      if (i == 0) {
+        ops::Copy(model_.loss_tensor(), loss_sum_);
+      } else {
+        ops::Accumulate(model_.loss_tensor(), loss_sum_);
+      }
+    }
+    next_bucket_ = 0;
+    model_.Backward();  // on a device with one micro-batch, the hook sends the buckets
+    if (k == 1) break;
+    if (i == 0) {
+      ops::Copy(grads, grad_sum);
+    } else {
+      ops::Accumulate(grads, grad_sum);
+    }
+  }
+  if (k > 1) {
+    // Every micro-batch loss is a mean over its samples: their mean is the
+    // gradient of the mean over the whole local batch.
+    ops::Copy(grad_sum, grads);
+    ops::Scale(grads, 1.0f / static_cast<float>(k));
+    if (on_device()) ops::Scale(loss_sum_, 1.0f / static_cast<float>(k));
+  }
+  return loss / static_cast<float>(k);
+}
+
+float Trainer::TrainStep(std::span<const models::Batch> micro_batches) {
+  MLPERF_CHECK(static_cast<int>(micro_batches.size()) == config_.gradient_accumulation_steps);
+  const core::Device device = model_.device();
+  float loss = AccumulateGradients(micro_batches);
+  if (!on_device()) {
+    dist::AllReduceGradients(comm_, model_.gradients().data(), buckets_);
+  } else {
+    if (comm_.world_size() > 1) {
+      LaunchReadyBuckets(0);
+      MLPERF_CHECK(next_bucket_ == buckets_.size());
+    }
+    const core::Tensor& device_loss = micro_batches.size() == 1 ? model_.loss_tensor() : loss_sum_;
+    // The loss joins the collectives; the optimizer waits for all of them.
+    if (comm_.world_size() > 1) DeviceAllReduce(device_loss.f32(), 1, /*average=*/true);
+    ops::CopyBytes(&loss, core::Device::kCpu, device_loss.data(), device, sizeof(float));
+  }
+  if (config_.optimizer == OptimizerKind::kSgd) {
+    // SGD: loss += wd * sum(w^2) over non-BN variables, so g += 2 wd w. The
+    // parameters are equal on every rank, so adding it after the average is
+    // the same as each replica adding it before.
+    loss += static_cast<float>(AddL2Gradient(static_cast<float>(config_.weight_decay)));
+  }
+  ApplyOptimizer();
+  ++step_;
+  // On a device the loss was averaged with the gradients.
+  if (!on_device()) comm_.AllReduceAverage(&loss, 1);
+  return loss;
+}
+
+void Trainer::ApplyOptimizer() {
+  const core::Device device = model_.device();
+  float* w = model_.parameters().data();
+  const float* g = model_.gradients().data();
+  const float lr = static_cast<float>(learning_rate());
+  const float momentum = static_cast<float>(config_.momentum);
+  if (config_.optimizer == OptimizerKind::kLars) {
+    ops::LarsStep(device,
+                  {.lr = lr,
+                   .momentum = momentum,
+                   .weight_decay = static_cast<float>(config_.weight_decay),
+                   .eeta = static_cast<float>(config_.lars_eta)},
+                  lars_slices_, w, g, momentum_.data(), nullptr);
+  } else {
+    // tf.keras SGD momentum: v = m v - lr g; w += v, which is LarsStep on
+    // excluded slices (the L2 term is already in g).
+    ops::LarsStep(device, {.lr = lr, .momentum = momentum, .weight_decay = 0.0f}, sgd_slices_, w, g,
+                  momentum_.data(), nullptr);
+  }
+}
+
+void Trainer::WarmUp(int steps) {
+  if (steps <= 0) return;
+  // Host copies on every device: this runs once, before run_start.
+  const std::vector<float> saved_params = model_.ParametersToHost();
+  const std::vector<float> saved_buffers = model_.BuffersToHost();
+  const std::vector<float> saved_momentum = MomentumToHost();
+  const int64_t saved_step = step_, saved_tracked = model_.num_batches_tracked();
+
+  const models::OwnedBatch synthetic = model_.SyntheticBatch();
+  const std::vector<models::Batch> micro_batches(
+      static_cast<size_t>(config_.gradient_accumulation_steps), synthetic.batch);
+  for (int s = 0; s < steps; ++s) TrainStep(micro_batches);
+
+  model_.ParametersFromHost(saved_params);
+  model_.BuffersFromHost(saved_buffers);
+  ops::CopyBytes(momentum_.data(), model_.device(), saved_momentum.data(), core::Device::kCpu,
+                 momentum_.size_bytes());
+  ops::Synchronize(model_.device());
+  step_ = saved_step;
+  model_.set_num_batches_tracked(saved_tracked);
+}
+
+double Trainer::GlobalMetric(models::MetricSums local) {
+  // fp32 sums: counts up to 2^24 are exact (ImageNet val is 50,000 images).
+  float sums[2] = {static_cast<float>(local.numerator), static_cast<float>(local.denominator)};
+  if (!on_device()) {
+    comm_.AllReduceSum(sums, 2);
+  } else if (comm_.world_size() > 1) {
+    // NCCL reduces device buffers.
+    const core::Device device = model_.device();
+    float* d = reduce_scratch_.f32();
+    ops::CopyBytes(d, device, sums, core::Device::kCpu, sizeof(sums));
+    DeviceAllReduce(d, 2, /*average=*/false);
+    ops::CopyBytes(sums, core::Device::kCpu, d, device, sizeof(sums));
+  }
+  return sums[1] > 0.0f ? static_cast<double>(sums[0]) / sums[1] : 0.0;
+}
+
+namespace {
+constexpr char kMomentumName[] = "trainer.momentum";
+constexpr char kStepName[] = "trainer.step";
+constexpr char kTrackedName[] = "trainer.num_batches_tracked";
+}  // namespace
+
+absl::Status Trainer::SaveCheckpoint(const std::string& path) const {
+  std::vector<float> params = model_.ParametersToHost(), buffers = model_.BuffersToHost();
+  std::vector<float> momentum = MomentumToHost();
+  int64_t step = step_, tracked = model_.num_batches_tracked();
+  std::vector<io::NamedTensor> named = model_.NamedHostTensors(params, buffers);
+  named.push_back(
+      {kMomentumName,
+       core::Tensor(momentum.data(), {static_cast<int64_t>(momentum.size())}, core::DType::kF32)});
+  named.push_back({kStepName, core::Tensor(&step, core::Shape(), core::DType::kI64)});
+  named.push_back({kTrackedName, core::Tensor(&tracked, core::Shape(), core::DType::kI64)});
+  return io::SaveSafetensors(path, named);
+}
+
+absl::Status Trainer::LoadCheckpoint(const std::string& path) {
+  std::vector<float> params = model_.ParametersToHost(), buffers = model_.BuffersToHost();
+  std::vector<float> momentum = MomentumToHost();
+  int64_t step = 0, tracked = 0;
+  std::vector<io::NamedTensor> named = model_.NamedHostTensors(params, buffers);
+  named.push_back(
+      {kMomentumName,
+       core::Tensor(momentum.data(), {static_cast<int64_t>(momentum.size())}, core::DType::kF32)});
+  named.push_back({kStepName, core::Tensor(&step, core::Shape(), core::DType::kI64)});
+  named.push_back({kTrackedName, core::Tensor(&tracked, core::Shape(), core::DType::kI64)});
+  // Everything lands in host copies first: a failed load changes nothing.
+  if (absl::StatusOr<io::Metadata> read = io::LoadSafetensors(path, named); !read.ok())
+    return read.status();
+  model_.ParametersFromHost(params);
+  model_.BuffersFromHost(buffers);
+  ops::CopyBytes(momentum_.data(), model_.device(), momentum.data(), core::Device::kCpu,
+                 momentum_.size_bytes());
+  ops::Synchronize(model_.device());
+  step_ = step;
+  model_.set_num_batches_tracked(tracked);
+  return absl::OkStatus();
+}
+
+}  // namespace mlperf::train

@@ -1,0 +1,132 @@
+// The data-parallel trainer every model uses: one optimizer step over one or
+// more micro-batches (gradient accumulation), gradients averaged over the
+// ranks in buckets, LARS or SGD with momentum under a polynomial schedule
+// with linear warm-up, the untimed warm-up on synthetic data that restores
+// everything bit for bit, the global evaluation metric and checkpoints.
+//
+// The trainer runs where the model lives. On the CPU the communicator works
+// on host buffers (MPI) after the backward pass. On a GPU it works on device
+// buffers (NCCL): each bucket's all-reduce is queued on the communicator's
+// stream as soon as Backward reports its gradients final, so communication
+// overlaps the rest of the backward pass; the optimizer then waits for it on
+// the device, and the host reads back only the loss.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "reference/core/arena.h"
+#include "reference/dist/communicator.h"
+#include "reference/kernels/optimizer_params.h"
+#include "reference/models/model.h"
+#include "reference/optim/schedules.h"
+
+namespace mlperf::train {
+
+enum class OptimizerKind { kLars, kSgd };
+
+struct TrainerConfig {
+  OptimizerKind optimizer = OptimizerKind::kLars;
+  int64_t global_batch_size = 256;
+  double base_lr = 10.0, end_lr = 1e-4, poly_power = 2.0;
+  double warmup_epochs = 5;
+  int64_t train_epochs = 41;  // decay horizon
+  double momentum = 0.9, weight_decay = 1e-4;
+  double lars_eta = 0.001;      // lars_epsilon is logged as 0.0 (1e-7 in effect, as the reference)
+  int64_t steps_per_epoch = 0;  // optimizer steps: floor(train samples / global batch)
+  // Micro-batches per optimizer step; their gradients are averaged.
+  int gradient_accumulation_steps = 1;
+  // Gradient all-reduce bucket size in floats (not a hyperparameter).
+  int64_t bucket_elements = int64_t{1} << 20;
+};
+
+// warmup_steps = warmup_epochs * steps_per_epoch (rounded down),
+// train_steps = train_epochs * steps_per_epoch.
+optim::PolyWarmupSchedule MakeSchedule(const TrainerConfig& config);
+
+class Trainer {
+ public:
+  // comm_stream: for a device model, the cudaStream_t the communicator queues
+  // its collectives on (NcclOptions::stream; nullptr = the legacy default
+  // stream). Ignored on the CPU.
+  Trainer(models::Model& model, const TrainerConfig& config, dist::Communicator& comm,
+          void* comm_stream = nullptr);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  // One optimizer step: forward and backward of each micro-batch
+  // (gradient_accumulation_steps of them), the average of their gradients
+  // over micro-batches and ranks, the optimizer, step++. Returns the loss
+  // averaged likewise (with SGD including the L2 term, as the ResNet
+  // reference reports it).
+  float TrainStep(std::span<const models::Batch> micro_batches);
+  float TrainStep(const models::Batch& batch) { return TrainStep(std::span(&batch, 1)); }
+
+  // Steps count from 1: step n (n = step() + 1 while it runs) uses
+  // LearningRate(schedule, n), so the first step does not get a zero rate and
+  // the warm-up reaches base_lr on step warmup_steps.
+  double learning_rate() const { return LearningRateAt(step_ + 1); }
+  double LearningRateAt(int64_t step) const;
+  int64_t step() const { return step_; }
+  const optim::PolyWarmupSchedule& schedule() const { return schedule_; }
+  // Optimizer state (TF-style momentum, learning rate folded in), same layout
+  // and device as model.parameters(); MomentumToHost copies it on any device.
+  std::span<float> momentum() { return momentum_; }
+  std::vector<float> MomentumToHost() const;
+
+  // Warm-up before run_start: `steps` steps on the model's synthetic batch,
+  // then restores parameters, buffers, num_batches_tracked, optimizer state
+  // and the step counter bit for bit. Every rank must call it with the same
+  // `steps`.
+  void WarmUp(int steps);
+
+  // The metric over every rank once each local evaluation batch has gone
+  // through model.EvaluateBatch: sum of numerators / sum of denominators.
+  double GlobalMetric(models::MetricSums local);
+
+  // Model tensors (state_dict names), optimizer state and step in one
+  // safetensors file; loading restores all of them or nothing.
+  absl::Status SaveCheckpoint(const std::string& path) const;
+  absl::Status LoadCheckpoint(const std::string& path);
+
+ private:
+  bool on_device() const { return model_.device() != core::Device::kCpu; }
+  // Queues the all-reduce of every bucket whose gradients are final (begin
+  // >= ready_from) and not yet sent, after the work queued so far.
+  void LaunchReadyBuckets(int64_t ready_from);
+  // In-place all-reduce of device floats, ordered after the compute stream's
+  // queued work and before its later work.
+  void DeviceAllReduce(float* data, int64_t count, bool average);
+  // Forward and backward of each micro-batch; leaves their mean gradient in
+  // the model and their mean loss (device) in loss_sum_ or returns it (host).
+  float AccumulateGradients(std::span<const models::Batch> micro_batches);
+  // SGD's L2 term: g += 2 wd w on the l2 slices; returns wd * sum(w^2).
+  double AddL2Gradient(float wd);
+  void ApplyOptimizer();
+
+  models::Model& model_;
+  TrainerConfig config_;
+  dist::Communicator& comm_;
+  optim::PolyWarmupSchedule schedule_;
+  std::vector<dist::Bucket> buckets_;
+  std::vector<TensorSlice> lars_slices_;  // the LARS skip list
+  // SGD: every slice excluded (plain TF momentum); l2_slices_ are the
+  // variables outside batch norms whose wd * sum(w^2) the ResNet reference
+  // adds to the loss.
+  std::vector<TensorSlice> sgd_slices_, l2_slices_;
+  // Momentum, gradient-accumulation sums and device scratch in an arena on
+  // the model's device.
+  std::optional<core::Arena> state_;
+  std::span<float> momentum_;
+  core::Tensor grad_sum_, loss_sum_, l2_scratch_, l2_sums_, reduce_scratch_;
+  void* comm_stream_ = nullptr;
+  size_t next_bucket_ = 0;  // buckets_[0, next_bucket_) were sent this step
+  int64_t step_ = 0;
+};
+
+}  // namespace mlperf::train

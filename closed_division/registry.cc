@@ -1,6 +1,6 @@
 #include "closed_division/registry.h"
 
-#include "reference/core/check.h"
+#include "base/check.h"
 
 namespace mlperf::closed {
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "reference/core/check.h"
+#include "base/check.h"
 #include "reference/core/philox.h"
 
 namespace mlperf::datasets {

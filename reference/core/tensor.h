@@ -8,7 +8,7 @@
 #include <initializer_list>
 #include <string>
 
-#include "reference/core/check.h"
+#include "base/check.h"
 #include "reference/core/dtype.h"
 
 namespace mlperf::core {

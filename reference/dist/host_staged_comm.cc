@@ -2,8 +2,8 @@
 
 #include <optional>
 
+#include "base/check.h"
 #include "reference/core/arena.h"
-#include "reference/core/check.h"
 #include "reference/kernels/dispatch.h"
 
 namespace mlperf::dist {

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "reference/core/check.h"
+#include "base/check.h"
 
 namespace mlperf::dist {
 namespace {

@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "reference/core/check.h"
+#include "base/check.h"
 
 // NCCL, CUDA and MPI failures after setup are device or programmer errors:
 // they name the call, file and line and abort.

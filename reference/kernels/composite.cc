@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "reference/core/check.h"
+#include "base/check.h"
 #include "reference/kernels/dispatch.h"
 
 namespace mlperf::ops {

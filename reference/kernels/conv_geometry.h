@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "reference/core/check.h"
+#include "base/check.h"
 
 namespace mlperf {
 

@@ -1,6 +1,6 @@
 #include "reference/layers/attention.h"
 
-#include "reference/core/check.h"
+#include "base/check.h"
 #include "reference/kernels/composite.h"
 #include "reference/kernels/dispatch.h"
 

@@ -1,6 +1,6 @@
 #include "reference/layers/parameters.h"
 
-#include "reference/core/check.h"
+#include "base/check.h"
 
 namespace mlperf::layers {
 

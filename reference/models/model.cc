@@ -3,8 +3,8 @@
 #include <cstring>
 #include <utility>
 
+#include "base/check.h"
 #include "fmt/format.h"
-#include "reference/core/check.h"
 #include "reference/kernels/dispatch.h"
 
 namespace mlperf::models {

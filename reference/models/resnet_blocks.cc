@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "reference/core/check.h"
+#include "base/check.h"
 #include "reference/kernels/dispatch.h"
 
 namespace mlperf::models {

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/check.h"
 #include "fmt/format.h"
-#include "reference/core/check.h"
 #include "reference/io/safetensors.h"
 #include "reference/kernels/dispatch.h"
 
@@ -144,11 +144,8 @@ float Trainer::AccumulateGradients(std::span<const models::Batch> micro_batches)
     } else {
       model_.ForwardTrainAsync(micro_batches[i]);
       // The loss stays on the device until the step ends.
-      if (i == 0) {
-        ops::Copy(model_.loss_tensor(), loss_sum_);
-      } else {
-        ops::Accumulate(model_.loss_tensor(), loss_sum_);
-      }
+      if (k > 1 && i == 0) ops::Copy(model_.loss_tensor(), loss_sum_);
+      if (k > 1 && i > 0) ops::Accumulate(model_.loss_tensor(), loss_sum_);
     }
     next_bucket_ = 0;
     model_.Backward();  // on a device with one micro-batch, the hook sends the buckets

@@ -1,6 +1,6 @@
 #include "reference/kernels/cpu/attention.h"
 
-#include "reference/core/check.h"
+#include "base/check.h"
 #include "reference/kernels/cpu/parallel.h"
 
 namespace mlperf::cpu {

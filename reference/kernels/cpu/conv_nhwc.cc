@@ -16,7 +16,7 @@
 
 #include <algorithm>
 
-#include "reference/core/check.h"
+#include "base/check.h"
 #include "reference/kernels/cpu/blas_threads.h"
 #include "reference/kernels/cpu/gemm.h"
 #include "reference/kernels/cpu/parallel.h"

@@ -1,9 +1,9 @@
 // The CUDA, cuBLAS and cuDNN headers with the project's check macros
-// (CUDA_CHECK, CUBLAS_CHECK, CUDNN_CHECK, defined in reference/core/check.h).
+// (CUDA_CHECK, CUBLAS_CHECK, CUDNN_CHECK, defined in base/check.h).
 #pragma once
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
-#include "reference/core/check.h"
+#include "base/check.h"

@@ -1,4 +1,4 @@
-#include "reference/core/check.h"
+#include "base/check.h"
 #include "reference/kernels/cuda/check.h"
 #include "reference/kernels/cuda/context.h"
 

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-namespace mlperf::core {
+namespace mlperf::base {
 
 [[noreturn]] inline void CheckFailed(const char* file, int line, const char* cond,
                                      const char* msg) {
@@ -16,16 +16,16 @@ namespace mlperf::core {
   std::abort();
 }
 
-}  // namespace mlperf::core
+}  // namespace mlperf::base
 
 #define MLPERF_CHECK(cond)                                                   \
   do {                                                                       \
-    if (!(cond)) ::mlperf::core::CheckFailed(__FILE__, __LINE__, #cond, ""); \
+    if (!(cond)) ::mlperf::base::CheckFailed(__FILE__, __LINE__, #cond, ""); \
   } while (0)
 
 #define MLPERF_CHECK_MSG(cond, msg)                                             \
   do {                                                                          \
-    if (!(cond)) ::mlperf::core::CheckFailed(__FILE__, __LINE__, #cond, (msg)); \
+    if (!(cond)) ::mlperf::base::CheckFailed(__FILE__, __LINE__, #cond, (msg)); \
   } while (0)
 
 #define CUDA_CHECK(call)                                                 \

@@ -534,7 +534,6 @@ TEST_F(CudaCnnTwinTest, EmbeddingAndLosses) {
   cuda::MaskedLmLoss(glogits.t(), glabels.t(), gweights.t(), gloss.t(), gdlogits.t());
   ExpectClose(gloss.Get(), loss, 1e-5, "masked-LM loss");
   ExpectClose(gdlogits.Get(), dlogits, 1e-5, "masked-LM gradient");
-
   // 3D U-Net Dice + cross-entropy on [2, 3, 4, 5, 6] logits.
   const int64_t dn = 2, dc = 3, ds = 4 * 5 * 6;
   const Shape dshape{dn, dc, 4, 5, 6};

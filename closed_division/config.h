@@ -51,7 +51,7 @@ struct Schedule {
 };
 
 struct RunPlan {
-  RunnerOptions options;  // runs filled in (the required number when not given)
+  RunnerOptions options;
   bool demo = false;      // embedded generated data: labelled as a demonstration everywhere
   int world_size = 1;     // data-parallel ranks (processes)
   int64_t global_batch_size = 0;

@@ -315,7 +315,6 @@ class ResnetBenchmark final : public Benchmark {
                                                             int cores_per_process) const override {
     RunPlan plan;
     plan.options = options;
-    if (plan.options.runs == 0) plan.options.runs = Info().required_runs;
     plan.demo = options.data_dir.empty();
     plan.data_name = "ImageNet";
     plan.model_name = "ResNet-50";

@@ -103,7 +103,7 @@ int RunBenchmark(const Benchmark& benchmark, const RunnerOptions& options, const
   }
   const BenchmarkSetup& setup = **configured;
   const RunPlan& plan = setup.plan();
-  const int runs = plan.options.runs;
+  const int runs = options.runs > 0 ? options.runs : info.required_runs;
   const PackagePaths paths =
       MakePackagePaths(options.out_dir, options.submitter, plan.system_name, info.name);
   if (int code = PreparePackageAndData(info, setup, paths, comm, report); code != kExitOk)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string_view>
+#include <thread>
 
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
@@ -52,6 +53,13 @@ absl::Status Validate(const RunnerOptions& o) {
     return absl::InvalidArgumentError(fmt::format("--max_epochs={}: must be >= 0", o.max_epochs));
   if (o.threads < 0)
     return absl::InvalidArgumentError(fmt::format("--threads={}: must be >= 0", o.threads));
+  // More compute threads than cores stalls every OpenMP barrier for good.
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (o.threads > cores) {
+    return absl::InvalidArgumentError(fmt::format(
+        "--threads={}: this machine has {} cores; use 0 (automatic) or 1 to {}", o.threads, cores,
+        cores));
+  }
   if (o.seed < -1)
     return absl::InvalidArgumentError(fmt::format("--seed={}: must be >= -1", o.seed));
   // Names become folder and file names of the package.

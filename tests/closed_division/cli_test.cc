@@ -96,7 +96,7 @@ TEST_F(RunClosed, UsageErrorsExitTwoWithOneLine) {
   const std::vector<std::vector<std::string>> bad = {
       {"--gpu", "1"},         {"--runs", "-1"},        {"--bench", "bert"}, {"--runs", "many"},
       {"--submitter", "a/b"}, {"--optimizer", "adam"}, {"stray"},           {"--runs"},
-      {"--gpus", "1"},
+      {"--gpus", "1"},        {"--threads", "1000"},
   };
   for (const std::vector<std::string>& args : bad) {
     const Result r = RunTool(args);

@@ -53,6 +53,10 @@ absl::StatusOr<ParsedArgs> ParseFlags(int argc, char** argv,
       parsed.help = true;
       continue;
     }
+    if (arg == "--version" || arg == "-version") {
+      parsed.version = true;
+      continue;
+    }
     // `spelled` is the flag as typed, without its value, for messages.
     const size_t eq = arg.find('=');
     const std::string_view spelled = arg.substr(0, eq);

@@ -14,6 +14,7 @@ namespace mlperf::base {
 
 struct ParsedArgs {
   bool help = false;                    // -h, --help, -help, --helpfull seen
+  bool version = false;                 // --version seen
   std::vector<std::string> positional;  // non-flag arguments, in order
   std::vector<std::string> given;       // names of the flags that appeared on the command line
 };

@@ -19,6 +19,7 @@
 #include "base/exit_codes.h"
 #include "base/flags.h"
 #include "base/parallel_for.h"
+#include "base/version.h"
 #include "checker/engine.h"
 #include "checker/package/cli_package.h"
 #include "checker/report_format.h"
@@ -45,6 +46,7 @@ constexpr char kUsage[] =
     "Usage: compliance_check [--ruleset X.Y.Z] [--json] [--werror] [--jobs N] [--csv FILE]\n"
     "                        [--claims FILE] [--rcp-bypass] [--seed-checker-bypass] "
     "[--write-scaling] PATH...\n"
+    "       compliance_check --help | --version\n"
     "\n"
     "Checks MLPerf Training result logs (result_*.txt) for compliance with a training\n"
     "ruleset, giving the same verdict as the official mlperf_logging compliance checker.\n"
@@ -117,6 +119,10 @@ int main(int argc, char** argv) {
   }
   if (args->help) {
     PrintUsage(stdout);
+    return kExitOk;
+  }
+  if (args->version) {
+    std::fputs(mlperf::base::VersionLine("compliance_check").c_str(), stdout);
     return kExitOk;
   }
   const std::vector<std::string>& paths = args->positional;

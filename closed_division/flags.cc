@@ -56,9 +56,9 @@ absl::Status Validate(const RunnerOptions& o) {
   // More compute threads than cores stalls every OpenMP barrier for good.
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (o.threads > cores) {
-    return absl::InvalidArgumentError(fmt::format(
-        "--threads={}: this machine has {} cores; use 0 (automatic) or 1 to {}", o.threads, cores,
-        cores));
+    return absl::InvalidArgumentError(
+        fmt::format("--threads={}: this machine has {} cores; use 0 (automatic) or 1 to {}",
+                    o.threads, cores, cores));
   }
   if (o.seed < -1)
     return absl::InvalidArgumentError(fmt::format("--seed={}: must be >= -1", o.seed));
@@ -89,6 +89,7 @@ std::string UsageText(const BenchmarkRegistry& registry) {
       "Usage: run_closed [--bench NAME] [--gpus N] [--nodes M] [--data DIR] [--runs N]\n"
       "                  [--submitter ORG] [--system NAME] [--out DIR] [--cache_dir DIR]\n"
       "                  [--seed N] [--max_epochs N] [--optimizer NAME] [--threads N]\n"
+      "       run_closed --help | --version\n"
       "\n"
       "Runs a closed-division MLPerf Training benchmark the required number of times, each\n"
       "run with its own seed, and writes a submission package:\n"
@@ -123,6 +124,7 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
   if (!parsed.ok()) return parsed.status();
   CommandLine cl;
   cl.help = parsed->help;
+  cl.version = parsed->version;
   RunnerOptions& o = cl.options;
   o.benchmark = absl::GetFlag(FLAGS_bench);
   o.gpus = absl::GetFlag(FLAGS_gpus);
@@ -137,7 +139,7 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
   o.max_epochs = absl::GetFlag(FLAGS_max_epochs);
   o.optimizer = absl::GetFlag(FLAGS_optimizer);
   o.threads = absl::GetFlag(FLAGS_threads);
-  if (!cl.help) {
+  if (!cl.help && !cl.version) {
     if (absl::Status s = Validate(o); !s.ok()) return s;
   }
   return cl;

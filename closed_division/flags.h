@@ -13,6 +13,7 @@ namespace mlperf::closed {
 // What the command line asks for: options, or --help.
 struct CommandLine {
   bool help = false;
+  bool version = false;
   RunnerOptions options;
 };
 

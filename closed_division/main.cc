@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "base/exit_codes.h"
+#include "base/version.h"
 #include "closed_division/flags.h"
 #include "closed_division/registry.h"
 #include "closed_division/run_benchmark.h"
@@ -106,6 +107,10 @@ int main(int argc, char** argv) {
   }
   if (cl->help) {
     std::fputs(closed::UsageText(registry).c_str(), stdout);
+    return mlperf::kExitOk;
+  }
+  if (cl->version) {
+    std::fputs(mlperf::base::VersionLine("run_closed").c_str(), stdout);
     return mlperf::kExitOk;
   }
   const closed::RunnerOptions& options = cl->options;

@@ -12,7 +12,8 @@ case "${1:-}" in
   *) echo "install_deps: unknown argument '$1' (usage: install_deps.sh [--test])" >&2; exit 2 ;;
 esac
 
-MLPERF_LOGGING_VERSION=4.1.59
+# The official release the tools match (also what --version prints).
+MLPERF_LOGGING_VERSION=$(cat "$(dirname "$0")/../quality_targets/official_release.txt")
 
 debs=(
   build-essential cmake ninja-build pkg-config

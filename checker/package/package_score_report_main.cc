@@ -20,6 +20,7 @@
 #include "base/exit_codes.h"
 #include "base/flags.h"
 #include "base/json.h"
+#include "base/version.h"
 #include "checker/engine.h"
 #include "checker/package/benchmark_meta.h"
 #include "checker/package/benchmark_score.h"
@@ -96,6 +97,7 @@ constexpr char kUsage[] =
     "factor and the result summarizer's score as JSON lines.\n"
     "Usage: package_score_report --ruleset=3.0.0 [--claims=FILE.csv] <org_folder>\n"
     "       package_score_report --rcp_tables\n"
+    "       package_score_report --help | --version\n"
     "\n"
     "Flags:\n";
 constexpr std::string_view kFlags[] = {"ruleset", "scaling", "claims", "rcp_tables"};
@@ -112,6 +114,10 @@ int main(int argc, char** argv) {
   }
   if (args->help) {
     std::printf("%s%s", kUsage, mlperf::base::FlagsHelp(kFlags).c_str());
+    return mlperf::kExitOk;
+  }
+  if (args->version) {
+    std::fputs(mlperf::base::VersionLine("package_score_report").c_str(), stdout);
     return mlperf::kExitOk;
   }
   if (absl::GetFlag(FLAGS_rcp_tables)) return PrintRcpTables();

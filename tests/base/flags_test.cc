@@ -56,6 +56,18 @@ TEST(ParseFlags, ValueSpellings) {
   EXPECT_EQ(absl::GetFlag(FLAGS_test_count), -5);
 }
 
+TEST(ParseFlags, HelpAndVersionAreSeenNotSet) {
+  absl::StatusOr<ParsedArgs> p = Parse({"--version"});
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_TRUE(p->version);
+  EXPECT_FALSE(p->help);
+  p = Parse({"-h", "--test_count=4"});
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_TRUE(p->help);
+  EXPECT_FALSE(p->version);
+  EXPECT_EQ(absl::GetFlag(FLAGS_test_count), 4);
+}
+
 TEST(ParseFlags, DashesAndUnderscoresAreTheSame) {
   ASSERT_TRUE(Parse({"--test-count=7"}).ok());
   EXPECT_EQ(absl::GetFlag(FLAGS_test_count), 7);

@@ -68,6 +68,17 @@ TEST(CliTest, UsageErrorsExitWithTwo) {
   EXPECT_NE(help.out.find("--ruleset"), std::string::npos);
 }
 
+TEST(CliTest, VersionNamesTheOfficialReleaseItMatches) {
+  std::ifstream pin("quality_targets/official_release.txt");
+  std::string release;
+  pin >> release;
+  ASSERT_FALSE(release.empty());
+  const Result v = RunCli("--version");
+  EXPECT_EQ(v.exit_code, 0);
+  EXPECT_TRUE(v.out.starts_with("compliance_check 0.")) << v.out;
+  EXPECT_NE(v.out.find("mlperf-logging " + release), std::string::npos) << v.out;
+}
+
 TEST(CliTest, VerdictsAndExitCodes) {
   const std::string bad = WriteTemp(
       "bad.txt", ":::MLLOG {\"key\": \"x\", \"value\": 1, \"metadata\": {}, \"time_ms\": 0}\n");

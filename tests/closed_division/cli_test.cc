@@ -104,6 +104,10 @@ TEST_F(RunClosed, UsageErrorsExitTwoWithOneLine) {
     EXPECT_EQ(Lines(r.output), 1) << args[0] << ": " << r.output;
     EXPECT_TRUE(r.output.starts_with("run_closed: ")) << r.output;
   }
+  const Result version = RunTool({"--version"});
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_TRUE(version.output.starts_with("run_closed 0.")) << version.output;
+  EXPECT_NE(version.output.find("mlperf-logging"), std::string::npos);
   const Result help = RunTool({"--help"});
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.output.find("--submitter"), std::string::npos);

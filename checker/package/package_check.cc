@@ -204,7 +204,14 @@ void AddBenchmarkDir(const fs::path& dir, const std::string& benchmark,
       input_error = true;
       continue;
     }
-    if (f.is_dir) continue;
+    if (!f.is_regular) {
+      // Never dropped quietly: scoring the remaining runs could pass a package
+      // that is missing one.
+      d.errors.push_back(fmt::format("{}: not a regular file; a result log must be one",
+                                     DisplayPath(dir / f.name)));
+      input_error = true;
+      continue;
+    }
     tasks.push_back({index, d.runs.size(), dir / f.name});
     d.runs.emplace_back();
   }

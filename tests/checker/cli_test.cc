@@ -1,4 +1,5 @@
 // The compliance_check command line: exit codes, flags and the JSON shape.
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -77,6 +78,29 @@ TEST(CliTest, VersionNamesTheOfficialReleaseItMatches) {
   EXPECT_EQ(v.exit_code, 0);
   EXPECT_TRUE(v.out.starts_with("compliance_check 0.")) << v.out;
   EXPECT_NE(v.out.find("mlperf-logging " + release), std::string::npos) << v.out;
+}
+
+// A result "log" that is a directory or a FIFO is refused by name, never
+// skipped: the package would otherwise be scored on the other runs and pass.
+TEST(CliTest, ResultLogThatIsNoRegularFileFailsThePackage) {
+  const fs::path org = fs::temp_directory_path() / fmt::format("cli_test_nonregular_{}", getpid());
+  fs::remove_all(org);
+  fs::copy(fs::path(MLPERF_CORPUS_DIR) / "v3.0/NVIDIA", org, fs::copy_options::recursive);
+  const fs::path log = org / "results/dgxh100_ngc23.04_mxnet/resnet/result_4.txt";
+  for (const char* kind : {"directory", "fifo"}) {
+    fs::remove_all(log);
+    if (std::string(kind) == "directory") {
+      fs::create_directory(log);
+    } else {
+      ASSERT_EQ(mkfifo(log.c_str(), 0600), 0);
+    }
+    const Result r = RunCli("--ruleset 3.0.0 " + org.string());
+    EXPECT_EQ(r.exit_code, 2) << kind << ": " << r.out;
+    EXPECT_FALSE(r.out.starts_with("PASS")) << kind << ": " << r.out;
+    EXPECT_NE(r.out.find(log.string() + ": not a regular file"), std::string::npos)
+        << kind << ": " << r.out;
+  }
+  fs::remove_all(org);
 }
 
 TEST(CliTest, VerdictsAndExitCodes) {

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/exit_codes.h"
+#include "base/files.h"
 #include "base/flags.h"
 #include "base/parallel_for.h"
 #include "base/version.h"
@@ -159,6 +160,17 @@ int main(int argc, char** argv) {
          .jobs = absl::GetFlag(FLAGS_jobs)},
         *rules);
   }
+  // Package options on single logs would silently do nothing.
+  for (std::string_view flag : mlperf::package::kPackageFlags) {
+    std::string name(flag);
+    std::replace(name.begin(), name.end(), '-', '_');
+    if (std::find(args->given.begin(), args->given.end(), name) != args->given.end()) {
+      std::fprintf(stderr,
+                   "compliance_check: --%s applies to package folders, and no input is one\n",
+                   std::string(flag).c_str());
+      return kExitUsage;
+    }
+  }
   absl::StatusOr<std::vector<Job>> jobs = CollectJobs(paths, ruleset);
   if (!jobs.ok()) {
     std::fprintf(stderr, "compliance_check: %s\n", std::string(jobs.status().message()).c_str());
@@ -182,7 +194,10 @@ int main(int argc, char** argv) {
   } else {
     for (const LogReport& r : reports) out += mlperf::checker::FormatHuman(r);
   }
-  std::fwrite(out.data(), 1, out.size(), stdout);
+  if (absl::Status s = mlperf::base::WriteStdout(out); !s.ok()) {
+    std::fprintf(stderr, "compliance_check: %s\n", std::string(s.message()).c_str());
+    return kExitUsage;
+  }
   if (input_error) return kExitUsage;
   return all_pass ? kExitOk : kExitFailed;
 }

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-
+#include "base/files.h"
 #include "fmt/format.h"
 
 namespace mlperf::closed {
@@ -70,25 +70,6 @@ absl::Status CheckNothingToOverwrite(const PackagePaths& paths) {
       paths.result_dir.string(), found.front(), found.size()));
 }
 
-absl::Status WriteFileAtomically(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) {
-      std::error_code ignored;
-      fs::remove(tmp, ignored);
-      return absl::ResourceExhaustedError(
-          fmt::format("{}: write failed (disk full or read-only?)", path.string()));
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) return absl::InternalError(fmt::format("{}: {}", path.string(), ec.message()));
-  return absl::OkStatus();
-}
-
 absl::Status PreparePackage(const PackagePaths& paths, const std::string& system_json,
                             const std::string& readme_section) {
   std::error_code ec;
@@ -105,7 +86,7 @@ absl::Status PreparePackage(const PackagePaths& paths, const std::string& system
           "--system or --out",
           paths.system_json.string()));
     }
-  } else if (absl::Status s = WriteFileAtomically(paths.system_json, system_json); !s.ok()) {
+  } else if (absl::Status s = base::WriteFileAtomically(paths.system_json, system_json); !s.ok()) {
     return s;
   }
   std::string readme;
@@ -115,16 +96,15 @@ absl::Status PreparePackage(const PackagePaths& paths, const std::string& system
     if (old->find(readme_section) != std::string::npos) return absl::OkStatus();
     readme = *old + "\n";
   }
-  return WriteFileAtomically(paths.readme, readme + readme_section);
+  return base::WriteFileAtomically(paths.readme, readme + readme_section);
 }
 
 absl::Status CommitResult(const PackagePaths& paths, int run) {
   const fs::path from = paths.Incomplete(run), to = paths.Result(run);
   // link() fails when the target exists, unlike rename(): no overwrite, ever.
   if (::link(from.c_str(), to.c_str()) != 0) {
-    return absl::FailedPreconditionError(
-        fmt::format("cannot publish {} as {}: {}", from.string(), to.string(),
-                    std::strerror(errno)));
+    return absl::FailedPreconditionError(fmt::format("cannot publish {} as {}: {}", from.string(),
+                                                     to.string(), std::strerror(errno)));
   }
   if (::unlink(from.c_str()) != 0) {
     return absl::InternalError(fmt::format("{}: {}", from.string(), std::strerror(errno)));

@@ -42,8 +42,4 @@ absl::Status PreparePackage(const PackagePaths& paths, const std::string& system
 // existing file.
 absl::Status CommitResult(const PackagePaths& paths, int run);
 
-// Writes `text` to `path` through a temporary file and a rename, so a reader
-// never sees half a file; a write error (a full disk) is reported.
-absl::Status WriteFileAtomically(const std::filesystem::path& path, const std::string& text);
-
 }  // namespace mlperf::closed

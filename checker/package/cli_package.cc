@@ -7,6 +7,7 @@
 
 #include "absl/flags/flag.h"
 #include "base/exit_codes.h"
+#include "base/files.h"
 #include "base/json.h"
 #include "checker/engine.h"
 #include "checker/package/claims_audit.h"
@@ -278,10 +279,8 @@ bool WriteRequestedFiles(const std::vector<OrgReport>& orgs) {
   if (const std::string csv = absl::GetFlag(FLAGS_csv); !csv.empty()) {
     std::vector<const OrgReport*> ptrs;
     for (const OrgReport& o : orgs) ptrs.push_back(&o);
-    std::ofstream out(csv, std::ios::binary | std::ios::trunc);
-    out << SummaryCsv(ptrs);
-    if (!out) {
-      std::fprintf(stderr, "compliance_check: cannot write %s\n", csv.c_str());
+    if (absl::Status s = base::WriteFileAtomically(csv, SummaryCsv(ptrs)); !s.ok()) {
+      std::fprintf(stderr, "compliance_check: --csv: %s\n", std::string(s.message()).c_str());
       ok = false;
     }
   }
@@ -369,6 +368,18 @@ int RunPackageCli(const std::vector<std::string>& paths, const CliOptions& optio
         options.ruleset->c_str());
     return kExitUsage;
   }
+  // An output inside what is being checked could overwrite a result log.
+  if (const std::string csv = absl::GetFlag(FLAGS_csv); !csv.empty()) {
+    for (const std::string& input : paths) {
+      if (base::IsWithin(csv, input)) {
+        std::fprintf(stderr,
+                     "compliance_check: --csv=%s is inside the checked input %s; write it "
+                     "elsewhere\n",
+                     csv.c_str(), input.c_str());
+        return kExitUsage;
+      }
+    }
+  }
   absl::StatusOr<Targets> targets = ResolvePaths(paths, options, rules);
   absl::StatusOr<std::vector<Claim>> claims =
       targets.ok() ? ReadClaims() : absl::StatusOr<std::vector<Claim>>(targets.status());
@@ -398,7 +409,10 @@ int RunPackageCli(const std::vector<std::string>& paths, const CliOptions& optio
 
   const std::string out = options.json ? JsonReport(log_ruleset, logs, orgs, audits, all_pass)
                                        : HumanReport(logs, orgs, audits);
-  std::fwrite(out.data(), 1, out.size(), stdout);
+  if (absl::Status s = base::WriteStdout(out); !s.ok()) {
+    std::fprintf(stderr, "compliance_check: %s\n", std::string(s.message()).c_str());
+    return kExitUsage;
+  }
   if (input_error) return kExitUsage;
   return all_pass ? kExitOk : kExitFailed;
 }

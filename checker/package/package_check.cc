@@ -4,6 +4,7 @@
 #include <fstream>
 #include <set>
 
+#include "base/files.h"
 #include "base/parallel_for.h"
 #include "checker/package/benchmark_meta.h"
 #include "checker/package/layout.h"
@@ -448,10 +449,10 @@ absl::Status WriteScalingFiles(const OrgReport& report) {
           fmt::format("{}: cannot remove: {}", DisplayPath(path), ec.message()));
     if (!d.rcp->scaling_factor_written) continue;
     // json.dumps({'scaling_factor': f}), no newline, as the RCP checker writes it.
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << json::Dump(
-        json::Value(json::Object{{"scaling_factor", *d.rcp->scaling_factor_written}}));
-    if (!out)
+    if (absl::Status s = base::WriteFileAtomically(
+            path, json::Dump(json::Value(
+                      json::Object{{"scaling_factor", *d.rcp->scaling_factor_written}})));
+        !s.ok())
       return absl::PermissionDeniedError(fmt::format("{}: cannot write", DisplayPath(path)));
   }
   return absl::OkStatus();

@@ -22,9 +22,13 @@ struct Result {
   std::string out;
 };
 
-Result RunCli(const std::string& args) {
+// stdout_to: where the tool's stdout goes instead of the result (its stderr
+// is still captured).
+Result RunCli(const std::string& args, const std::string& stdout_to = "") {
   Result r;
-  const std::string cmd = absl::StrCat(COMPLIANCE_CHECK_BIN, " ", args, " 2>&1");
+  const std::string cmd = stdout_to.empty()
+                              ? absl::StrCat(COMPLIANCE_CHECK_BIN, " ", args, " 2>&1")
+                              : absl::StrCat(COMPLIANCE_CHECK_BIN, " ", args, " 2>&1 >", stdout_to);
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return r;
   char buf[4096];
@@ -100,6 +104,42 @@ TEST(CliTest, ResultLogThatIsNoRegularFileFailsThePackage) {
     EXPECT_NE(r.out.find(log.string() + ": not a regular file"), std::string::npos)
         << kind << ": " << r.out;
   }
+  fs::remove_all(org);
+}
+
+// Outputs never destroy inputs: --csv inside the checked tree is refused
+// before anything is written; an unwritable --csv or stdout is exit 2.
+TEST(CliTest, OutputsNeverOverwriteInputsAndWriteErrorsAreExitTwo) {
+  const fs::path org = fs::temp_directory_path() / fmt::format("cli_test_outputs_{}", getpid());
+  fs::remove_all(org);
+  fs::copy(fs::path(MLPERF_CORPUS_DIR) / "v3.0/NVIDIA", org, fs::copy_options::recursive);
+  const fs::path log = org / "results/dgxh100_ngc23.04_mxnet/resnet/result_0.txt";
+  std::ifstream before_in(log, std::ios::binary);
+  const std::string before((std::istreambuf_iterator<char>(before_in)), {});
+  for (const std::string& target : {log.string(), (org / "summary.csv").string()}) {
+    const Result r = RunCli("--ruleset 3.0.0 --csv " + target + " " + org.string());
+    EXPECT_EQ(r.exit_code, 2) << r.out;
+    EXPECT_NE(r.out.find("is inside the checked input"), std::string::npos) << r.out;
+  }
+  // The same log given as a file, and --csv naming it: package options on
+  // single logs are refused.
+  const Result single = RunCli("--ruleset 3.0.0 --csv " + log.string() + " " + log.string());
+  EXPECT_EQ(single.exit_code, 2) << single.out;
+  EXPECT_NE(single.out.find("--csv applies to package folders"), std::string::npos) << single.out;
+  std::ifstream after_in(log, std::ios::binary);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(after_in)), {}), before);
+  EXPECT_FALSE(fs::exists(org / "summary.csv"));
+
+  const Result missing_dir =
+      RunCli("--ruleset 3.0.0 --csv /nonexistent_dir_for_test/s.csv " + org.string());
+  EXPECT_EQ(missing_dir.exit_code, 2) << missing_dir.out;
+  EXPECT_NE(missing_dir.out.find("--csv: /nonexistent_dir_for_test/s.csv"), std::string::npos)
+      << missing_dir.out;
+  const Result full = RunCli("--ruleset 3.0.0 " + org.string(), "/dev/full");
+  EXPECT_EQ(full.exit_code, 2) << full.out;
+  EXPECT_NE(full.out.find("stdout failed"), std::string::npos) << full.out;
+  const Result full_log = RunCli("--ruleset 3.0.0 " + log.string(), "/dev/full");
+  EXPECT_EQ(full_log.exit_code, 2) << full_log.out;
   fs::remove_all(org);
 }
 

@@ -1,10 +1,12 @@
 #include "closed_division/run_benchmark.h"
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/exit_codes.h"
+#include "base/file_lock.h"
 #include "closed_division/interrupt.h"
 #include "closed_division/package.h"
 #include "closed_division/progress.h"
@@ -45,21 +47,67 @@ bool AgreeOnRankZero(bool ok, dist::Communicator& comm) {
   return flag > 0;
 }
 
+// Writes the generated data set under a lock of its own, so that invocations
+// sharing a cache write it once and the others wait for it.
+absl::Status PrepareGeneratedData(const BenchmarkSetup& setup, const Reporter& report) {
+  const fs::path root = setup.plan().data_root;
+  std::error_code ec;
+  fs::create_directories(root.parent_path(), ec);
+  if (ec) return absl::PermissionDeniedError(fmt::format("{}: {}", root.string(), ec.message()));
+  const fs::path lock_path = root.string() + ".lock";
+  absl::StatusOr<base::FileLock> lock = base::FileLock::TryAcquire(lock_path);
+  if (!lock.ok() && absl::IsFailedPrecondition(lock.status())) {
+    report.Info(fmt::format("waiting for the generated data set: {}",
+                            std::string(lock.status().message())));
+    lock = base::FileLock::Acquire(lock_path);
+  }
+  if (!lock.ok()) return lock.status();
+  report.Info(fmt::format("generated data set: {}", root.string()));
+  return setup.PrepareData();
+}
+
 std::string PackageReadme(const BenchmarkInfo& info, const BenchmarkSetup& setup,
                           const std::string& org_dir) {
   return setup.ReadmeSection() + "Check with:\n\n```sh\n" +
          CheckCommands(info, setup.plan(), org_dir) + "```\n";
 }
 
-// Checks for and writes the package frame (rank 0), and makes sure the data
-// is there: a generated set is written once into the cache.
+// Where rank 0 of the invocation writing this package holds its lock: beside
+// the package, never inside it (the checkers see only the package).
+fs::path PackageLockPath(const RunnerOptions& options, const RunPlan& plan,
+                         const std::string& benchmark) {
+  return fs::path(options.out_dir) /
+         fmt::format(".run_closed-{}-{}-{}.lock", options.submitter, plan.system_name, benchmark);
+}
+
+// Rank 0 locks the package (a second invocation into it is refused, naming
+// the process that writes it), checks for and writes the package frame, and
+// makes sure the data is there: a generated set is written once into the
+// cache, while other invocations wait for it.
 int PreparePackageAndData(const BenchmarkInfo& info, const BenchmarkSetup& setup,
                           const PackagePaths& paths, dist::Communicator& comm,
-                          const Reporter& report) {
+                          const Reporter& report, std::optional<base::FileLock>& package_lock) {
   const RunPlan& plan = setup.plan();
   absl::Status status;
   if (comm.rank() == 0) {
-    status = CheckNothingToOverwrite(paths);
+    std::error_code ec;
+    fs::create_directories(plan.options.out_dir, ec);
+    if (ec) {
+      status = absl::PermissionDeniedError(
+          fmt::format("--out={}: {}", plan.options.out_dir, ec.message()));
+    }
+    if (status.ok()) {
+      absl::StatusOr<base::FileLock> lock =
+          base::FileLock::TryAcquire(PackageLockPath(plan.options, plan, info.name));
+      if (lock.ok()) {
+        package_lock.emplace(std::move(*lock));
+      } else {
+        status = absl::FailedPreconditionError(
+            fmt::format("{} is being written by another run_closed ({})", paths.result_dir.string(),
+                        std::string(lock.status().message())));
+      }
+    }
+    if (status.ok()) status = CheckNothingToOverwrite(paths);
     if (status.ok() && !plan.demo && !fs::is_directory(plan.data_root))
       status = absl::NotFoundError(fmt::format("--data={}: no such folder", plan.data_root));
     if (status.ok()) {
@@ -70,8 +118,7 @@ int PreparePackageAndData(const BenchmarkInfo& info, const BenchmarkSetup& setup
   if (!AgreeOnRankZero(status.ok(), comm)) return kExitUsage;
   if (plan.demo) {
     if (comm.rank() == 0) {
-      report.Info(fmt::format("generated data set: {}", plan.data_root));
-      status = setup.PrepareData();
+      status = PrepareGeneratedData(setup, report);
       if (!status.ok()) report.Error(std::string(status.message()));
     }
     if (!AgreeOnRankZero(status.ok(), comm)) return kExitFailed;
@@ -106,7 +153,9 @@ int RunBenchmark(const Benchmark& benchmark, const RunnerOptions& options, const
   const int runs = options.runs > 0 ? options.runs : info.required_runs;
   const PackagePaths paths =
       MakePackagePaths(options.out_dir, options.submitter, plan.system_name, info.name);
-  if (int code = PreparePackageAndData(info, setup, paths, comm, report); code != kExitOk)
+  std::optional<base::FileLock> package_lock;  // held until the invocation ends
+  if (int code = PreparePackageAndData(info, setup, paths, comm, report, package_lock);
+      code != kExitOk)
     return code;
 
   ops::SetHostThreads(plan.compute_threads);

@@ -215,6 +215,52 @@ TEST_F(RunClosed, OneRunWritesACompliantLogInTheClosedOrder) {
   EXPECT_EQ(parsed->lines.back().metadata.Find("status")->as_string(), "success");
 }
 
+// Two invocations into one package: the second is refused, naming the
+// process that writes it, and the first finishes with logs of its own runs only.
+TEST_F(RunClosed, ASecondInvocationIntoThePackageIsRefused) {
+  std::vector<std::string> args = Flags({"--runs", "2", "--max_epochs", "2", "--seed", "5"});
+  args.insert(args.begin(), RUN_CLOSED_BIN);
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  const fs::path first_output = dir_ / "first.txt";
+  posix_spawn_file_actions_addopen(&actions, 2, first_output.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&actions);
+  // The first holds the lock once its first run's log exists.
+  const fs::path started = ResultDir() / "result_0.txt.incomplete";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!fs::exists(started) && !fs::exists(ResultDir() / "result_0.txt") &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const Result second = RunTool(Flags({"--runs", "1", "--seed", "9"}));
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  // Both runs stop at --max_epochs before the target: more misses than
+  // olympic scoring allows, exit 1 as documented (not a failure to write).
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_EQ(second.exit_code, 2) << second.output;
+  EXPECT_EQ(Lines(second.output), 1) << second.output;
+  EXPECT_NE(second.output.find("is being written by another run_closed"), std::string::npos)
+      << second.output;
+  EXPECT_NE(second.output.find(fmt::format("held by process {}", pid)), std::string::npos)
+      << second.output;
+  for (int run : {0, 1}) {
+    absl::StatusOr<mlperf::mllog::ParsedLog> parsed =
+        mlperf::mllog::ParseFile((ResultDir() / fmt::format("result_{}.txt", run)).string());
+    ASSERT_TRUE(parsed.ok()) << run;
+    int seeds = 0;
+    for (const mlperf::mllog::LogLine& l : parsed->lines) seeds += l.key == "seed";
+    EXPECT_EQ(seeds, 1) << run;
+    EXPECT_EQ(parsed->lines.back().key, "run_stop") << run;
+  }
+}
+
 TEST_F(RunClosed, InterruptDuringTheThirdRunKeepsTheFinishedRuns) {
   const std::vector<std::string> args = [&] {
     std::vector<std::string> a = Flags({"--runs", "3", "--max_epochs", "2", "--seed", "21"});

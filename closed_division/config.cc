@@ -28,6 +28,12 @@ absl::Status CompletePlan(const RunnerOptions& options, int world_size, int core
         "with mpirun -np {} or srun --ntasks={}",
         options.gpus, options.nodes, accelerators, world_size, accelerators, accelerators));
   }
+  if (options.gpus == 0 && options.nodes > world_size) {
+    return absl::InvalidArgumentError(fmt::format(
+        "--nodes={} but {} process(es) were launched; every node runs at least one (start with "
+        "mpirun or srun across the nodes)",
+        options.nodes, world_size));
+  }
   const int64_t split = int64_t{world_size} * plan.gradient_accumulation_steps;
   if (plan.global_batch_size % split != 0) {
     return absl::InvalidArgumentError(

@@ -45,12 +45,20 @@ constexpr std::string_view kFlagNames[] = {"bench",      "gpus",      "nodes",  
                                            "max_epochs", "optimizer", "threads"};
 
 absl::Status Validate(const RunnerOptions& o) {
-  if (o.gpus < 0) return absl::InvalidArgumentError(fmt::format("--gpus={}: must be >= 0", o.gpus));
-  if (o.nodes < 1)
-    return absl::InvalidArgumentError(fmt::format("--nodes={}: must be >= 1", o.nodes));
-  if (o.runs < 0) return absl::InvalidArgumentError(fmt::format("--runs={}: must be >= 0", o.runs));
-  if (o.max_epochs < 0)
-    return absl::InvalidArgumentError(fmt::format("--max_epochs={}: must be >= 0", o.max_epochs));
+  // Counts within what any real system and package can use; beyond them a
+  // typo, never a request (and seed + run must not overflow).
+  const auto check_range = [](const char* flag, int64_t value, int64_t lo,
+                              int64_t hi) -> absl::Status {
+    if (value >= lo && value <= hi) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        fmt::format("--{}={}: must be {} to {}", flag, value, lo, hi));
+  };
+  for (absl::Status s :
+       {check_range("gpus", o.gpus, 0, 1024), check_range("nodes", o.nodes, 1, 65536),
+        check_range("runs", o.runs, 0, 1000), check_range("max_epochs", o.max_epochs, 0, 100000),
+        check_range("seed", o.seed, -1, int64_t{1} << 62)}) {
+    if (!s.ok()) return s;
+  }
   if (o.threads < 0)
     return absl::InvalidArgumentError(fmt::format("--threads={}: must be >= 0", o.threads));
   // More compute threads than cores stalls every OpenMP barrier for good.
@@ -60,8 +68,6 @@ absl::Status Validate(const RunnerOptions& o) {
         fmt::format("--threads={}: this machine has {} cores; use 0 (automatic) or 1 to {}",
                     o.threads, cores, cores));
   }
-  if (o.seed < -1)
-    return absl::InvalidArgumentError(fmt::format("--seed={}: must be >= -1", o.seed));
   // Names become folder and file names of the package.
   for (const auto& [flag, value] :
        {std::pair<const char*, const std::string&>{"submitter", o.submitter},

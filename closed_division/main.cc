@@ -140,6 +140,15 @@ int main(int argc, char** argv) {
   } else {
     comm = launch->world_size > 1 ? mlperf::dist::MakeMpiCommunicator()
                                   : mlperf::dist::MakeSingleProcessCommunicator();
+    // CPU ranks talk over MPI: processes started by another launcher (e.g.
+    // torchrun's RANK/WORLD_SIZE) would each be a world of one.
+    if (comm->world_size() != launch->world_size) {
+      std::fprintf(stderr,
+                   "run_closed: the launcher (%s) started %d processes but MPI sees %d; on the "
+                   "CPU start the ranks with mpirun or srun\n",
+                   launch->source.c_str(), launch->world_size, comm->world_size());
+      return mlperf::kExitUsage;
+    }
   }
   return closed::RunBenchmark(
       *benchmark, options,

@@ -94,9 +94,19 @@ int Lines(const std::string& s) {
 
 TEST_F(RunClosed, UsageErrorsExitTwoWithOneLine) {
   const std::vector<std::vector<std::string>> bad = {
-      {"--gpu", "1"},         {"--runs", "-1"},        {"--bench", "bert"}, {"--runs", "many"},
-      {"--submitter", "a/b"}, {"--optimizer", "adam"}, {"stray"},           {"--runs"},
-      {"--gpus", "1"},        {"--threads", "1000"},
+      {"--gpu", "1"},
+      {"--runs", "-1"},
+      {"--bench", "bert"},
+      {"--runs", "many"},
+      {"--submitter", "a/b"},
+      {"--optimizer", "adam"},
+      {"stray"},
+      {"--runs"},
+      {"--gpus", "1"},
+      {"--threads", "1000"},
+      {"--runs", "1001"},
+      {"--seed", "9223372036854775807"},
+      {"--nodes", "2"},
   };
   for (const std::vector<std::string>& args : bad) {
     const Result r = RunTool(args);

@@ -305,7 +305,8 @@ class ImageLoader::Impl {
       const uint64_t stream = static_cast<uint64_t>(item.epoch * n_ + item.image);
       const CropWindow crop = SampleDistortedCrop(w, h, opt_.seed, stream);
       flip = SampleFlip(opt_.seed, stream);
-      request.scale_num = opt_.scaled_decode ? ChooseScale(crop.width, crop.height, s, s) : 8;
+      request.scale_num =
+          opt_.scaled_decode && info->scalable ? ChooseScale(crop.width, crop.height, s, s) : 8;
       const int sw = ScaledJpegSide(w, request.scale_num),
                 sh = ScaledJpegSide(h, request.scale_num);
       ax = CropAxis(crop.x, crop.width, w, sw, s);
@@ -317,8 +318,9 @@ class ImageLoader::Impl {
             fmt::format("{}: {}x{} image resized to {}x{} is smaller than the {} crop", name, w, h,
                         g.resized_width, g.resized_height, s));
       }
-      request.scale_num =
-          opt_.scaled_decode ? ChooseScale(w, h, g.resized_width, g.resized_height) : 8;
+      request.scale_num = opt_.scaled_decode && info->scalable
+                              ? ChooseScale(w, h, g.resized_width, g.resized_height)
+                              : 8;
       const int sw = ScaledJpegSide(w, request.scale_num),
                 sh = ScaledJpegSide(h, request.scale_num);
       ax = CentreCropAxis(g.resized_width, sw, s);

@@ -10,6 +10,8 @@
 #include <jerror.h>
 #include <jpeglib.h>
 
+#include "datasets/png.h"
+
 namespace mlperf::datasets {
 namespace {
 
@@ -51,6 +53,7 @@ inline uint8_t MulDiv255(int a, int b) { return static_cast<uint8_t>((a * b + 12
 }  // namespace
 
 absl::StatusOr<JpegInfo> ReadJpegInfo(std::string_view bytes, const std::string& name) {
+  if (IsPng(bytes)) return ReadPngInfo(bytes, name);
   jpeg_decompress_struct cinfo;
   ErrorManager err;
   InstallErrorManager(&err, reinterpret_cast<jpeg_common_struct*>(&cinfo));
@@ -73,6 +76,11 @@ absl::Status DecodeJpeg(std::string_view bytes, const std::string& name,
   if (request.scale_num < 1 || request.scale_num > 8) {
     return absl::InvalidArgumentError(
         fmt::format("{}: scale {}/8 out of range", name, request.scale_num));
+  }
+  if (IsPng(bytes)) {
+    if (request.scale_num != 8)
+      return absl::InvalidArgumentError(fmt::format("{}: a PNG decodes at scale 8/8 only", name));
+    return DecodePng(bytes, name, out);
   }
   jpeg_decompress_struct cinfo;
   ErrorManager err;

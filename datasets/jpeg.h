@@ -1,6 +1,7 @@
 // JPEG decoding and encoding with libjpeg-turbo. Every libjpeg error (and a
 // truncated stream, which libjpeg would otherwise pad with grey) becomes an
-// absl::Status naming the file; nothing here calls exit().
+// absl::Status naming the file; nothing here calls exit(). A PNG under a JPEG
+// name is recognised by its signature and decoded too (datasets/png.h).
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,7 @@ struct RgbImage {
 
 struct JpegInfo {
   int width = 0, height = 0;
+  bool scalable = true;  // false (a PNG): decode only at scale 8/8, whole
 };
 
 // Reads only the header.
@@ -41,7 +43,7 @@ struct JpegDecodeRequest {
 };
 
 // Decodes to RGB (greyscale is expanded, CMYK/YCCK converted) into `out`,
-// reusing its capacity.
+// reusing its capacity. A PNG comes whole (x0 = y0 = 0), and only at scale 8.
 absl::Status DecodeJpeg(std::string_view bytes, const std::string& name,
                         const JpegDecodeRequest& request, RgbImage* out);
 

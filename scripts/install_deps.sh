@@ -24,6 +24,7 @@ debs=(
   libopenblas-dev     # CPU GEMM for the training core
   libopenmpi-dev openmpi-bin         # multi-process CPU runs and NCCL bootstrap
   libjpeg62-turbo-dev # ImageNet JPEG decoding
+  libpng-dev          # the PNGs ImageNet keeps under .JPEG names
   python3             # CMake registers the Python-driven tests at configure time
 )
 if ((with_oracles)); then

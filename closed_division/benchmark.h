@@ -78,9 +78,10 @@ class Benchmark {
   virtual ~Benchmark() = default;
   virtual const BenchmarkInfo& info() const = 0;
   // The closed recipe for `world_size` processes (the embedded default
-  // without --data). Errors are usage errors.
+  // without --data), fitted to what each process may use. Errors are usage
+  // errors.
   virtual absl::StatusOr<std::unique_ptr<BenchmarkSetup>> Configure(
-      const RunnerOptions& options, int world_size, int cores_per_process) const = 0;
+      const RunnerOptions& options, int world_size, const ProcessShare& share) const = 0;
 };
 
 }  // namespace mlperf::closed

@@ -79,4 +79,21 @@ absl::Status CompletePlan(const RunnerOptions& options, int world_size, int core
   return absl::OkStatus();
 }
 
+absl::Status FitMicroBatch(const std::function<int64_t(int64_t)>& bytes_for_batch,
+                           int64_t memory_bytes, RunPlan& plan) {
+  if (memory_bytes <= 0) return absl::OkStatus();
+  const int64_t per_rank = plan.batch_per_rank * plan.gradient_accumulation_steps;
+  for (int64_t steps = 1; steps <= per_rank; ++steps) {
+    if (per_rank % steps != 0 || bytes_for_batch(per_rank / steps) > memory_bytes) continue;
+    plan.gradient_accumulation_steps = static_cast<int>(steps);
+    plan.batch_per_rank = per_rank / steps;
+    return absl::OkStatus();
+  }
+  return absl::ResourceExhaustedError(fmt::format(
+      "one sample needs {:.1f} GiB but a process has {:.1f} GiB; use a machine with more memory "
+      "or fewer processes per node",
+      static_cast<double>(bytes_for_batch(1)) / (1 << 30),
+      static_cast<double>(memory_bytes) / (1 << 30)));
+}
+
 }  // namespace mlperf::closed

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -52,8 +53,8 @@ struct Schedule {
 
 struct RunPlan {
   RunnerOptions options;
-  bool demo = false;      // embedded generated data: labelled as a demonstration everywhere
-  int world_size = 1;     // data-parallel ranks (processes)
+  bool demo = false;   // embedded generated data: labelled as a demonstration everywhere
+  int world_size = 1;  // data-parallel ranks (processes)
   int64_t global_batch_size = 0;
   int64_t batch_per_rank = 0;  // one micro-batch per rank
   int gradient_accumulation_steps = 1;
@@ -79,6 +80,13 @@ struct RunPlan {
   int last_epoch() const;
 };
 
+// What one process may use of its machine: its share of the cores and of
+// the memory (0 = unknown, e.g. on a GPU, where nothing is fitted).
+struct ProcessShare {
+  int cores = 1;
+  int64_t memory_bytes = 0;
+};
+
 // The part of every plan that does not depend on the benchmark: world size
 // against --gpus/--nodes, the per-rank batch, threads, system name and where
 // generated data lives (`generated_name`, a folder name under the cache).
@@ -86,5 +94,14 @@ struct RunPlan {
 // Errors are usage errors (exit 2).
 absl::Status CompletePlan(const RunnerOptions& options, int world_size, int cores_per_process,
                           const std::string& generated_name, RunPlan& plan);
+
+// Gradient accumulation when one rank's batch does not fit its memory: the
+// fewest micro-batches (dividing the rank's batch) for which
+// bytes_for_batch(micro-batch) fits memory_bytes; the logged
+// gradient_accumulation_steps and model_bn_span follow. ResourceExhausted,
+// saying what is needed and what there is, when not even one sample fits.
+// Does nothing when memory_bytes is 0.
+absl::Status FitMicroBatch(const std::function<int64_t(int64_t)>& bytes_for_batch,
+                           int64_t memory_bytes, RunPlan& plan);
 
 }  // namespace mlperf::closed

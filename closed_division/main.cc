@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -32,8 +33,9 @@ namespace {
 
 namespace closed = mlperf::closed;
 
-// This machine's cores shared among the processes launched on it.
-int CoresPerProcess() {
+// This machine's cores and available memory shared among the processes
+// launched on it; 90% of MemAvailable, leaving room for the system.
+closed::ProcessShare ShareOfThisMachine() {
   int local = 1;
   for (const char* name :
        {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"}) {
@@ -42,7 +44,16 @@ int CoresPerProcess() {
       break;
     }
   }
-  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / local);
+  closed::ProcessShare share;
+  share.cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / local);
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string key; meminfo >> key;) {
+    int64_t kib = 0;
+    meminfo >> kib;
+    if (key == "MemAvailable:") share.memory_bytes = kib * 1024 / 10 * 9 / local;
+    meminfo.ignore(64, '\n');
+  }
+  return share;
 }
 
 // The stream NCCL queues on, created only for GPU runs.
@@ -153,5 +164,5 @@ int main(int argc, char** argv) {
   return closed::RunBenchmark(
       *benchmark, options,
       {.control = comm.get(), .gradients = gradient_comm.get(), .stream = comm_stream.get()},
-      CoresPerProcess());
+      ShareOfThisMachine());
 }

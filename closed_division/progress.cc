@@ -57,9 +57,8 @@ void ProgressReporter::EpochDone(int run, int epoch, double images_per_second,
 
 void ProgressReporter::EvalDone(int run, int epoch, double accuracy, double seconds_in_run) {
   last_accuracy_ = accuracy;
-  Print(fmt::format("run {}/{}  eval after epoch {}: top-1 {:.4f} (target {}){}  ~{} left",
-                    run + 1, runs_, epoch, accuracy, target_,
-                    accuracy >= target_ ? " reached" : "",
+  Print(fmt::format("run {}/{}  eval after epoch {}: top-1 {:.4f} (target {}){}  ~{} left", run + 1,
+                    runs_, epoch, accuracy, target_, accuracy >= target_ ? " reached" : "",
                     FormatDuration(EstimateSecondsLeft(run, epoch, seconds_in_run))));
 }
 

@@ -198,6 +198,20 @@ class ResnetSetup final : public BenchmarkSetup {
 
   std::string ReadmeSection() const override;
 
+  // Accumulates gradients over micro-batches when a rank's batch does not fit
+  // `memory_bytes`: the model's arenas, the momentum and accumulation sums
+  // (bounded by two batch-1 models) and the loader's batches in flight.
+  absl::Status FitToMemory(int64_t memory_bytes) {
+    const models::ResNetConfig config = ModelConfig(core::Device::kCpu);
+    const int64_t state = 2 * models::ResNet::ArenaBytes(config, 1);
+    const int64_t image_bytes = 3 * int64_t{shape_.image_size} * shape_.image_size * 4;
+    return FitMicroBatch(
+        [&](int64_t batch) {
+          return models::ResNet::ArenaBytes(config, batch) + state + 3 * batch * image_bytes;
+        },
+        memory_bytes, plan_);
+  }
+
  private:
   ResnetRecipe recipe_;
   ModelShape shape_;
@@ -310,9 +324,8 @@ class ResnetBenchmark final : public Benchmark {
  public:
   const BenchmarkInfo& info() const override { return Info(); }
 
-  absl::StatusOr<std::unique_ptr<BenchmarkSetup>> Configure(const RunnerOptions& options,
-                                                            int world_size,
-                                                            int cores_per_process) const override {
+  absl::StatusOr<std::unique_ptr<BenchmarkSetup>> Configure(
+      const RunnerOptions& options, int world_size, const ProcessShare& share) const override {
     RunPlan plan;
     plan.options = options;
     plan.demo = options.data_dir.empty();
@@ -357,7 +370,7 @@ class ResnetBenchmark final : public Benchmark {
     const std::string generated_name = fmt::format(
         "generated-imagenet-c{}-t{}-v{}-px{}-seed{}", generated.num_classes,
         generated.train_per_class, generated.val_per_class, generated.image_size, generated.seed);
-    if (absl::Status s = CompletePlan(options, world_size, cores_per_process, generated_name, plan);
+    if (absl::Status s = CompletePlan(options, world_size, share.cores, generated_name, plan);
         !s.ok())
       return s;
     // Evaluations after epochs 3 + 4k (the rules allow a first one after
@@ -367,7 +380,12 @@ class ResnetBenchmark final : public Benchmark {
                      .first_eval_epoch = 3,
                      .eval_every_epochs = 4};
     plan.schedule.last_epoch = plan.schedule.RoundUpToEval(static_cast<int>(recipe.decay_epochs));
-    return std::make_unique<ResnetSetup>(std::move(plan), recipe, shape, generated);
+    auto setup = std::make_unique<ResnetSetup>(std::move(plan), recipe, shape, generated);
+    // The CPU's memory is known; a GPU's is left to the device.
+    if (options.gpus == 0) {
+      if (absl::Status s = setup->FitToMemory(share.memory_bytes); !s.ok()) return s;
+    }
+    return setup;
   }
 };
 

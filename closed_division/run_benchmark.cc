@@ -138,12 +138,12 @@ std::string CheckCommands(const BenchmarkInfo& info, const RunPlan& plan,
 }
 
 int RunBenchmark(const Benchmark& benchmark, const RunnerOptions& options, const RunComms& comms,
-                 int cores_per_process) {
+                 const ProcessShare& share) {
   dist::Communicator& comm = *comms.control;
   const Reporter report(comm);
   const BenchmarkInfo& info = benchmark.info();
   absl::StatusOr<std::unique_ptr<BenchmarkSetup>> configured =
-      benchmark.Configure(options, comm.world_size(), cores_per_process);
+      benchmark.Configure(options, comm.world_size(), share);
   if (!configured.ok()) {
     report.Info(std::string(configured.status().message()));
     return kExitUsage;

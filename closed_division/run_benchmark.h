@@ -22,7 +22,7 @@ struct RunComms {
 };
 
 int RunBenchmark(const Benchmark& benchmark, const RunnerOptions& options, const RunComms& comms,
-                 int cores_per_process);
+                 const ProcessShare& share);
 
 // How to check the package: our checker and the official one.
 std::string CheckCommands(const BenchmarkInfo& info, const RunPlan& plan,

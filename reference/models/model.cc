@@ -79,6 +79,14 @@ void Model::AllocateArenas(const std::function<void(const layers::ModelArenas&)>
   build({&*params_, &*grads_, &*buffers_, &*activations_});
 }
 
+size_t Model::MeasureArenas(core::Device device,
+                            const std::function<void(const layers::ModelArenas&)>& build) {
+  core::Arena p = core::Arena::Measuring(device), g = core::Arena::Measuring(device);
+  core::Arena b = core::Arena::Measuring(device), a = core::Arena::Measuring(device);
+  build({&p, &g, &b, &a});
+  return p.used() + g.used() + b.used() + a.used();
+}
+
 float Model::ForwardTrain(const Batch& batch) {
   ForwardTrainAsync(batch);
   float loss = 0.0f;

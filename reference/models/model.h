@@ -125,6 +125,9 @@ class Model {
   // (padding zeroed, so flat spans compare and checkpoint deterministically)
   // and runs it again.
   void AllocateArenas(const std::function<void(const layers::ModelArenas&)>& build);
+  // The bytes AllocateArenas would allocate, allocating nothing.
+  static size_t MeasureArenas(core::Device device,
+                              const std::function<void(const layers::ModelArenas&)>& build);
   // Host tensor over the place of `t` (a parameter or buffer) inside a host
   // copy of its arena, for initialisers and checkpoints.
   core::Tensor HostParameter(const core::Tensor& t, std::vector<float>& host) const;

@@ -42,6 +42,19 @@ ResNet::ResNet(const ResNetConfig& config, int64_t batch_size)
   Initialize(0);
 }
 
+ResNet::ResNet(const ResNetConfig& config, int64_t batch_size, MeasureOnly)
+    : Model(core::Device::kCpu, batch_size),
+      config_(config),
+      bn_{.epsilon = config.bn_epsilon, .momentum = config.bn_momentum} {
+  config_.device = core::Device::kCpu;
+  measured_bytes_ = static_cast<int64_t>(
+      MeasureArenas(core::Device::kCpu, [this](const layers::ModelArenas& a) { Build(a); }));
+}
+
+int64_t ResNet::ArenaBytes(const ResNetConfig& config, int64_t batch_size) {
+  return ResNet(config, batch_size, MeasureOnly{}).measured_bytes_;
+}
+
 ResNet::~ResNet() { ops::FreeHostPinned(staging_); }
 
 void ResNet::Build(const layers::ModelArenas& arenas) {

@@ -52,6 +52,10 @@ class ResNet final : public Model {
   ResNet(const ResNetConfig& config, int64_t batch_size);
   ~ResNet() override;
 
+  // Bytes of every arena of a model of `config` at `batch_size` (parameters,
+  // gradients, buffers, activations and scratch), allocating nothing.
+  static int64_t ArenaBytes(const ResNetConfig& config, int64_t batch_size);
+
   const ResNetConfig& config() const { return config_; }
   // Elements of one image (3 channels).
   int64_t image_elements() const { return 3 * int64_t{config_.image_size} * config_.image_size; }
@@ -86,6 +90,9 @@ class ResNet final : public Model {
   const core::Tensor& stage_output(int s) const;
 
  private:
+  struct MeasureOnly {};
+  // Lays the model out on measuring arenas only (ArenaBytes).
+  ResNet(const ResNetConfig& config, int64_t batch_size, MeasureOnly);
   void Build(const layers::ModelArenas& arenas);
   void Forward(bool training);
   void ForwardLoss(float label_smoothing);
@@ -97,6 +104,7 @@ class ResNet final : public Model {
 
   layers::ConvBn stem_;
   ConvGeometry pool_;
+  int64_t measured_bytes_ = 0;
   std::vector<Bottleneck> blocks_;
   std::array<int, 4> last_block_of_stage_{};
   // Indices of each bottleneck's first parameter and of fc.weight, and the

@@ -19,6 +19,7 @@
 #include "closed_division/resnet_benchmark.h"
 #include "closed_division/system_info.h"
 #include "fmt/format.h"
+#include "reference/models/resnet.h"
 
 namespace mlperf::closed {
 namespace {
@@ -40,8 +41,9 @@ std::string Slurp(const fs::path& path) {
 }
 
 // The ResNet entry configured as run_closed would for `world` processes.
-absl::StatusOr<std::unique_ptr<BenchmarkSetup>> Configure(const RunnerOptions& o, int world) {
-  return MakeResnetBenchmark()->Configure(o, world, 2);
+absl::StatusOr<std::unique_ptr<BenchmarkSetup>> Configure(const RunnerOptions& o, int world,
+                                                          int64_t memory_bytes = 0) {
+  return MakeResnetBenchmark()->Configure(o, world, {.cores = 2, .memory_bytes = memory_bytes});
 }
 
 // The logged hyperparameter `name` (fails the test when absent).
@@ -137,6 +139,40 @@ TEST(RunPlan, ImagenetScalesUseTheRcpReferenceHyperparameters) {
   const double units = (*setup)->TrainerConfig().base_lr / 0.001;
   EXPECT_NEAR(units, std::round(units), 1e-9);
   EXPECT_EQ(Logged(**setup, "opt_name").as_string(), "sgd");
+}
+
+// A rank's batch that does not fit its memory is split into micro-batches
+// whose gradients accumulate; the logs say so, and too little memory for one
+// sample is a one-line error with both figures.
+TEST(RunPlan, ABatchThatDoesNotFitAccumulatesMicroBatches) {
+  RunnerOptions o;
+  o.data_dir = "/data/imagenet";
+  constexpr int64_t kGiB = int64_t{1} << 30;
+  absl::StatusOr<std::unique_ptr<BenchmarkSetup>> roomy = Configure(o, 1, 4096 * kGiB);
+  ASSERT_TRUE(roomy.ok()) << roomy.status();
+  EXPECT_EQ((*roomy)->plan().gradient_accumulation_steps, 1);
+  EXPECT_EQ((*roomy)->plan().batch_per_rank, 408);
+
+  absl::StatusOr<std::unique_ptr<BenchmarkSetup>> tight = Configure(o, 1, 16 * kGiB);
+  ASSERT_TRUE(tight.ok()) << tight.status();
+  const RunPlan& plan = (*tight)->plan();
+  EXPECT_GT(plan.gradient_accumulation_steps, 1);
+  EXPECT_EQ(plan.batch_per_rank * plan.gradient_accumulation_steps, 408);
+  EXPECT_EQ(plan.global_batch_size, 408);
+  EXPECT_EQ((*tight)->TrainerConfig().gradient_accumulation_steps,
+            plan.gradient_accumulation_steps);
+  EXPECT_EQ(Logged(**tight, "gradient_accumulation_steps").as_int(),
+            plan.gradient_accumulation_steps);
+  EXPECT_EQ(Logged(**tight, "model_bn_span").as_int(), plan.batch_per_rank);
+  models::ResNetConfig full;
+  full.layout = core::Layout::kNHWC;
+  EXPECT_LE(models::ResNet::ArenaBytes(full, plan.batch_per_rank), 16 * kGiB);
+  EXPECT_GT(models::ResNet::ArenaBytes(full, 408), 16 * kGiB);
+
+  absl::StatusOr<std::unique_ptr<BenchmarkSetup>> tiny = Configure(o, 1, 1 << 20);
+  ASSERT_FALSE(tiny.ok());
+  EXPECT_NE(tiny.status().message().find("GiB but a process has 0.0 GiB"), std::string::npos)
+      << tiny.status();
 }
 
 TEST(RunPlan, RejectsWhatItCannotRun) {

@@ -173,9 +173,8 @@ class ToySetup final : public BenchmarkSetup {
 class ToyBenchmark final : public Benchmark {
  public:
   const BenchmarkInfo& info() const override { return info_; }
-  absl::StatusOr<std::unique_ptr<BenchmarkSetup>> Configure(const RunnerOptions& options,
-                                                            int world_size,
-                                                            int cores) const override {
+  absl::StatusOr<std::unique_ptr<BenchmarkSetup>> Configure(
+      const RunnerOptions& options, int world_size, const ProcessShare& share) const override {
     RunPlan plan;
     plan.options = options;
     plan.demo = true;
@@ -184,7 +183,8 @@ class ToyBenchmark final : public Benchmark {
     plan.eval_samples = 200;
     plan.system_name = "toy-demo";
     plan.data_name = plan.model_name = "toy";
-    if (absl::Status s = CompletePlan(options, world_size, cores, "toy", plan); !s.ok()) return s;
+    if (absl::Status s = CompletePlan(options, world_size, share.cores, "toy", plan); !s.ok())
+      return s;
     plan.schedule = {.steps_per_epoch = plan.train_samples / plan.global_batch_size,
                      .first_eval_epoch = 1,
                      .eval_every_epochs = 1,
@@ -246,8 +246,10 @@ TEST(Trainer, GradientAccumulationEqualsTheWholeBatch) {
 // loaded one is bitwise the training that never stopped.
 TEST(Trainer, CheckpointResumesBitwise) {
   std::unique_ptr<dist::Communicator> comm = dist::MakeSingleProcessCommunicator();
-  const train::TrainerConfig config = {.global_batch_size = 16, .base_lr = 1.0,
-                                       .warmup_epochs = 1, .train_epochs = 10,
+  const train::TrainerConfig config = {.global_batch_size = 16,
+                                       .base_lr = 1.0,
+                                       .warmup_epochs = 1,
+                                       .train_epochs = 10,
                                        .steps_per_epoch = 4};
   ToyModel model(16), resumed(16);
   model.Initialize(5);
@@ -259,7 +261,8 @@ TEST(Trainer, CheckpointResumesBitwise) {
     ASSERT_TRUE(*data.Next(&batch));
     trainer.TrainStep(batch);
   }
-  const fs::path path = fs::temp_directory_path() / fmt::format("toy_ckpt_{}.safetensors", getpid());
+  const fs::path path =
+      fs::temp_directory_path() / fmt::format("toy_ckpt_{}.safetensors", getpid());
   ASSERT_TRUE(trainer.SaveCheckpoint(path.string()).ok());
   ASSERT_TRUE(resumed_trainer.LoadCheckpoint(path.string()).ok());
   EXPECT_EQ(resumed_trainer.step(), 2);
@@ -293,7 +296,7 @@ TEST(ToyBenchmark, TrainsThroughTheRegistryAndWritesClosedOrderLogs) {
   options.out_dir = out.string();
   options.seed = 11;
   std::unique_ptr<dist::Communicator> comm = dist::MakeSingleProcessCommunicator();
-  ASSERT_EQ(RunBenchmark(*toy, options, {.control = comm.get()}, 1), kExitOk);
+  ASSERT_EQ(RunBenchmark(*toy, options, {.control = comm.get()}, {.cores = 1}), kExitOk);
 
   const fs::path results = out / "mlperf-suite" / "results" / "toy-demo" / "toy";
   EXPECT_TRUE(fs::exists(out / "mlperf-suite" / "systems" / "toy-demo.json"));

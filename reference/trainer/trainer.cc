@@ -219,23 +219,12 @@ void Trainer::ApplyOptimizer() {
 void Trainer::WarmUp(int steps) {
   if (steps <= 0) return;
   // Host copies on every device: this runs once, before run_start.
-  const std::vector<float> saved_params = model_.ParametersToHost();
-  const std::vector<float> saved_buffers = model_.BuffersToHost();
-  const std::vector<float> saved_momentum = MomentumToHost();
-  const int64_t saved_step = step_, saved_tracked = model_.num_batches_tracked();
-
+  const HostState saved = Snapshot();
   const models::OwnedBatch synthetic = model_.SyntheticBatch();
   const std::vector<models::Batch> micro_batches(
       static_cast<size_t>(config_.gradient_accumulation_steps), synthetic.batch);
   for (int s = 0; s < steps; ++s) TrainStep(micro_batches);
-
-  model_.ParametersFromHost(saved_params);
-  model_.BuffersFromHost(saved_buffers);
-  ops::CopyBytes(momentum_.data(), model_.device(), saved_momentum.data(), core::Device::kCpu,
-                 momentum_.size_bytes());
-  ops::Synchronize(model_.device());
-  step_ = saved_step;
-  model_.set_num_batches_tracked(saved_tracked);
+  Restore(saved);
 }
 
 double Trainer::GlobalMetric(models::MetricSums local) {
@@ -254,45 +243,47 @@ double Trainer::GlobalMetric(models::MetricSums local) {
   return sums[1] > 0.0f ? static_cast<double>(sums[0]) / sums[1] : 0.0;
 }
 
-namespace {
-constexpr char kMomentumName[] = "trainer.momentum";
-constexpr char kStepName[] = "trainer.step";
-constexpr char kTrackedName[] = "trainer.num_batches_tracked";
-}  // namespace
+Trainer::HostState Trainer::Snapshot() const {
+  return {.params = model_.ParametersToHost(),
+          .buffers = model_.BuffersToHost(),
+          .momentum = MomentumToHost(),
+          .step = step_,
+          .num_batches_tracked = model_.num_batches_tracked()};
+}
+
+void Trainer::Restore(const HostState& state) {
+  model_.ParametersFromHost(state.params);
+  model_.BuffersFromHost(state.buffers);
+  ops::CopyBytes(momentum_.data(), model_.device(), state.momentum.data(), core::Device::kCpu,
+                 momentum_.size_bytes());
+  ops::Synchronize(model_.device());
+  step_ = state.step;
+  model_.set_num_batches_tracked(state.num_batches_tracked);
+}
+
+std::vector<io::NamedTensor> Trainer::CheckpointTensors(HostState& state) const {
+  std::vector<io::NamedTensor> named = model_.NamedHostTensors(state.params, state.buffers);
+  const int64_t n = static_cast<int64_t>(state.momentum.size());
+  named.push_back(
+      {"trainer.momentum", core::Tensor(state.momentum.data(), {n}, core::DType::kF32)});
+  named.push_back({"trainer.step", core::Tensor(&state.step, core::Shape(), core::DType::kI64)});
+  named.push_back({"trainer.num_batches_tracked",
+                   core::Tensor(&state.num_batches_tracked, core::Shape(), core::DType::kI64)});
+  return named;
+}
 
 absl::Status Trainer::SaveCheckpoint(const std::string& path) const {
-  std::vector<float> params = model_.ParametersToHost(), buffers = model_.BuffersToHost();
-  std::vector<float> momentum = MomentumToHost();
-  int64_t step = step_, tracked = model_.num_batches_tracked();
-  std::vector<io::NamedTensor> named = model_.NamedHostTensors(params, buffers);
-  named.push_back(
-      {kMomentumName,
-       core::Tensor(momentum.data(), {static_cast<int64_t>(momentum.size())}, core::DType::kF32)});
-  named.push_back({kStepName, core::Tensor(&step, core::Shape(), core::DType::kI64)});
-  named.push_back({kTrackedName, core::Tensor(&tracked, core::Shape(), core::DType::kI64)});
-  return io::SaveSafetensors(path, named);
+  HostState state = Snapshot();
+  return io::SaveSafetensors(path, CheckpointTensors(state));
 }
 
 absl::Status Trainer::LoadCheckpoint(const std::string& path) {
-  std::vector<float> params = model_.ParametersToHost(), buffers = model_.BuffersToHost();
-  std::vector<float> momentum = MomentumToHost();
-  int64_t step = 0, tracked = 0;
-  std::vector<io::NamedTensor> named = model_.NamedHostTensors(params, buffers);
-  named.push_back(
-      {kMomentumName,
-       core::Tensor(momentum.data(), {static_cast<int64_t>(momentum.size())}, core::DType::kF32)});
-  named.push_back({kStepName, core::Tensor(&step, core::Shape(), core::DType::kI64)});
-  named.push_back({kTrackedName, core::Tensor(&tracked, core::Shape(), core::DType::kI64)});
   // Everything lands in host copies first: a failed load changes nothing.
-  if (absl::StatusOr<io::Metadata> read = io::LoadSafetensors(path, named); !read.ok())
+  HostState state = Snapshot();
+  if (absl::StatusOr<io::Metadata> read = io::LoadSafetensors(path, CheckpointTensors(state));
+      !read.ok())
     return read.status();
-  model_.ParametersFromHost(params);
-  model_.BuffersFromHost(buffers);
-  ops::CopyBytes(momentum_.data(), model_.device(), momentum.data(), core::Device::kCpu,
-                 momentum_.size_bytes());
-  ops::Synchronize(model_.device());
-  step_ = step;
-  model_.set_num_batches_tracked(tracked);
+  Restore(state);
   return absl::OkStatus();
 }
 

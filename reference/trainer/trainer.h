@@ -21,6 +21,7 @@
 #include "absl/status/status.h"
 #include "reference/core/arena.h"
 #include "reference/dist/communicator.h"
+#include "reference/io/safetensors.h"
 #include "reference/kernels/optimizer_params.h"
 #include "reference/models/model.h"
 #include "reference/optim/schedules.h"
@@ -95,6 +96,17 @@ class Trainer {
   absl::Status LoadCheckpoint(const std::string& path);
 
  private:
+  // Everything a step changes, on the host: what the warm-up restores and a
+  // checkpoint holds.
+  struct HostState {
+    std::vector<float> params, buffers, momentum;
+    int64_t step = 0, num_batches_tracked = 0;
+  };
+  HostState Snapshot() const;
+  void Restore(const HostState& state);
+  // `state` as named tensors (model names, then the trainer's own).
+  std::vector<io::NamedTensor> CheckpointTensors(HostState& state) const;
+
   bool on_device() const { return model_.device() != core::Device::kCpu; }
   // Queues the all-reduce of every bucket whose gradients are final (begin
   // >= ready_from) and not yet sent, after the work queued so far.

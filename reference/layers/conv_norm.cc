@@ -21,20 +21,19 @@ void ConvBn::Allocate(const ConvGeometry& g, core::Layout layout, bool relu,
   relu_ = relu;
   const int64_t k = g.out_channels;
   const core::Shape w_shape{k, g.in_channels, g.kernel[1], g.kernel[2]};
-  w_ = arenas.params->AllocateZeroed(w_shape);
-  dw_ = arenas.grads->AllocateZeroed(w_shape);
-  registry->parameters.push_back({.name = conv_name + ".weight",
-                                  .value = w_,
-                                  .grad = dw_,
-                                  .fan_in = g.in_channels * g.kernel_volume()});
-  gamma_ = arenas.params->AllocateZeroed({k});
-  dgamma_ = arenas.grads->AllocateZeroed({k});
-  registry->parameters.push_back(
-      {.name = bn_name + ".weight", .value = gamma_, .grad = dgamma_, .batch_norm = true});
-  beta_ = arenas.params->AllocateZeroed({k});
-  dbeta_ = arenas.grads->AllocateZeroed({k});
-  registry->parameters.push_back(
-      {.name = bn_name + ".bias", .value = beta_, .grad = dbeta_, .batch_norm = true});
+  const Parameter w =
+      AddParameter(arenas, registry, w_shape,
+                   {.name = conv_name + ".weight", .fan_in = g.in_channels * g.kernel_volume()});
+  const Parameter gamma =
+      AddParameter(arenas, registry, {k}, {.name = bn_name + ".weight", .batch_norm = true});
+  const Parameter beta =
+      AddParameter(arenas, registry, {k}, {.name = bn_name + ".bias", .batch_norm = true});
+  w_ = w.value;
+  dw_ = w.grad;
+  gamma_ = gamma.value;
+  dgamma_ = gamma.grad;
+  beta_ = beta.value;
+  dbeta_ = beta.grad;
   running_mean_ = arenas.buffers->AllocateZeroed({k});
   running_var_ = arenas.buffers->AllocateZeroed({k});
   registry->buffers.push_back({bn_name + ".running_mean", running_mean_});

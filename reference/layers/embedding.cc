@@ -6,9 +6,10 @@ namespace mlperf::layers {
 
 void Embedding::Allocate(int64_t rows, int64_t entries, int64_t features, const std::string& name,
                          const ModelArenas& arenas, ParameterRegistry* registry) {
-  table_ = arenas.params->AllocateZeroed({entries, features});
-  dtable_ = arenas.grads->AllocateZeroed({entries, features});
-  registry->parameters.push_back({.name = name + ".weight", .value = table_, .grad = dtable_});
+  const Parameter table =
+      AddParameter(arenas, registry, {entries, features}, {.name = name + ".weight"});
+  table_ = table.value;
+  dtable_ = table.grad;
   y_ = arenas.activations->Allocate({rows, features});
 }
 

@@ -7,14 +7,14 @@ namespace mlperf::layers {
 void LayerNorm::Allocate(int64_t rows, int64_t features, float epsilon, const std::string& name,
                          const ModelArenas& arenas, ParameterRegistry* registry) {
   epsilon_ = epsilon;
-  gamma_ = arenas.params->AllocateZeroed({features});
-  dgamma_ = arenas.grads->AllocateZeroed({features});
-  registry->parameters.push_back(
-      {.name = name + ".weight", .value = gamma_, .grad = dgamma_, .batch_norm = true});
-  beta_ = arenas.params->AllocateZeroed({features});
-  dbeta_ = arenas.grads->AllocateZeroed({features});
-  registry->parameters.push_back(
-      {.name = name + ".bias", .value = beta_, .grad = dbeta_, .batch_norm = true});
+  const Parameter gamma =
+      AddParameter(arenas, registry, {features}, {.name = name + ".weight", .batch_norm = true});
+  const Parameter beta =
+      AddParameter(arenas, registry, {features}, {.name = name + ".bias", .batch_norm = true});
+  gamma_ = gamma.value;
+  dgamma_ = gamma.grad;
+  beta_ = beta.value;
+  dbeta_ = beta.grad;
   y_ = arenas.activations->Allocate({rows, features});
   mean_ = arenas.activations->Allocate({rows});
   inv_std_ = arenas.activations->Allocate({rows});

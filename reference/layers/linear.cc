@@ -8,12 +8,14 @@ void Linear::Allocate(int64_t rows, int64_t in_features, int64_t out_features,
                       Activation activation, const std::string& name, const ModelArenas& arenas,
                       ParameterRegistry* registry) {
   activation_ = activation;
-  w_ = arenas.params->AllocateZeroed({out_features, in_features});
-  dw_ = arenas.grads->AllocateZeroed({out_features, in_features});
-  registry->parameters.push_back({.name = name + ".weight", .value = w_, .grad = dw_});
-  b_ = arenas.params->AllocateZeroed({out_features});
-  db_ = arenas.grads->AllocateZeroed({out_features});
-  registry->parameters.push_back({.name = name + ".bias", .value = b_, .grad = db_, .bias = true});
+  const Parameter w =
+      AddParameter(arenas, registry, {out_features, in_features}, {.name = name + ".weight"});
+  const Parameter b =
+      AddParameter(arenas, registry, {out_features}, {.name = name + ".bias", .bias = true});
+  w_ = w.value;
+  dw_ = w.grad;
+  b_ = b.value;
+  db_ = b.grad;
   y_ = arenas.activations->Allocate({rows, out_features});
   z_ = activation == Activation::kGelu ? arenas.activations->Allocate({rows, out_features}) : y_;
 }

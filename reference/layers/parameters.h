@@ -44,6 +44,11 @@ struct ParameterRegistry {
   std::vector<std::string> batch_norms;  // prefixes, for num_batches_tracked
 };
 
+// Carves a parameter of `shape` and its gradient (zeroed, at the same place in
+// their arenas) and registers them with the name and kind given in `p`.
+Parameter AddParameter(const ModelArenas& arenas, ParameterRegistry* registry, core::Shape shape,
+                       Parameter p);
+
 // Memory-order shape of an activation with logical sizes n, c, h, w.
 core::Shape ActivationShape(core::Layout layout, int64_t n, int64_t c, int64_t h, int64_t w);
 

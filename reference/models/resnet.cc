@@ -109,12 +109,14 @@ void ResNet::Build(const layers::ModelArenas& arenas) {
   features_ = acts.Allocate({n, channels});
   dfeatures_ = acts.Allocate({n, channels});
   const int64_t classes = config_.num_classes;
-  fc_w_ = arenas.params->AllocateZeroed({classes, channels});
-  dfc_w_ = arenas.grads->AllocateZeroed({classes, channels});
-  registry_.parameters.push_back({.name = "fc.weight", .value = fc_w_, .grad = dfc_w_});
-  fc_b_ = arenas.params->AllocateZeroed({classes});
-  dfc_b_ = arenas.grads->AllocateZeroed({classes});
-  registry_.parameters.push_back({.name = "fc.bias", .value = fc_b_, .grad = dfc_b_, .bias = true});
+  const layers::Parameter fc_w =
+      layers::AddParameter(arenas, &registry_, {classes, channels}, {.name = "fc.weight"});
+  const layers::Parameter fc_b =
+      layers::AddParameter(arenas, &registry_, {classes}, {.name = "fc.bias", .bias = true});
+  fc_w_ = fc_w.value;
+  dfc_w_ = fc_w.grad;
+  fc_b_ = fc_b.value;
+  dfc_b_ = fc_b.grad;
   fc_parameter_ = registry_.parameters.size() - 2;
   logits_ = acts.Allocate({n, classes});
   dlogits_ = acts.Allocate({n, classes});

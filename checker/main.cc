@@ -27,7 +27,8 @@
 #include "checker/rule_library.h"
 #include "logging/mllog_parser.h"
 
-ABSL_FLAG(std::string, ruleset, "6.1.0", "training ruleset to check against, e.g. 3.0.0");
+ABSL_FLAG(std::string, ruleset, "",
+          "training ruleset to check against, e.g. 3.0.0; default: the newest one known");
 ABSL_FLAG(bool, json, false, "print one JSON document instead of text");
 ABSL_FLAG(std::string, rules_dir, "",
           "read rule files from this quality_targets/ directory instead of the built-in ones "
@@ -141,7 +142,8 @@ int main(int argc, char** argv) {
                  std::string(rules.status().message()).c_str());
     return kExitUsage;
   }
-  const std::string ruleset = absl::GetFlag(FLAGS_ruleset);
+  std::string ruleset = absl::GetFlag(FLAGS_ruleset);
+  if (ruleset.empty() && !rules->Rulesets().empty()) ruleset = rules->Rulesets().back();
   if (!rules->HasRuleset(ruleset)) {
     std::fprintf(stderr, "compliance_check: unknown ruleset '%s'; known training rulesets: %s\n",
                  ruleset.c_str(), absl::StrJoin(rules->Rulesets(), ", ").c_str());

@@ -18,7 +18,9 @@ SRC = pathlib.Path(rcp.__file__).parent
 OUT = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else
                    pathlib.Path(__file__).resolve().parents[1] / 'quality_targets' / 'rcp')
 # The official checker reads "samples to converge" for these, "Epochs to converge" otherwise.
-SAMPLES_KEY_BENCHMARKS = {'llama2_70b_lora', 'flux1'}
+SAMPLES_KEY_BENCHMARKS = {name for name, b in json.loads(
+    (pathlib.Path(__file__).resolve().parents[1] / 'quality_targets' / 'benchmarks.json').read_text())
+    ['benchmarks'].items() if b.get('rcp_table_key') == 'samples to converge'}
 
 
 def main():

@@ -1,9 +1,9 @@
 #include "checker/package/benchmark_score.h"
 
 #include "base/json.h"
-#include "checker/package/benchmark_meta.h"
 #include "checker/package/olympic_mean.h"
 #include "fmt/format.h"
+#include "quality_targets/benchmark_meta.h"
 
 namespace mlperf::package {
 
@@ -21,7 +21,7 @@ double SummarizerScalingFactor(ScalingSource source, std::optional<double> exist
 BenchmarkScore ScoreBenchmark(const std::string& benchmark, const std::vector<RunTime>& runs,
                               double scaling_factor) {
   BenchmarkScore s;
-  s.max_dropped = OlympicDropPerSide(benchmark);
+  s.max_dropped = meta::OlympicDropPerSide(benchmark);
   s.scaling_factor = scaling_factor;
   std::vector<double> minutes;
   for (const RunTime& r : runs) {

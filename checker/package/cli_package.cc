@@ -6,6 +6,7 @@
 #include <map>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_join.h"
 #include "base/exit_codes.h"
 #include "base/files.h"
 #include "base/json.h"
@@ -362,10 +363,13 @@ bool AnyDirectory(const std::vector<std::string>& paths) {
 int RunPackageCli(const std::vector<std::string>& paths, const CliOptions& options,
                   const checker::RuleLibrary& rules) {
   if (options.ruleset && !ValidRuleset(*options.ruleset, rules)) {
-    std::fprintf(
-        stderr,
-        "compliance_check: ruleset %s is not a training ruleset from 1.0.0 to 6.1.0 that we know\n",
-        options.ruleset->c_str());
+    std::vector<std::string> known;
+    for (const std::string& r : rules.Rulesets()) {
+      if (ValidRuleset(r, rules)) known.push_back(r);
+    }
+    std::fprintf(stderr,
+                 "compliance_check: ruleset %s is not a training ruleset we know; known: %s\n",
+                 options.ruleset->c_str(), absl::StrJoin(known, ", ").c_str());
     return kExitUsage;
   }
   // An output inside what is being checked could overwrite a result log.

@@ -6,7 +6,6 @@
 
 #include "base/files.h"
 #include "base/parallel_for.h"
-#include "checker/package/benchmark_meta.h"
 #include "checker/package/layout.h"
 #include "checker/package/package_params.h"
 #include "checker/package/power_check.h"
@@ -14,6 +13,7 @@
 #include "checker/package/run_score.h"
 #include "checker/package/seed_check.h"
 #include "fmt/format.h"
+#include "quality_targets/benchmark_meta.h"
 
 namespace mlperf::package {
 namespace {
@@ -216,7 +216,7 @@ void AddBenchmarkDir(const fs::path& dir, const std::string& benchmark,
     tasks.push_back({index, d.runs.size(), dir / f.name});
     d.runs.emplace_back();
   }
-  d.required_runs = RequiredResultFiles(benchmark);
+  d.required_runs = meta::ResultFiles(benchmark);
   if (d.required_runs && static_cast<int>(n_results) != *d.required_runs) {
     d.errors.push_back(fmt::format("{} result_*.txt files, the benchmark requires exactly {}",
                                    n_results, *d.required_runs));
@@ -287,7 +287,7 @@ void FinishDirectory(BenchmarkDirReport& d, const std::vector<const mllog::Parse
       d.errors.push_back(fmt::format("power check cannot run: {}", e));
   }
   d.failed_runs = static_cast<int>(error_set.size());
-  const int allowed = d.benchmark == "unet3d" ? 4 : 1;
+  const int allowed = meta::OlympicDropPerSide(d.benchmark);
   if (d.failed_runs > allowed) {
     d.errors.push_back(fmt::format(
         "{} runs do not comply, more than the {} olympic scoring accepts", d.failed_runs, allowed));
@@ -308,7 +308,8 @@ void FinishDirectory(BenchmarkDirReport& d, const std::vector<const mllog::Parse
       for (const std::string& e : s.errors) d.errors.push_back(fmt::format("seed checker: {}", e));
       d.warnings.insert(d.warnings.end(), s.warnings.begin(), s.warnings.end());
     }
-    if (d.benchmark != "minigo") {
+    const meta::BenchmarkMeta* known = meta::FindBenchmark(d.benchmark);
+    if (!known || known->rcp_checked) {
       d.rcp_ran = true;
       absl::StatusOr<RcpVerdict> rcp = absl::DataLossError("some result logs could not be read");
       if (all_parsed) {
@@ -407,7 +408,7 @@ OrgReport CheckOrganization(const fs::path& org, const checker::RuleLibrary& rul
     report.input_error = true;
     return report;
   }
-  const std::vector<std::string> allowed = AllowedBenchmarks(options.ruleset);
+  const std::vector<std::string> allowed = meta::AllowedBenchmarks(options.ruleset);
   std::vector<LogTask> tasks;
   for (const DirEntry& sys : *systems) {
     if (options.only_system && *options.only_system != sys.name) continue;

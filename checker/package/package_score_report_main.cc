@@ -22,13 +22,13 @@
 #include "base/json.h"
 #include "base/version.h"
 #include "checker/engine.h"
-#include "checker/package/benchmark_meta.h"
 #include "checker/package/benchmark_score.h"
 #include "checker/package/claims_audit.h"
 #include "checker/package/rcp_check.h"
 #include "checker/package/run_score.h"
 #include "checker/rule_library.h"
 #include "fmt/format.h"
+#include "quality_targets/benchmark_meta.h"
 
 ABSL_FLAG(std::string, ruleset, "", "training ruleset of the submission, e.g. 3.0.0 (required)");
 ABSL_FLAG(std::string, scaling, "after-package-checker",
@@ -139,7 +139,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", std::string(rules.status().message()).c_str());
     return mlperf::kExitUsage;
   }
-  const std::vector<std::string> allowed = pkg::AllowedBenchmarks(ruleset);
+  const std::vector<std::string> allowed = mlperf::meta::AllowedBenchmarks(ruleset);
   std::map<std::pair<std::string, std::string>, pkg::ComputedScore> computed;
 
   for (const fs::path& system_dir : SortedSubdirs(org / "results")) {
@@ -209,8 +209,9 @@ int main(int argc, char** argv) {
         }
       }
       // package_checker runs the RCP check only for closed division and
-      // benchmarks the ruleset allows (and never for minigo).
-      const bool rcp_runs = division == "closed" && benchmark != "minigo" &&
+      // benchmarks the ruleset allows (and never where the metadata says so).
+      const mlperf::meta::BenchmarkMeta* known = mlperf::meta::FindBenchmark(benchmark);
+      const bool rcp_runs = division == "closed" && (!known || known->rcp_checked) &&
                             std::find(allowed.begin(), allowed.end(), benchmark) != allowed.end();
       const double factor =
           pkg::SummarizerScalingFactor(scaling_source, existing, rcp_runs ? &rcp : nullptr);

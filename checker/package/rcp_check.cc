@@ -2,28 +2,23 @@
 
 #include <algorithm>
 
-#include "checker/py_ops.h"
-#include "checker/package/benchmark_meta.h"
 #include "checker/package/olympic_mean.h"
+#include "checker/py_ops.h"
 #include "fmt/format.h"
+#include "quality_targets/benchmark_meta.h"
 
 namespace mlperf::package {
 namespace {
 
-// "5.1.0" >= "5.0.0", numerically per component.
-bool RulesetAtLeast(const std::string& ruleset, int major, int minor) {
-  int a = 0, b = 0;
-  if (std::sscanf(ruleset.c_str(), "%d.%d", &a, &b) != 2) return false;
-  return a > major || (a == major && b >= minor);
-}
-
 // Compares the submission with `rec` (_eval_submission_record).
 void Compare(RcpRecord rec, const RcpCheckOptions& options, RcpVerdict& v) {
-  // From 5.0.0 llama31_405b accepts 46080 samples below the minimum mean.
-  if (RulesetAtLeast(options.ruleset, 5, 0) && v.benchmark == "llama31_405b") {
-    rec.max_speedup = rec.mean / (rec.min_epochs - 46080);
+  // Some benchmarks accept a mean some samples below the minimum (llama31_405b from 5.0.0).
+  const meta::BenchmarkMeta* known = meta::FindBenchmark(v.benchmark);
+  if (known && known->min_mean_allowance_samples &&
+      meta::RulesetAtLeast(options.ruleset, known->min_mean_allowance_from)) {
+    rec.max_speedup = rec.mean / (rec.min_epochs - *known->min_mean_allowance_samples);
   }
-  const double mean = OlympicMean(v.run_epochs, OlympicDropPerSide(rec.benchmark));
+  const double mean = OlympicMean(v.run_epochs, meta::OlympicDropPerSide(rec.benchmark));
   double norm = rec.mean / mean;
   if (norm < 1) norm = 1.0;
   v.compared = true;
@@ -89,7 +84,7 @@ absl::StatusOr<RcpVerdict> CheckRcpLogs(const std::vector<mllog::ParsedLog>& log
     return absl::InvalidArgumentError(
         fmt::format("the RCP checker does not support ruleset {}", options.ruleset));
   }
-  if (!SubmissionRuns(v.benchmark)) {
+  if (!meta::RcpRuns(v.benchmark)) {
     return absl::NotFoundError(
         fmt::format("unknown benchmark '{}' for the RCP checker", v.benchmark));
   }
@@ -100,7 +95,7 @@ absl::StatusOr<RcpVerdict> CheckRcpLogs(const std::vector<mllog::ParsedLog>& log
     v.message = "Could not detect global_batch_size";
     return v;
   }
-  const int max_unconverged = v.benchmark == "unet3d" ? 4 : 1;
+  const int max_unconverged = meta::OlympicDropPerSide(v.benchmark);
   if (v.unconverged_runs > max_unconverged) {
     v.message = "Insufficient convergence";
     return v;

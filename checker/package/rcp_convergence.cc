@@ -4,10 +4,10 @@
 #include <cstdlib>
 #include <map>
 #include <optional>
-#include <set>
 #include <string_view>
 
 #include "fmt/format.h"
+#include "quality_targets/benchmark_meta.h"
 
 namespace mlperf::package {
 namespace {
@@ -18,12 +18,14 @@ bool Contains(std::string_view text, std::string_view what) {
   return text.find(what) != std::string_view::npos;
 }
 
-// Benchmarks whose RCPs count samples, read from the eval line's samples_count.
-bool CountsEvalSamples(const json::Value& benchmark) {
-  static const std::set<std::string> kNames = {"llama2_70b_lora", "flux1",       "llama31_405b",
-                                               "llama31_8b",      "gpt_oss_20b", "deepseekv3_671b",
-                                               "qwen35_397b_grpo"};
-  return benchmark.is_string() && kNames.contains(benchmark.as_string());
+// The benchmark's metadata, if the value names one.
+const meta::BenchmarkMeta* Meta(const json::Value& benchmark) {
+  return benchmark.is_string() ? meta::FindBenchmark(benchmark.as_string()) : nullptr;
+}
+
+bool ConvergesAt(const json::Value& benchmark, meta::ConvergedAt where) {
+  const meta::BenchmarkMeta* m = Meta(benchmark);
+  return m && m->converged_at == where;
 }
 
 bool IsString(const json::Value& v, std::string_view s) {
@@ -56,7 +58,7 @@ absl::StatusOr<RunConvergence> ReadRunConvergence(const mllog::ParsedLog& log,
           fmt::format("{}:{}: {} (the official RCP checker stops here with an exception)", log.path,
                       line.file_line, what));
     };
-    auto metadata_number = [&](const char* field) -> absl::StatusOr<double> {
+    auto metadata_number = [&](std::string_view field) -> absl::StatusOr<double> {
       const json::Value* v = line.metadata.Find(field);
       if (!v) return fail(fmt::format("'{}' line has no metadata '{}'", line.key, field));
       if (!v->is_number()) return fail(fmt::format("metadata '{}' is not a number", field));
@@ -66,18 +68,20 @@ absl::StatusOr<RunConvergence> ReadRunConvergence(const mllog::ParsedLog& log,
     if (Contains(text, "global_batch_size")) run.global_batch_size = line.value;
     if (Contains(text, "submission_benchmark")) {
       run.benchmark = line.value;
-      if (!IsString(run.benchmark, "bert")) use_train_samples = false;
+      if (!ConvergesAt(run.benchmark, meta::ConvergedAt::kEpochNumOrTrainSamples))
+        use_train_samples = false;
     }
     const bool eval = Contains(text, "eval_error") || Contains(text, "eval_accuracy");
-    if (IsString(run.benchmark, "stable_diffusion") && eval) {
+    const bool fid_and_clip = ConvergesAt(run.benchmark, meta::ConvergedAt::kFidAndClip);
+    if (fid_and_clip && eval) {
       absl::StatusOr<double> step =
-          metadata_number(options.ruleset == "3.1.0" ? "step_num" : "samples_count");
+          metadata_number(Meta(run.benchmark)->EvalStepKey(options.ruleset));
       if (!step.ok()) return step.status();
       const json::Value* metric = line.metadata.Find("metric");
       if (!metric || !metric->is_string()) return fail("eval line has no string metadata 'metric'");
       if (!line.value.is_number()) return fail("eval value is not a number");
       sd_evals[*step][metric->as_string()] = line.value.as_float();
-    } else if (CountsEvalSamples(run.benchmark) && eval) {
+    } else if (ConvergesAt(run.benchmark, meta::ConvergedAt::kEvalSamplesCount) && eval) {
       absl::StatusOr<double> samples = metadata_number("samples_count");
       if (!samples.ok()) return samples.status();
       conv_epoch = *samples;
@@ -97,17 +101,22 @@ absl::StatusOr<RunConvergence> ReadRunConvergence(const mllog::ParsedLog& log,
       if (!status) return fail("run_stop has no metadata 'status'");
       if (IsString(*status, "success")) {
         run.converged = true;
-        if (IsString(run.benchmark, "stable_diffusion")) {
-          // The first eval step meeting both targets (FID <= 90, CLIP >= 0.15).
+        if (fid_and_clip) {
+          // The first eval step meeting both targets.
+          const meta::BenchmarkMeta& m = *Meta(run.benchmark);
           std::optional<double> first;
           for (const auto& [step, metrics] : sd_evals) {
             auto fid = metrics.find("FID"), clip = metrics.find("CLIP");
             if (fid == metrics.end() || clip == metrics.end()) {
               return fail(fmt::format("eval step {} lacks FID or CLIP", step));
             }
-            if (fid->second <= 90.0 && clip->second >= 0.15 && !first) first = step;
+            if (fid->second <= m.fid_at_most && clip->second >= m.clip_at_least && !first)
+              first = step;
           }
-          if (!first) return fail("no eval step meets FID <= 90 and CLIP >= 0.15");
+          if (!first) {
+            return fail(fmt::format("no eval step meets FID <= {} and CLIP >= {}", m.fid_at_most,
+                                    m.clip_at_least));
+          }
           conv_epoch = *first;
         }
         if (!conv_epoch) return fail("successful run_stop before any eval line");

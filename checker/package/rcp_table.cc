@@ -1,14 +1,13 @@
 #include "checker/package/rcp_table.h"
 
 #include <algorithm>
-#include <set>
 
 #include "base/json.h"
-#include "checker/package/benchmark_meta.h"
 #include "checker/package/numpy_stats.h"
 #include "checker/package/olympic_mean.h"
 #include "checker/package/rcp_min_epochs.h"
 #include "fmt/format.h"
+#include "quality_targets/benchmark_meta.h"
 #include "quality_targets/embedded_rcp.h"
 
 namespace mlperf::package {
@@ -16,7 +15,7 @@ namespace {
 
 void ComputeStats(RcpRecord& r, int submission_runs) {
   std::sort(r.converge.begin(), r.converge.end());
-  const int drop = OlympicDropPerSide(r.benchmark);
+  const int drop = meta::OlympicDropPerSide(r.benchmark);
   r.mean = OlympicMean(r.converge, drop);
   r.stdev = NumpyPopulationStdev(r.converge);
   const int n_ref = static_cast<int>(r.converge.size()) - 2 * drop;
@@ -31,10 +30,8 @@ absl::Status Invalid(const std::string& source, const std::string& what) {
 }  // namespace
 
 bool RcpCheckerSupportsRuleset(const std::string& ruleset) {
-  static const std::set<std::string> kRulesets = {"1.0.0", "1.1.0", "2.0.0", "2.1.0",
-                                                  "3.0.0", "3.1.0", "4.0.0", "4.1.0",
-                                                  "5.0.0", "5.1.0", "6.0.0", "6.1.0"};
-  return kRulesets.contains(ruleset);
+  const std::vector<std::string>& known = meta::RcpRulesets();
+  return std::find(known.begin(), known.end(), ruleset) != known.end();
 }
 
 absl::StatusOr<RcpTable> RcpTable::FromJson(std::string_view text, const std::string& source) {
@@ -51,7 +48,7 @@ absl::StatusOr<RcpTable> RcpTable::FromJson(std::string_view text, const std::st
   RcpTable table;
   table.ruleset_ = ruleset->as_string();
   table.benchmark_ = benchmark->as_string();
-  std::optional<int> runs = SubmissionRuns(table.benchmark_);
+  std::optional<int> runs = meta::RcpRuns(table.benchmark_);
   if (!runs) {
     return Invalid(source, fmt::format("no submission run count for benchmark '{}' (the official "
                                        "RCP checker fails on it too)",

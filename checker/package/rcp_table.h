@@ -59,7 +59,7 @@ class RcpTable {
   std::vector<RcpRecord> pruned_;
 };
 
-// Rulesets the official RCP checker accepts (1.0.0 ... 6.1.0).
+// Rulesets the package checker runs the RCP check for (benchmarks.json).
 bool RcpCheckerSupportsRuleset(const std::string& ruleset);
 
 // "ruleset/benchmark" pairs with embedded RCP data, in path order.

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <optional>
 
-#include "checker/py_ops.h"
 #include "absl/status/statusor.h"
+#include "checker/py_ops.h"
 #include "fmt/format.h"
 
 namespace mlperf::package {

@@ -5,8 +5,8 @@
 #include <optional>
 #include <variant>
 
-#include "checker/package/benchmark_meta.h"
 #include "fmt/format.h"
+#include "quality_targets/benchmark_meta.h"
 
 namespace mlperf::package {
 namespace {
@@ -67,7 +67,7 @@ bool CellLess(const Cell& a, const Cell& b) {
 std::string SummaryCsv(const std::vector<const OrgReport*>& orgs) {
   std::vector<std::string> benchmarks;
   for (const OrgReport* org : orgs) {
-    for (const std::string& b : AllowedBenchmarks(org->ruleset)) {
+    for (const std::string& b : meta::AllowedBenchmarks(org->ruleset)) {
       if (std::find(benchmarks.begin(), benchmarks.end(), b) == benchmarks.end())
         benchmarks.push_back(b);
     }

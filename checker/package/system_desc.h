@@ -1,6 +1,6 @@
-// The system description checker (spec 7.5, system_desc_checker): the 33
-// fields every systems/<system>.json must have and, from ruleset 4.0.0 on,
-// the allowed values of "status".
+// The system description checker (spec 7.5, system_desc_checker): the fields
+// every systems/<system>.json must have and, from the ruleset the metadata
+// names (4.0.0), the allowed values of "status" (quality_targets/benchmarks.json).
 #pragma once
 
 #include <string>

@@ -116,6 +116,9 @@ def retarget(reps, rulesets, benchmarks):
         step_num_cases(reps['stable_diffusion'])
     if 'llama2_70b_lora' in reps:
         optional_key_cases(reps['llama2_70b_lora'])
+        disclosure_cases(reps['llama2_70b_lora'])
+        dlrmv4_cases(reps['llama2_70b_lora'])
+        flux1_interval_cases(reps['llama2_70b_lora'])
 
 
 def step_num_cases(sd):
@@ -146,3 +149,106 @@ def optional_key_cases(llama):
     m = llama.log.copy()
     m.delete(m.find('submission_status'))
     llama.add('no_status_under_6.1.0', m, 'submission_status removed, under 6.1.0', ruleset='6.1.0')
+
+
+# The run-configuration keys 6.1.0 requires exactly once (mlperf-logging 4.1.68).
+DISCLOSURE = [('lowest_numerical_precision_in_linear', 'bfloat16'),
+              ('lowest_numerical_precision_in_attn', 'fp8'),
+              ('lowest_numerical_precision_in_comm', 'bfloat16'),
+              ('tensor_parallelism', 1), ('pipeline_parallelism', 1), ('context_parallelism', 1),
+              ('expert_parallelism', 1), ('micro_batch_size', 1), ('config_filename', 'cfg.yaml')]
+
+
+def disclosed(log):
+    m = log.copy()
+    for key, v in reversed(DISCLOSURE):
+        insert_after(m, 'global_batch_size', key, v)
+    return m
+
+
+def disclosure_cases(llama):
+    """Each 6.1.0 disclosure key missing, zero or empty in an otherwise compliant log."""
+    base = dlrmv4_log(llama)  # passes, so each case below fails on its own change only
+    for key, _ in DISCLOSURE:
+        m = base.copy()
+        m.delete(m.find(key))
+        llama.add(f'disclosed_without_{key}_under_6.1.0', m, f'6.1.0 disclosure without {key}', base,
+                  ruleset='6.1.0')
+    for key, v in [('micro_batch_size', 0), ('tensor_parallelism', 1.0), ('config_filename', ''),
+                   ('lowest_numerical_precision_in_comm', 'mxfp6')]:
+        m = base.copy()
+        m.set_value(m.first(key), v)
+        llama.add(f'disclosed_{key}_{tag(v)}_under_6.1.0', m, f'6.1.0 disclosure with {key} = {v!r}', base,
+                  ruleset='6.1.0')
+
+
+def dlrmv4_log(llama):
+    """A closed dlrmv4 log: the llama log retargeted, with every closed_dlrmv4 key and its eval grid."""
+    m = disclosed(llama.log)
+    m.set_value(m.first('submission_benchmark'), 'dlrmv4')
+    m.delete(m.find('opt_base_learning_rate'))  # logged before the batch size there
+    m.set_value(m.first('opt_gradient_clip_norm'), 1.0)
+    gbs = 8192  # eval every 280 batches, first at block 25
+    m.set_value(m.first('global_batch_size'), gbs)
+    m.set_value(m.first('train_samples'), 2290835423)
+    m.set_value(m.first('eval_samples'), 2058204)
+    lr = 1e-6 * gbs / 8192
+    for key, v in reversed([('max_sequence_length', 4096), ('opt_name', 'Adam'), ('opt_base_learning_rate', lr),
+                            ('opt_adam_beta_1', 0.95), ('opt_adam_beta_2', 0.999), ('opt_adam_epsilon', 1e-8),
+                            ('opt_weight_decay', 0.0), ('opt_sparse_name', 'RowWiseAdagrad'),
+                            ('opt_sparse_base_learning_rate', lr), ('opt_learning_rate_warmup_steps', 24000),
+                            ('opt_learning_rate_warmup_start_lr', 0.0), ('eval_every_data_pct', 0.001)]):
+        insert_after(m, 'global_batch_size', key, v)
+    interval = 280 * gbs
+    evals = m.find('eval_accuracy')
+    for n, i in enumerate(evals):
+        rec = m.record(i)
+        rec['metadata']['samples_count'] = (25 + n) * interval
+        rec['value'] = 0.7 + 0.02 * n
+        m.put(i, rec)
+    return m
+
+
+def dlrmv4_cases(llama):
+    """The dlrmv4 rules added in 6.1.0: learning-rate band, eval grid, first eval, target."""
+    base = dlrmv4_log(llama)
+    llama.add('dlrmv4_closed_under_6.1.0', base, 'a closed dlrmv4 log at global batch 8192', ruleset='6.1.0')
+    for key, v in [('opt_base_learning_rate', 1.6e-6), ('opt_base_learning_rate', 4.9e-7),
+                   ('opt_sparse_base_learning_rate', 1.1e-6), ('global_batch_size', 8192.0),
+                   ('global_batch_size', 16384), ('opt_sparse_name', 'Adagrad'), ('train_samples', 1)]:
+        m = base.copy()
+        m.set_value(m.first(key), v)
+        llama.add(f'dlrmv4_{key}_{tag(v)}_under_6.1.0', m, f'dlrmv4 with {key} = {v!r}', base, ruleset='6.1.0')
+    evals = base.find('eval_accuracy')
+    for what, i, field, v in [('first_eval_early', evals[0], 'samples_count', 24 * 2293760),
+                              ('eval_off_grid', evals[1], 'samples_count', 26 * 2293760 + 8192),
+                              ('no_samples_count', evals[2], None, None)]:
+        m = base.copy()
+        if field:
+            m.set_meta(i, field, v)
+        else:
+            m.del_meta(i, 'samples_count')
+        llama.add(f'dlrmv4_{what}_under_6.1.0', m, f'dlrmv4 with {what}', base, ruleset='6.1.0')
+    m = base.copy()
+    for i in evals:
+        m.set_value(i, 0.74)
+    llama.add('dlrmv4_target_missed_under_6.1.0', m, 'dlrmv4 never reaching 0.75', base, ruleset='6.1.0')
+    m = base.copy()
+    m.move(m.first('opt_base_learning_rate'), m.first('global_batch_size'))
+    llama.add('dlrmv4_lr_before_batch_under_6.1.0', m, 'learning rate logged before the batch size', base,
+              ruleset='6.1.0')
+    m = base.copy()
+    m.set_value(m.first('submission_division'), 'open')
+    llama.add('dlrmv4_open_under_6.1.0', m, 'the dlrmv4 log in the open division', base, ruleset='6.1.0')
+
+
+def flux1_interval_cases(llama):
+    """6.1.0 flux1: evaluation_frequency is 262,144 samples rounded up to whole global batches."""
+    base = disclosed(llama.log)
+    base.set_value(base.first('submission_benchmark'), 'flux1')
+    for gbs, freq in [(512, 262144), (1000, 263000), (1000, 262144), (0, 0)]:
+        m = base.copy()
+        m.set_value(m.first('global_batch_size'), gbs)
+        insert_after(m, 'global_batch_size', 'evaluation_frequency', freq)
+        llama.add(f'flux1_gbs_{gbs}_frequency_{freq}_under_6.1.0', m,
+                  f'flux1 at global batch {gbs} evaluating every {freq} samples', ruleset='6.1.0')

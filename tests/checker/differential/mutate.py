@@ -40,7 +40,8 @@ BENCHMARKS = {
     '5.1.0': ['retinanet', 'flux1', 'dlrm_dcnv2', 'llama31_8b', 'rgat', 'llama2_70b_lora', 'llama31_405b'],
     '6.0.0': ['flux1', 'dlrm_dcnv2', 'llama31_8b', 'llama2_70b_lora', 'llama31_405b', 'gpt_oss_20b',
               'deepseekv3_671b'],
-    '6.1.0': ['flux1', 'llama31_8b', 'llama2_70b_lora', 'gpt_oss_20b', 'deepseekv3_671b', 'qwen35_397b_grpo'],
+    '6.1.0': ['flux1', 'llama31_8b', 'llama2_70b_lora', 'gpt_oss_20b', 'deepseekv3_671b', 'qwen35_397b_grpo',
+              'dlrmv4'],
 }
 
 V30 = 'v3.0/NVIDIA/results/'

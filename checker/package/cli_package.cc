@@ -230,6 +230,7 @@ absl::StatusOr<Targets> ResolvePaths(const std::vector<std::string>& paths,
       if (!ruleset.ok()) return ruleset.status();
       targets.orgs.push_back({org,
                               {.ruleset = *ruleset,
+                               .folder_ruleset = RulesetFromPath(org),
                                .rcp_bypass = absl::GetFlag(FLAGS_rcp_bypass),
                                .seed_checker_bypass = absl::GetFlag(FLAGS_seed_checker_bypass),
                                .werror = options.werror,

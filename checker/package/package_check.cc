@@ -75,6 +75,12 @@ void CheckRun(const fs::path& path, const checker::RuleLibrary& rules,
     run.minutes_error = std::string(minutes.status().message());
   }
   review = RunWarnings(*parsed);
+  if (run.minutes && *run.minutes < 0) {
+    review.push_back(
+        fmt::format("{}: run_stop is logged {:.3f} minutes before run_start: a "
+                    "negative time to train enters the score",
+                    run.path, -*run.minutes));
+  }
 }
 
 void CheckSystemDescriptions(const fs::path& org, const PackageOptions& options,
@@ -102,6 +108,8 @@ void CheckSystemDescriptions(const fs::path& org, const PackageOptions& options,
       s.desc_loaded = true;
       s.desc = *std::move(desc);
       s.check = CheckSystemDesc(s.desc, options.ruleset);
+      for (const std::string& w : s.check.warnings)
+        report.warnings.push_back(fmt::format("{}: {}", DisplayPath(path), w));
       if (!s.check.valid) {
         std::string reasons;
         for (const std::string& r : s.check.reasons) reasons += (reasons.empty() ? "" : "; ") + r;
@@ -399,6 +407,12 @@ OrgReport CheckOrganization(const fs::path& org, const checker::RuleLibrary& rul
   report.path = DisplayPath(org);
   report.name = OrgName(org);
   report.ruleset = options.ruleset;
+  if (options.folder_ruleset && *options.folder_ruleset != options.ruleset) {
+    report.warnings.push_back(
+        fmt::format("checked under ruleset {} as --ruleset asks, but the round folder in its path "
+                    "says {}",
+                    options.ruleset, *options.folder_ruleset));
+  }
   NoteOrgParams(org, options, report);
   CheckSystemDescriptions(org, options, report);
 
@@ -435,6 +449,11 @@ OrgReport CheckOrganization(const fs::path& org, const checker::RuleLibrary& rul
 
   for (size_t i = 0; i < report.dirs.size(); ++i) {
     if (!report.dirs[i].skipped) FinishCheckedDirectory(i, outputs, options, report);
+  }
+  bool checked = false;
+  for (const BenchmarkDirReport& d : report.dirs) checked = checked || !d.skipped;
+  if (!checked && !report.input_error) {
+    report.warnings.push_back("no benchmark results were found to check: the package is empty");
   }
   return report;
 }

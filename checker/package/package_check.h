@@ -24,9 +24,10 @@ namespace mlperf::package {
 
 struct PackageOptions {
   std::string ruleset;
-  bool rcp_bypass = false;           // --rcp-bypass: for every directory
-  bool seed_checker_bypass = false;  // --seed-checker-bypass
-  bool werror = false;               // per-log warnings fail the run (official --werror)
+  std::optional<std::string> folder_ruleset;  // what a vN.M round folder in the path says
+  bool rcp_bypass = false;                    // --rcp-bypass: for every directory
+  bool seed_checker_bypass = false;           // --seed-checker-bypass
+  bool werror = false;                        // per-log warnings fail the run (official --werror)
   ScalingSource scaling = ScalingSource::kAfterPackageChecker;
   int jobs = 0;  // threads for the logs; 0: one per core
   // Parts of the organisation to check (a results/<system>[/<benchmark>]

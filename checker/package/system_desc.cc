@@ -12,9 +12,42 @@ const std::vector<std::string>& RequiredSystemDescFields() {
   return meta::SystemDescription().required_fields;
 }
 
+namespace {
+
+// A count the summarizer multiplies: a whole number >= 0, or text holding one.
+bool IsCount(const json::Value& v) {
+  if (v.is_int()) return !v.is_big_int() && v.as_int() >= 0;
+  if (!v.is_string() || v.as_string().empty() || v.as_string().size() > 9) return false;
+  return std::all_of(v.as_string().begin(), v.as_string().end(),
+                     [](char ch) { return ch >= '0' && ch <= '9'; });
+}
+
+std::vector<std::string> TypeWarnings(const json::Value& desc,
+                                      const std::vector<std::string>& fields) {
+  if (!desc.is_object()) return {"the system description is not a JSON object"};
+  std::vector<std::string> out;
+  for (const std::string& f : fields) {
+    const json::Value* v = desc.Find(f);
+    if (!v) continue;
+    if (f == "number_of_nodes" || f == "host_processors_per_node" || f == "accelerators_per_node") {
+      if (!IsCount(*v)) {
+        out.push_back(
+            fmt::format("{} is {}, not a whole number: the summarizer cannot count with it", f,
+                        json::Dump(*v)));
+      }
+    } else if (!v->is_string() && !(f == "other_software_stack" && v->is_object())) {
+      out.push_back(fmt::format("{} is {}, not text", f, json::Dump(*v)));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 SystemDescCheck CheckSystemDesc(const json::Value& desc, const std::string& ruleset) {
   const meta::SystemDescriptionRules& rules = meta::SystemDescription();
   SystemDescCheck c;
+  c.warnings = TypeWarnings(desc, rules.required_fields);
   for (const std::string& f : rules.required_fields) {
     if (desc.Find(f) == nullptr) {
       c.valid = false;

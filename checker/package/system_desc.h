@@ -15,6 +15,9 @@ struct SystemDescCheck {
   // Official reasons: "Missing field <f>", or only the status reason when
   // the status value is not allowed (it replaces the others).
   std::vector<std::string> reasons;
+  // Ours, never changing the verdict: values of a type the summarizer cannot
+  // use (a node count that is no whole number, a list where text belongs).
+  std::vector<std::string> warnings;
 };
 
 // `desc` is the parsed JSON document (any value; a non-object misses every

@@ -107,6 +107,57 @@ TEST(CliTest, ResultLogThatIsNoRegularFileFailsThePackage) {
   fs::remove_all(org);
 }
 
+// What is not checked, or checked other than the package says, is visible:
+// an empty package, a --ruleset other than the round folder's, system
+// description values the summarizer cannot use, a negative time to train.
+TEST(CliTest, NothingUncheckedPassesSilently) {
+  const fs::path root = fs::temp_directory_path() / fmt::format("cli_test_unchecked_{}", getpid());
+  fs::remove_all(root);
+  const fs::path empty = root / "empty_org";
+  fs::create_directories(empty / "results");
+  fs::create_directories(empty / "systems");
+  Result r = RunCli("--ruleset 4.0.0 " + empty.string());
+  EXPECT_NE(r.out.find("warning: no benchmark results were found to check"), std::string::npos)
+      << r.out;
+
+  const fs::path org = root / "v3.0" / "NVIDIA";
+  fs::create_directories(org.parent_path());
+  fs::copy(fs::path(MLPERF_CORPUS_DIR) / "v3.0/NVIDIA", org, fs::copy_options::recursive);
+  r = RunCli(org.string());
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.find("round folder"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("not a whole number"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("run_stop is logged"), std::string::npos) << r.out;
+  r = RunCli("--ruleset 3.1.0 " + org.string());
+  EXPECT_NE(r.out.find("warning: checked under ruleset 3.1.0 as --ruleset asks, but the round "
+                       "folder in its path says 3.0.0"),
+            std::string::npos)
+      << r.out;
+
+  const fs::path desc = org / "systems/dgxh100_ngc23.04_mxnet.json";
+  absl::StatusOr<mlperf::json::Value> d = mlperf::json::Parse(
+      std::string(std::istreambuf_iterator<char>(std::ifstream(desc).rdbuf()), {}));
+  ASSERT_TRUE(d.ok());
+  for (mlperf::json::Member& m : d->as_object()) {
+    if (m.first == "number_of_nodes") m.second = mlperf::json::Value("two");
+    if (m.first == "cooling") m.second = mlperf::json::Value(mlperf::json::Array{});
+  }
+  std::ofstream(desc) << mlperf::json::Dump(*d);
+  const fs::path log = org / "results/dgxh100_ngc23.04_mxnet/resnet/result_0.txt";
+  std::string text(std::istreambuf_iterator<char>(std::ifstream(log).rdbuf()), {});
+  const size_t stop = text.find("\"key\": \"run_stop\"");
+  ASSERT_NE(stop, std::string::npos);
+  const size_t ts = text.rfind("\"time_ms\": ", stop) + 11;
+  text.replace(ts, text.find(',', ts) - ts, "1000");  // long before run_start
+  std::ofstream(log) << text;
+  r = RunCli(org.string());
+  EXPECT_NE(r.out.find("number_of_nodes is \"two\", not a whole number"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("cooling is [], not text"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("result_0.txt: run_stop is logged"), std::string::npos) << r.out;
+  fs::remove_all(root);
+}
+
 // Outputs never destroy inputs: --csv inside the checked tree is refused
 // before anything is written; an unwritable --csv or stdout is exit 2.
 TEST(CliTest, OutputsNeverOverwriteInputsAndWriteErrorsAreExitTwo) {

@@ -18,14 +18,10 @@ bool Contains(std::string_view text, std::string_view what) {
   return text.find(what) != std::string_view::npos;
 }
 
-// The benchmark's metadata, if the value names one.
-const meta::BenchmarkMeta* Meta(const json::Value& benchmark) {
-  return benchmark.is_string() ? meta::FindBenchmark(benchmark.as_string()) : nullptr;
-}
-
-bool ConvergesAt(const json::Value& benchmark, meta::ConvergedAt where) {
-  const meta::BenchmarkMeta* m = Meta(benchmark);
-  return m && m->converged_at == where;
+// Where the RCP checker reads the convergence point of `benchmark` (a value
+// that names no known benchmark reads epoch_num).
+meta::ConvergedAt ConvergedAt(const meta::BenchmarkMeta* benchmark) {
+  return benchmark ? benchmark->converged_at : meta::ConvergedAt::kEpochNum;
 }
 
 bool IsString(const json::Value& v, std::string_view s) {
@@ -49,6 +45,7 @@ absl::StatusOr<RunConvergence> ReadRunConvergence(const mllog::ParsedLog& log,
   std::optional<double> conv_epoch;
   // stable_diffusion: eval step -> metric -> value; FID and CLIP arrive separately.
   std::map<double, std::map<std::string, double>> sd_evals;
+  const meta::BenchmarkMeta* bench = nullptr;  // what run.benchmark names
 
   for (const mllog::LogLine& line : log.lines) {
     std::string_view text = line.text;
@@ -68,20 +65,20 @@ absl::StatusOr<RunConvergence> ReadRunConvergence(const mllog::ParsedLog& log,
     if (Contains(text, "global_batch_size")) run.global_batch_size = line.value;
     if (Contains(text, "submission_benchmark")) {
       run.benchmark = line.value;
-      if (!ConvergesAt(run.benchmark, meta::ConvergedAt::kEpochNumOrTrainSamples))
+      bench = line.value.is_string() ? meta::FindBenchmark(line.value.as_string()) : nullptr;
+      if (ConvergedAt(bench) != meta::ConvergedAt::kEpochNumOrTrainSamples)
         use_train_samples = false;
     }
     const bool eval = Contains(text, "eval_error") || Contains(text, "eval_accuracy");
-    const bool fid_and_clip = ConvergesAt(run.benchmark, meta::ConvergedAt::kFidAndClip);
+    const bool fid_and_clip = ConvergedAt(bench) == meta::ConvergedAt::kFidAndClip;
     if (fid_and_clip && eval) {
-      absl::StatusOr<double> step =
-          metadata_number(Meta(run.benchmark)->EvalStepKey(options.ruleset));
+      absl::StatusOr<double> step = metadata_number(bench->EvalStepKey(options.ruleset));
       if (!step.ok()) return step.status();
       const json::Value* metric = line.metadata.Find("metric");
       if (!metric || !metric->is_string()) return fail("eval line has no string metadata 'metric'");
       if (!line.value.is_number()) return fail("eval value is not a number");
       sd_evals[*step][metric->as_string()] = line.value.as_float();
-    } else if (ConvergesAt(run.benchmark, meta::ConvergedAt::kEvalSamplesCount) && eval) {
+    } else if (ConvergedAt(bench) == meta::ConvergedAt::kEvalSamplesCount && eval) {
       absl::StatusOr<double> samples = metadata_number("samples_count");
       if (!samples.ok()) return samples.status();
       conv_epoch = *samples;
@@ -103,7 +100,7 @@ absl::StatusOr<RunConvergence> ReadRunConvergence(const mllog::ParsedLog& log,
         run.converged = true;
         if (fid_and_clip) {
           // The first eval step meeting both targets.
-          const meta::BenchmarkMeta& m = *Meta(run.benchmark);
+          const meta::BenchmarkMeta& m = *bench;
           std::optional<double> first;
           for (const auto& [step, metrics] : sd_evals) {
             auto fid = metrics.find("FID"), clip = metrics.find("CLIP");

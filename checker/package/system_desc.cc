@@ -14,9 +14,10 @@ const std::vector<std::string>& RequiredSystemDescFields() {
 
 namespace {
 
-// A count the summarizer multiplies: a whole number >= 0, or text holding one.
+// A count the summary table multiplies (nodes x per-node counts): a whole
+// number from 0 to 999,999,999, or text holding one, so the product fits.
 bool IsCount(const json::Value& v) {
-  if (v.is_int()) return !v.is_big_int() && v.as_int() >= 0;
+  if (v.is_int()) return v.as_int() >= 0 && v.as_int() < 1'000'000'000 && !v.is_big_int();
   if (!v.is_string() || v.as_string().empty() || v.as_string().size() > 9) return false;
   return std::all_of(v.as_string().begin(), v.as_string().end(),
                      [](char ch) { return ch >= '0' && ch <= '9'; });
@@ -32,8 +33,8 @@ std::vector<std::string> TypeWarnings(const json::Value& desc,
     if (f == "number_of_nodes" || f == "host_processors_per_node" || f == "accelerators_per_node") {
       if (!IsCount(*v)) {
         out.push_back(
-            fmt::format("{} is {}, not a whole number: the summarizer cannot count with it", f,
-                        json::Dump(*v)));
+            fmt::format("{} is {}, not a whole number below 10^9: the summary cannot count with it",
+                        f, json::Dump(*v)));
       }
     } else if (!v->is_string() && !(f == "other_software_stack" && v->is_object())) {
       out.push_back(fmt::format("{} is {}, not text", f, json::Dump(*v)));

@@ -46,8 +46,9 @@ using mlperf::checker::RuleLibrary;
 
 constexpr char kUsage[] =
     "Usage: compliance_check [--ruleset X.Y.Z] [--json] [--werror] [--jobs N] [--csv FILE]\n"
-    "                        [--claims FILE] [--rcp-bypass] [--seed-checker-bypass] "
-    "[--write-scaling] PATH...\n"
+    "                        [--html FILE] [--claims FILE] [--rcp-bypass] "
+    "[--seed-checker-bypass]\n"
+    "                        [--write-scaling] PATH...\n"
     "       compliance_check --help | --version\n"
     "\n"
     "Checks MLPerf Training result logs (result_*.txt) for compliance with a training\n"
@@ -150,7 +151,14 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
 
-  if (mlperf::package::AnyDirectory(paths)) {
+  auto given = [&](std::string_view flag) {
+    std::string name(flag);
+    std::replace(name.begin(), name.end(), '-', '_');
+    return std::find(args->given.begin(), args->given.end(), name) != args->given.end();
+  };
+  bool log_file_outputs = false;  // package-mode outputs that plain log files have too
+  for (std::string_view flag : mlperf::package::kLogFileFlags) log_file_outputs |= given(flag);
+  if (mlperf::package::AnyDirectory(paths) || log_file_outputs) {
     const bool ruleset_given =
         std::find(args->given.begin(), args->given.end(), "ruleset") != args->given.end();
     return mlperf::package::RunPackageCli(
@@ -164,9 +172,7 @@ int main(int argc, char** argv) {
   }
   // Package options on single logs would silently do nothing.
   for (std::string_view flag : mlperf::package::kPackageFlags) {
-    std::string name(flag);
-    std::replace(name.begin(), name.end(), '-', '_');
-    if (std::find(args->given.begin(), args->given.end(), name) != args->given.end()) {
+    if (given(flag)) {
       std::fprintf(stderr,
                    "compliance_check: --%s applies to package folders, and no input is one\n",
                    std::string(flag).c_str());

@@ -24,14 +24,21 @@ BenchmarkScore ScoreBenchmark(const std::string& benchmark, const std::vector<Ru
   s.max_dropped = meta::OlympicDropPerSide(benchmark);
   s.scaling_factor = scaling_factor;
   std::vector<double> minutes;
-  for (const RunTime& r : runs) {
-    if (r.compliant && r.minutes) {
-      minutes.push_back(*r.minutes);
+  std::vector<size_t> run_of;  // minutes[i] is runs[run_of[i]]
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i].compliant && runs[i].minutes) {
+      minutes.push_back(*runs[i].minutes);
+      run_of.push_back(i);
     } else {
       ++s.dropped_runs;
     }
   }
   s.olympic_mean = OlympicScore(minutes, s.dropped_runs, s.max_dropped);
+  s.counted.assign(runs.size(), false);
+  if (s.olympic_mean) {
+    for (size_t i : OlympicCounted(minutes, s.dropped_runs, s.max_dropped))
+      s.counted[run_of[i]] = true;
+  }
   if (s.olympic_mean) s.score = *s.olympic_mean * scaling_factor;
   return s;
 }

@@ -45,6 +45,7 @@ struct BenchmarkScore {
   std::optional<double> olympic_mean;
   double scaling_factor = 1.0;
   std::optional<double> score;  // olympic_mean * scaling_factor
+  std::vector<bool> counted;    // per run given: whether the olympic mean includes it
 };
 
 BenchmarkScore ScoreBenchmark(const std::string& benchmark, const std::vector<RunTime>& runs,

@@ -54,6 +54,12 @@ struct ClaimAudit {
   std::string reason;  // for kUncheckable and kNeither
 };
 
+// One claim with what we computed for it, as the reports show it.
+struct AuditedClaim {
+  ClaimAudit audit;
+  ComputedScore computed;
+};
+
 ClaimAudit AuditClaim(const Claim& claim, const ComputedScore& computed,
                       double tolerance = kClaimToleranceMinutes);
 

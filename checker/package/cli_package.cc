@@ -12,6 +12,7 @@
 #include "base/json.h"
 #include "checker/engine.h"
 #include "checker/package/claims_audit.h"
+#include "checker/package/html_report.h"
 #include "checker/package/layout.h"
 #include "checker/package/package_check.h"
 #include "checker/package/rcp_table.h"
@@ -21,6 +22,9 @@
 #include "logging/mllog_parser.h"
 
 ABSL_FLAG(std::string, csv, "", "write the result summarizer's score table to this CSV file");
+ABSL_FLAG(std::string, html, "",
+          "write a self-contained HTML report (verdicts, runs, scores, findings, convergence "
+          "curves against the target and the RCP band) to this file");
 ABSL_FLAG(
     std::string, claims, "",
     "audit the time-to-train claims in this CSV (columns version, submitter, system, benchmark, "
@@ -127,14 +131,9 @@ std::string HumanOrg(const OrgReport& o) {
   return out;
 }
 
-struct ClaimResult {
-  ClaimAudit audit;
-  ComputedScore computed;
-};
-
-std::vector<ClaimResult> AuditClaims(const std::vector<Claim>& claims,
-                                     const std::vector<OrgReport>& orgs) {
-  std::vector<ClaimResult> out;
+std::vector<AuditedClaim> AuditClaims(const std::vector<Claim>& claims,
+                                      const std::vector<OrgReport>& orgs) {
+  std::vector<AuditedClaim> out;
   for (const Claim& claim : claims) {
     ComputedScore c;
     c.unavailable =
@@ -159,7 +158,7 @@ std::vector<ClaimResult> AuditClaims(const std::vector<Claim>& claims,
   return out;
 }
 
-Value ClaimJson(const ClaimResult& r) {
+Value ClaimJson(const AuditedClaim& r) {
   const Claim& c = r.audit.claim;
   json::Object o{{"version", c.version},
                  {"submitter", c.submitter},
@@ -236,7 +235,8 @@ absl::StatusOr<Targets> ResolvePaths(const std::vector<std::string>& paths,
                                .werror = options.werror,
                                .jobs = options.jobs,
                                .only_system = t->only_system,
-                               .only_benchmark = t->only_benchmark}});
+                               .only_benchmark = t->only_benchmark,
+                               .report_details = !absl::GetFlag(FLAGS_html).empty()}});
     }
   }
   return targets;
@@ -299,7 +299,7 @@ bool WriteRequestedFiles(const std::vector<OrgReport>& orgs) {
 
 // The per-log JSON document, extended with packages and claims.
 std::string JsonReport(const std::string& log_ruleset, const std::vector<checker::LogReport>& logs,
-                       const std::vector<OrgReport>& orgs, const std::vector<ClaimResult>& audits,
+                       const std::vector<OrgReport>& orgs, const std::vector<AuditedClaim>& audits,
                        bool all_pass) {
   std::vector<checker::LogReport> all_logs = logs;
   for (const OrgReport& o : orgs) {
@@ -324,14 +324,14 @@ std::string JsonReport(const std::string& log_ruleset, const std::vector<checker
                                           {"benchmarks", Value(std::move(dirs))}}));
   }
   json::Array claims_json;
-  for (const ClaimResult& r : audits) claims_json.push_back(ClaimJson(r));
+  for (const AuditedClaim& r : audits) claims_json.push_back(ClaimJson(r));
   doc->Set("verdict", all_pass ? "PASS" : "FAIL");
   doc->Set("packages", Value(std::move(packages)));
   doc->Set("claims", Value(std::move(claims_json)));
   return json::Dump(*doc) + "\n";
 }
 
-std::string HumanClaim(const ClaimResult& r) {
+std::string HumanClaim(const AuditedClaim& r) {
   const Claim& c = r.audit.claim;
   std::string out =
       fmt::format("CLAIM {} {} {}/{} {} min: {}", c.version, c.submitter, c.system, c.benchmark,
@@ -343,11 +343,11 @@ std::string HumanClaim(const ClaimResult& r) {
 
 std::string HumanReport(const std::vector<checker::LogReport>& logs,
                         const std::vector<OrgReport>& orgs,
-                        const std::vector<ClaimResult>& audits) {
+                        const std::vector<AuditedClaim>& audits) {
   std::string out;
   for (const checker::LogReport& r : logs) out += checker::FormatHuman(r);
   for (const OrgReport& o : orgs) out += HumanOrg(o);
-  for (const ClaimResult& r : audits) out += HumanClaim(r);
+  for (const AuditedClaim& r : audits) out += HumanClaim(r);
   return out;
 }
 
@@ -374,13 +374,15 @@ int RunPackageCli(const std::vector<std::string>& paths, const CliOptions& optio
     return kExitUsage;
   }
   // An output inside what is being checked could overwrite a result log.
-  if (const std::string csv = absl::GetFlag(FLAGS_csv); !csv.empty()) {
+  for (const auto& [flag, output] :
+       {std::pair<const char*, std::string>{"csv", absl::GetFlag(FLAGS_csv)},
+        {"html", absl::GetFlag(FLAGS_html)}}) {
     for (const std::string& input : paths) {
-      if (base::IsWithin(csv, input)) {
+      if (!output.empty() && base::IsWithin(output, input)) {
         std::fprintf(stderr,
-                     "compliance_check: --csv=%s is inside the checked input %s; write it "
-                     "elsewhere\n",
-                     csv.c_str(), input.c_str());
+                     "compliance_check: --%s=%s is an input or inside the checked input %s; write "
+                     "it elsewhere\n",
+                     flag, output.c_str(), input.c_str());
         return kExitUsage;
       }
     }
@@ -399,7 +401,7 @@ int RunPackageCli(const std::vector<std::string>& paths, const CliOptions& optio
   const std::string log_ruleset = options.ruleset.value_or(options.default_ruleset);
   const std::vector<checker::LogReport> logs =
       CheckLogFiles(targets->log_files, log_ruleset, options.werror, rules);
-  const std::vector<ClaimResult> audits = AuditClaims(*claims, orgs);
+  const std::vector<AuditedClaim> audits = AuditClaims(*claims, orgs);
 
   bool input_error = false, all_pass = true;
   for (const checker::LogReport& r : logs) {
@@ -411,6 +413,18 @@ int RunPackageCli(const std::vector<std::string>& paths, const CliOptions& optio
     all_pass = all_pass && o.passed();
   }
   if (!WriteRequestedFiles(orgs)) input_error = true;
+  if (const std::string html = absl::GetFlag(FLAGS_html); !html.empty()) {
+    const std::string page = HtmlReport({.inputs = paths,
+                                         .logs = logs,
+                                         .orgs = &orgs,
+                                         .claims = audits,
+                                         .claims_given = !absl::GetFlag(FLAGS_claims).empty(),
+                                         .all_pass = all_pass && !input_error});
+    if (absl::Status s = base::WriteFileAtomically(html, page); !s.ok()) {
+      std::fprintf(stderr, "compliance_check: --html: %s\n", std::string(s.message()).c_str());
+      input_error = true;
+    }
+  }
 
   const std::string out = options.json ? JsonReport(log_ruleset, logs, orgs, audits, all_pass)
                                        : HumanReport(logs, orgs, audits);

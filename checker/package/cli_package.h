@@ -1,7 +1,7 @@
 // compliance_check's package mode: PATHs that are directories (a
 // results/<system>[/<benchmark>] folder, an organisation folder, or a folder
 // of organisation folders), checked as the official package checker and
-// result summarizer would, with --csv, --claims and --write-scaling.
+// result summarizer would, with --csv, --html, --claims and --write-scaling.
 #pragma once
 
 #include <optional>
@@ -25,8 +25,10 @@ struct CliOptions {
 bool AnyDirectory(const std::vector<std::string>& paths);
 
 // The package flags, defined in cli_package.cc; main reads them with its own.
-inline constexpr std::string_view kPackageFlags[] = {"csv", "claims", "rcp-bypass",
-                                                     "seed-checker-bypass", "write-scaling"};
+inline constexpr std::string_view kPackageFlags[] = {
+    "csv", "html", "claims", "rcp-bypass", "seed-checker-bypass", "write-scaling"};
+// Of those, the ones that also apply to plain log files.
+inline constexpr std::string_view kLogFileFlags[] = {"html"};
 
 // Checks every path (log files as the per-log mode does) and prints the
 // report; returns the exit status (0 pass, 1 fail, 2 usage or input error).

@@ -90,7 +90,7 @@ absl::StatusOr<std::vector<DirEntry>> ListDir(const fs::path& dir) {
   return out;
 }
 
-absl::StatusOr<std::string> ReadFileLimited(const fs::path& path, uint64_t max_bytes) {
+absl::Status CheckFileLimited(const fs::path& path, uint64_t max_bytes) {
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
   if (ec) return absl::NotFoundError(fmt::format("{}: {}", DisplayPath(path), ec.message()));
@@ -103,6 +103,13 @@ absl::StatusOr<std::string> ReadFileLimited(const fs::path& path, uint64_t max_b
         fmt::format("{}: {} bytes, more than the {} bytes allowed for this file", DisplayPath(path),
                     size, max_bytes));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadFileLimited(const fs::path& path, uint64_t max_bytes) {
+  if (absl::Status s = CheckFileLimited(path, max_bytes); !s.ok()) return s;
+  std::error_code ec;
+  const uint64_t size = fs::file_size(path, ec);
   std::ifstream in(path, std::ios::binary);
   if (!in)
     return absl::PermissionDeniedError(

@@ -51,8 +51,11 @@ struct DirEntry {
 // The entries of `dir` sorted by name (bytes), or why it cannot be listed.
 absl::StatusOr<std::vector<DirEntry>> ListDir(const std::filesystem::path& dir);
 
-// Reads a whole file that must not exceed `max_bytes` (a sparse multi-GB
-// file is refused from its size, without reading it).
+// Whether `path` is a regular file of at most `max_bytes` (a sparse multi-GB
+// file is refused from its size, without reading it); the error says why not.
+absl::Status CheckFileLimited(const std::filesystem::path& path, uint64_t max_bytes);
+
+// Reads a whole file that passes CheckFileLimited.
 absl::StatusOr<std::string> ReadFileLimited(const std::filesystem::path& path, uint64_t max_bytes);
 
 // The name for messages and JSON: valid UTF-8 as is; other bytes as \xNN.

@@ -4,6 +4,7 @@
 // dropped (non-compliant) run as one of the slowest (spec 8.2).
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <vector>
 
@@ -21,5 +22,9 @@ double OlympicMean(std::vector<double> values, int drop);
 // slowest, then sum()/len in Python's order. nullopt when nothing is left or
 // when dropped_runs > max_dropped (the summarizer leaves the cell empty).
 std::optional<double> OlympicScore(std::vector<double> minutes, int dropped_runs, int max_dropped);
+
+// The indices into `minutes` that OlympicScore averages (fastest first).
+std::vector<size_t> OlympicCounted(const std::vector<double>& minutes, int dropped_runs,
+                                   int max_dropped);
 
 }  // namespace mlperf::package

@@ -52,20 +52,24 @@ PackageParams ReadParams(const fs::path& path, std::vector<std::string>& warning
 
 // Parses and checks one result log, as the package checker and the
 // summarizer each do.
-void CheckRun(const fs::path& path, const checker::RuleLibrary& rules,
+void CheckRun(const fs::path& path, const std::string& benchmark, const checker::RuleLibrary& rules,
               const PackageOptions& options, RunDetail& run,
               std::optional<mllog::ParsedLog>& parsed, std::vector<std::string>& review) {
   run.path = DisplayPath(path);
   run.stem = fs::path(path.filename()).stem().string();
-  absl::StatusOr<std::string> text = ReadFileLimited(path, kMaxLogBytes);
-  if (!text.ok()) {
+  // Streamed, as the per-log mode reads: no whole-file buffer per log.
+  absl::Status readable = CheckFileLimited(path, kMaxLogBytes);
+  absl::StatusOr<mllog::ParsedLog> log =
+      readable.ok() ? mllog::ParseFile(path.string()) : absl::StatusOr<mllog::ParsedLog>(readable);
+  if (!log.ok()) {
     run.log.path = run.path;
     run.log.ruleset = options.ruleset;
     run.log.input_error = true;
-    run.log.errors.push_back({.message = std::string(text.status().message())});
+    run.log.errors.push_back({.message = std::string(log.status().message())});
     return;
   }
-  parsed = mllog::ParseText(*text, run.path);
+  parsed = *std::move(log);
+  parsed->path = run.path;
   run.log = checker::CheckLog(*parsed, rules, options.ruleset, {.werror = false});
   run.compliant = run.log.compliant() && (!options.werror || run.log.warnings.empty());
   absl::StatusOr<double> minutes = RunMinutes(*parsed);
@@ -74,6 +78,13 @@ void CheckRun(const fs::path& path, const checker::RuleLibrary& rules,
   } else {
     run.minutes_error = std::string(minutes.status().message());
   }
+  for (const mllog::LogLine& line : parsed->lines) {
+    if (line.key == "run_start") {
+      run.run_start_ms = line.time_ms;
+      break;
+    }
+  }
+  if (options.report_details) run.curves = ExtractCurves(*parsed, benchmark, options.ruleset);
   review = RunWarnings(*parsed);
   if (run.minutes && *run.minutes < 0) {
     review.push_back(
@@ -321,10 +332,8 @@ void FinishDirectory(BenchmarkDirReport& d, const std::vector<const mllog::Parse
       d.rcp_ran = true;
       absl::StatusOr<RcpVerdict> rcp = absl::DataLossError("some result logs could not be read");
       if (all_parsed) {
-        std::vector<mllog::ParsedLog> copies;
-        for (const mllog::ParsedLog* l : logs) copies.push_back(*l);
         rcp = CheckRcpLogs(
-            copies, {.ruleset = options.ruleset, .pass = RcpPass::kPruned, .bypass = d.rcp_bypass});
+            logs, {.ruleset = options.ruleset, .pass = RcpPass::kPruned, .bypass = d.rcp_bypass});
       }
       if (!rcp.ok()) {
         d.rcp_error = std::string(rcp.status().message());
@@ -334,11 +343,19 @@ void FinishDirectory(BenchmarkDirReport& d, const std::vector<const mllog::Parse
         for (size_t i = 0; i < d.runs.size() && i < rcp->run_epochs.size(); ++i)
           d.runs[i].rcp_epochs = rcp->run_epochs[i];
         if (!rcp->passed) d.errors.push_back(fmt::format("RCP test failed: {}", rcp->message));
+        if (options.report_details) {
+          d.pruning_note = CheckPruningNote(
+              logs, *rcp,
+              {.ruleset = options.ruleset, .pass = RcpPass::kPruned, .bypass = d.rcp_bypass});
+        }
         d.warnings.insert(d.warnings.end(), rcp->warnings.begin(), rcp->warnings.end());
       }
     }
   }
   if (seeds.empty()) seeds = CheckSeeds(logs).seeds;
+  if (all_parsed) {
+    for (size_t i = 0; i < d.runs.size() && i < seeds.size(); ++i) d.runs[i].seeds = seeds[i];
+  }
   std::vector<std::string> dir_warnings = DirectoryWarnings(logs, seeds, d.benchmark);
   d.review_warnings.insert(d.review_warnings.end(), dir_warnings.begin(), dir_warnings.end());
 
@@ -365,15 +382,16 @@ void FinishDirectory(BenchmarkDirReport& d, const std::vector<const mllog::Parse
   d.score = ScoreBenchmark(d.benchmark, times, factor);
 }
 
-// Hands directory i its checked runs (report.dirs[i], outputs [i]) for the verdict.
-void FinishCheckedDirectory(size_t i, const RunOutputs& outputs, const PackageOptions& options,
-                            OrgReport& report) {
+// Hands directory i its checked runs (report.dirs[i], outputs [i]) for the
+// verdict, then frees its parsed logs; returns whether a log could not be read.
+bool FinishCheckedDirectory(size_t i, RunOutputs& outputs, const PackageOptions& options,
+                            const checker::RuleLibrary& rules, OrgReport& report) {
   BenchmarkDirReport& d = report.dirs[i];
   std::vector<const mllog::ParsedLog*> logs;
-  bool all_parsed = true;
+  bool all_parsed = true, input_error = false;
   for (size_t r = 0; r < d.runs.size(); ++r) {
     if (d.runs[r].log.input_error) {
-      report.input_error = true;
+      input_error = true;
       d.errors.push_back(fmt::format("cannot read {}", d.runs[r].log.errors.front().message));
     }
     if (outputs.parsed[i][r]) {
@@ -385,6 +403,48 @@ void FinishCheckedDirectory(size_t i, const RunOutputs& outputs, const PackageOp
                              outputs.review[i][r].end());
   }
   FinishDirectory(d, logs, all_parsed, options);
+  if (options.report_details)
+    d.targets = QualityTargets(rules, options.ruleset, d.division, d.benchmark);
+  for (auto& parsed : outputs.parsed[i]) parsed.reset();
+  return input_error;
+}
+
+// The logs of a whole round are hundreds of MB: they are parsed and finished
+// in waves of about this many, so memory stays bounded and both steps use
+// every core.
+constexpr size_t kWaveLogs = 64;
+
+// Checks every log of report.dirs (tasks in directory order) and finishes
+// each directory.
+void CheckDirectories(const std::vector<LogTask>& tasks, const checker::RuleLibrary& rules,
+                      const PackageOptions& options, OrgReport& report) {
+  RunOutputs outputs;
+  for (const BenchmarkDirReport& d : report.dirs) {
+    outputs.parsed.emplace_back(d.runs.size());
+    outputs.review.emplace_back(d.runs.size());
+  }
+  std::vector<char> unreadable(report.dirs.size(), 0);
+  size_t first_task = 0;
+  for (size_t begin = 0; begin < report.dirs.size();) {
+    size_t end = begin, n_logs = 0;
+    while (end < report.dirs.size() &&
+           (end == begin || n_logs + report.dirs[end].runs.size() <= kWaveLogs))
+      n_logs += report.dirs[end++].runs.size();
+    size_t last_task = first_task;
+    while (last_task < tasks.size() && tasks[last_task].dir < end) ++last_task;
+    base::ParallelFor(last_task - first_task, options.jobs, [&](size_t k) {
+      const LogTask& t = tasks[first_task + k];
+      CheckRun(t.path, report.dirs[t.dir].benchmark, rules, options, report.dirs[t.dir].runs[t.run],
+               outputs.parsed[t.dir][t.run], outputs.review[t.dir][t.run]);
+    });
+    base::ParallelFor(end - begin, options.jobs, [&](size_t k) {
+      if (!report.dirs[begin + k].skipped)
+        unreadable[begin + k] = FinishCheckedDirectory(begin + k, outputs, options, rules, report);
+    });
+    first_task = last_task;
+    begin = end;
+  }
+  for (char u : unreadable) report.input_error = report.input_error || u;
 }
 
 }  // namespace
@@ -435,21 +495,7 @@ OrgReport CheckOrganization(const fs::path& org, const checker::RuleLibrary& rul
     if (sys.is_dir) AddSystem(org, sys.name, allowed, options, report, tasks);
   }
 
-  // The logs are the expensive part: check them on every core.
-  RunOutputs outputs;
-  for (const BenchmarkDirReport& d : report.dirs) {
-    outputs.parsed.emplace_back(d.runs.size());
-    outputs.review.emplace_back(d.runs.size());
-  }
-  base::ParallelFor(tasks.size(), options.jobs, [&](size_t i) {
-    const LogTask& t = tasks[i];
-    CheckRun(t.path, rules, options, report.dirs[t.dir].runs[t.run], outputs.parsed[t.dir][t.run],
-             outputs.review[t.dir][t.run]);
-  });
-
-  for (size_t i = 0; i < report.dirs.size(); ++i) {
-    if (!report.dirs[i].skipped) FinishCheckedDirectory(i, outputs, options, report);
-  }
+  CheckDirectories(tasks, rules, options, report);
   bool checked = false;
   for (const BenchmarkDirReport& d : report.dirs) checked = checked || !d.skipped;
   if (!checked && !report.input_error) {

@@ -15,6 +15,7 @@
 #include "base/json.h"
 #include "checker/engine.h"
 #include "checker/package/benchmark_score.h"
+#include "checker/package/convergence_curve.h"
 #include "checker/package/rcp_check.h"
 #include "checker/package/system_desc.h"
 #include "checker/report.h"
@@ -34,6 +35,9 @@ struct PackageOptions {
   // path on the command line); unset: all.
   std::optional<std::string> only_system;
   std::optional<std::string> only_benchmark;
+  // What only the HTML report shows: convergence curves, quality targets and
+  // the RCP pruning note (costs a little time, so only on request).
+  bool report_details = false;
 };
 
 struct RunDetail {
@@ -43,7 +47,10 @@ struct RunDetail {
   bool compliant = false;         // for the package verdict (warnings count with --werror)
   std::optional<double> minutes;  // run_start to run_stop (summarizer)
   std::string minutes_error;
-  std::optional<double> rcp_epochs;  // convergence as the RCP checker reads it
+  std::optional<double> rcp_epochs;    // convergence as the RCP checker reads it
+  std::optional<double> run_start_ms;  // the first run_start's time_ms
+  std::vector<std::string> seeds;      // the seed values the run logs
+  RunCurves curves;                    // with PackageOptions::report_details
 };
 
 struct BenchmarkDirReport {
@@ -63,6 +70,9 @@ struct BenchmarkDirReport {
   std::vector<std::string> errors;           // each fails the package (official ERROR lines)
   std::vector<std::string> warnings;         // official WARNING lines (our wording)
   std::vector<std::string> review_warnings;  // ours; never change the verdict
+  // With PackageOptions::report_details:
+  std::vector<QualityTarget> targets;
+  std::optional<PruningNote> pruning_note;
 
   bool passed() const { return errors.empty(); }
   int converged_runs() const;

@@ -39,14 +39,15 @@ const RcpRecord* FindRecord(const std::vector<RcpRecord>& data, double bs) {
 
 }  // namespace
 
-absl::StatusOr<RcpVerdict> CheckRcpLogs(const std::vector<mllog::ParsedLog>& logs,
+absl::StatusOr<RcpVerdict> CheckRcpLogs(const std::vector<const mllog::ParsedLog*>& logs,
                                         const RcpCheckOptions& options) {
   RcpVerdict v;
   // get_submission_epochs: the first file that names a batch size (or a
   // benchmark) sets it; any later difference stops the check.
   json::Value benchmark;
   bool mismatch = false;
-  for (const mllog::ParsedLog& log : logs) {
+  for (const mllog::ParsedLog* log_ptr : logs) {
+    const mllog::ParsedLog& log = *log_ptr;
     absl::StatusOr<RunConvergence> run = ReadRunConvergence(
         log, {.ruleset = options.ruleset, .bert_train_samples = options.bert_train_samples});
     if (!run.ok()) return run.status();
@@ -104,8 +105,9 @@ absl::StatusOr<RcpVerdict> CheckRcpLogs(const std::vector<mllog::ParsedLog>& log
     return absl::InvalidArgumentError("global_batch_size is not a number");
   }
   const double bs = v.global_batch_size.as_float();
-  const std::vector<RcpRecord>& data =
-      options.pass == RcpPass::kPruned ? table->pruned() : table->full();
+  const std::vector<RcpRecord>& data = options.pass == RcpPass::kPruned ? table->pruned()
+                                       : options.pass == RcpPass::kFull ? table->full()
+                                                                        : table->envelope();
   const std::string missing =
       fmt::format("Missing RCP, please submit RCP with BS = {}", json::Dump(v.global_batch_size));
 
@@ -155,6 +157,37 @@ absl::StatusOr<RcpVerdict> CheckRcpDirectory(const std::vector<std::string>& res
     logs.push_back(*std::move(log));
   }
   return CheckRcpLogs(logs, options);
+}
+
+absl::StatusOr<RcpVerdict> CheckRcpLogs(const std::vector<mllog::ParsedLog>& logs,
+                                        const RcpCheckOptions& options) {
+  std::vector<const mllog::ParsedLog*> ptrs;
+  for (const mllog::ParsedLog& l : logs) ptrs.push_back(&l);
+  return CheckRcpLogs(ptrs, options);
+}
+
+std::optional<PruningNote> CheckPruningNote(const std::vector<const mllog::ParsedLog*>& logs,
+                                            const RcpVerdict& official,
+                                            const RcpCheckOptions& options) {
+  absl::StatusOr<RcpTable> table = RcpTable::Embedded(options.ruleset, official.benchmark);
+  if (!table.ok()) return std::nullopt;
+  PruningNote note;
+  for (const RcpRecord& p : table->pruned()) {
+    if (!FindRecord(table->envelope(), static_cast<double>(p.global_batch_size)) &&
+        (note.kept_above_envelope.empty() ||
+         note.kept_above_envelope.back() != p.global_batch_size))
+      note.kept_above_envelope.push_back(p.global_batch_size);
+  }
+  if (note.kept_above_envelope.empty()) return std::nullopt;
+  RcpCheckOptions envelope_options = options;
+  envelope_options.pass = RcpPass::kEnvelope;
+  absl::StatusOr<RcpVerdict> v = CheckRcpLogs(logs, envelope_options);
+  if (!v.ok()) return std::nullopt;
+  note.envelope = *std::move(v);
+  note.verdict_differs = note.envelope.passed != official.passed;
+  note.factor_differs = note.envelope.compared != official.compared ||
+                        note.envelope.normalization_factor != official.normalization_factor;
+  return note;
 }
 
 }  // namespace mlperf::package

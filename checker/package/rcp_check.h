@@ -15,7 +15,9 @@
 
 namespace mlperf::package {
 
-enum class RcpPass { kPruned, kFull };  // official --rcp_pass pruned_rcps | full_rcps
+// Official --rcp_pass pruned_rcps | full_rcps; kEnvelope: the lower convex
+// envelope (RcpTable::envelope), for the report's pruning note only.
+enum class RcpPass { kPruned, kFull, kEnvelope };
 
 struct RcpCheckOptions {
   std::string ruleset;
@@ -58,7 +60,25 @@ absl::StatusOr<RcpVerdict> CheckRcpDirectory(const std::vector<std::string>& res
                                              const RcpCheckOptions& options);
 
 // The same over logs already parsed.
+absl::StatusOr<RcpVerdict> CheckRcpLogs(const std::vector<const mllog::ParsedLog*>& logs,
+                                        const RcpCheckOptions& options);
 absl::StatusOr<RcpVerdict> CheckRcpLogs(const std::vector<mllog::ParsedLog>& logs,
                                         const RcpCheckOptions& options);
+
+// Where the directory's RCP table prunes differently when kept points are
+// re-tested (RcpTable::envelope): the batch sizes only the official pruning
+// keeps, and the verdict against the envelope instead. A note for reviewers;
+// the official verdict stands.
+struct PruningNote {
+  std::vector<int64_t> kept_above_envelope;
+  RcpVerdict envelope;
+  bool verdict_differs = false;
+  bool factor_differs = false;
+};
+
+// nullopt when both prunings keep the same records, or the table is missing.
+std::optional<PruningNote> CheckPruningNote(const std::vector<const mllog::ParsedLog*>& logs,
+                                            const RcpVerdict& official,
+                                            const RcpCheckOptions& options);
 
 }  // namespace mlperf::package

@@ -23,6 +23,40 @@ void ComputeStats(RcpRecord& r, int submission_runs) {
   r.max_speedup = r.mean / r.min_epochs;
 }
 
+// The records from the first fastest-converging one on (by batch size).
+std::vector<const RcpRecord*> FastestOnward(const std::vector<RcpRecord>& full) {
+  auto fastest =
+      std::min_element(full.begin(), full.end(),
+                       [](const RcpRecord& a, const RcpRecord& b) { return a.mean < b.mean; });
+  std::vector<const RcpRecord*> out;
+  for (const RcpRecord& r : full) {
+    if (r.global_batch_size >= fastest->global_batch_size) out.push_back(&r);
+  }
+  return out;
+}
+
+// Whether `mid` converges slower than the line between its neighbours.
+bool AboveLine(const RcpTable& table, const RcpRecord& mid, const RcpRecord& lo,
+               const RcpRecord& hi) {
+  return mid.mean > table.Interpolate(mid.global_batch_size, lo, hi).mean;
+}
+
+// The official tool keeps every record whose (benchmark, batch size)
+// survived, so duplicates of a kept batch size stay too.
+std::vector<RcpRecord> RecordsAt(const std::vector<RcpRecord>& full,
+                                 const std::vector<const RcpRecord*>& kept) {
+  std::vector<RcpRecord> out;
+  for (const RcpRecord& r : full) {
+    for (const RcpRecord* k : kept) {
+      if (k->benchmark == r.benchmark && k->global_batch_size == r.global_batch_size) {
+        out.push_back(r);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 absl::Status Invalid(const std::string& source, const std::string& what) {
   return absl::InvalidArgumentError(fmt::format("{}: {}", source, what));
 }
@@ -84,35 +118,29 @@ absl::StatusOr<RcpTable> RcpTable::FromJson(std::string_view text, const std::st
                      return a.global_batch_size < b.global_batch_size;
                    });
 
-  // Pruning (spec 6.4, HEAD): drop batch sizes below the fastest-converging
-  // record, then every record slower than the interpolation of its neighbours.
   if (!table.full_.empty()) {
-    auto fastest =
-        std::min_element(table.full_.begin(), table.full_.end(),
-                         [](const RcpRecord& a, const RcpRecord& b) { return a.mean < b.mean; });
-    std::vector<const RcpRecord*> kept;
-    for (const RcpRecord& r : table.full_) {
-      if (r.global_batch_size >= fastest->global_batch_size) kept.push_back(&r);
-    }
+    // Pruning (spec 6.4, HEAD): drop batch sizes below the fastest-converging
+    // record, then every record slower than the interpolation of its
+    // neighbours, without going back after a removal.
+    std::vector<const RcpRecord*> kept = FastestOnward(table.full_);
     for (size_t i = 1; i + 1 < kept.size();) {
-      const RcpRecord line =
-          table.Interpolate(kept[i]->global_batch_size, *kept[i - 1], *kept[i + 1]);
-      if (kept[i]->mean > line.mean) {
+      if (AboveLine(table, *kept[i], *kept[i - 1], *kept[i + 1])) {
         kept.erase(kept.begin() + i);
       } else {
         ++i;
       }
     }
-    // The official tool keeps every record whose (benchmark, batch size)
-    // survived, so duplicates of a kept batch size stay too.
-    for (const RcpRecord& r : table.full_) {
-      for (const RcpRecord* k : kept) {
-        if (k->benchmark == r.benchmark && k->global_batch_size == r.global_batch_size) {
-          table.pruned_.push_back(r);
-          break;
-        }
-      }
+    table.pruned_ = RecordsAt(table.full_, kept);
+
+    // The lower convex envelope: the same test, repeated on the last kept
+    // point whenever a new one arrives (Andrew's monotone chain).
+    std::vector<const RcpRecord*> hull;
+    for (const RcpRecord* r : FastestOnward(table.full_)) {
+      while (hull.size() >= 2 && AboveLine(table, *hull.back(), *hull[hull.size() - 2], *r))
+        hull.pop_back();
+      hull.push_back(r);
     }
+    table.envelope_ = RecordsAt(table.full_, hull);
   }
   return table;
 }

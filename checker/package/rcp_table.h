@@ -46,6 +46,12 @@ class RcpTable {
   // larger batch sizes that are not slower than the line between their
   // neighbours (HEAD compares means; no backtracking after a removal).
   const std::vector<RcpRecord>& pruned() const { return pruned_; }
+  // What pruning keeps when it re-tests a kept neighbour after each removal:
+  // the records on the lower convex envelope of (batch size, mean) from the
+  // fastest record on. pruned() can keep a point above it (the official
+  // tool never backtracks; mlcommons/logging issue #368). Reported as a
+  // note only; verdicts use pruned().
+  const std::vector<RcpRecord>& envelope() const { return envelope_; }
 
   // A record at `global_batch_size` between `lo` and `hi`: mean and stdev
   // linear in batch size; min_epochs with n_ref = 2 * submission_runs.
@@ -57,6 +63,7 @@ class RcpTable {
   int submission_runs_ = 0;
   std::vector<RcpRecord> full_;
   std::vector<RcpRecord> pruned_;
+  std::vector<RcpRecord> envelope_;
 };
 
 // Rulesets the package checker runs the RCP check for (benchmarks.json).

@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -170,7 +171,7 @@ TEST(CliTest, OutputsNeverOverwriteInputsAndWriteErrorsAreExitTwo) {
   for (const std::string& target : {log.string(), (org / "summary.csv").string()}) {
     const Result r = RunCli("--ruleset 3.0.0 --csv " + target + " " + org.string());
     EXPECT_EQ(r.exit_code, 2) << r.out;
-    EXPECT_NE(r.out.find("is inside the checked input"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("inside the checked input"), std::string::npos) << r.out;
   }
   // The same log given as a file, and --csv naming it: package options on
   // single logs are refused.
@@ -192,6 +193,56 @@ TEST(CliTest, OutputsNeverOverwriteInputsAndWriteErrorsAreExitTwo) {
   const Result full_log = RunCli("--ruleset 3.0.0 " + log.string(), "/dev/full");
   EXPECT_EQ(full_log.exit_code, 2) << full_log.out;
   fs::remove_all(org);
+}
+
+// --html: written atomically where it points, never into the checked tree or
+// over an input, and a write error is exit 2 with no partial file.
+TEST(CliTest, HtmlReportIsWrittenOnlyWhereItPointsAndWhole) {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("cli_test_html_{}", getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path html = dir / "report.html";
+  const Result ok = RunCli("--ruleset 3.0.0 --html " + html.string() + " " + Resnet());
+  EXPECT_EQ(ok.exit_code, 0) << ok.out;
+  std::ifstream in(html, std::ios::binary);
+  const std::string page((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(page.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_NE(page.find("</html>"), std::string::npos);
+  EXPECT_NE(page.find("<svg"), std::string::npos);
+  EXPECT_EQ(page.find("<script"), std::string::npos);
+
+  // Over an existing report: replaced whole; a read-only folder: exit 2, no file.
+  EXPECT_EQ(RunCli("--ruleset 3.0.0 --html " + html.string() + " " + Resnet()).exit_code, 0);
+  const fs::path locked = dir / "locked";
+  fs::create_directories(locked);
+  fs::permissions(locked, fs::perms::owner_read | fs::perms::owner_exec);
+  const bool root = ::geteuid() == 0;  // root writes anyway; then use a missing folder
+  const fs::path bad = root ? dir / "missing" / "r.html" : locked / "r.html";
+  const Result unwritable =
+      RunCli("--ruleset 3.0.0 --html " + bad.string() + " " + Resnet(), "/dev/null");
+  EXPECT_EQ(unwritable.exit_code, 2) << unwritable.out;
+  EXPECT_NE(unwritable.out.find("--html: "), std::string::npos) << unwritable.out;
+  EXPECT_EQ(std::count(unwritable.out.begin(), unwritable.out.end(), '\n'), 1) << unwritable.out;
+  EXPECT_TRUE(fs::is_empty(locked));
+  fs::permissions(locked, fs::perms::owner_all);
+
+  // Into the checked tree, or over the log being checked: refused before anything.
+  const std::string log = Resnet() + "/result_0.txt";
+  for (const std::string& target : {log, Resnet() + "/report.html"}) {
+    const Result r = RunCli("--ruleset 3.0.0 --html " + target + " " + Resnet());
+    EXPECT_EQ(r.exit_code, 2) << r.out;
+    EXPECT_NE(r.out.find("inside the checked input"), std::string::npos) << r.out;
+  }
+  const Result single = RunCli("--ruleset 3.0.0 --html " + log + " " + log);
+  EXPECT_EQ(single.exit_code, 2) << single.out;
+  EXPECT_FALSE(fs::exists(Resnet() + "/report.html"));
+
+  // Plain log files get a report too.
+  const fs::path logs_html = dir / "logs.html";
+  const Result logs = RunCli("--ruleset 3.0.0 --html " + logs_html.string() + " " + log);
+  EXPECT_EQ(logs.exit_code, 0) << logs.out;
+  EXPECT_TRUE(fs::exists(logs_html));
+  fs::remove_all(dir);
 }
 
 TEST(CliTest, VerdictsAndExitCodes) {

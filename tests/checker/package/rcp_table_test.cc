@@ -74,6 +74,25 @@ TEST(RcpTable, PruningDoesNotBacktrack) {
       RcpTable::FromJson(Table({{100, 10}, {200, 21}, {300, 40}, {400, 41}}), "t");
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(BatchSizes(t->pruned()), (std::vector<int64_t>{100, 200, 400}));
+  // The lower convex envelope re-tests 200 and drops it (issue #368's point).
+  EXPECT_EQ(BatchSizes(t->envelope()), (std::vector<int64_t>{100, 400}));
+}
+
+TEST(RcpTable, EnvelopeEqualsPruningWhenNothingNeedsARetest) {
+  absl::StatusOr<RcpTable> t =
+      RcpTable::FromJson(Table({{100, 35}, {200, 30}, {300, 50}, {400, 40}, {800, 60}}), "t");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(BatchSizes(t->envelope()), BatchSizes(t->pruned()));
+}
+
+TEST(RcpTable, OfficialBert30PruningKeepsPointsAboveTheEnvelope) {
+  // bert 3.0.0 (spec 6.4): 6144 and 6912 survive the official pass because
+  // each was tested before its slower right neighbour 8192 was removed.
+  absl::StatusOr<RcpTable> t = RcpTable::Embedded("3.0.0", "bert");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(BatchSizes(t->pruned()),
+            (std::vector<int64_t>{448, 4608, 6144, 6912, 12288, 13056, 16384}));
+  EXPECT_EQ(BatchSizes(t->envelope()), (std::vector<int64_t>{448, 4608, 12288, 13056, 16384}));
 }
 
 TEST(RcpTable, RecordsSortByBatchSizeStably) {

@@ -1,0 +1,221 @@
+#include "base/svg_chart.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "fmt/format.h"
+
+namespace mlperf::base {
+namespace {
+
+// Colour-blind-friendly categorical palette (Okabe-Ito, then greys).
+constexpr const char* kPalette[] = {"#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7",
+                                    "#56B4E9", "#F0E442", "#000000", "#999999", "#7F3C8D"};
+constexpr int kLegendMax = 12;  // more series than this are summarised in the legend
+constexpr double kLeft = 70, kRight = 170, kTop = 30, kBottom = 46;
+
+struct Range {
+  double lo = std::numeric_limits<double>::infinity();
+  double hi = -std::numeric_limits<double>::infinity();
+  void Add(double v) {
+    if (!std::isfinite(v)) return;
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  bool empty() const { return lo > hi; }
+  // Room around the data, and a non-zero width for a single value.
+  void Pad(double fraction) {
+    if (hi == lo) {
+      const double d = lo == 0 ? 1 : std::abs(lo) * 0.1;
+      lo -= d;
+      hi += d;
+    }
+    const double d = (hi - lo) * fraction;
+    lo -= d;
+    hi += d;
+  }
+};
+
+// About five ticks at 1, 2 or 5 times a power of ten.
+std::vector<double> Ticks(const Range& r) {
+  const double raw = (r.hi - r.lo) / 5;
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  const double f = raw / mag;
+  const double step = (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
+  std::vector<double> ticks;
+  for (double t = std::ceil(r.lo / step) * step; t <= r.hi + step * 1e-9; t += step) {
+    ticks.push_back(std::abs(t) < step * 1e-9 ? 0 : t);
+    if (ticks.size() > 20) break;  // guards against a degenerate step
+  }
+  return ticks;
+}
+
+}  // namespace
+
+std::string XmlEscape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        // Control characters are not allowed in XML; show them as a replacement sign.
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') {
+          out += "&#xFFFD;";
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out;
+}
+
+std::string CompactNumber(double v) {
+  if (!std::isfinite(v)) return fmt::format("{}", v);
+  const double a = std::abs(v);
+  if (a >= 1e9) return fmt::format("{:.4g}G", v / 1e9);
+  if (a >= 1e6) return fmt::format("{:.4g}M", v / 1e6);
+  if (a >= 1e4) return fmt::format("{:.4g}k", v / 1e3);
+  return fmt::format("{:.4g}", v);
+}
+
+std::string RenderSvg(const LineChart& chart) {
+  const double w = chart.width, h = chart.height;
+  const double pw = w - kLeft - kRight, ph = h - kTop - kBottom;
+  Range xr, yr;
+  for (const ChartSeries& s : chart.series) {
+    for (const auto& [x, y] : s.points) {
+      if (std::isfinite(x) && std::isfinite(y)) {
+        xr.Add(x);
+        yr.Add(y);
+      }
+    }
+  }
+  for (const ChartLine& l : chart.y_lines) yr.Add(l.at);
+  for (const ChartLine& l : chart.x_lines) xr.Add(l.at);
+  for (const ChartBand& b : chart.x_bands) {
+    xr.Add(b.from);
+    xr.Add(b.to);
+  }
+
+  std::string out = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
+      "viewBox=\"0 0 {0} {1}\" role=\"img\" aria-label=\"{2}\" class=\"chart\">\n"
+      "<rect x=\"0\" y=\"0\" width=\"{0}\" height=\"{1}\" fill=\"#fff\"/>\n"
+      "<text x=\"{3}\" y=\"18\" font-size=\"13\" font-weight=\"bold\">{2}</text>\n"
+      "<rect x=\"{3}\" y=\"{4}\" width=\"{5}\" height=\"{6}\" fill=\"none\" stroke=\"#888\"/>\n",
+      w, h, XmlEscape(chart.title), kLeft, kTop, pw, ph);
+  if (xr.empty() || yr.empty()) {
+    out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"12\" fill=\"#666\">no data</text>\n",
+                       kLeft + 10, kTop + ph / 2);
+    return out + "</svg>\n";
+  }
+  xr.Pad(0.02);
+  yr.Pad(0.06);
+  auto px = [&](double x) { return kLeft + (x - xr.lo) / (xr.hi - xr.lo) * pw; };
+  auto py = [&](double y) { return kTop + ph - (y - yr.lo) / (yr.hi - yr.lo) * ph; };
+
+  for (const ChartBand& b : chart.x_bands) {
+    const double x0 = px(std::min(b.from, b.to)), x1 = px(std::max(b.from, b.to));
+    out += fmt::format(
+        "<rect x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"#2ca02c\" "
+        "fill-opacity=\"0.15\"><title>{}</title></rect>\n",
+        x0, kTop, std::max(x1 - x0, 1.0), ph, XmlEscape(b.label));
+  }
+  // Axes: ticks, grid and labels.
+  for (double t : Ticks(xr)) {
+    out += fmt::format(
+        "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#eee\"/>"
+        "<text x=\"{0:.1f}\" y=\"{3}\" font-size=\"11\" text-anchor=\"middle\">{4}</text>\n",
+        px(t), kTop, kTop + ph, kTop + ph + 15, CompactNumber(t));
+  }
+  for (double t : Ticks(yr)) {
+    out += fmt::format(
+        "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#eee\"/>"
+        "<text x=\"{3}\" y=\"{4:.1f}\" font-size=\"11\" text-anchor=\"end\">{5}</text>\n",
+        kLeft, py(t), kLeft + pw, kLeft - 5, py(t) + 4, CompactNumber(t));
+  }
+  out += fmt::format(
+      "<text x=\"{}\" y=\"{}\" font-size=\"12\" text-anchor=\"middle\">{}</text>\n"
+      "<text x=\"14\" y=\"{}\" font-size=\"12\" text-anchor=\"middle\" "
+      "transform=\"rotate(-90 14 {})\">{}</text>\n",
+      kLeft + pw / 2, h - 8, XmlEscape(chart.x_label), kTop + ph / 2, kTop + ph / 2,
+      XmlEscape(chart.y_label));
+
+  for (const ChartLine& l : chart.y_lines) {
+    out += fmt::format(
+        "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#c00\" "
+        "stroke-dasharray=\"6 3\"><title>{3}</title></line>"
+        "<text x=\"{4}\" y=\"{5:.1f}\" font-size=\"11\" fill=\"#c00\">{3}</text>\n",
+        kLeft, py(l.at), kLeft + pw, XmlEscape(l.label), kLeft + 4, py(l.at) - 3);
+  }
+  for (size_t i = 0; i < chart.x_lines.size(); ++i) {
+    const ChartLine& l = chart.x_lines[i];
+    // Labels near the right edge go on the line's left side.
+    const bool left = px(l.at) > kLeft + pw * 0.7;
+    out += fmt::format(
+        "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#333\" "
+        "stroke-dasharray=\"2 2\"><title>{3}</title></line>"
+        "<text x=\"{4:.1f}\" y=\"{5}\" font-size=\"10\" fill=\"#333\"{6}>{3}</text>\n",
+        px(l.at), kTop, kTop + ph, XmlEscape(l.label), px(l.at) + (left ? -3 : 3),
+        kTop + ph - 8 - 12 * static_cast<double>(i), left ? " text-anchor=\"end\"" : "");
+  }
+
+  // Clip the data to the plot area.
+  out += fmt::format(
+      "<clipPath id=\"clip-{0}\"><rect x=\"{1}\" y=\"{2}\" width=\"{3}\" height=\"{4}\"/>"
+      "</clipPath>\n<g clip-path=\"url(#clip-{0})\" fill=\"none\" stroke-width=\"1.5\">\n",
+      XmlEscape(chart.id), kLeft, kTop, pw, ph);
+  for (size_t i = 0; i < chart.series.size(); ++i) {
+    const ChartSeries& s = chart.series[i];
+    const char* colour = kPalette[i % std::size(kPalette)];
+    std::string path, dots;
+    for (const auto& [x, y] : s.points) {
+      if (!std::isfinite(x) || !std::isfinite(y)) continue;
+      path += fmt::format("{}{:.1f},{:.1f}", path.empty() ? "M" : " L", px(x), py(y));
+      dots += fmt::format(
+          "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.2\" fill=\"{}\"><title>{}: "
+          "{}, {}</title></circle>",
+          px(x), py(y), colour, XmlEscape(s.name), CompactNumber(x), CompactNumber(y));
+    }
+    out += fmt::format("<g><title>{}</title><path d=\"{}\" stroke=\"{}\"{}/>{}</g>\n",
+                       XmlEscape(s.name), path, colour, s.dashed ? " stroke-dasharray=\"5 3\"" : "",
+                       dots);
+  }
+  out += "</g>\n";
+
+  // Legend on the right.
+  const double lx = kLeft + pw + 12;
+  for (size_t i = 0; i < chart.series.size(); ++i) {
+    const double ly = kTop + 8 + 15 * static_cast<double>(i);
+    if (static_cast<int>(i) == kLegendMax - 1 && chart.series.size() > kLegendMax) {
+      out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\">... {} more</text>\n", lx,
+                         ly + 4, chart.series.size() - i);
+      break;
+    }
+    out += fmt::format(
+        "<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"{3}\" stroke-width=\"2\"{4}/>"
+        "<text x=\"{5}\" y=\"{6}\" font-size=\"11\">{7}</text>\n",
+        lx, ly, lx + 18, kPalette[i % std::size(kPalette)],
+        chart.series[i].dashed ? " stroke-dasharray=\"5 3\"" : "", lx + 22, ly + 4,
+        XmlEscape(chart.series[i].name));
+  }
+  return out + "</svg>\n";
+}
+
+}  // namespace mlperf::base

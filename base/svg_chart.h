@@ -1,0 +1,52 @@
+// Line charts as inline SVG, for reports that must stay one self-contained
+// file readable without JavaScript: compliance_check's convergence curves
+// and the benchmark tool's throughput charts. Hovering a point shows its
+// values through SVG <title> elements, which need no script.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace mlperf::base {
+
+// Text escaped for XML and HTML content and attribute values.
+std::string XmlEscape(std::string_view text);
+
+// Numbers for axis ticks and labels: 4 significant digits, k/M/G for large magnitudes.
+std::string CompactNumber(double v);
+
+struct ChartSeries {
+  std::string name;
+  std::vector<std::pair<double, double>> points;  // (x, y), drawn in order
+  bool dashed = false;                            // e.g. a run that did not converge
+};
+
+// A horizontal (y) or vertical (x) reference line, e.g. a quality target.
+struct ChartLine {
+  double at = 0;
+  std::string label;
+};
+
+// A shaded vertical band between two x values, e.g. an acceptable range.
+struct ChartBand {
+  double from = 0, to = 0;
+  std::string label;
+};
+
+struct LineChart {
+  std::string id;  // unique within the page (names the clip path); letters, digits, '-'
+  std::string title, x_label, y_label;
+  std::vector<ChartSeries> series;
+  std::vector<ChartLine> y_lines;
+  std::vector<ChartLine> x_lines;
+  std::vector<ChartBand> x_bands;
+  int width = 720, height = 340;
+};
+
+// The chart as one <svg> element. Non-finite values are left out; a chart
+// with nothing to draw says so inside the frame.
+std::string RenderSvg(const LineChart& chart);
+
+}  // namespace mlperf::base

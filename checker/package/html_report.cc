@@ -34,10 +34,19 @@ std::string Minutes(const std::optional<double>& v) {
   return v ? fmt::format("{:.4f}", *v) : "&ndash;";
 }
 
-std::string VerdictCell(std::string_view verdict) {
-  std::string cls = verdict == "PASS" ? "pass" : verdict == "FAIL" ? "fail" : "other";
-  return fmt::format("<td class=\"verdict {}\" data-verdict=\"{}\">{}</td>", cls, verdict, verdict);
+std::string_view VerdictClass(std::string_view verdict) {
+  return verdict == "PASS" ? "pass" : verdict == "FAIL" ? "fail" : "other";
 }
+
+std::string VerdictCell(std::string_view verdict) {
+  return fmt::format("<td class=\"verdict {}\" data-verdict=\"{}\">{}</td>", VerdictClass(verdict),
+                     verdict, verdict);
+}
+
+// The lowest olympic mean the RCP check accepts against `rec` (its comparison).
+double MinAcceptableMean(const RcpRecord& rec) { return rec.mean / rec.max_speedup; }
+
+bool Unconverged(const RunDetail& r) { return r.rcp_epochs && *r.rcp_epochs >= kUnconvergedEpochs; }
 
 std::string DirVerdict(const BenchmarkDirReport& d) {
   return d.skipped ? "SKIPPED" : d.passed() ? "PASS" : "FAIL";
@@ -124,8 +133,8 @@ std::string RunsTable(const BenchmarkDirReport& d) {
     for (const std::string& s : r.seeds) seeds += (seeds.empty() ? "" : ", ") + s;
     std::string converged = "&ndash;";
     if (r.rcp_epochs) {
-      converged = *r.rcp_epochs >= kUnconvergedEpochs ? "<span class=\"bad\">not converged</span>"
-                                                      : base::CompactNumber(*r.rcp_epochs);
+      converged = Unconverged(r) ? "<span class=\"bad\">not converged</span>"
+                                 : base::CompactNumber(*r.rcp_epochs);
     }
     const bool counted = i < d.score.counted.size() && d.score.counted[i];
     out += fmt::format(
@@ -157,7 +166,7 @@ std::string RcpTableHtml(const BenchmarkDirReport& d) {
       "<tr><th>This package's olympic mean</th><td class=\"num\">{}</td></tr>"
       "<tr><th>Normalisation factor</th><td class=\"num\">{}</td></tr></table>\n",
       Text(rec.name), rec.interpolated ? " (interpolated between its neighbours)" : "",
-      base::CompactNumber(rec.mean), base::CompactNumber(rec.mean / rec.max_speedup),
+      base::CompactNumber(rec.mean), base::CompactNumber(MinAcceptableMean(rec)),
       v.submission_mean ? base::CompactNumber(*v.submission_mean) : "&ndash;",
       Num(v.normalization_factor));
   return out;
@@ -217,9 +226,7 @@ std::string Charts(const BenchmarkDirReport& d, size_t index) {
     for (const RunDetail& r : d.runs) {
       for (const ConvergenceCurve& c : r.curves.curves) {
         if (c.metric != metrics[m]) continue;
-        base::ChartSeries s{
-            .name = Utf8(r.stem),
-            .dashed = !r.compliant || (r.rcp_epochs && *r.rcp_epochs >= kUnconvergedEpochs)};
+        base::ChartSeries s{.name = Utf8(r.stem), .dashed = !r.compliant || Unconverged(r)};
         for (const CurvePoint& p : c.points) s.points.emplace_back(p.x, p.y);
         chart.series.push_back(std::move(s));
       }
@@ -232,9 +239,9 @@ std::string Charts(const BenchmarkDirReport& d, size_t index) {
     if (d.rcp && d.rcp->record) {
       const RcpRecord& rec = *d.rcp->record;
       chart.x_bands.push_back(
-          {rec.mean / rec.max_speedup, rec.mean,
+          {MinAcceptableMean(rec), rec.mean,
            fmt::format("RCP {}: minimum acceptable mean {} to mean {}", Utf8(rec.name),
-                       base::CompactNumber(rec.mean / rec.max_speedup),
+                       base::CompactNumber(MinAcceptableMean(rec)),
                        base::CompactNumber(rec.mean))});
       chart.x_lines.push_back({rec.mean, "RCP mean"});
       if (d.rcp->submission_mean && std::isfinite(*d.rcp->submission_mean) &&
@@ -256,8 +263,8 @@ std::string DirSection(const BenchmarkDirReport& d, size_t index) {
   std::string out = fmt::format(
       "<section class=\"dir\" id=\"d{}\"><h3>{} / {} <span class=\"badge {}\">{}</span></h3>\n"
       "<p class=\"path\">{}</p>\n",
-      index, Text(d.system), Text(d.benchmark), DirVerdict(d) == "PASS" ? "pass" : "fail",
-      DirVerdict(d), Text(d.path));
+      index, Text(d.system), Text(d.benchmark), VerdictClass(DirVerdict(d)), DirVerdict(d),
+      Text(d.path));
   if (!d.skipped) {
     out += fmt::format("<p>Division {}; {} of {} required runs; seed check {}.", Text(d.division),
                        d.runs.size(), d.required_runs.value_or(0),

@@ -203,4 +203,43 @@ std::string Dump(const Value& v) {
   return out;
 }
 
+namespace {
+
+void DumpIndentedTo(const Value& v, int indent, int depth, std::string& out) {
+  const bool array = v.type() == Type::kArray, object = v.type() == Type::kObject;
+  if ((!array && !object) || (array && v.as_array().empty()) || (object && v.as_object().empty())) {
+    DumpTo(v, out);
+    return;
+  }
+  const std::string inner(static_cast<size_t>(indent) * (depth + 1), ' ');
+  out += array ? '[' : '{';
+  bool first = true;
+  const auto item = [&](const std::string* key, const Value& value) {
+    out += first ? "\n" : ",\n";
+    first = false;
+    out += inner;
+    if (key != nullptr) {
+      DumpStringImpl(*key, out);
+      out += ": ";
+    }
+    DumpIndentedTo(value, indent, depth + 1, out);
+  };
+  if (array) {
+    for (const Value& value : v.as_array()) item(nullptr, value);
+  } else {
+    for (const auto& [key, value] : v.as_object()) item(&key, value);
+  }
+  out += '\n';
+  out.append(static_cast<size_t>(indent) * depth, ' ');
+  out += array ? ']' : '}';
+}
+
+}  // namespace
+
+std::string DumpIndented(const Value& v, int indent) {
+  std::string out;
+  DumpIndentedTo(v, indent, 0, out);
+  return out;
+}
+
 }  // namespace mlperf::json

@@ -17,6 +17,9 @@ std::string PythonFloatRepr(double d);
 // escaped as \uXXXX, floats as repr, NaN/Infinity/-Infinity literals.
 std::string Dump(const Value& v);
 void DumpTo(const Value& v, std::string& out);
+// json.dumps(v, indent=indent): one member or item per line; empty arrays and
+// objects stay "[]" and "{}".
+std::string DumpIndented(const Value& v, int indent);
 void DumpStringTo(std::string_view s, std::string& out);  // a string, quoted and escaped
 
 }  // namespace mlperf::json

@@ -51,6 +51,15 @@ std::vector<double> Ticks(const Range& r) {
   return ticks;
 }
 
+// Powers of two between the range's ends (given as exponents), at most about ten.
+std::vector<double> Log2Ticks(const Range& r) {
+  std::vector<double> ticks;
+  const double first = std::ceil(r.lo - 1e-9), last = std::floor(r.hi + 1e-9);
+  const double step = std::max(1.0, std::ceil((last - first + 1) / 10));
+  for (double e = first; e <= last; e += step) ticks.push_back(e);
+  return ticks;
+}
+
 }  // namespace
 
 std::string XmlEscape(std::string_view text) {
@@ -97,21 +106,27 @@ std::string CompactNumber(double v) {
 std::string RenderSvg(const LineChart& chart) {
   const double w = chart.width, h = chart.height;
   const double pw = w - kLeft - kRight, ph = h - kTop - kBottom;
+  // Positions along x: the value, or its base-2 logarithm (NaN for x <= 0).
+  const auto tx = [&](double x) {
+    if (!chart.log2_x) return x;
+    return x > 0 ? std::log2(x) : std::numeric_limits<double>::quiet_NaN();
+  };
   Range xr, yr;
   for (const ChartSeries& s : chart.series) {
     for (const auto& [x, y] : s.points) {
-      if (std::isfinite(x) && std::isfinite(y)) {
-        xr.Add(x);
+      if (std::isfinite(tx(x)) && std::isfinite(y)) {
+        xr.Add(tx(x));
         yr.Add(y);
       }
     }
   }
   for (const ChartLine& l : chart.y_lines) yr.Add(l.at);
-  for (const ChartLine& l : chart.x_lines) xr.Add(l.at);
+  for (const ChartLine& l : chart.x_lines) xr.Add(tx(l.at));
   for (const ChartBand& b : chart.x_bands) {
-    xr.Add(b.from);
-    xr.Add(b.to);
+    xr.Add(tx(b.from));
+    xr.Add(tx(b.to));
   }
+  if (chart.y_from_zero && !yr.empty()) yr.Add(0);
 
   std::string out = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
@@ -125,9 +140,13 @@ std::string RenderSvg(const LineChart& chart) {
                        kLeft + 10, kTop + ph / 2);
     return out + "</svg>\n";
   }
-  xr.Pad(0.02);
+  xr.Pad(chart.log2_x ? 0.05 : 0.02);
+  const bool from_zero = chart.y_from_zero && yr.lo >= 0;
   yr.Pad(0.06);
-  auto px = [&](double x) { return kLeft + (x - xr.lo) / (xr.hi - xr.lo) * pw; };
+  if (from_zero) yr.lo = 0;  // no padding below the axis' zero
+  // Positions in the plot of transformed (tx) x values.
+  auto pt = [&](double t) { return kLeft + (t - xr.lo) / (xr.hi - xr.lo) * pw; };
+  auto px = [&](double x) { return pt(tx(x)); };
   auto py = [&](double y) { return kTop + ph - (y - yr.lo) / (yr.hi - yr.lo) * ph; };
 
   for (const ChartBand& b : chart.x_bands) {
@@ -138,11 +157,11 @@ std::string RenderSvg(const LineChart& chart) {
         x0, kTop, std::max(x1 - x0, 1.0), ph, XmlEscape(b.label));
   }
   // Axes: ticks, grid and labels.
-  for (double t : Ticks(xr)) {
+  for (double t : chart.log2_x ? Log2Ticks(xr) : Ticks(xr)) {
     out += fmt::format(
         "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#eee\"/>"
         "<text x=\"{0:.1f}\" y=\"{3}\" font-size=\"11\" text-anchor=\"middle\">{4}</text>\n",
-        px(t), kTop, kTop + ph, kTop + ph + 15, CompactNumber(t));
+        pt(t), kTop, kTop + ph, kTop + ph + 15, CompactNumber(chart.log2_x ? std::exp2(t) : t));
   }
   for (double t : Ticks(yr)) {
     out += fmt::format(
@@ -186,7 +205,7 @@ std::string RenderSvg(const LineChart& chart) {
     const char* colour = kPalette[i % std::size(kPalette)];
     std::string path, dots;
     for (const auto& [x, y] : s.points) {
-      if (!std::isfinite(x) || !std::isfinite(y)) continue;
+      if (!std::isfinite(tx(x)) || !std::isfinite(y)) continue;
       path += fmt::format("{}{:.1f},{:.1f}", path.empty() ? "M" : " L", px(x), py(y));
       dots += fmt::format(
           "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.2\" fill=\"{}\"><title>{}: "

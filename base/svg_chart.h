@@ -43,6 +43,11 @@ struct LineChart {
   std::vector<ChartLine> x_lines;
   std::vector<ChartBand> x_bands;
   int width = 720, height = 340;
+  // x on a base-2 logarithmic axis (batch sizes, device counts): ticks at
+  // powers of two; points with x <= 0 are left out.
+  bool log2_x = false;
+  // The y axis starts at 0 (throughputs), whatever the data's minimum.
+  bool y_from_zero = false;
 };
 
 // The chart as one <svg> element. Non-finite values are left out; a chart

@@ -27,6 +27,14 @@ struct RunnerOptions {
   int max_epochs = 0;     // 0 = the whole schedule; else a cap (tests)
   std::string optimizer;  // "" = the benchmark's default
   int threads = 0;        // compute threads per process; 0 = chosen from the cores per process
+  // Set by run_benchmark only (a closed run always takes the recipe's):
+  // which member of the family ("" = by the data: the full model with
+  // --data, the embedded default's without; "full"; "small" = the embedded
+  // default's), the batch per process (0 = the recipe's) and the arithmetic
+  // precision ("fp32", "bf16", "fp16").
+  std::string member;
+  int64_t batch_per_rank = 0;
+  std::string precision = "fp32";
 };
 
 // When the run loop trains and evaluates. Training goes in epochs of
@@ -68,6 +76,8 @@ struct RunPlan {
   std::string data_name;
   std::string model_name;
   std::string demo_description;
+  // The family member built, e.g. "ResNet-50 v1.5 (224x224, 1000 classes)".
+  std::string member_name;
   // Threads per process: the model's OpenMP/BLAS threads and the loader's
   // decode threads. Oversubscribing the cores stalls OpenMP barriers badly.
   int compute_threads = 1;

@@ -344,7 +344,22 @@ class ResnetBenchmark final : public Benchmark {
                                                           .val_per_class = 50,
                                                           .image_size = 32,
                                                           .seed = 1};
-    if (plan.demo) {
+    if (options.member != "" && options.member != "full" && options.member != "small") {
+      return absl::InvalidArgumentError(
+          fmt::format("model size '{}': expected full or small", options.member));
+    }
+    if (options.precision != "fp32") {
+      return absl::InvalidArgumentError(fmt::format(
+          "precision {}: ResNet has only its fp32 path so far (no bf16 or fp16 kernels yet)",
+          options.precision));
+    }
+    const bool small = options.member.empty() ? plan.demo : options.member == "small";
+    if (small && !plan.demo) {
+      return absl::InvalidArgumentError(
+          "the small ResNet (10 classes, 32x32 pixels) runs on generated or synthetic data, not "
+          "on ImageNet");
+    }
+    if (small) {
       shape = {.base_width = 8, .num_classes = 10, .image_size = 32, .resize_shorter = 32};
       recipe = {.base_lr = 2.0, .warmup_epochs = 2, .decay_epochs = 20, .weight_decay = 1e-4};
       plan.global_batch_size = 64;
@@ -356,6 +371,11 @@ class ResnetBenchmark final : public Benchmark {
     } else if (absl::Status s = ImagenetPlan(world_size, plan, recipe); !s.ok()) {
       return s;
     }
+    plan.member_name =
+        small ? fmt::format("ResNet, base width {}, {}x{}, {} classes (the embedded default's)",
+                            shape.base_width, shape.image_size, shape.image_size, shape.num_classes)
+              : "ResNet-50 v1.5, 224x224, 1000 classes";
+    if (options.batch_per_rank > 0) plan.global_batch_size = options.batch_per_rank * world_size;
     if (options.optimizer == "sgd") {
       // SGD with momentum and polynomial decay (closed_resnet_sgd): the base
       // LR must be a multiple of 0.001; LARS learning rates are far above

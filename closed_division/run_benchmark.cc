@@ -47,25 +47,6 @@ bool AgreeOnRankZero(bool ok, dist::Communicator& comm) {
   return flag > 0;
 }
 
-// Writes the generated data set under a lock of its own, so that invocations
-// sharing a cache write it once and the others wait for it.
-absl::Status PrepareGeneratedData(const BenchmarkSetup& setup, const Reporter& report) {
-  const fs::path root = setup.plan().data_root;
-  std::error_code ec;
-  fs::create_directories(root.parent_path(), ec);
-  if (ec) return absl::PermissionDeniedError(fmt::format("{}: {}", root.string(), ec.message()));
-  const fs::path lock_path = root.string() + ".lock";
-  absl::StatusOr<base::FileLock> lock = base::FileLock::TryAcquire(lock_path);
-  if (!lock.ok() && absl::IsFailedPrecondition(lock.status())) {
-    report.Info(fmt::format("waiting for the generated data set: {}",
-                            std::string(lock.status().message())));
-    lock = base::FileLock::Acquire(lock_path);
-  }
-  if (!lock.ok()) return lock.status();
-  report.Info(fmt::format("generated data set: {}", root.string()));
-  return setup.PrepareData();
-}
-
 std::string PackageReadme(const BenchmarkInfo& info, const BenchmarkSetup& setup,
                           const std::string& org_dir) {
   return setup.ReadmeSection() + "Check with:\n\n```sh\n" +
@@ -118,7 +99,7 @@ int PreparePackageAndData(const BenchmarkInfo& info, const BenchmarkSetup& setup
   if (!AgreeOnRankZero(status.ok(), comm)) return kExitUsage;
   if (plan.demo) {
     if (comm.rank() == 0) {
-      status = PrepareGeneratedData(setup, report);
+      status = PrepareGeneratedData(setup, [&](const std::string& m) { report.Info(m); });
       if (!status.ok()) report.Error(std::string(status.message()));
     }
     if (!AgreeOnRankZero(status.ok(), comm)) return kExitFailed;
@@ -127,6 +108,24 @@ int PreparePackageAndData(const BenchmarkInfo& info, const BenchmarkSetup& setup
 }
 
 }  // namespace
+
+absl::Status PrepareGeneratedData(const BenchmarkSetup& setup,
+                                  const std::function<void(const std::string&)>& info) {
+  const fs::path root = setup.plan().data_root;
+  std::error_code ec;
+  fs::create_directories(root.parent_path(), ec);
+  if (ec) return absl::PermissionDeniedError(fmt::format("{}: {}", root.string(), ec.message()));
+  const fs::path lock_path = root.string() + ".lock";
+  absl::StatusOr<base::FileLock> lock = base::FileLock::TryAcquire(lock_path);
+  if (!lock.ok() && absl::IsFailedPrecondition(lock.status())) {
+    info(fmt::format("waiting for the generated data set: {}",
+                     std::string(lock.status().message())));
+    lock = base::FileLock::Acquire(lock_path);
+  }
+  if (!lock.ok()) return lock.status();
+  info(fmt::format("generated data set: {}", root.string()));
+  return setup.PrepareData();
+}
 
 std::string CheckCommands(const BenchmarkInfo& info, const RunPlan& plan,
                           const std::string& org_dir) {

@@ -32,6 +32,7 @@ if ((with_oracles)); then
     python3-pip
     python3-torch       # the PyTorch parity oracle (CPU, runs under /usr/bin/python3)
     python3-torchvision # torchvision's resnet50: the ResNet parity oracle and speed peer
+    python3-numpy       # recomputes run_benchmark's statistics in its tests
     chromium fonts-dejavu-core  # renders compliance_check --html in the browser test
   )
 fi

@@ -426,6 +426,16 @@ void FreeHostPinned(void* p) {
 
 void SetHostThreads(int threads) { cpu::SetComputeThreads(threads); }
 
+int64_t DeviceMemoryInUseBytes() {
+#ifdef MLPERF_HAVE_CUDA
+  size_t free_bytes = 0, total_bytes = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  return static_cast<int64_t>(total_bytes - free_bytes);
+#else
+  return 0;
+#endif
+}
+
 void SelectDevice(int local_rank) {
 #ifdef MLPERF_HAVE_CUDA
   int count = 0;

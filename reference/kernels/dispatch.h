@@ -158,6 +158,10 @@ void FreeHostPinned(void* p);
 // Host threads of the CPU kernels (OpenMP and BLAS) in this process.
 void SetHostThreads(int threads);
 
+// Bytes of the current device's memory in use by every process (total minus
+// free, as nvidia-smi counts it); 0 without CUDA.
+int64_t DeviceMemoryInUseBytes();
+
 // Makes device (local_rank modulo the visible devices) current for this
 // thread: one process per GPU. No-op without CUDA.
 void SelectDevice(int local_rank);

@@ -1,0 +1,270 @@
+#!/usr/bin/env python3
+"""run_benchmark end to end on the CPU, read back the way the field's tools read it.
+
+Cases (one ctest each):
+  train      1 and 2 processes, two batch sizes: the JSON report has
+             DeepLearningExamples benchmark.py's key layout and its metrics
+             equal our statistics; median/mean/min/max recomputed with numpy
+             from the per-repeat throughputs; weak scaling = ratio of medians;
+             the DLLogger lines parsed the way DLE's scripts parse them carry
+             every step and repeat, agreeing with the report; Markdown rows.
+  infer      latency mean and percentiles equal numpy's on the per-batch times
+             the DLLogger file records (one process: every batch is there).
+  usage      every usage error exits 2 with one line on stderr and measures nothing.
+  interrupt  SIGINT after the first configuration: exit 1, and the report keeps
+             what was measured, marked incomplete.
+  charts     the SVG charts rendered in headless Chromium are not blank
+             (exit 77 without Chromium).
+"""
+
+import argparse
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+try:
+    import numpy as np
+except ImportError:  # the oracle of the statistics; scripts/install_deps.sh --test installs it
+    np = None
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+
+SMALL = ["--size", "small"]
+
+
+def run(tool, args, cwd, timeout=300):
+    return subprocess.run([tool] + args, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+def read_dllogger(path):
+    """As DeepLearningExamples' benchmark.py reads a DLLogger file."""
+    with open(path) as f:
+        lines = [line for line in f.read().splitlines() if "step" in line]
+    return [json.loads(line[5:]) for line in lines]
+
+
+def close(a, b, rel=1e-9):
+    return math.isclose(a, b, rel_tol=rel, abs_tol=1e-12)
+
+
+def case_train(tool, tmp):
+    fails = []
+    r = run(tool, SMALL + ["-n", "1,2", "-b", "8,16", "-w", "2", "-i", "6", "-r", "3",
+                           "-o", "r.json", "--dllogger", "d.log", "--markdown", "t.md"], tmp)
+    if r.returncode != 0:
+        return [f"exit {r.returncode}: {r.stderr.strip()}"]
+    rep = json.load(open(os.path.join(tmp, "r.json")))
+    for key in ("model", "ngpus", "bs", "metric_keys", "metrics"):
+        if key not in rep:
+            fails.append(f"report lacks benchmark.py's key {key!r}")
+    if rep["ngpus"] != [1, 2] or rep["bs"] != [8, 16] or rep["metric_keys"] != ["train.ips"]:
+        fails.append(f"ngpus/bs/metric_keys: {rep['ngpus']} {rep['bs']} {rep['metric_keys']}")
+    if sorted(rep["metrics"]) != ["1", "2"] or any(sorted(v) != ["16", "8"]
+                                                   for v in rep["metrics"].values()):
+        fails.append(f"metrics layout: {rep['metrics']}")
+    configs = {(c["devices"], c["batch_per_device"]): c for c in rep["configurations"]}
+    if len(configs) != 4 or not rep["complete"]:
+        fails.append(f"expected 4 complete configurations, got {len(configs)}")
+    for (n, b), c in configs.items():
+        t = c["throughput"]
+        per = np.array(t["per_repeat"])
+        if len(per) != 3:
+            fails.append(f"n={n} b={b}: {len(per)} repeats")
+        for name, want in (("median", np.median(per)), ("mean", np.mean(per)),
+                           ("min", per.min()), ("max", per.max())):
+            if not close(t[name], want):
+                fails.append(f"n={n} b={b}: {name} {t[name]} != numpy {want}")
+        if not close(rep["metrics"][str(n)][str(b)]["train.ips"], t["median"]):
+            fails.append(f"n={n} b={b}: metrics train.ips is not the median")
+        if c["samples_per_repeat"] != 6 * b * n:
+            fails.append(f"n={n} b={b}: samples per repeat {c['samples_per_repeat']}")
+        one = configs[(1, b)]["throughput"]["median"]
+        if not close(c["weak_scaling"], t["median"] / one):
+            fails.append(f"n={n} b={b}: weak scaling {c['weak_scaling']} != ratio of medians")
+        if not close(c["scaling_efficiency"], c["weak_scaling"] / n):
+            fails.append(f"n={n} b={b}: efficiency is not scaling / n")
+        if not c["peak_memory_bytes"] > 0:
+            fails.append(f"n={n} b={b}: no peak memory")
+
+    records = read_dllogger(os.path.join(tmp, "d.log"))
+    params = [r for r in records if r["step"] == "PARAMETER"]
+    if len(params) != 4:
+        fails.append(f"{len(params)} PARAMETER records, expected 4")
+    for (n, b), c in configs.items():
+        mine = [r for r in records if isinstance(r["step"], list)
+                and r["data"].get("ngpus") == n and r["data"].get("bs") == b]
+        iters = [r for r in mine if len(r["step"]) == 2]
+        epochs = [r for r in mine if len(r["step"]) == 1]
+        summary = [r for r in mine if len(r["step"]) == 0]
+        if len(iters) != 18 or len(epochs) != 3 or len(summary) != 1:
+            fails.append(f"n={n} b={b}: {len(iters)} step, {len(epochs)} repeat, "
+                         f"{len(summary)} summary records")
+            continue
+        got = [e["data"]["train.ips"] for e in epochs]
+        if not all(close(a, w) for a, w in zip(got, c["throughput"]["per_repeat"])):
+            fails.append(f"n={n} b={b}: DLLogger repeats {got} != report")
+        # benchmark.py's aggregation of its epoch records: a harmonic mean.
+        hmean = len(got) / sum(1 / x for x in got)
+        if not min(got) <= hmean <= max(got):
+            fails.append(f"n={n} b={b}: harmonic mean {hmean} outside the repeats")
+        if not close(summary[0]["data"]["train.ips"], c["throughput"]["median"]):
+            fails.append(f"n={n} b={b}: DLLogger summary is not the median")
+    md = open(os.path.join(tmp, "t.md")).read()
+    rows = [line for line in md.splitlines() if line.startswith("| ") and line[2].isdigit()]
+    if len(rows) != 4:
+        fails.append(f"Markdown has {len(rows)} result rows, expected 4")
+    if md not in r.stdout:
+        fails.append("stdout does not carry the Markdown summary")
+    return fails
+
+
+def case_infer(tool, tmp):
+    fails = []
+    r = run(tool, SMALL + ["--mode", "infer", "-b", "1,4", "-w", "3", "-i", "40", "-r", "2",
+                           "-o", "i.json", "--dllogger", "i.log"], tmp)
+    if r.returncode != 0:
+        return [f"exit {r.returncode}: {r.stderr.strip()}"]
+    rep = json.load(open(os.path.join(tmp, "i.json")))
+    want_keys = ["val.ips", "val.latency_avg", "val.latency_50", "val.latency_90",
+                 "val.latency_95", "val.latency_99", "val.latency_100"]
+    if rep["metric_keys"] != want_keys:
+        fails.append(f"metric_keys {rep['metric_keys']}")
+    records = read_dllogger(os.path.join(tmp, "i.log"))
+    for c in rep["configurations"]:
+        b = c["batch_per_device"]
+        times = np.array([r["data"]["val.latency"] for r in records
+                          if isinstance(r["step"], list) and len(r["step"]) == 2
+                          and r["data"]["bs"] == b])
+        if len(times) != 80:
+            fails.append(f"b={b}: {len(times)} batch records, expected 80")
+            continue
+        lat = c["latency_seconds"]
+        for name, want in (("mean", times.mean()), ("p50", np.percentile(times, 50)),
+                           ("p90", np.percentile(times, 90)), ("p95", np.percentile(times, 95)),
+                           ("p99", np.percentile(times, 99)), ("max", times.max())):
+            if not close(lat[name], want):
+                fails.append(f"b={b}: latency {name} {lat[name]} != numpy {want}")
+        m = rep["metrics"]["1"][str(b)]
+        if not (close(m["val.latency_99"], lat["p99"]) and close(m["val.latency_100"], lat["max"])
+                and close(m["val.ips"], c["throughput"]["median"])):
+            fails.append(f"b={b}: benchmark.py metrics disagree with the configuration")
+    return fails
+
+
+def case_usage(tool, tmp):
+    fails = []
+    bad = [
+        (["-w", "10", "-i", "10"], "warm-up not below iterations"),
+        (["-w", "20", "-i", "5"], "warm-up above iterations"),
+        (["-i", "0"], "no measured steps"),
+        (["--dtype", "fp8"], "unknown precision"),
+        (SMALL + ["--dtype", "bf16", "-b", "8"], "precision the model lacks"),
+        (["-n", "0"], "zero devices"),
+        (["-b", "8,x"], "bad batch list"),
+        (["--mode", "serve"], "unknown mode"),
+        (["--data", os.path.join(tmp, "missing")], "missing data folder"),
+        (["--data", tmp, "--synthetic"], "two data modes"),
+        (["--generated"], "generated data with the full model"),
+        (SMALL + ["--generated", "--mode", "infer", "-b", "64", "-w", "1", "-i", "50",
+                  "--cache_dir", os.path.join(tmp, "cache")], "more batches than the data has"),
+        (["--bench", "nosuch"], "unknown model"),
+        (["--frobnicate"], "unknown flag"),
+        (SMALL + ["-b", "8", "-o", os.path.join(tmp, "no", "such", "dir", "r.json")],
+         "report in a missing folder"),
+    ]
+    for args, why in bad:
+        r = run(tool, args + ["-r", "1"], tmp)
+        lines = r.stderr.strip().splitlines()
+        if r.returncode != 2 or len(lines) != 1 or not lines[0].startswith("run_benchmark: "):
+            fails.append(f"{why} ({' '.join(args)}): exit {r.returncode}, stderr {lines}")
+        elif "samples/s" in r.stdout:
+            fails.append(f"{why}: measured something")
+    return fails
+
+
+def case_interrupt(tool, tmp):
+    report = os.path.join(tmp, "r.json")
+    proc = subprocess.Popen([tool] + SMALL + ["-b", "4,8,16,32,64", "-w", "2", "-i", "200",
+                                              "-r", "3", "-o", report],
+                            cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    measured = 0
+    while time.time() < deadline and proc.poll() is None:
+        try:
+            measured = len(json.load(open(report))["configurations"])
+        except (OSError, ValueError, KeyError):
+            measured = 0
+        if measured >= 1:
+            break
+        time.sleep(0.05)
+    if proc.poll() is not None:
+        return [f"the job ended (exit {proc.returncode}) before it could be interrupted"]
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    fails = []
+    if proc.returncode != 1:
+        fails.append(f"exit {proc.returncode} after SIGINT, expected 1")
+    rep = json.load(open(report))
+    if rep["complete"] or not 1 <= len(rep["configurations"]) < 5:
+        fails.append(f"report after SIGINT: complete={rep['complete']}, "
+                     f"{len(rep['configurations'])} configurations")
+    if "interrupted" not in err:
+        fails.append(f"stderr does not say it was interrupted: {err.strip()[-200:]}")
+    return fails
+
+
+def case_charts(tool, tmp):
+    from headless_chromium import find_chromium, looks_blank, render
+    chromium = find_chromium()
+    if not chromium:
+        print("SKIP: Chromium is not installed (scripts/install_deps.sh --test installs it)")
+        sys.exit(77)
+    fails = []
+    for mode, charts in (("train", ["throughput.svg", "scaling.svg"]),
+                         ("infer", ["throughput.svg", "scaling.svg", "latency.svg"])):
+        plots = os.path.join(tmp, mode)
+        r = run(tool, SMALL + ["--mode", mode, "-n", "1,2", "-b", "1,4,16", "-w", "1", "-i", "4",
+                               "-r", "2", "--plot", plots], tmp)
+        if r.returncode != 0:
+            fails.append(f"{mode}: exit {r.returncode}: {r.stderr.strip()}")
+            continue
+        for name in charts:
+            path = os.path.join(plots, name)
+            svg = open(path).read()
+            if "<script" in svg or "http://" in svg.replace("http://www.w3.org/2000/svg", ""):
+                fails.append(f"{mode}/{name}: not self-contained")
+            _, png, _ = render(chromium, path, width=760, height=380)
+            blank, colours, inked, sampled = looks_blank(png, min_colours=4, min_inked=0.01)
+            if blank:
+                fails.append(f"{mode}/{name}: blank in Chromium ({colours} colours, "
+                             f"{inked}/{sampled} inked)")
+            if "<path d=\"M" not in svg:
+                fails.append(f"{mode}/{name}: no data line drawn")
+    return fails
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True, help="run_benchmark")
+    ap.add_argument("--case", required=True,
+                    choices=["train", "infer", "usage", "interrupt", "charts"])
+    args = ap.parse_args()
+    if np is None and args.case in ("train", "infer"):
+        print("SKIP: numpy is not installed (scripts/install_deps.sh --test installs python3-numpy)")
+        return 77
+    with tempfile.TemporaryDirectory() as tmp:
+        fails = globals()["case_" + args.case](os.path.abspath(args.bin), tmp)
+    for f in fails:
+        print("FAIL:", f)
+    if not fails:
+        print(f"PASS: {args.case}")
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,258 @@
+#include "base/flags.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <string_view>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "fmt/format.h"
+#include "throughput/flags.h"
+
+ABSL_FLAG(std::string, bench, "resnet", "model to measure (see the list above)");
+ABSL_FLAG(std::string, mode, "train", "train (forward, backward, optimizer) or infer (forward)");
+ABSL_FLAG(std::string, devices, "1",
+          "device counts, comma separated (-n); on the CPU each device is one process");
+ABSL_FLAG(std::string, batch_sizes, "",
+          "batch sizes per device, comma separated (-b); empty = the closed recipe's batch for "
+          "one process");
+ABSL_FLAG(std::string, dtype, "fp32", "precisions, comma separated: fp32, bf16, fp16");
+ABSL_FLAG(int, warmup, 20, "untimed steps before the measured ones (-w)");
+ABSL_FLAG(int, iters, 100, "measured steps per repeat (-i)");
+ABSL_FLAG(int, repeats, 7, "measured repeats per configuration; the median is the headline (-r)");
+ABSL_FLAG(std::string, data, "",
+          "the model's data set, read through its loader (throughput includes loading and "
+          "augmentation)");
+ABSL_FLAG(bool, synthetic, false,
+          "one synthetic batch, reused: compute only (the default without --data/--generated)");
+ABSL_FLAG(bool, generated, false,
+          "the embedded generated data set (as run_closed writes it) through the loader; "
+          "with --size small");
+ABSL_FLAG(std::string, size, "full",
+          "member of the model family: full (resnet: ResNet-50 v1.5, 224x224) or small (the "
+          "embedded default run_closed trains: resnet width 8, 32x32, 10 classes)");
+ABSL_FLAG(std::string, device, "cpu", "cpu or gpu (one process per GPU)");
+ABSL_FLAG(int, threads, 0, "compute threads per process; 0 = the process's share of the cores");
+ABSL_FLAG(std::string, cache_dir, "",
+          "where --generated data is kept; empty = $XDG_CACHE_HOME/mlperf-suite or "
+          "~/.cache/mlperf-suite");
+ABSL_FLAG(std::string, json, "",
+          "JSON report (-o): DeepLearningExamples benchmark.py's keys plus every statistic");
+ABSL_FLAG(std::string, dllogger, "", "DLLogger JSON lines (DLLL {...}), one record per step");
+ABSL_FLAG(std::string, markdown, "", "the Markdown tables also written to this file");
+ABSL_FLAG(std::string, plot, "", "folder for SVG charts (throughput, scaling, latency)");
+ABSL_FLAG(std::string, launcher, "",
+          "command that starts N processes, {n} replaced by the count; empty = mpirun -np {n}");
+ABSL_FLAG(std::string, worker_out, "", "internal: measure one configuration, write it here");
+
+namespace mlperf::throughput {
+namespace {
+
+constexpr std::string_view kFlagNames[] = {
+    "bench",     "mode", "devices",   "batch_sizes", "dtype", "warmup",   "iters",
+    "repeats",   "data", "synthetic", "generated",   "size",  "device",   "threads",
+    "cache_dir", "json", "dllogger",  "markdown",    "plot",  "launcher", "worker_out"};
+// Flags --help lists (the internal one is left out).
+constexpr std::string_view kHelpNames[] = {
+    "bench",     "mode", "devices",   "batch_sizes", "dtype", "warmup",  "iters",
+    "repeats",   "data", "synthetic", "generated",   "size",  "device",  "threads",
+    "cache_dir", "json", "dllogger",  "markdown",    "plot",  "launcher"};
+
+// The spellings users of DeepLearningExamples' and DLPerf's scripts type.
+const std::map<std::string, std::string, std::less<>>& Aliases() {
+  static const std::map<std::string, std::string, std::less<>> aliases = {
+      {"n", "devices"},
+      {"ngpus", "devices"},
+      {"b", "batch_sizes"},
+      {"bs", "batch_sizes"},
+      {"batch-sizes", "batch_sizes"},
+      {"i", "iters"},
+      {"benchmark-iters", "iters"},
+      {"benchmark_iters", "iters"},
+      {"w", "warmup"},
+      {"r", "repeats"},
+      {"o", "json"},
+      {"output", "json"}};
+  return aliases;
+}
+
+// argv with every alias spelled as its flag's name.
+std::vector<std::string> Unaliased(int argc, char** argv) {
+  std::vector<std::string> out(argv, argv + argc);
+  for (size_t i = 1; i < out.size(); ++i) {
+    std::string& arg = out[i];
+    if (arg == "--") break;
+    if (arg.size() < 2 || arg[0] != '-') continue;
+    const size_t dashes = arg[1] == '-' ? 2 : 1;
+    const size_t eq = arg.find('=');
+    const std::string name = arg.substr(dashes, eq == std::string::npos ? eq : eq - dashes);
+    if (auto it = Aliases().find(name); it != Aliases().end())
+      arg = "--" + it->second + (eq == std::string::npos ? "" : arg.substr(eq));
+  }
+  return out;
+}
+
+template <typename T>
+absl::StatusOr<std::vector<T>> IntList(const char* flag, const std::string& text, int64_t lo,
+                                       int64_t hi) {
+  std::vector<T> out;
+  if (text.empty()) return out;
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    int64_t v = 0;
+    if (!absl::SimpleAtoi(part, &v) || v < lo || v > hi) {
+      return absl::InvalidArgumentError(fmt::format(
+          "--{}={}: expected comma-separated integers from {} to {}", flag, text, lo, hi));
+    }
+    if (std::find(out.begin(), out.end(), static_cast<T>(v)) == out.end())
+      out.push_back(static_cast<T>(v));
+  }
+  return out;
+}
+
+absl::Status Validate(const BenchOptions& o) {
+  const auto range = [](const char* flag, int64_t v, int64_t lo, int64_t hi) -> absl::Status {
+    if (v >= lo && v <= hi) return absl::OkStatus();
+    return absl::InvalidArgumentError(fmt::format("--{}={}: must be {} to {}", flag, v, lo, hi));
+  };
+  for (absl::Status s :
+       {range("warmup", o.warmup, 0, 1000000), range("iters", o.iters, 1, 1000000),
+        range("repeats", o.repeats, 1, 1000), range("threads", o.threads, 0, 4096)}) {
+    if (!s.ok()) return s;
+  }
+  // Warm-up steps are never timed; DeepLearningExamples counts them inside
+  // the iterations, and users who carry that habit over would measure nothing.
+  if (o.warmup >= o.iters) {
+    return absl::InvalidArgumentError(fmt::format(
+        "--warmup={} must be less than --iters={} (warm-up steps come before the {} measured "
+        "ones and are never timed)",
+        o.warmup, o.iters, o.iters));
+  }
+  if (o.size != "full" && o.size != "small")
+    return absl::InvalidArgumentError(fmt::format("--size={}: expected full or small", o.size));
+  if (o.data == DataMode::kGenerated && o.size != "small") {
+    return absl::InvalidArgumentError(
+        "--generated: the generated data set fits the small member only; add --size small");
+  }
+  if (o.data == DataMode::kData && o.size == "small") {
+    return absl::InvalidArgumentError(
+        "--size small runs on --synthetic or --generated data; --data needs --size full");
+  }
+  if (o.gpu && o.threads > 0) {
+    return absl::InvalidArgumentError(
+        "--threads is for --device cpu (on GPUs the host threads go to the loader)");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string UsageText(const closed::BenchmarkRegistry& registry) {
+  std::string text =
+      "Usage: run_benchmark [--bench NAME] [--mode train|infer] [-n 1,2,4,8] [-b 32,64,128]\n"
+      "                     [--dtype fp32,bf16,fp16] [-w 20] [-i 100] [-r 7]\n"
+      "                     [--data DIR | --synthetic | --generated] [--size full|small]\n"
+      "                     [--device cpu|gpu] [-o report.json] [--dllogger log.json]\n"
+      "                     [--markdown FILE] [--plot DIR]\n"
+      "       run_benchmark --help | --version\n"
+      "\n"
+      "Measures training or inference throughput (and inference latency) of a model for every\n"
+      "combination of device count, batch size per device and precision. Each configuration\n"
+      "runs in its own processes (mpirun for more than one): warm-up steps, never timed, then\n"
+      "--repeats windows of --iters steps. Throughput = samples of a window over all devices /\n"
+      "its wall time (the slowest process's); the headline is the median over the windows.\n"
+      "Latency (infer) = wall time of each batch: mean and true percentiles p50/p90/p95/p99.\n"
+      "Weak scaling = median(n devices) / median(1 device) at the same batch per device.\n"
+      "One summary for the whole job goes to stdout (Markdown tables), progress to stderr;\n"
+      "the reports are rewritten after every configuration, so an interrupted job keeps\n"
+      "what it measured. Under srun/mpirun the processes form one configuration's devices.\n"
+      "\n"
+      "Models:\n";
+  for (const std::unique_ptr<closed::Benchmark>& b : registry.benchmarks())
+    text += fmt::format("  {:<8} {}\n", b->info().name, b->info().summary);
+  text +=
+      "\n"
+      "Exit status: 0 every configuration measured, 1 a configuration failed or the job was\n"
+      "interrupted (the reports keep the rest), 2 usage or input error.\n"
+      "\nFlags:\n";
+  return text + base::FlagsHelp(kHelpNames);
+}
+
+absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
+  std::vector<std::string> args = Unaliased(argc, argv);
+  std::vector<char*> ptrs;
+  for (std::string& a : args) ptrs.push_back(a.data());
+  absl::StatusOr<base::ParsedArgs> parsed = base::ParseFlags(
+      static_cast<int>(ptrs.size()), ptrs.data(), kFlagNames, /*allow_positional=*/false);
+  if (!parsed.ok()) return parsed.status();
+  CommandLine cl;
+  cl.help = parsed->help;
+  cl.version = parsed->version;
+  if (cl.help || cl.version) return cl;
+  BenchOptions& o = cl.options;
+  o.benchmark = absl::GetFlag(FLAGS_bench);
+  const std::string mode = absl::GetFlag(FLAGS_mode);
+  if (mode == "train") {
+    o.mode = Mode::kTrain;
+  } else if (mode == "infer" || mode == "inference" || mode == "val") {
+    o.mode = Mode::kInfer;
+  } else {
+    return absl::InvalidArgumentError(fmt::format("--mode={}: expected train or infer", mode));
+  }
+  absl::StatusOr<std::vector<int>> devices =
+      IntList<int>("devices", absl::GetFlag(FLAGS_devices), 1, 4096);
+  if (!devices.ok()) return devices.status();
+  if (devices->empty()) return absl::InvalidArgumentError("--devices: give at least one count");
+  o.devices = *devices;
+  absl::StatusOr<std::vector<int64_t>> batches =
+      IntList<int64_t>("batch_sizes", absl::GetFlag(FLAGS_batch_sizes), 1, 1 << 20);
+  if (!batches.ok()) return batches.status();
+  o.batch_sizes = *batches;
+  o.dtypes.clear();
+  for (absl::string_view d : absl::StrSplit(absl::GetFlag(FLAGS_dtype), ',')) {
+    if (d != "fp32" && d != "bf16" && d != "fp16") {
+      return absl::InvalidArgumentError(fmt::format(
+          "--dtype={}: expected fp32, bf16 or fp16 (comma separated)", absl::GetFlag(FLAGS_dtype)));
+    }
+    if (std::find(o.dtypes.begin(), o.dtypes.end(), d) == o.dtypes.end())
+      o.dtypes.emplace_back(d.data(), d.size());
+  }
+  o.warmup = absl::GetFlag(FLAGS_warmup);
+  o.iters = absl::GetFlag(FLAGS_iters);
+  o.repeats = absl::GetFlag(FLAGS_repeats);
+  o.data_dir = absl::GetFlag(FLAGS_data);
+  const bool synthetic = absl::GetFlag(FLAGS_synthetic), generated = absl::GetFlag(FLAGS_generated);
+  if (int(!o.data_dir.empty()) + int(synthetic) + int(generated) > 1)
+    return absl::InvalidArgumentError("--data, --synthetic and --generated exclude each other");
+  o.data = !o.data_dir.empty() ? DataMode::kData
+           : generated         ? DataMode::kGenerated
+                               : DataMode::kSynthetic;
+  o.size = absl::GetFlag(FLAGS_size);
+  const std::string device = absl::GetFlag(FLAGS_device);
+  if (device != "cpu" && device != "gpu")
+    return absl::InvalidArgumentError(fmt::format("--device={}: expected cpu or gpu", device));
+  o.gpu = device == "gpu";
+  o.threads = absl::GetFlag(FLAGS_threads);
+  o.cache_dir = absl::GetFlag(FLAGS_cache_dir);
+  if (o.cache_dir.empty()) {
+    const char* xdg = std::getenv("XDG_CACHE_HOME");
+    const char* home = std::getenv("HOME");
+    o.cache_dir = xdg != nullptr && *xdg != '\0' ? fmt::format("{}/mlperf-suite", xdg)
+                  : home != nullptr              ? fmt::format("{}/.cache/mlperf-suite", home)
+                                                 : std::string(".mlperf-suite-cache");
+  }
+  o.json_path = absl::GetFlag(FLAGS_json);
+  o.dllogger_path = absl::GetFlag(FLAGS_dllogger);
+  o.markdown_path = absl::GetFlag(FLAGS_markdown);
+  o.plot_dir = absl::GetFlag(FLAGS_plot);
+  o.launcher = absl::GetFlag(FLAGS_launcher);
+  o.worker_out = absl::GetFlag(FLAGS_worker_out);
+  if (absl::Status s = Validate(o); !s.ok()) return s;
+  return cl;
+}
+
+}  // namespace mlperf::throughput

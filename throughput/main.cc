@@ -1,0 +1,53 @@
+// run_benchmark: training and inference throughput, and inference latency,
+// of the suite's models for every combination of device count, batch size per
+// device and precision, measured the way hardware teams measure (warm-up
+// never timed, medians of repeats, weak scaling, true percentiles) and
+// reported as JSON (DeepLearningExamples' keys), DLLogger lines, Markdown and
+// SVG charts. See docs/run_benchmark.md.
+//
+// Exit codes: 0 every configuration measured; 1 a configuration failed, a
+// report could not be written or the job was interrupted (the reports keep
+// what was measured); 2 usage or input error.
+
+#include <cstdio>
+#include <string>
+
+#include "base/exit_codes.h"
+#include "base/version.h"
+#include "closed_division/registry.h"
+#include "reference/dist/launch_env.h"
+#include "throughput/driver.h"
+#include "throughput/flags.h"
+
+int main(int argc, char** argv) {
+  namespace tp = mlperf::throughput;
+  const mlperf::closed::BenchmarkRegistry& registry = mlperf::closed::BuiltinBenchmarks();
+  absl::StatusOr<tp::CommandLine> cl = tp::ParseCommandLine(argc, argv);
+  if (!cl.ok()) {
+    std::fprintf(stderr, "run_benchmark: %s\n", std::string(cl.status().message()).c_str());
+    return mlperf::kExitUsage;
+  }
+  if (cl->help) {
+    std::fputs(tp::UsageText(registry).c_str(), stdout);
+    return mlperf::kExitOk;
+  }
+  if (cl->version) {
+    std::fputs(mlperf::base::VersionLine("run_benchmark").c_str(), stdout);
+    return mlperf::kExitOk;
+  }
+  const tp::BenchOptions& options = cl->options;
+  const mlperf::closed::Benchmark* benchmark = registry.Find(options.benchmark);
+  if (benchmark == nullptr) {
+    std::fprintf(stderr, "run_benchmark: --bench=%s: unknown model (registered: %s)\n",
+                 options.benchmark.c_str(), registry.Names().c_str());
+    return mlperf::kExitUsage;
+  }
+  absl::StatusOr<mlperf::dist::LaunchEnv> launch = mlperf::dist::ReadLaunchEnv();
+  if (!launch.ok()) {
+    std::fprintf(stderr, "run_benchmark: %s\n", std::string(launch.status().message()).c_str());
+    return mlperf::kExitUsage;
+  }
+  if (launch->world_size > 1 || !options.worker_out.empty())
+    return tp::RunLaunched(*benchmark, options, *launch);
+  return tp::RunDriver(*benchmark, options);
+}

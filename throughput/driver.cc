@@ -295,6 +295,10 @@ int RunDriver(const closed::Benchmark& benchmark, const BenchOptions& options) {
                   ModeName(o.mode), job.model, job.machine));
   absl::Status written;
   for (const Config& c : job.planned) {
+    if (closed::InterruptSignal() != 0) {  // arrived while the last reports were written
+      job.interrupted = true;
+      break;
+    }
     Say(fmt::format("[{}/{}] {}: {} warm-up + {} x {} steps ...", job.results.size() + 1,
                     job.planned.size(), ConfigName(c), o.warmup, o.repeats, o.iters));
     ConfigResult result = Measure(o, c, scratch);

@@ -29,7 +29,10 @@ def main():
         out = os.path.join(tmp, "out")
         cmd = [run_closed, "--out", out]
         if mpi:
-            cmd = [mpi, "--allow-run-as-root", "--oversubscribe", "-np", "2"] + cmd + ["--runs", "1"]
+            # A fixed seed: a single run of the small demo can miss the target by chance
+            # (seen once at top-1 0.754 against 0.759), and run_closed then exits 1.
+            cmd = [mpi, "--allow-run-as-root", "--oversubscribe", "-np", "2"] + cmd + [
+                "--runs", "1", "--seed", "100"]
         r = run(cmd, cwd=tmp)
         print(r.stderr[-3000:])
         if r.returncode != 0:

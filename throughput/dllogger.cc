@@ -65,6 +65,17 @@ json::Value Step(std::initializer_list<int64_t> parts) {
   return json::Value(std::move(a));
 }
 
+// benchmark.py's latency metrics (seconds).
+void AddLatency(const Latency& l, json::Object& data) {
+  for (const auto& [name, v] : {std::pair{"val.latency_avg", l.mean},
+                                {"val.latency_50", l.p50},
+                                {"val.latency_90", l.p90},
+                                {"val.latency_95", l.p95},
+                                {"val.latency_99", l.p99},
+                                {"val.latency_100", l.max}})
+    data.emplace_back(name, v);
+}
+
 }  // namespace
 
 std::string DlloggerLines(const Job& job) {
@@ -120,16 +131,7 @@ std::string DlloggerLines(const Job& job) {
       }
       json::Object data = config_fields();
       data.emplace_back(prefix + "ips", throughputs[rep]);
-      if (!train) {
-        const Latency l = SummarizeLatency(window_steps);
-        for (const auto& [name, v] : {std::pair{"val.latency_avg", l.mean},
-                                      {"val.latency_50", l.p50},
-                                      {"val.latency_90", l.p90},
-                                      {"val.latency_95", l.p95},
-                                      {"val.latency_99", l.p99},
-                                      {"val.latency_100", l.max}})
-          data.emplace_back(name, v);
-      }
+      if (!train) AddLatency(SummarizeLatency(window_steps), data);
       w.Log(r.window_start_unix[rep] + r.window_seconds[rep], Step({static_cast<int64_t>(rep)}),
             std::move(data));
     }
@@ -139,16 +141,7 @@ std::string DlloggerLines(const Job& job) {
     summary.emplace_back(prefix + "ips_mean", s.mean);
     summary.emplace_back(prefix + "ips_min", s.min);
     summary.emplace_back(prefix + "ips_max", s.max);
-    if (!train) {
-      const Latency l = SummarizeLatency(r.AllSteps());
-      for (const auto& [name, v] : {std::pair{"val.latency_avg", l.mean},
-                                    {"val.latency_50", l.p50},
-                                    {"val.latency_90", l.p90},
-                                    {"val.latency_95", l.p95},
-                                    {"val.latency_99", l.p99},
-                                    {"val.latency_100", l.max}})
-        summary.emplace_back(name, v);
-    }
+    if (!train) AddLatency(SummarizeLatency(r.AllSteps()), summary);
     w.Log(r.window_start_unix.back() + r.window_seconds.back(), Step({}), std::move(summary));
   }
   return std::move(w).text();

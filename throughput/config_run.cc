@@ -38,8 +38,7 @@ std::vector<float> Gather(dist::Communicator& comm, const std::vector<float>& mi
   return all;
 }
 
-// Whether every rank is fine; otherwise the error of this rank or a note
-// that another one failed.
+// Whether every rank is fine (collective).
 bool AllOk(dist::Communicator& comm, bool ok) {
   float failed = ok ? 0.0f : 1.0f;
   comm.AllReduceSum(&failed, 1);

@@ -126,6 +126,14 @@ absl::StatusOr<closed::RunPlan> Preflight(const closed::Benchmark& benchmark, Be
   return *first;
 }
 
+// Writes the generated data set the configurations read (--generated), once.
+absl::Status PrepareGenerated(const closed::Benchmark& benchmark, const BenchOptions& o,
+                              int world_size, const closed::ProcessShare& share) {
+  absl::StatusOr<std::unique_ptr<closed::BenchmarkSetup>> setup = ConfigureFor(
+      benchmark, o, {world_size, o.batch_sizes.front(), o.dtypes.front()}, world_size, share);
+  return setup.ok() ? closed::PrepareGeneratedData(**setup, Say) : setup.status();
+}
+
 // One finished configuration: progress line, reports rewritten.
 absl::Status Record(Job& job, ConfigResult result) {
   const size_t i = job.results.size() + 1;
@@ -269,10 +277,7 @@ int RunDriver(const closed::Benchmark& benchmark, const BenchOptions& options) {
     return kExitUsage;
   }
   if (o.data == DataMode::kGenerated) {
-    absl::StatusOr<std::unique_ptr<closed::BenchmarkSetup>> setup = ConfigureFor(
-        benchmark, o, {1, o.batch_sizes.front(), o.dtypes.front()}, 1, ShareOf(1, o.gpu));
-    absl::Status s = setup.ok() ? closed::PrepareGeneratedData(**setup, Say) : setup.status();
-    if (!s.ok()) {
+    if (absl::Status s = PrepareGenerated(benchmark, o, 1, ShareOf(1, o.gpu)); !s.ok()) {
       Say(std::string(s.message()));
       return kExitUsage;
     }
@@ -360,9 +365,7 @@ int RunLaunched(const closed::Benchmark& benchmark, const BenchOptions& options,
   if (o.data == DataMode::kGenerated) {
     absl::Status s;
     if (rank0) {
-      absl::StatusOr<std::unique_ptr<closed::BenchmarkSetup>> setup = ConfigureFor(
-          benchmark, o, {world, o.batch_sizes.front(), o.dtypes.front()}, world, share);
-      s = setup.ok() ? closed::PrepareGeneratedData(**setup, Say) : setup.status();
+      s = PrepareGenerated(benchmark, o, world, share);
       if (!s.ok()) Say(std::string(s.message()));
     }
     float failed = s.ok() ? 0.0f : 1.0f;

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
-#include <set>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -57,11 +57,8 @@ constexpr std::string_view kFlagNames[] = {
     "bench",     "mode", "devices",   "batch_sizes", "dtype", "warmup",   "iters",
     "repeats",   "data", "synthetic", "generated",   "size",  "device",   "threads",
     "cache_dir", "json", "dllogger",  "markdown",    "plot",  "launcher", "worker_out"};
-// Flags --help lists (the internal one is left out).
-constexpr std::string_view kHelpNames[] = {
-    "bench",     "mode", "devices",   "batch_sizes", "dtype", "warmup",  "iters",
-    "repeats",   "data", "synthetic", "generated",   "size",  "device",  "threads",
-    "cache_dir", "json", "dllogger",  "markdown",    "plot",  "launcher"};
+// Flags --help lists: all but the internal one, which comes last.
+constexpr std::span<const std::string_view> kHelpNames(kFlagNames, std::size(kFlagNames) - 1);
 
 // The spellings users of DeepLearningExamples' and DLPerf's scripts type.
 const std::map<std::string, std::string, std::less<>>& Aliases() {

@@ -1,6 +1,7 @@
 #include "throughput/report.h"
 
 #include <cmath>
+#include <limits>
 
 #include "fmt/format.h"
 

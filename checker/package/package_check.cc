@@ -9,6 +9,7 @@
 #include "checker/package/layout.h"
 #include "checker/package/package_params.h"
 #include "checker/package/power_check.h"
+#include "checker/package/rcp_convergence.h"
 #include "checker/package/reviewer_warnings.h"
 #include "checker/package/run_score.h"
 #include "checker/package/seed_check.h"
@@ -50,11 +51,22 @@ PackageParams ReadParams(const fs::path& path, std::vector<std::string>& warning
   return p;
 }
 
+// The directory checks (seeds, the RCP reader, the benchmark name) read few
+// of a log's lines; the rest are freed here, on the thread that parsed them,
+// so that a round's logs neither wait in memory nor cross threads to be freed.
+void KeepDirectoryLines(mllog::ParsedLog& log) {
+  std::erase_if(log.lines, [](const mllog::LogLine& line) {
+    return !(line.key_is_string && line.key == "seed") && !ConvergenceReadsLine(line);
+  });
+  log.lines.shrink_to_fit();
+}
+
 // Parses and checks one result log, as the package checker and the
-// summarizer each do.
+// summarizer each do, and keeps what its directory's checks need.
 void CheckRun(const fs::path& path, const std::string& benchmark, const checker::RuleLibrary& rules,
               const PackageOptions& options, RunDetail& run,
-              std::optional<mllog::ParsedLog>& parsed, std::vector<std::string>& review) {
+              std::optional<mllog::ParsedLog>& parsed, uint64_t& fingerprint,
+              std::vector<std::string>& review) {
   run.path = DisplayPath(path);
   run.stem = fs::path(path.filename()).stem().string();
   // Streamed, as the per-log mode reads: no whole-file buffer per log.
@@ -92,6 +104,8 @@ void CheckRun(const fs::path& path, const std::string& benchmark, const checker:
                     "negative time to train enters the score",
                     run.path, -*run.minutes));
   }
+  fingerprint = BodyFingerprint(*parsed);
+  KeepDirectoryLines(*parsed);
 }
 
 void CheckSystemDescriptions(const fs::path& org, const PackageOptions& options,
@@ -141,7 +155,9 @@ const SystemReport* FindSystem(const OrgReport& report, const std::string& name)
 
 // What each log's check leaves for the directory verdict, [dir][run].
 struct RunOutputs {
-  std::vector<std::vector<std::optional<mllog::ParsedLog>>> parsed;
+  std::vector<std::vector<std::optional<mllog::ParsedLog>>>
+      parsed;                                       // reduced by KeepDirectoryLines
+  std::vector<std::vector<uint64_t>> fingerprints;  // BodyFingerprint
   std::vector<std::vector<std::vector<std::string>>> review;
 };
 
@@ -289,7 +305,8 @@ void AddSystem(const fs::path& org, const std::string& system,
 
 // The directory verdict once its runs are checked (check_training_package).
 void FinishDirectory(BenchmarkDirReport& d, const std::vector<const mllog::ParsedLog*>& logs,
-                     bool all_parsed, const PackageOptions& options) {
+                     const std::vector<uint64_t>& fingerprints, bool all_parsed,
+                     const PackageOptions& options) {
   std::set<std::string> error_set;
   for (const RunDetail& r : d.runs) {
     if (!r.compliant) error_set.insert(r.stem);
@@ -356,7 +373,7 @@ void FinishDirectory(BenchmarkDirReport& d, const std::vector<const mllog::Parse
   if (all_parsed) {
     for (size_t i = 0; i < d.runs.size() && i < seeds.size(); ++i) d.runs[i].seeds = seeds[i];
   }
-  std::vector<std::string> dir_warnings = DirectoryWarnings(logs, seeds, d.benchmark);
+  std::vector<std::string> dir_warnings = DirectoryWarnings(logs, fingerprints, seeds, d.benchmark);
   d.review_warnings.insert(d.review_warnings.end(), dir_warnings.begin(), dir_warnings.end());
 
   // The summarizer's score, with the scaling.json it would read.
@@ -388,6 +405,7 @@ bool FinishCheckedDirectory(size_t i, RunOutputs& outputs, const PackageOptions&
                             const checker::RuleLibrary& rules, OrgReport& report) {
   BenchmarkDirReport& d = report.dirs[i];
   std::vector<const mllog::ParsedLog*> logs;
+  std::vector<uint64_t> fingerprints;
   bool all_parsed = true, input_error = false;
   for (size_t r = 0; r < d.runs.size(); ++r) {
     if (d.runs[r].log.input_error) {
@@ -396,13 +414,14 @@ bool FinishCheckedDirectory(size_t i, RunOutputs& outputs, const PackageOptions&
     }
     if (outputs.parsed[i][r]) {
       logs.push_back(&*outputs.parsed[i][r]);
+      fingerprints.push_back(outputs.fingerprints[i][r]);
     } else {
       all_parsed = false;
     }
     d.review_warnings.insert(d.review_warnings.end(), outputs.review[i][r].begin(),
                              outputs.review[i][r].end());
   }
-  FinishDirectory(d, logs, all_parsed, options);
+  FinishDirectory(d, logs, fingerprints, all_parsed, options);
   if (options.report_details)
     d.targets = QualityTargets(rules, options.ruleset, d.division, d.benchmark);
   for (auto& parsed : outputs.parsed[i]) parsed.reset();
@@ -421,6 +440,7 @@ void CheckDirectories(const std::vector<LogTask>& tasks, const checker::RuleLibr
   RunOutputs outputs;
   for (const BenchmarkDirReport& d : report.dirs) {
     outputs.parsed.emplace_back(d.runs.size());
+    outputs.fingerprints.emplace_back(d.runs.size());
     outputs.review.emplace_back(d.runs.size());
   }
   std::vector<char> unreadable(report.dirs.size(), 0);
@@ -435,7 +455,8 @@ void CheckDirectories(const std::vector<LogTask>& tasks, const checker::RuleLibr
     base::ParallelFor(last_task - first_task, options.jobs, [&](size_t k) {
       const LogTask& t = tasks[first_task + k];
       CheckRun(t.path, report.dirs[t.dir].benchmark, rules, options, report.dirs[t.dir].runs[t.run],
-               outputs.parsed[t.dir][t.run], outputs.review[t.dir][t.run]);
+               outputs.parsed[t.dir][t.run], outputs.fingerprints[t.dir][t.run],
+               outputs.review[t.dir][t.run]);
     });
     base::ParallelFor(end - begin, options.jobs, [&](size_t k) {
       if (!report.dirs[begin + k].skipped)

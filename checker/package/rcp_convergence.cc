@@ -47,7 +47,17 @@ bool IsString(const json::Value& v, std::string_view s) {
   return v.is_string() && v.as_string() == s;
 }
 
+std::string_view JsonText(std::string_view text) {
+  if (text.starts_with(kToken)) text.remove_prefix(kToken.size());
+  return text;
+}
+
 }  // namespace
+
+bool ConvergenceReadsLine(const mllog::LogLine& line) {
+  const Mentions m = Scan(JsonText(line.text));
+  return m.global_batch_size || m.submission_benchmark || m.eval || m.train_samples || m.run_stop;
+}
 
 double PythonRound3(double x) {
   // glibc's printf rounds the exact binary value, ties to even, as CPython's
@@ -67,8 +77,7 @@ absl::StatusOr<RunConvergence> ReadRunConvergence(const mllog::ParsedLog& log,
   const meta::BenchmarkMeta* bench = nullptr;  // what run.benchmark names
 
   for (const mllog::LogLine& line : log.lines) {
-    std::string_view text = line.text;
-    if (text.starts_with(kToken)) text.remove_prefix(kToken.size());
+    const std::string_view text = JsonText(line.text);
     auto fail = [&](const std::string& what) {
       return absl::InvalidArgumentError(
           fmt::format("{}:{}: {} (the official RCP checker stops here with an exception)", log.path,

@@ -33,6 +33,10 @@ struct ConvergenceOptions {
 absl::StatusOr<RunConvergence> ReadRunConvergence(const mllog::ParsedLog& log,
                                                   const ConvergenceOptions& options);
 
+// Whether ReadRunConvergence looks at `line` at all: a log reduced to the
+// lines for which this is true reads the same.
+bool ConvergenceReadsLine(const mllog::LogLine& line);
+
 // Python's round(x, 3) on a float: correctly rounded, ties to even on the
 // exact binary value.
 double PythonRound3(double x);

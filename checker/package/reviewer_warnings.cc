@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <string_view>
 
 #include "fmt/format.h"
 
@@ -81,32 +82,29 @@ std::vector<std::string> RunWarnings(const mllog::ParsedLog& log) {
   return out;
 }
 
+uint64_t BodyFingerprint(const mllog::ParsedLog& log) {
+  if (log.lines.empty()) return 0;
+  uint64_t h = log.lines.size();
+  for (const mllog::LogLine& line : log.lines) {
+    // Rotate-multiply keeps the order of the lines in the hash.
+    h = ((h << 5) | (h >> 59)) ^ std::hash<std::string_view>{}(line.text);
+    h *= 0x9E3779B97F4A7C15ull;
+  }
+  return h == 0 ? 1 : h;
+}
+
 std::vector<std::string> DirectoryWarnings(const std::vector<const mllog::ParsedLog*>& logs,
+                                           const std::vector<uint64_t>& fingerprints,
                                            const std::vector<std::vector<std::string>>& seeds,
                                            const std::string& benchmark) {
   std::vector<std::string> out;
-  // Identical bodies: the same MLLOG lines in the same order. Candidates are
-  // grouped by a hash of every 64th line (hashing all of a round's text is
-  // slow), then compared in full.
-  std::map<size_t, std::vector<size_t>> by_hash;
-  for (size_t i = 0; i < logs.size(); ++i) {
-    const std::vector<mllog::LogLine>& lines = logs[i]->lines;
-    size_t h = lines.size();
-    for (size_t k = 0; k < lines.size(); k += 64)
-      h = h * 1000003u ^ std::hash<std::string>{}(lines[k].text);
-    if (!lines.empty()) h = h * 1000003u ^ std::hash<std::string>{}(lines.back().text);
-    by_hash[h].push_back(i);
-  }
-  for (const auto& [h, group] : by_hash) {
-    for (size_t k = 1; k < group.size(); ++k) {
-      const mllog::ParsedLog& a = *logs[group[0]];
-      const mllog::ParsedLog& b = *logs[group[k]];
-      const bool same = a.lines.size() == b.lines.size() &&
-                        std::equal(a.lines.begin(), a.lines.end(), b.lines.begin(),
-                                   [](const auto& x, const auto& y) { return x.text == y.text; });
-      if (same && !a.lines.empty()) {
-        out.push_back(fmt::format("{} and {} have identical MLLOG lines", a.path, b.path));
-      }
+  std::map<uint64_t, size_t> first_body;
+  for (size_t i = 0; i < fingerprints.size() && i < logs.size(); ++i) {
+    if (fingerprints[i] == 0) continue;
+    auto [it, inserted] = first_body.emplace(fingerprints[i], i);
+    if (!inserted) {
+      out.push_back(fmt::format("{} and {} have identical MLLOG lines", logs[it->second]->path,
+                                logs[i]->path));
     }
   }
   std::map<std::string, size_t> first_run;

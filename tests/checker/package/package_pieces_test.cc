@@ -131,7 +131,15 @@ TEST(ReviewerWarnings, IdenticalBodiesReusedSeedsAndBenchmarkName) {
       Line("submission_benchmark", "\"resnet\"", "") + Line("run_start", "null", "");
   mllog::ParsedLog a = mllog::ParseText(body, "a"), b = mllog::ParseText(body, "b");
   mllog::ParsedLog c = mllog::ParseText(Line("submission_benchmark", "\"bert\"", ""), "c");
-  std::vector<std::string> w = DirectoryWarnings({&a, &b, &c}, {{"1"}, {"2"}, {"1"}}, "resnet");
+  EXPECT_EQ(BodyFingerprint(a), BodyFingerprint(b));
+  EXPECT_NE(BodyFingerprint(a), BodyFingerprint(c));
+  EXPECT_EQ(BodyFingerprint(mllog::ParseText("", "empty")), 0u);
+  const mllog::ParsedLog swapped = mllog::ParseText(
+      Line("run_start", "null", "") + Line("submission_benchmark", "\"resnet\"", ""), "s");
+  EXPECT_NE(BodyFingerprint(a), BodyFingerprint(swapped));  // the order of lines counts
+  std::vector<std::string> w =
+      DirectoryWarnings({&a, &b, &c}, {BodyFingerprint(a), BodyFingerprint(b), BodyFingerprint(c)},
+                        {{"1"}, {"2"}, {"1"}}, "resnet");
   ASSERT_EQ(w.size(), 3u);
   EXPECT_NE(w[0].find("identical"), std::string::npos);
   EXPECT_NE(w[1].find("reuses seed 1"), std::string::npos);

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "checker/package/rcp_convergence.h"
 #include "checker/py_ops.h"
 #include "fmt/format.h"
 #include "gtest/gtest.h"
@@ -142,6 +143,44 @@ TEST(CheckRcpDirectory, CorpusResnetInterpolates) {
   EXPECT_EQ(v->message, "RCP Interpolation");
   EXPECT_EQ(v->unconverged_runs, 1);
   EXPECT_EQ(v->normalization_factor, 1.0042232277526395);  // spec 6.5, verified output
+}
+
+// Every corpus log reads the same when reduced to the lines
+// ConvergenceReadsLine keeps, which is how package mode hands logs to the RCP
+// check.
+TEST(ConvergenceReadsLine, ReducedCorpusLogsReadTheSame) {
+  const std::filesystem::path corpus(MLPERF_CORPUS_DIR);
+  if (!std::filesystem::is_directory(corpus)) GTEST_SKIP() << "no corpus at " << corpus;
+  int logs = 0;
+  size_t kept = 0, all = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(corpus)) {
+    if (!e.path().filename().string().starts_with("result_")) continue;
+    absl::StatusOr<mllog::ParsedLog> full = mllog::ParseFile(e.path().string());
+    ASSERT_TRUE(full.ok()) << full.status();
+    mllog::ParsedLog reduced = *full;
+    std::erase_if(reduced.lines, [](const mllog::LogLine& l) { return !ConvergenceReadsLine(l); });
+    kept += reduced.lines.size();
+    all += full->lines.size();
+    for (const char* ruleset : {"3.0.0", "5.0.0"}) {
+      for (bool bert_train_samples : {false, true}) {
+        const ConvergenceOptions o{.ruleset = ruleset, .bert_train_samples = bert_train_samples};
+        absl::StatusOr<RunConvergence> a = ReadRunConvergence(*full, o);
+        absl::StatusOr<RunConvergence> b = ReadRunConvergence(reduced, o);
+        ASSERT_EQ(a.ok(), b.ok()) << e.path();
+        if (!a.ok()) {
+          EXPECT_EQ(a.status(), b.status());
+          continue;
+        }
+        EXPECT_EQ(a->converged, b->converged) << e.path();
+        EXPECT_EQ(a->epochs, b->epochs) << e.path();
+        EXPECT_TRUE(checker::py::Equals(a->global_batch_size, b->global_batch_size));
+        EXPECT_TRUE(checker::py::Equals(a->benchmark, b->benchmark));
+      }
+    }
+    ++logs;
+  }
+  EXPECT_GE(logs, 100);
+  EXPECT_LT(kept, all / 2);  // the reduction is worth doing
 }
 
 }  // namespace

@@ -194,6 +194,33 @@ void Cast(const Tensor& src, const Tensor& dst) {
   cpu::Cast(src, dst);
 }
 
+void InstanceNormForward(float epsilon, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                         const Tensor& y, const Tensor& save_mean, const Tensor& save_inv_std) {
+  if (OnDevice(x, {&gamma, &y}))
+    return MLPERF_CUDA_TWIN(
+        InstanceNormForward(epsilon, x, gamma, beta, y, save_mean, save_inv_std));
+  cpu::InstanceNormForward(epsilon, x, gamma, beta, y, save_mean, save_inv_std);
+}
+
+void InstanceNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                          const Tensor& save_mean, const Tensor& save_inv_std, const Tensor& dx,
+                          const Tensor& dgamma, const Tensor& dbeta) {
+  if (OnDevice(x, {&dy, &dx}))
+    return MLPERF_CUDA_TWIN(
+        InstanceNormBackward(x, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta));
+  cpu::InstanceNormBackward(x, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta);
+}
+
+void BiasAddChannels(const Tensor& bias, const Tensor& y) {
+  if (OnDevice(y, {&bias})) return MLPERF_CUDA_TWIN(BiasAddChannels(bias, y));
+  cpu::BiasAddChannels(bias, y);
+}
+
+void BiasBackwardChannels(const Tensor& dy, const Tensor& dbias) {
+  if (OnDevice(dy, {&dbias})) return MLPERF_CUDA_TWIN(BiasBackwardChannels(dy, dbias));
+  cpu::BiasBackwardChannels(dy, dbias);
+}
+
 void LayerNormForward(float epsilon, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                       const Tensor& y, const Tensor& save_mean, const Tensor& save_inv_std) {
   if (OnDevice(x, {&gamma, &y}))
@@ -238,6 +265,13 @@ void SplitHeads(const Tensor& rows, int64_t column, const Tensor& heads) {
 void MergeHeads(const Tensor& heads, const Tensor& rows, int64_t column) {
   if (OnDevice(heads, {&rows})) return MLPERF_CUDA_TWIN(MergeHeads(heads, rows, column));
   cpu::MergeHeads(heads, rows, column);
+}
+
+void DiceCrossEntropy(const Tensor& logits, const Tensor& labels, const Tensor& loss,
+                      const Tensor& dlogits, const Tensor& workspace) {
+  if (OnDevice(logits, {&labels, &loss, &dlogits, &workspace}))
+    return MLPERF_CUDA_TWIN(DiceCrossEntropy(logits, labels, loss, dlogits, workspace));
+  cpu::DiceCrossEntropy(logits, labels, loss, dlogits, workspace);
 }
 
 void MaskedLmLoss(const Tensor& logits, const Tensor& labels, const Tensor& weights,

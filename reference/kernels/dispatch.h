@@ -61,6 +61,20 @@ void BatchNormActBackward(bool relu, const core::Tensor& x, const core::Tensor& 
                           const core::Tensor& dx, const core::Tensor& dgamma,
                           const core::Tensor& dbeta);
 
+// Instance norm with affine scale and shift, statistics per (sample,
+// channel), no running statistics (cpu/norm.h; 3D U-Net).
+void InstanceNormForward(float epsilon, const core::Tensor& x, const core::Tensor& gamma,
+                         const core::Tensor& beta, const core::Tensor& y,
+                         const core::Tensor& save_mean, const core::Tensor& save_inv_std);
+void InstanceNormBackward(const core::Tensor& x, const core::Tensor& dy, const core::Tensor& gamma,
+                          const core::Tensor& save_mean, const core::Tensor& save_inv_std,
+                          const core::Tensor& dx, const core::Tensor& dgamma,
+                          const core::Tensor& dbeta);
+
+// Per-channel bias of a convolution's output and its gradient (cpu/conv.h).
+void BiasAddChannels(const core::Tensor& bias, const core::Tensor& y);
+void BiasBackwardChannels(const core::Tensor& dy, const core::Tensor& dbias);
+
 // Layer norm over the last dimension (cpu/norm.h).
 void LayerNormForward(float epsilon, const core::Tensor& x, const core::Tensor& gamma,
                       const core::Tensor& beta, const core::Tensor& y,
@@ -120,6 +134,12 @@ void LinearBackward(const core::Tensor& x, const core::Tensor& w, const core::Te
 void SoftmaxCrossEntropy(float label_smoothing, float normalizer, const core::Tensor& logits,
                          const core::Tensor& labels, const core::Tensor& loss,
                          const core::Tensor& dlogits);
+
+// 3D U-Net's (Dice loss + cross-entropy) / 2 over logits [N, C, spatial...]
+// and int32 labels (cpu/loss.h; workspace: kernels/loss_shapes.h).
+void DiceCrossEntropy(const core::Tensor& logits, const core::Tensor& labels,
+                      const core::Tensor& loss, const core::Tensor& dlogits,
+                      const core::Tensor& workspace);
 
 // BERT's weighted masked-LM loss (cpu/loss.h).
 void MaskedLmLoss(const core::Tensor& logits, const core::Tensor& labels,

@@ -14,45 +14,15 @@ Run with /usr/bin/python3 (Debian's python3-torch).
 usage: resnet_parity.py WEIGHTS BATCH OUTPUT WIDTH B1,B2,B3,B4 CLASSES SMOOTHING
 """
 import copy
-import json
-import struct
+import os
 import sys
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-DTYPES = {"F32": torch.float32, "I32": torch.int32, "I64": torch.int64}
-NAMES = {torch.float32: "F32"}
-
-
-def read(path):
-    data = open(path, "rb").read()
-    n = struct.unpack("<Q", data[:8])[0]
-    header = json.loads(data[8:8 + n])
-    body = data[8 + n:]
-    out = {}
-    for name, e in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = e["data_offsets"]
-        t = torch.frombuffer(bytearray(body[begin:end]), dtype=DTYPES[e["dtype"]])
-        out[name] = t.reshape(e["shape"]).clone()
-    return out
-
-
-def write(path, tensors, metadata):
-    header, blobs, offset = {"__metadata__": metadata}, [], 0
-    for name, t in tensors.items():
-        raw = t.detach().float().contiguous().numpy().tobytes()
-        header[name] = {"dtype": "F32", "shape": list(t.shape),
-                        "data_offsets": [offset, offset + len(raw)]}
-        blobs.append(raw)
-        offset += len(raw)
-    h = json.dumps(header).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from safetensors_io import read, write  # noqa: E402
 
 
 class Bottleneck(nn.Module):

@@ -220,8 +220,7 @@ constexpr int64_t kSumBlockRows = 64;
 template <bool kRelu>
 void BackwardSumsBlock(int64_t rows, int64_t c, const float* __restrict x,
                        const float* __restrict y, float* __restrict dy,
-                       const float* __restrict mean, float* __restrict f1,
-                       float* __restrict f2) {
+                       const float* __restrict mean, float* __restrict f1, float* __restrict f2) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * c;
     float* dyr = dy + r * c;
@@ -436,9 +435,13 @@ void InstanceNormForward(float epsilon, const Tensor& x, const Tensor& gamma, co
     const float* xg = x.f32() + g * d.inner;
     double mean, var;
     ChannelMoments(xg, Dims{1, 1, d.inner}, 0, &mean, &var);
-    const double inv_std = 1.0 / std::sqrt(var + epsilon);
+    // Normalised with the saved (fp32) statistics, which the backward reads:
+    // with few voxels per group and a large mean, the rounding of the mean
+    // would otherwise make the two disagree on x-hat.
     save_mean.f32()[g] = static_cast<float>(mean);
-    save_inv_std.f32()[g] = static_cast<float>(inv_std);
+    save_inv_std.f32()[g] = static_cast<float>(1.0 / std::sqrt(var + epsilon));
+    mean = save_mean.f32()[g];
+    const double inv_std = save_inv_std.f32()[g];
     const int64_t c = g % d.channels;
     for (int64_t q = 0; q < d.inner; ++q)
       y.f32()[g * d.inner + q] =

@@ -1,0 +1,304 @@
+#include "reference/models/unet3d.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "base/check.h"
+#include "fmt/format.h"
+#include "reference/core/init.h"
+#include "reference/core/philox.h"
+#include "reference/kernels/dispatch.h"
+#include "reference/kernels/loss_shapes.h"
+
+namespace mlperf::models {
+
+using core::Tensor;
+
+namespace {
+
+constexpr double kDiceSmooth = 1e-6;  // the reference's smooth_nr and smooth_dr
+
+// The mean over classes 1..C-1 of (2 |P & T| + s) / (|T| + |P| + s) for the
+// argmax prediction of one sample (logits [C, voxels], channels first).
+double SampleDice(const float* logits, const int32_t* labels, int64_t classes, int64_t voxels) {
+  std::vector<int64_t> inter(classes, 0), pred(classes, 0), truth(classes, 0);
+  for (int64_t v = 0; v < voxels; ++v) {
+    int64_t best = 0;
+    for (int64_t c = 1; c < classes; ++c)
+      if (logits[c * voxels + v] > logits[best * voxels + v]) best = c;
+    ++pred[best];
+    ++truth[labels[v]];
+    inter[best] += labels[v] == best;
+  }
+  double sum = 0;
+  for (int64_t c = 1; c < classes; ++c)
+    sum += (2.0 * inter[c] + kDiceSmooth) / (truth[c] + pred[c] + kDiceSmooth);
+  return sum / static_cast<double>(classes - 1);
+}
+
+}  // namespace
+
+UNet3D::UNet3D(const UNet3DConfig& config, int64_t batch_size)
+    : Model(config.device, batch_size), config_(config) {
+  MLPERF_CHECK_MSG(config.layout == core::Layout::kNCDHW, "UNet3D: only NCDHW is implemented");
+  MLPERF_CHECK_MSG(config.compute_dtype == core::DType::kF32,
+                   "UNet3D: only fp32 compute is implemented");
+  AllocateArenas([this](const layers::ModelArenas& arenas) { Build(arenas); });
+  for (Level& l : levels_) l.grad_offset = GradientOffset(l.first_parameter);
+  for (Up& u : ups_) u.grad_offset = GradientOffset(u.first_parameter);
+  output_grad_offset_ = GradientOffset(output_parameter_);
+  Initialize(0);
+}
+
+UNet3D::UNet3D(const UNet3DConfig& config, int64_t batch_size, MeasureOnly)
+    : Model(core::Device::kCpu, batch_size), config_(config) {
+  config_.device = core::Device::kCpu;
+  measured_bytes_ = static_cast<int64_t>(
+      MeasureArenas(core::Device::kCpu, [this](const layers::ModelArenas& a) { Build(a); }));
+}
+
+UNet3D::~UNet3D() = default;
+
+int64_t UNet3D::ArenaBytes(const UNet3DConfig& config, int64_t batch_size) {
+  return UNet3D(config, batch_size, MeasureOnly{}).measured_bytes_;
+}
+
+void UNet3D::Build(const layers::ModelArenas& arenas) {
+  const std::vector<int64_t>& f = config_.filters;
+  const size_t depth = f.size();
+  MLPERF_CHECK(depth >= 1 && config_.in_channels >= 1 && config_.num_classes >= 2);
+  MLPERF_CHECK_MSG(config_.roi > 0 && config_.roi % (int64_t{1} << depth) == 0,
+                   "UNet3D: the ROI must be a multiple of 2^(number of filters)");
+  const core::Layout layout = config_.layout;
+  const int64_t n = batch_size(), roi = config_.roi;
+  core::Arena& acts = *arenas.activations;
+  input_ = acts.Allocate(layers::VolumeShape(layout, n, config_.in_channels, roi, roi, roi),
+                         core::DType::kF32, layout);
+
+  levels_.assign(depth + 1, Level{});
+  ups_.assign(depth, Up{});
+  int64_t largest = input_.numel(), workspace = 1;
+  auto note = [&](const layers::ConvInstanceNormRelu& u) {
+    largest = std::max(largest, u.output().numel());
+    workspace = std::max(workspace, u.workspace_elements());
+  };
+  // Input block, downsampling blocks, bottleneck.
+  int64_t size = roi, channels = config_.in_channels;
+  for (size_t i = 0; i <= depth; ++i) {
+    Level& l = levels_[i];
+    const int64_t width = f[std::min(i, depth - 1)];
+    const int64_t stride = i == 0 ? 1 : 2;
+    const std::string name = i == 0       ? "input_block"
+                             : i == depth ? "bottleneck"
+                                          : fmt::format("downsample.{}", i - 1);
+    l.first_parameter = registry_.parameters.size();
+    l.conv1.Allocate(Conv3d(n, channels, size, size, size, width, 3, stride, 1), layout,
+                     config_.norm_epsilon, name + ".conv1", arenas, &registry_);
+    size /= stride;
+    l.conv2.Allocate(Conv3d(n, width, size, size, size, width, 3, 1, 1), layout,
+                     config_.norm_epsilon, name + ".conv2", arenas, &registry_);
+    note(l.conv1);
+    note(l.conv2);
+    channels = width;
+  }
+  // Upsampling blocks, each back to the resolution of skip depth-1-j.
+  for (size_t j = 0; j < depth; ++j) {
+    Up& u = ups_[j];
+    const int64_t out = f[depth - 1 - j];
+    u.first_parameter = registry_.parameters.size();
+    const std::string name = fmt::format("upsample.{}", j);
+    // The adjoint convolution: 2^3 stride 2 from the skip's size down to ours.
+    u.upsample.Allocate(Conv3d(n, out, 2 * size, 2 * size, 2 * size, channels, 2, 2, 0),
+                        /*transposed=*/true, layout, name + ".upsample_conv", arenas, &registry_);
+    size *= 2;
+    u.cat = acts.Allocate(layers::VolumeShape(layout, n, 2 * out, size, size, size),
+                          core::DType::kF32, layout);
+    u.conv1.Allocate(Conv3d(n, 2 * out, size, size, size, out, 3, 1, 1), layout,
+                     config_.norm_epsilon, name + ".conv1", arenas, &registry_);
+    u.conv2.Allocate(Conv3d(n, out, size, size, size, out, 3, 1, 1), layout, config_.norm_epsilon,
+                     name + ".conv2", arenas, &registry_);
+    largest = std::max(largest, u.cat.numel());
+    workspace = std::max(workspace, u.upsample.workspace_elements());
+    note(u.conv1);
+    note(u.conv2);
+    channels = out;
+  }
+  MLPERF_CHECK(size == roi);
+  output_parameter_ = registry_.parameters.size();
+  output_.Allocate(Conv3d(n, channels, size, size, size, config_.num_classes, 1, 1, 0),
+                   /*transposed=*/false, layout, "output.conv", arenas, &registry_);
+  workspace = std::max(workspace, output_.workspace_elements());
+  logits_ = output_.output();
+  dlogits_ = acts.Allocate(logits_.shape(), core::DType::kF32, layout);
+  labels_ = acts.Allocate({n, roi, roi, roi}, core::DType::kI32);
+  loss_ = acts.Allocate({1});
+  loss_workspace_ =
+      acts.Allocate({DiceCrossEntropyWorkspaceElements(n, config_.num_classes, roi * roi * roi)});
+  dskip_.clear();
+  for (size_t i = 0; i < depth; ++i) {
+    const Tensor& skip = levels_[i].conv2.output();
+    dskip_.push_back(acts.Allocate(skip.shape(), core::DType::kF32, layout));
+  }
+  for (Tensor& t : grad_scratch_) t = acts.Allocate({largest});
+  workspace_ = acts.Allocate({workspace});
+}
+
+void UNet3D::Initialize(uint64_t seed) {
+  std::vector<float> params(parameters().size(), 0.0f);
+  for (size_t i = 0; i < registry_.parameters.size(); ++i) {
+    const layers::Parameter& p = registry_.parameters[i];
+    const Tensor value = HostParameter(p.value, params);
+    const core::RngStream rng{.seed = seed, .offset = static_cast<uint64_t>(i)};
+    if (p.batch_norm) {
+      core::FillConstant(value, p.name.ends_with(".weight") ? 1.0f : 0.0f);
+    } else {
+      core::TorchDefaultUniform(value, p.fan_in, rng);
+    }
+  }
+  ParametersFromHost(params);
+  num_batches_tracked_ = 0;
+}
+
+void UNet3D::Upload(const Batch& batch, bool with_labels) {
+  if (batch.inputs.empty()) return;  // the batch already on the device
+  MLPERF_CHECK(batch.inputs.size() == 2 && batch.count <= batch_size());
+  const Tensor& images = batch.inputs[0];
+  const Tensor& labels = batch.inputs[1];
+  const int64_t per_image = input_.numel() / batch_size(), per_label = voxels();
+  MLPERF_CHECK(images.numel() == batch.count * per_image &&
+               labels.numel() == batch.count * per_label);
+  ops::CopyBytes(input_.data(), device(), images.data(), core::Device::kCpu, images.bytes());
+  // Padding samples of an evaluation batch: zeros keep them finite.
+  ops::ZeroBytes(input_.f32() + batch.count * per_image, device(), input_.bytes() - images.bytes());
+  if (with_labels)
+    ops::CopyBytes(labels_.data(), device(), labels.data(), core::Device::kCpu, labels.bytes());
+}
+
+void UNet3D::Concat(const Tensor& a, const Tensor& b, const Tensor& cat) const {
+  const int64_t n = batch_size();
+  const size_t a_bytes = a.bytes() / n, b_bytes = b.bytes() / n;
+  char* out = static_cast<char*>(cat.data());
+  for (int64_t i = 0; i < n; ++i) {
+    ops::CopyBytes(out, device(), static_cast<const char*>(a.data()) + i * a_bytes, device(),
+                   a_bytes);
+    ops::CopyBytes(out + a_bytes, device(), static_cast<const char*>(b.data()) + i * b_bytes,
+                   device(), b_bytes);
+    out += a_bytes + b_bytes;
+  }
+}
+
+void UNet3D::Split(const Tensor& dcat, const Tensor& da, const Tensor& db) const {
+  const int64_t n = batch_size();
+  const size_t a_bytes = da.bytes() / n, b_bytes = db.bytes() / n;
+  const char* in = static_cast<const char*>(dcat.data());
+  for (int64_t i = 0; i < n; ++i) {
+    ops::CopyBytes(static_cast<char*>(da.data()) + i * a_bytes, device(), in, device(), a_bytes);
+    ops::CopyBytes(static_cast<char*>(db.data()) + i * b_bytes, device(), in + a_bytes, device(),
+                   b_bytes);
+    in += a_bytes + b_bytes;
+  }
+}
+
+void UNet3D::Forward() {
+  const Tensor* x = &input_;
+  for (Level& l : levels_) {
+    l.conv1.Forward(*x, workspace_);
+    l.conv2.Forward(l.conv1.output(), workspace_);
+    x = &l.conv2.output();
+  }
+  const size_t depth = ups_.size();
+  for (size_t j = 0; j < depth; ++j) {
+    Up& u = ups_[j];
+    u.upsample.Forward(*x, workspace_);
+    Concat(u.upsample.output(), levels_[depth - 1 - j].conv2.output(), u.cat);
+    u.conv1.Forward(u.cat, workspace_);
+    u.conv2.Forward(u.conv1.output(), workspace_);
+    x = &u.conv2.output();
+  }
+  output_.Forward(*x, workspace_);
+}
+
+void UNet3D::ForwardTrainAsync(const Batch& batch) {
+  if (!batch.inputs.empty()) MLPERF_CHECK(batch.count == batch_size());
+  Upload(batch, /*with_labels=*/true);
+  Forward();
+  ++num_batches_tracked_;
+  ops::DiceCrossEntropy(logits_, labels_, loss_, dlogits_, loss_workspace_);
+}
+
+void UNet3D::Backward() {
+  const size_t depth = ups_.size();
+  Tensor a = grad_scratch_[0], b = grad_scratch_[1], c = grad_scratch_[2];
+  // a: the gradient of the current block's output, from here on.
+  output_.Backward(ups_.back().conv2.output(), dlogits_, a, workspace_);
+  NotifyGradientsReady(output_grad_offset_);
+  for (size_t j = depth; j-- > 0;) {
+    Up& u = ups_[j];
+    u.conv2.Backward(u.conv1.output(), a, b, c, workspace_);
+    u.conv1.Backward(u.cat, c, b, a, workspace_);  // a: gradient of the concatenation
+    const Tensor dup = layers::ViewAs(c, u.upsample.output());
+    Split(layers::ViewAs(a, u.cat), dup, dskip_[depth - 1 - j]);
+    const Tensor& below = j > 0 ? ups_[j - 1].conv2.output() : levels_[depth].conv2.output();
+    u.upsample.Backward(below, dup, a, workspace_);
+    NotifyGradientsReady(u.grad_offset);
+  }
+  // Down the levels: a holds the gradient of the bottleneck's output; each
+  // level's output gradient is then its skip gradient plus what the level
+  // above hands back.
+  for (size_t i = depth + 1; i-- > 0;) {
+    Level& l = levels_[i];
+    const Tensor dy = i == depth ? a : dskip_[i];
+    const Tensor& x = i > 0 ? levels_[i - 1].conv2.output() : input_;
+    l.conv2.Backward(l.conv1.output(), dy, b, c, workspace_);
+    const Tensor dx = i > 0 ? layers::ViewAs(a, x) : Tensor();
+    l.conv1.Backward(x, c, b, dx, workspace_);
+    if (i > 0) ops::Accumulate(dx, dskip_[i - 1]);
+    NotifyGradientsReady(l.grad_offset);
+  }
+}
+
+void UNet3D::ForwardInference(const Batch& batch) {
+  Upload(batch, /*with_labels=*/false);
+  Forward();
+}
+
+MetricSums UNet3D::EvaluateBatch(const Batch& batch) {
+  MLPERF_CHECK(batch.inputs.size() == 2);
+  ForwardInference(batch);
+  const std::vector<float> logits = ToHost(logits_);
+  const int32_t* labels = batch.inputs[1].as<int32_t>();
+  const int64_t classes = config_.num_classes, v = voxels();
+  MetricSums sums{.denominator = static_cast<double>(batch.count)};
+  for (int64_t i = 0; i < batch.count; ++i)
+    sums.numerator += SampleDice(logits.data() + i * classes * v, labels + i * v, classes, v);
+  return sums;
+}
+
+OwnedBatch UNet3D::SyntheticBatch() const {
+  OwnedBatch owned;
+  const int64_t n = batch_size(), r = config_.roi, v = voxels();
+  const Tensor images = owned.Add(
+      layers::VolumeShape(config_.layout, n, config_.in_channels, r, r, r), core::DType::kF32);
+  const Tensor labels = owned.Add({n, r, r, r}, core::DType::kI32);
+  float* x = images.f32();
+  int32_t* y = labels.as<int32_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t q = 0; q < v; ++q) {
+      const int64_t d = q / (r * r), h = q / r % r, w = q % r;
+      auto inside = [&](int64_t lo, int64_t hi) {
+        return d >= lo && d < hi && h >= lo && h < hi && w >= lo && w < hi;
+      };
+      const int32_t label = inside(3 * r / 8, 5 * r / 8) ? 2 : inside(r / 4, 3 * r / 4) ? 1 : 0;
+      y[i * v + q] = label;
+      const float noise =
+          core::PhiloxUniform(/*seed=*/0x5eed, static_cast<uint64_t>(i), static_cast<uint64_t>(q));
+      for (int64_t c = 0; c < config_.in_channels; ++c)
+        x[(i * config_.in_channels + c) * v + q] = static_cast<float>(label) + noise - 0.5f;
+    }
+  }
+  owned.batch.count = n;
+  return owned;
+}
+
+}  // namespace mlperf::models

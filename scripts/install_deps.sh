@@ -25,6 +25,7 @@ debs=(
   libopenmpi-dev openmpi-bin         # multi-process CPU runs and NCCL bootstrap
   libjpeg62-turbo-dev # ImageNet JPEG decoding
   libpng-dev          # the PNGs ImageNet keeps under .JPEG names
+  zlib1g-dev          # KiTS19's .nii.gz volumes
   python3             # CMake registers the Python-driven tests at configure time
 )
 if ((with_oracles)); then
@@ -33,6 +34,8 @@ if ((with_oracles)); then
     python3-torch       # the PyTorch parity oracle (CPU, runs under /usr/bin/python3)
     python3-torchvision # torchvision's resnet50: the ResNet parity oracle and speed peer
     python3-numpy       # recomputes run_benchmark's statistics in its tests
+    python3-scipy       # scipy.ndimage.label: the 3D U-Net crop's connected components
+    python3-nibabel     # a second NIfTI reader and writer for the KiTS19 tests
     chromium fonts-dejavu-core  # renders compliance_check --html in the browser test
   )
 fi

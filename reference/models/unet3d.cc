@@ -15,30 +15,6 @@ namespace mlperf::models {
 
 using core::Tensor;
 
-namespace {
-
-constexpr double kDiceSmooth = 1e-6;  // the reference's smooth_nr and smooth_dr
-
-// The mean over classes 1..C-1 of (2 |P & T| + s) / (|T| + |P| + s) for the
-// argmax prediction of one sample (logits [C, voxels], channels first).
-double SampleDice(const float* logits, const int32_t* labels, int64_t classes, int64_t voxels) {
-  std::vector<int64_t> inter(classes, 0), pred(classes, 0), truth(classes, 0);
-  for (int64_t v = 0; v < voxels; ++v) {
-    int64_t best = 0;
-    for (int64_t c = 1; c < classes; ++c)
-      if (logits[c * voxels + v] > logits[best * voxels + v]) best = c;
-    ++pred[best];
-    ++truth[labels[v]];
-    inter[best] += labels[v] == best;
-  }
-  double sum = 0;
-  for (int64_t c = 1; c < classes; ++c)
-    sum += (2.0 * inter[c] + kDiceSmooth) / (truth[c] + pred[c] + kDiceSmooth);
-  return sum / static_cast<double>(classes - 1);
-}
-
-}  // namespace
-
 UNet3D::UNet3D(const UNet3DConfig& config, int64_t batch_size)
     : Model(config.device, batch_size), config_(config) {
   MLPERF_CHECK_MSG(config.layout == core::Layout::kNCDHW, "UNet3D: only NCDHW is implemented");
@@ -162,17 +138,19 @@ void UNet3D::Initialize(uint64_t seed) {
 
 void UNet3D::Upload(const Batch& batch, bool with_labels) {
   if (batch.inputs.empty()) return;  // the batch already on the device
-  MLPERF_CHECK(batch.inputs.size() == 2 && batch.count <= batch_size());
+  MLPERF_CHECK(batch.count <= batch_size());
   const Tensor& images = batch.inputs[0];
-  const Tensor& labels = batch.inputs[1];
-  const int64_t per_image = input_.numel() / batch_size(), per_label = voxels();
-  MLPERF_CHECK(images.numel() == batch.count * per_image &&
-               labels.numel() == batch.count * per_label);
+  const int64_t per_image = input_.numel() / batch_size();
+  MLPERF_CHECK(images.numel() == batch.count * per_image);
   ops::CopyBytes(input_.data(), device(), images.data(), core::Device::kCpu, images.bytes());
-  // Padding samples of an evaluation batch: zeros keep them finite.
+  // The unused samples of a last, partial batch of windows: zeros keep them finite.
   ops::ZeroBytes(input_.f32() + batch.count * per_image, device(), input_.bytes() - images.bytes());
-  if (with_labels)
+  if (with_labels) {
+    MLPERF_CHECK(batch.inputs.size() == 2);
+    const Tensor& labels = batch.inputs[1];
+    MLPERF_CHECK(labels.numel() == batch.count * voxels() && labels.dtype() == core::DType::kI32);
     ops::CopyBytes(labels_.data(), device(), labels.data(), core::Device::kCpu, labels.bytes());
+  }
 }
 
 void UNet3D::Concat(const Tensor& a, const Tensor& b, const Tensor& cat) const {
@@ -263,16 +241,35 @@ void UNet3D::ForwardInference(const Batch& batch) {
   Forward();
 }
 
+std::vector<double> UNet3D::EvaluateCase(const Tensor& image, const Tensor& labels,
+                                         const SlidingWindowOptions& options) {
+  MLPERF_CHECK_MSG(config_.in_channels == 1, "UNet3D: evaluation takes one input channel");
+  const core::Shape& s = image.shape();
+  MLPERF_CHECK(s.rank() == 5 && s[0] == 1 && s[1] == 1 && image.dtype() == core::DType::kF32);
+  MLPERF_CHECK(options.roi == config_.roi);
+  const int64_t window = voxels(), classes = config_.num_classes;
+  const VolumeLogits logits = SlidingWindowLogits(
+      options, image.f32(), {s[2], s[3], s[4]}, classes, batch_size(),
+      [&](const float* windows, int64_t count, float* out) {
+        const int64_t r = config_.roi;
+        const Batch b{
+            .inputs = {Tensor(const_cast<float*>(windows), {count, 1, r, r, r}, core::DType::kF32)},
+            .count = count};
+        Upload(b, /*with_labels=*/false);
+        Forward();
+        ops::CopyBytes(out, core::Device::kCpu, logits_.data(), device(),
+                       sizeof(float) * count * classes * window);
+      });
+  return CaseDice(logits, labels);
+}
+
 MetricSums UNet3D::EvaluateBatch(const Batch& batch) {
-  MLPERF_CHECK(batch.inputs.size() == 2);
-  ForwardInference(batch);
-  const std::vector<float> logits = ToHost(logits_);
-  const int32_t* labels = batch.inputs[1].as<int32_t>();
-  const int64_t classes = config_.num_classes, v = voxels();
-  MetricSums sums{.denominator = static_cast<double>(batch.count)};
-  for (int64_t i = 0; i < batch.count; ++i)
-    sums.numerator += SampleDice(logits.data() + i * classes * v, labels + i * v, classes, v);
-  return sums;
+  MLPERF_CHECK(batch.inputs.size() == 2 && batch.count == 1);
+  const std::vector<double> dice =
+      EvaluateCase(batch.inputs[0], batch.inputs[1], {.roi = config_.roi});
+  double sum = 0;
+  for (double d : dice) sum += d;
+  return {.numerator = sum / static_cast<double>(dice.size()), .denominator = 1};
 }
 
 OwnedBatch UNet3D::SyntheticBatch() const {

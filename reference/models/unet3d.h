@@ -21,6 +21,7 @@
 #include "reference/core/tensor.h"
 #include "reference/layers/conv_instance_norm.h"
 #include "reference/models/model.h"
+#include "reference/models/sliding_window.h"
 
 namespace mlperf::models {
 
@@ -53,14 +54,20 @@ class UNet3D final : public Model {
   void ForwardTrainAsync(const Batch& batch) override;
   // The hook fires after the output layer and after every block.
   void Backward() override;
-  // Per-sample DICE of the batch's ROI-sized volumes (argmax, kidney and
-  // tumour averaged): the sum of the samples' mean DICE and the sample count.
+  // One whole case of any size: inputs image [1, 1, D, H, W] fp32 and labels
+  // [1, D, H, W] uint8 or int32, through the reference's sliding window
+  // (models/sliding_window.h) with this model's ROI, batch_size windows at a
+  // time. Returns the case's mean foreground DICE and 1, so that the global
+  // ratio weights every case alike however the cases are spread over ranks.
   MetricSums EvaluateBatch(const Batch& batch) override;
+  // The same, returning the DICE of every foreground class.
+  std::vector<double> EvaluateCase(const core::Tensor& image, const core::Tensor& labels,
+                                   const SlidingWindowOptions& options);
   // A volume of noise around a bright cube labelled kidney, with a tumour
   // inside it.
   OwnedBatch SyntheticBatch() const override;
 
-  // Inference forward of the uploaded input; logits() holds the result.
+  // Inference forward of up to batch_size ROI volumes; logits() holds the result.
   void ForwardInference(const Batch& batch);
   const core::Tensor& logits() const { return logits_; }
 

@@ -32,6 +32,8 @@ Trainer::Trainer(models::Model& model, const TrainerConfig& config, dist::Commun
   lars_slices_ = model.slices();
   for (size_t i = 0; i < lars_slices_.size(); ++i) {
     TensorSlice s = lars_slices_[i];
+    s.excluded = false;
+    decayed_slices_.push_back(s);
     s.excluded = true;
     sgd_slices_.push_back(s);
     // resnet_runnable.py: l2 over variables without 'batch_normalization' in
@@ -129,7 +131,18 @@ double Trainer::AddL2Gradient(float wd) {
   return wd * sum_sq;
 }
 
-double Trainer::LearningRateAt(int64_t step) const { return optim::LearningRate(schedule_, step); }
+double Trainer::LearningRateAt(int64_t step) const {
+  if (config_.schedule == ScheduleKind::kPolyWarmup) return optim::LearningRate(schedule_, step);
+  // The reference sets the rate at the start of each epoch (epochs count from 1).
+  const int64_t epoch = (step - 1) / config_.steps_per_epoch + 1;
+  return optim::LearningRate(
+      optim::UnetSchedule{.lr = config_.base_lr,
+                          .init_lr = config_.unet_init_lr,
+                          .warmup_epochs = static_cast<int64_t>(config_.warmup_epochs),
+                          .decay_epochs = config_.unet_decay_epochs,
+                          .decay_factor = config_.unet_decay_factor},
+      epoch);
+}
 
 float Trainer::AccumulateGradients(std::span<const models::Batch> micro_batches) {
   const int k = static_cast<int>(micro_batches.size());
@@ -201,7 +214,15 @@ void Trainer::ApplyOptimizer() {
   const float* g = model_.gradients().data();
   const float lr = static_cast<float>(learning_rate());
   const float momentum = static_cast<float>(config_.momentum);
-  if (config_.optimizer == OptimizerKind::kLars) {
+  if (config_.optimizer == OptimizerKind::kNesterov) {
+    // Weight decay on every tensor, as torch.optim.SGD's (the U-Net reference's is 0).
+    ops::SgdStep(device,
+                 {.lr = lr,
+                  .momentum = momentum,
+                  .weight_decay = static_cast<float>(config_.weight_decay),
+                  .nesterov = true},
+                 decayed_slices_, w, g, momentum_.data(), nullptr);
+  } else if (config_.optimizer == OptimizerKind::kLars) {
     ops::LarsStep(device,
                   {.lr = lr,
                    .momentum = momentum,

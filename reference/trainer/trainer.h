@@ -28,7 +28,13 @@
 
 namespace mlperf::train {
 
-enum class OptimizerKind { kLars, kSgd };
+// kSgd: tf.keras SGD with momentum and an L2 loss term (ResNet reference);
+// kNesterov: torch.optim.SGD(nesterov=True) with its weight decay (3D U-Net).
+enum class OptimizerKind { kLars, kSgd, kNesterov };
+// kPolyWarmup: per-step linear warm-up then polynomial decay (ResNet);
+// kUnetEpochs: the 3D U-Net reference's per-epoch warm-up from
+// unet_init_lr, then multi-step decay (optim::UnetSchedule).
+enum class ScheduleKind { kPolyWarmup, kUnetEpochs };
 
 struct TrainerConfig {
   OptimizerKind optimizer = OptimizerKind::kLars;
@@ -37,8 +43,12 @@ struct TrainerConfig {
   double warmup_epochs = 5;
   int64_t train_epochs = 41;  // decay horizon
   double momentum = 0.9, weight_decay = 1e-4;
-  double lars_eta = 0.001;      // lars_epsilon is logged as 0.0 (1e-7 in effect, as the reference)
-  int64_t steps_per_epoch = 0;  // optimizer steps: floor(train samples / global batch)
+  double lars_eta = 0.001;  // lars_epsilon is logged as 0.0 (1e-7 in effect, as the reference)
+  ScheduleKind schedule = ScheduleKind::kPolyWarmup;
+  double unet_init_lr = 1e-4;              // kUnetEpochs: warm-up start
+  std::vector<int64_t> unet_decay_epochs;  // kUnetEpochs: MultiStepLR milestones
+  double unet_decay_factor = 1.0;          // kUnetEpochs: gamma
+  int64_t steps_per_epoch = 0;             // optimizer steps: floor(train samples / global batch)
   // Micro-batches per optimizer step; their gradients are averaged.
   int gradient_accumulation_steps = 1;
   // Gradient all-reduce bucket size in floats (not a hyperparameter).
@@ -131,6 +141,7 @@ class Trainer {
   // variables outside batch norms whose wd * sum(w^2) the ResNet reference
   // adds to the loss.
   std::vector<TensorSlice> sgd_slices_, l2_slices_;
+  std::vector<TensorSlice> decayed_slices_;  // every tensor, weight decay on all (kNesterov)
   // Momentum, gradient-accumulation sums and device scratch in an arena on
   // the model's device.
   std::optional<core::Arena> state_;

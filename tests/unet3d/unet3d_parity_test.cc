@@ -20,6 +20,7 @@
 #include "reference/core/init.h"
 #include "reference/core/philox.h"
 #include "reference/io/safetensors.h"
+#include "reference/models/sliding_window.h"
 #include "reference/models/unet3d.h"
 
 #ifndef MLPERF_SOURCE_DIR
@@ -154,5 +155,63 @@ TEST(UNet3DParityTest, ReducedWidthAllLevelsMatchesTorch) { RunParity({4, 8, 16,
 TEST(UNet3DParityTest, ReferenceWidthAtRoi64MatchesTorch) {
   RunParity({32, 64, 128, 256, 320}, 64, 1, /*median_ratio=*/3.5);
 }
+// The sliding-window evaluation against a PyTorch transcription of the
+// reference's on a volume whose axes take each path: 37 is cropped to 32
+// (one window), 50 cropped to 48 (two overlapping windows), 27 padded to 32.
+// Windows run two at a time, so the last call is a partial batch.
+TEST(UNet3DParityTest, SlidingWindowMatchesTorch) {
+  if (!HaveTorch())
+    GTEST_SKIP() << "PyTorch is not installed for /usr/bin/python3 (apt-get install python3-torch)";
+  const std::vector<int64_t> filters = {4, 8, 16};
+  const int64_t roi = 32, d = 37, h = 50, w = 27, voxels = d * h * w;
+  UNet3D model({.filters = filters, .roi = roi}, 2);
+  model.Initialize(41);
+  std::vector<float> image(voxels);
+  std::vector<int32_t> labels(voxels);
+  for (int64_t i = 0; i < voxels; ++i) {
+    image[i] = 2.0f * core::PhiloxUniform(42, 0, i) - 1.0f;
+    labels[i] = image[i] > 0.5f ? 2 : image[i] > -0.2f ? 1 : 0;
+  }
+  const core::Tensor image_t(image.data(), {1, 1, d, h, w}, core::DType::kF32);
+  const core::Tensor labels_t(labels.data(), {1, d, h, w}, core::DType::kI32);
+  const std::string weights = TempPath("unet3d_sw_w"), volume = TempPath("unet3d_sw_x");
+  const std::string out = TempPath("unet3d_sw_out");
+  ASSERT_TRUE(model.SaveSafetensors(weights).ok());
+  const io::NamedTensor volume_tensors[] = {{"image", image_t}, {"labels", labels_t}};
+  ASSERT_TRUE(io::SaveSafetensors(volume, volume_tensors).ok());
+  const std::string cmd =
+      fmt::format("/usr/bin/python3 {}/tests/unet3d/unet3d_parity.py sliding {} {} {} {} 3 {}",
+                  MLPERF_SOURCE_DIR, weights, volume, out, fmt::join(filters, ","), roi);
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  absl::StatusOr<io::SafetensorsFile> file = io::SafetensorsFile::Read(out);
+  ASSERT_TRUE(file.ok()) << file.status();
+  for (const std::string& p : {weights, volume, out}) std::remove(p.c_str());
+
+  const VolumeLogits ours = SlidingWindowLogits(
+      {.roi = roi}, image.data(), {d, h, w}, 3, model.batch_size(),
+      [&](const float* windows, int64_t count, float* logits) {
+        const Batch b{.inputs = {core::Tensor(const_cast<float*>(windows),
+                                              {count, 1, roi, roi, roi}, core::DType::kF32)},
+                      .count = count};
+        model.ForwardInference(b);
+        std::copy_n(model.logits().f32(), count * 3 * roi * roi * roi, logits);
+      });
+  EXPECT_EQ(ours.begin, (std::array<int64_t, 3>{2, 1, 0}));
+  EXPECT_EQ(ours.shape, (std::array<int64_t, 3>{32, 48, 27}));
+  const std::vector<float> theirs = Load(*file, "logits");
+  EXPECT_LT(NormError(ours.logits, theirs), 1e-5);
+  const std::vector<double> dice = model.EvaluateCase(image_t, labels_t, {.roi = roi});
+  const std::vector<float> torch_dice = Load(*file, "dice");
+  ASSERT_EQ(dice.size(), 2u);
+  ASSERT_EQ(torch_dice.size(), 2u);
+  for (int c = 0; c < 2; ++c) {
+    EXPECT_NEAR(dice[c], torch_dice[c], 1e-4) << "class " << c + 1;
+  }
+  std::printf(
+      "sliding window: logits error %.1e, dice kidney %.6f (torch %.6f), tumour %.6f "
+      "(torch %.6f)\n",
+      NormError(ours.logits, theirs), dice[0], torch_dice[0], dice[1], torch_dice[1]);
+}
+
 }  // namespace
 }  // namespace mlperf::models

@@ -6,10 +6,13 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <numeric>
 #include <vector>
+
+#include "reference/models/sliding_window.h"
 
 namespace mlperf::models {
 namespace {
@@ -65,12 +68,29 @@ TEST(UNet3DTest, GradientsReadyFromTheOutputBackToTheInput) {
   EXPECT_TRUE(std::isfinite(norm) && norm > 0);
 }
 
+// The mean DICE of the batch's volumes, each evaluated as a whole case.
+double MeanDice(UNet3D& model, const OwnedBatch& batch) {
+  const int64_t r = model.config().roi, n = batch.batch.count;
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const Batch one{.inputs = {core::Tensor(batch.batch.inputs[0].f32() + i * r * r * r,
+                                            {1, 1, r, r, r}, core::DType::kF32),
+                               core::Tensor(batch.batch.inputs[1].as<int32_t>() + i * r * r * r,
+                                            {1, r, r, r}, core::DType::kI32)},
+                    .count = 1};
+    const MetricSums s = model.EvaluateBatch(one);
+    EXPECT_EQ(s.denominator, 1);
+    sum += s.numerator;
+  }
+  return sum / static_cast<double>(n);
+}
+
 TEST(UNet3DTest, SmallMemberLearnsTheSyntheticVolume) {
   UNet3D model({.filters = {4, 8}, .roi = 16}, 2);
   model.Initialize(3);  // seeds 2 and 4 of 1-6 leave the tumour unlearned after 150 plain SGD steps
   const OwnedBatch batch = model.SyntheticBatch();
   const float first = model.ForwardTrain(batch.batch);
-  const MetricSums before = model.EvaluateBatch(batch.batch);
+  const double before = MeanDice(model, batch);
   float loss = first;
   for (int step = 0; step < 150; ++step) {
     loss = model.ForwardTrain(batch.batch);
@@ -79,13 +99,48 @@ TEST(UNet3DTest, SmallMemberLearnsTheSyntheticVolume) {
     std::span<float> g = model.gradients();
     for (size_t i = 0; i < w.size(); ++i) w[i] -= 0.5f * g[i];
   }
-  const MetricSums after = model.EvaluateBatch(batch.batch);
-  std::printf("loss %.4f -> %.4f, dice %.3f -> %.3f\n", first, loss,
-              before.numerator / before.denominator, after.numerator / after.denominator);
+  const double after = MeanDice(model, batch);
+  std::printf("loss %.4f -> %.4f, dice %.3f -> %.3f\n", first, loss, before, after);
   EXPECT_LT(loss, 0.5f * first);
-  EXPECT_EQ(after.denominator, 2);
-  EXPECT_GT(after.numerator / after.denominator, before.numerator / before.denominator);
-  EXPECT_GT(after.numerator / after.denominator, 0.8);
+  EXPECT_GT(after, before);
+  EXPECT_GT(after, 0.8);
+}
+
+// Known label pairs on a 2 x 2 x 4 region inside a 4 x 4 x 4 label volume:
+// kidney predicted on 4 voxels, 3 of them right, of 5 true kidney voxels:
+// 2*3/(5+4); tumour neither predicted nor present: (0+1e-6)/(0+1e-6) = 1.
+TEST(CaseDiceTest, KnownPairs) {
+  VolumeLogits v{.begin = {1, 2, 0}, .shape = {2, 2, 4}, .classes = 3};
+  const int64_t voxels = 16;
+  v.logits.assign(3 * voxels, 0.0f);
+  for (int64_t q : {0, 1, 2, 9}) v.logits[1 * voxels + q] = 1.0f;  // kidney predicted
+  std::vector<uint8_t> labels(64, 0);
+  auto at = [](int64_t d, int64_t h, int64_t w) { return (d * 4 + h) * 4 + w; };
+  // Region voxel q = (d, h, w) of the region maps to (d + 1, h + 2, w).
+  for (auto [d, h, w] :
+       {std::array<int64_t, 3>{0, 0, 0}, {0, 0, 1}, {0, 0, 2}, {1, 1, 3}, {1, 1, 2}})
+    labels[at(d + 1, h + 2, w)] = 1;
+  labels[at(0, 0, 0)] = 2;  // outside the region: not scored
+  const std::vector<double> dice =
+      CaseDice(v, core::Tensor(labels.data(), {1, 4, 4, 4}, core::DType::kU8));
+  ASSERT_EQ(dice.size(), 2u);
+  EXPECT_NEAR(dice[0], (6.0 + 1e-6) / (9.0 + 1e-6), 1e-12);
+  EXPECT_DOUBLE_EQ(dice[1], 1.0);
+  // Ties go to the lower class, as torch.argmax: all-equal logits predict background.
+  v.logits.assign(3 * voxels, 0.5f);
+  EXPECT_NEAR(CaseDice(v, core::Tensor(labels.data(), {4, 4, 4}, core::DType::kU8))[0],
+              1e-6 / (5.0 + 1e-6), 1e-12);
+}
+
+TEST(GaussianImportanceTest, CubeRootOfAGaussianWithMaximumOne) {
+  const std::vector<float> g = GaussianImportance(8);
+  ASSERT_EQ(g.size(), 512u);
+  // Centre voxels (3 and 4 on every axis) share the maximum.
+  EXPECT_FLOAT_EQ(g[(3 * 8 + 3) * 8 + 3], 1.0f);
+  EXPECT_FLOAT_EQ(g[(4 * 8 + 4) * 8 + 4], 1.0f);
+  // Corner: exp(-0.5 * (3.5 / 1)^2) per axis, cube root of the product, over the centre's.
+  const double axis = std::exp(-0.5 * 3.5 * 3.5), centre = std::exp(-0.5 * 0.5 * 0.5);
+  EXPECT_NEAR(g[0], std::cbrt(std::pow(axis, 3)) / std::cbrt(std::pow(centre, 3)), 1e-7);
 }
 
 }  // namespace

@@ -1,0 +1,42 @@
+"""The PyTorch peer of unet3d_train_bench: the same 3D U-Net (the torch.nn
+model of tests/unet3d/unet3d_parity.py), DiceCE loss and SGD with Nesterov
+momentum, one training step timed per iteration; prints the median seconds
+per step. Run with /usr/bin/python3 (Debian's python3-torch).
+
+usage: unet3d_torch_bench.py FILTERS(comma-separated) ROI BATCH STEPS THREADS
+"""
+import os
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests",
+                                "unet3d"))
+from unet3d_parity import UNet3D, dice_ce  # noqa: E402
+
+
+def main():
+    filters = [int(f) for f in sys.argv[1].split(",")]
+    roi, batch, steps, threads = (int(a) for a in sys.argv[2:6])
+    torch.set_num_threads(threads)
+    torch.manual_seed(1)
+    model = UNet3D(filters, 3)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5, momentum=0.9, nesterov=True)
+    x = torch.rand(batch, 1, roi, roi, roi)
+    y = torch.randint(0, 3, (batch, roi, roi, roi))
+    times = []
+    for step in range(steps + 1):
+        start = time.perf_counter()
+        optimizer.zero_grad(set_to_none=True)
+        loss = dice_ce(model(x), y)
+        loss.backward()
+        optimizer.step()
+        if step > 0:  # step 0 warms caches and the allocator, as ours
+            times.append(time.perf_counter() - start)
+    times.sort()
+    print(f"{times[len(times) // 2]:.6f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -71,6 +71,8 @@ struct BenchmarkInfo {
   int allowed_missed_runs = 0;  // runs olympic scoring drops that may miss the target
   double target = 0;
   std::string metric;  // for progress lines: "top-1", "mean DICE", ...
+  // A run whose metric falls below this is stopped as diverged (0 = never).
+  double diverged_below = 0;
 };
 
 class Benchmark {

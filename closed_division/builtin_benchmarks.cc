@@ -1,6 +1,7 @@
 // The one place that lists the benchmarks by name: add a registry entry here.
 #include "closed_division/registry.h"
 #include "closed_division/resnet_benchmark.h"
+#include "closed_division/unet3d_benchmark.h"
 
 namespace mlperf::closed {
 
@@ -8,6 +9,7 @@ const BenchmarkRegistry& BuiltinBenchmarks() {
   static const BenchmarkRegistry* registry = [] {
     auto* r = new BenchmarkRegistry();
     r->Register(MakeResnetBenchmark());
+    r->Register(MakeUnet3dBenchmark());
     return r;
   }();
   return *registry;

@@ -71,11 +71,9 @@ struct RunPlan {
   Schedule schedule;
   std::string data_root;  // the real data set, or where the generated set lives
   std::string system_name;
-  // For the package's labels: "ImageNet", "ResNet-50", and for a demo what
-  // it trains on instead.
+  // For the package's labels: "ImageNet", "ResNet-50".
   std::string data_name;
   std::string model_name;
-  std::string demo_description;
   // The family member built, e.g. "ResNet-50 v1.5 (224x224, 1000 classes)".
   std::string member_name;
   // Threads per process: the model's OpenMP/BLAS threads and the loader's

@@ -73,11 +73,13 @@ absl::Status CheckNothingToOverwrite(const PackagePaths& paths) {
 absl::Status PreparePackage(const PackagePaths& paths, const std::string& system_json,
                             const std::string& readme_section) {
   std::error_code ec;
-  for (const fs::path& dir : {paths.result_dir, paths.system_json.parent_path()}) {
+  auto make_dir = [&ec](const fs::path& dir) {
     fs::create_directories(dir, ec);
-    if (ec) return absl::PermissionDeniedError(fmt::format("{}: {}", dir.string(), ec.message()));
-  }
+    return ec ? absl::PermissionDeniedError(fmt::format("{}: {}", dir.string(), ec.message()))
+              : absl::OkStatus();
+  };
   if (fs::exists(paths.system_json, ec)) {
+    // A different system in the package is refused before anything is created.
     absl::StatusOr<std::string> old = ReadFile(paths.system_json);
     if (!old.ok()) return old.status();
     if (*old != system_json) {
@@ -86,9 +88,12 @@ absl::Status PreparePackage(const PackagePaths& paths, const std::string& system
           "--system or --out",
           paths.system_json.string()));
     }
-  } else if (absl::Status s = base::WriteFileAtomically(paths.system_json, system_json); !s.ok()) {
+  } else if (absl::Status s = make_dir(paths.system_json.parent_path()); !s.ok()) {
+    return s;
+  } else if (s = base::WriteFileAtomically(paths.system_json, system_json); !s.ok()) {
     return s;
   }
+  if (absl::Status s = make_dir(paths.result_dir); !s.ok()) return s;
   std::string readme;
   if (fs::exists(paths.readme, ec)) {
     absl::StatusOr<std::string> old = ReadFile(paths.readme);

@@ -3,13 +3,19 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <utility>
 
 #include "fmt/format.h"
 
 namespace mlperf::closed {
 
-ProgressReporter::ProgressReporter(int runs, int last_epoch, double target, std::FILE* out)
-    : runs_(runs), last_epoch_(last_epoch), target_(target), out_(out) {}
+ProgressReporter::ProgressReporter(int runs, int last_epoch, double target, std::string metric,
+                                   std::FILE* out)
+    : runs_(runs),
+      last_epoch_(last_epoch),
+      target_(target),
+      metric_(std::move(metric)),
+      out_(out) {}
 
 std::string ProgressReporter::FormatDuration(double seconds) {
   const int64_t s = std::max<int64_t>(0, std::llround(seconds));
@@ -48,17 +54,18 @@ void ProgressReporter::RunStarted(int run) {
 
 void ProgressReporter::EpochDone(int run, int epoch, double images_per_second,
                                  double seconds_in_run) {
-  const std::string accuracy =
-      last_accuracy_ < 0 ? "top-1 -     " : fmt::format("top-1 {:.4f}", last_accuracy_);
-  Print(fmt::format("run {}/{}  epoch {:>3}/{}  {}  {:>8.1f} img/s  ~{} left", run + 1, runs_,
+  const std::string accuracy = last_accuracy_ < 0
+                                   ? fmt::format("{} -     ", metric_)
+                                   : fmt::format("{} {:.4f}", metric_, last_accuracy_);
+  Print(fmt::format("run {}/{}  epoch {:>3}/{}  {}  {:>8.1f} samples/s  ~{} left", run + 1, runs_,
                     epoch, last_epoch_, accuracy, images_per_second,
                     FormatDuration(EstimateSecondsLeft(run, epoch, seconds_in_run))));
 }
 
 void ProgressReporter::EvalDone(int run, int epoch, double accuracy, double seconds_in_run) {
   last_accuracy_ = accuracy;
-  Print(fmt::format("run {}/{}  eval after epoch {}: top-1 {:.4f} (target {}){}  ~{} left", run + 1,
-                    runs_, epoch, accuracy, target_, accuracy >= target_ ? " reached" : "",
+  Print(fmt::format("run {}/{}  eval after epoch {}: {} {:.4f} (target {}){}  ~{} left", run + 1,
+                    runs_, epoch, metric_, accuracy, target_, accuracy >= target_ ? " reached" : "",
                     FormatDuration(EstimateSecondsLeft(run, epoch, seconds_in_run))));
 }
 

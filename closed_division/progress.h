@@ -12,7 +12,8 @@ namespace mlperf::closed {
 class ProgressReporter {
  public:
   // `last_epoch`: the schedule's last epoch (a run ends there at the latest).
-  ProgressReporter(int runs, int last_epoch, double target, std::FILE* out);
+  // `metric` names the evaluation metric in the lines ("top-1", "mean DICE").
+  ProgressReporter(int runs, int last_epoch, double target, std::string metric, std::FILE* out);
 
   void RunStarted(int run);
   void EpochDone(int run, int epoch, double images_per_second, double seconds_in_run);
@@ -32,6 +33,7 @@ class ProgressReporter {
   int runs_;
   int last_epoch_;
   double target_;
+  std::string metric_;
   std::FILE* out_;
   double last_accuracy_ = -1;
   std::vector<double> run_seconds_;

@@ -366,8 +366,6 @@ class ResnetBenchmark final : public Benchmark {
       plan.train_samples = int64_t{generated.num_classes} * generated.train_per_class;
       plan.eval_samples = int64_t{generated.num_classes} * generated.val_per_class;
       plan.system_name = "cpu-demo-generated-data";
-      plan.demo_description =
-          "a small ResNet trained on a generated image set written as JPEG files";
     } else if (absl::Status s = ImagenetPlan(world_size, plan, recipe); !s.ok()) {
       return s;
     }

@@ -159,7 +159,7 @@ int RunBenchmark(const Benchmark& benchmark, const RunnerOptions& options, const
 
   ops::SetHostThreads(plan.compute_threads);
   InstallInterruptHandlers();
-  ProgressReporter progress(runs, plan.last_epoch(), info.target,
+  ProgressReporter progress(runs, plan.last_epoch(), info.target, info.metric,
                             comm.rank() == 0 ? stderr : nullptr);
   report.Info(fmt::format("{} run(s) of {} on {}, {} process(es); package {}", runs,
                           plan.demo ? "the demonstration on generated data" : plan.model_name,

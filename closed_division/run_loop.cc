@@ -119,8 +119,8 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
   std::vector<models::OwnedBatch> held(static_cast<size_t>(accumulation > 1 ? accumulation : 0));
   bool in_block = false;
   int block_first = 0;
-  bool reached = false;
-  for (int epoch = 1; epoch <= last_epoch && !reached; ++epoch) {
+  bool reached = false, diverged = false;
+  for (int epoch = 1; epoch <= last_epoch && !reached && !diverged; ++epoch) {
     if (!in_block) {
       // A block runs up to the next evaluation (or the end of the run).
       int block_last = epoch;
@@ -166,6 +166,8 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
       log.Event(key::kEvalAccuracy, out.last_metric, {{meta::kEpochNum, schedule.logged(epoch)}});
       progress.EvalDone(request.run, epoch, out.last_metric, Seconds(run_start));
       reached = out.last_metric >= info.target;
+      // A diverged run ends here, not converged (the reference's abort).
+      diverged = out.last_metric < info.diverged_below;
     }
     if (schedule.is_eval_epoch(epoch) || epoch == last_epoch) {
       log.End(key::kBlockStop, nullptr, {{meta::kFirstEpochNum, schedule.logged(block_first)}});

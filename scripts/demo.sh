@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The main job on a fresh machine: install what is missing, build, then
-#   1. run_closed on the embedded default: five closed-division runs of a small
-#      ResNet-50-family model on a generated image set (real JPEG files in the
-#      ImageNet layout), written as a submission package;
-#   2. compliance_check on that package (RCP bypass: no RCP exists for the demo's
-#      batch size), and the official package checker too when it is installed
+#   1. run_closed on the embedded defaults, into one submission package: five
+#      closed-division runs of a small ResNet-50-family model on a generated
+#      image set (real JPEG files in the ImageNet layout), and the forty runs of
+#      a small 3D U-Net on generated KiTS19-like cases (real .nii.gz files);
+#   2. compliance_check on that package (RCP bypass: no RCP exists for the demos'
+#      batch sizes), and the official package checker too when it is installed
 #      (it is a test oracle: scripts/install_deps.sh --test installs it).
 # Every invocation writes a new package under out/demo/; nothing is overwritten.
 set -euo pipefail
@@ -14,8 +15,10 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release > /dev/null
 cmake --build build -j "$(nproc)" --target run_closed compliance_check
 
 out="out/demo/$(date +%Y%m%d-%H%M%S)"
-echo "== run_closed --bench resnet --out $out"
-build/bin/run_closed --bench resnet --out "$out" --cache_dir out/demo/cache
+for bench in resnet unet3d; do
+  echo "== run_closed --bench $bench --out $out"
+  build/bin/run_closed --bench "$bench" --out "$out" --cache_dir out/demo/cache
+done
 
 package="$out/mlperf-suite"
 echo

@@ -1,6 +1,7 @@
 #include "reference/models/unet3d.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <string>
 
@@ -264,12 +265,26 @@ std::vector<double> UNet3D::EvaluateCase(const Tensor& image, const Tensor& labe
 }
 
 MetricSums UNet3D::EvaluateBatch(const Batch& batch) {
-  MLPERF_CHECK(batch.inputs.size() == 2 && batch.count == 1);
-  const std::vector<double> dice =
-      EvaluateCase(batch.inputs[0], batch.inputs[1], {.roi = config_.roi});
-  double sum = 0;
-  for (double d : dice) sum += d;
-  return {.numerator = sum / static_cast<double>(dice.size()), .denominator = 1};
+  MLPERF_CHECK(batch.inputs.size() == 2);
+  const Tensor& images = batch.inputs[0];
+  const Tensor& labels = batch.inputs[1];
+  const core::Shape& s = images.shape();
+  const int64_t case_voxels = s[2] * s[3] * s[4];
+  MLPERF_CHECK(s.rank() == 5 && labels.numel() == s[0] * case_voxels);
+  MetricSums sums;
+  for (int64_t i = 0; i < batch.count; ++i) {
+    const Tensor image(images.f32() + i * case_voxels, {1, 1, s[2], s[3], s[4]},
+                       core::DType::kF32);
+    const Tensor label(static_cast<std::byte*>(labels.data()) +
+                           i * case_voxels * core::DTypeSize(labels.dtype()),
+                       {1, s[2], s[3], s[4]}, labels.dtype());
+    const std::vector<double> dice = EvaluateCase(image, label, {.roi = config_.roi});
+    double sum = 0;
+    for (double d : dice) sum += d;
+    sums.numerator += sum / static_cast<double>(dice.size());
+    sums.denominator += 1;
+  }
+  return sums;
 }
 
 OwnedBatch UNet3D::SyntheticBatch() const {

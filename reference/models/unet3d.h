@@ -54,11 +54,13 @@ class UNet3D final : public Model {
   void ForwardTrainAsync(const Batch& batch) override;
   // The hook fires after the output layer and after every block.
   void Backward() override;
-  // One whole case of any size: inputs image [1, 1, D, H, W] fp32 and labels
-  // [1, D, H, W] uint8 or int32, through the reference's sliding window
+  // Whole cases of any size (the first `count` of the batch, all of one
+  // shape): inputs images [n, 1, D, H, W] fp32 and labels [n, D, H, W] uint8
+  // or int32, each through the reference's sliding window
   // (models/sliding_window.h) with this model's ROI, batch_size windows at a
-  // time. Returns the case's mean foreground DICE and 1, so that the global
-  // ratio weights every case alike however the cases are spread over ranks.
+  // time. Returns the sum of the cases' mean foreground DICE and their
+  // number, so that the global ratio weights every case alike however the
+  // cases are spread over ranks.
   MetricSums EvaluateBatch(const Batch& batch) override;
   // The same, returning the DICE of every foreground class.
   std::vector<double> EvaluateCase(const core::Tensor& image, const core::Tensor& labels,

@@ -180,7 +180,7 @@ TEST_F(RunClosed, OneRunWritesACompliantLogInTheClosedOrder) {
   const Result r = RunTool(Flags({"--runs", "1", "--seed", "11"}));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("eval after epoch"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("img/s"), std::string::npos);
+  EXPECT_NE(r.output.find("samples/s"), std::string::npos);
   EXPECT_NE(r.output.find("--rcp-bypass"), std::string::npos);
   const fs::path log = ResultDir() / "result_0.txt";
   ASSERT_TRUE(fs::exists(log));

@@ -244,7 +244,8 @@ TEST(SystemDescription, HasEveryRequiredFieldAsAStringAndSaysDemo) {
   }
   EXPECT_EQ(doc->Find("division")->as_string(), "closed");
   EXPECT_EQ(doc->Find("accelerators_per_node")->as_string(), "0");
-  EXPECT_NE(doc->Find("system_name")->as_string().find("not ImageNet"), std::string::npos);
+  EXPECT_NE(doc->Find("system_name")->as_string().find("demonstration on generated data"),
+            std::string::npos);
   EXPECT_NE(doc->Find("hw_notes")->as_string().find("generated data"), std::string::npos);
   EXPECT_NE(doc->Find("host_processor_model_name")->as_string(), "");
   // Gathered twice, the same: a rerun into the same package keeps the file.
@@ -252,7 +253,7 @@ TEST(SystemDescription, HasEveryRequiredFieldAsAStringAndSaysDemo) {
 }
 
 TEST(Progress, EstimatesTimeLeftFromTheRunsSoFar) {
-  ProgressReporter p(5, 23, 0.759, nullptr);
+  ProgressReporter p(5, 23, 0.759, "top-1", nullptr);
   // First run, epoch 2 of 23 after 4 s: 21 epochs at 2 s + 4 runs of 46 s.
   EXPECT_DOUBLE_EQ(p.EstimateSecondsLeft(0, 2, 4.0), 21 * 2.0 + 4 * 46.0);
   p.RunFinished(0, 11, 20.0, true);

@@ -15,7 +15,8 @@ constexpr std::array<int, 42> kEvaluationCases = {
     66,  70,  76,  78,  80,  84,  86,  87,  92,  111, 112, 125, 128, 138,
     157, 160, 161, 162, 169, 171, 176, 185, 187, 189, 198, 203, 206, 207};
 
-// "case_00042" -> 42; -1 for any other name.
+}  // namespace
+
 int CaseId(const std::string& name) {
   if (name.size() != 10 || !name.starts_with("case_")) return -1;
   int id = 0;
@@ -26,8 +27,6 @@ int CaseId(const std::string& name) {
   return id;
 }
 
-}  // namespace
-
 bool IsEvaluationCase(int case_id) {
   return std::binary_search(kEvaluationCases.begin(), kEvaluationCases.end(), case_id);
 }
@@ -35,8 +34,8 @@ bool IsEvaluationCase(int case_id) {
 absl::StatusOr<CaseSplit> ListPreparedCases(const std::filesystem::path& dir) {
   std::error_code ec;
   std::set<std::string> images, labels;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string file = entry.path().filename().string();
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string file = it->path().filename().string();
     if (file.size() != 16 || !file.ends_with(".npy")) continue;
     const std::string name = file.substr(0, 10), suffix = file.substr(10, 2);
     if (CaseId(name) < 0) continue;

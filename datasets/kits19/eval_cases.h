@@ -12,6 +12,9 @@ namespace mlperf::kits19 {
 
 bool IsEvaluationCase(int case_id);
 
+// "case_00042" -> 42; -1 for any other name.
+int CaseId(const std::string& name);
+
 struct CaseSplit {
   std::vector<std::string> train, eval;  // case names ("case_00000"), sorted
 };

@@ -1,9 +1,11 @@
 #include "datasets/kits19/npy.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
+#include <exception>
 #include <fstream>
-#include <iterator>
-#include <sstream>
+#include <string>
 
 #include "base/files.h"
 #include "fmt/format.h"
@@ -21,87 +23,110 @@ int64_t ElementSize(const std::string& dtype) {
   return 0;
 }
 
-// The value after 'key': in the header's Python dict literal.
+// The value of 'key' in the header's Python dict literal: a quoted string
+// without its quotes, a tuple's inside, or a bare word (True, False).
 std::string DictValue(const std::string& header, const std::string& key) {
-  const size_t at = header.find("'" + key + "'");
+  size_t at = header.find("'" + key + "'");
   if (at == std::string::npos) return "";
-  size_t begin = header.find(':', at);
-  if (begin == std::string::npos) return "";
-  ++begin;
-  while (begin < header.size() && header[begin] == ' ') ++begin;
-  if (begin >= header.size()) return "";
-  const char open = header[begin];
-  const char close = open == '(' ? ')' : open == '\'' ? '\'' : ',';
-  const size_t end = header.find(close, begin + 1);
-  if (end == std::string::npos) return header.substr(begin);
-  return open == '(' || open == '\'' ? header.substr(begin + 1, end - begin - 1)
-                                     : header.substr(begin, end - begin);
+  at = header.find(':', at);
+  if (at == std::string::npos) return "";
+  at = header.find_first_not_of(' ', at + 1);
+  if (at == std::string::npos) return "";
+  if (header[at] == '\'' || header[at] == '(') {
+    const size_t end = header.find(header[at] == '(' ? ')' : '\'', at + 1);
+    return end == std::string::npos ? "" : header.substr(at + 1, end - at - 1);
+  }
+  const size_t end = header.find_first_of(",} ", at);
+  return header.substr(at, end == std::string::npos ? std::string::npos : end - at);
 }
 
 }  // namespace
 
 absl::StatusOr<NpyArray> ReadNpy(const std::filesystem::path& path) {
   const std::string name = path.string();
+  std::error_code ec;
+  const uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec) return absl::NotFoundError(fmt::format("{}: cannot open: {}", name, ec.message()));
   std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(fmt::format("{}: cannot open", name));
-  const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (file.size() < kMagicSize + 4 || file.compare(0, kMagicSize, kMagic, kMagicSize) != 0)
+  if (!in)
+    return absl::NotFoundError(fmt::format("{}: cannot open: {}", name, std::strerror(errno)));
+  // Magic, version, then the header's length: 2 bytes (v1) or 4 (v2, v3).
+  char preamble[12] = {};
+  if (size < 10 || !in.read(preamble, 10) || std::memcmp(preamble, kMagic, kMagicSize) != 0)
     return absl::DataLossError(fmt::format("{}: not a .npy file (bad magic)", name));
-  const auto major = static_cast<uint8_t>(file[6]);
-  size_t header_len = 0, header_at = 0;
-  if (major == 1) {
-    header_len = static_cast<uint8_t>(file[8]) | static_cast<size_t>(static_cast<uint8_t>(file[9]))
-                                                     << 8;
-    header_at = 10;
-  } else if (major == 2 || major == 3) {
-    if (file.size() < 12) return absl::DataLossError(fmt::format("{}: truncated header", name));
-    for (int i = 3; i >= 0; --i) header_len = header_len << 8 | static_cast<uint8_t>(file[8 + i]);
+  const auto major = static_cast<uint8_t>(preamble[6]);
+  const auto byte = [&](int i) { return static_cast<size_t>(static_cast<uint8_t>(preamble[i])); };
+  size_t header_at = 10, header_len = byte(8) | byte(9) << 8;
+  if (major == 2 || major == 3) {
+    if (!in.read(preamble + 10, 2))
+      return absl::DataLossError(fmt::format("{}: truncated header", name));
     header_at = 12;
-  } else {
+    header_len |= byte(10) << 16 | byte(11) << 24;
+  } else if (major != 1) {
     return absl::DataLossError(fmt::format("{}: .npy format version {} is unknown", name, major));
   }
-  if (file.size() < header_at + header_len)
+  if (size < header_at + header_len)
     return absl::DataLossError(fmt::format("{}: truncated header", name));
-  const std::string header = file.substr(header_at, header_len);
+  std::string header(header_len, '\0');
+  if (!in.read(header.data(), static_cast<std::streamsize>(header_len)))
+    return absl::DataLossError(fmt::format("{}: truncated header", name));
   NpyArray array;
   array.dtype = DictValue(header, "descr");
   if (ElementSize(array.dtype) == 0) {
     return absl::InvalidArgumentError(
         fmt::format("{}: dtype '{}', expected '<f4' or '|u1'", name, array.dtype));
   }
-  if (DictValue(header, "fortran_order") != "False")
-    return absl::InvalidArgumentError(fmt::format("{}: Fortran order is not supported", name));
-  std::stringstream dims(DictValue(header, "shape"));
-  std::string dim;
+  if (const std::string order = DictValue(header, "fortran_order"); order != "False") {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: fortran_order {}, expected False (C order)", name, order));
+  }
+  // The shape: integers separated by commas, perhaps with a trailing comma.
+  const std::string dims = DictValue(header, "shape");
   int64_t count = 1;
-  while (std::getline(dims, dim, ',')) {
+  for (size_t at = 0; at < dims.size();) {
+    const size_t end = std::min(dims.find(',', at), dims.size());
+    const std::string dim = dims.substr(at, end - at);
+    at = end + 1;
     if (dim.find_first_not_of(' ') == std::string::npos) continue;
+    size_t used = 0;
     int64_t v = -1;
     try {
-      v = std::stoll(dim);
-    } catch (...) {
+      v = std::stoll(dim, &used);
+    } catch (const std::exception&) {
     }
-    if (v < 0 || (v > 0 && count > (int64_t{1} << 40) / v))
-      return absl::DataLossError(fmt::format("{}: bad shape in the header '{}'", name, header));
+    // Past the first 2^40 elements the file size check below cannot pass.
+    if (v < 0 || dim.find_first_not_of(' ', used) != std::string::npos ||
+        (v > 0 && count > (int64_t{1} << 40) / v)) {
+      return absl::DataLossError(fmt::format("{}: bad shape '({})' in the header", name, dims));
+    }
     array.shape.push_back(v);
     count *= v;
   }
-  const size_t bytes = static_cast<size_t>(count * ElementSize(array.dtype));
-  if (file.size() - header_at - header_len < bytes) {
+  const auto bytes = static_cast<size_t>(count * ElementSize(array.dtype));
+  if (size - header_at - header_len < bytes) {
     return absl::DataLossError(fmt::format("{}: truncated: {} bytes of data, the shape needs {}",
-                                           name, file.size() - header_at - header_len, bytes));
+                                           name, size - header_at - header_len, bytes));
   }
+  array.bytes.resize(bytes);
+  if (!in.read(array.bytes.data(), static_cast<std::streamsize>(bytes)))
+    return absl::DataLossError(fmt::format("{}: read failed in the data", name));
   if (array.dtype == "<u1") array.dtype = "|u1";
-  array.bytes = file.substr(header_at + header_len, bytes);
   return array;
 }
 
 absl::Status WriteNpy(const std::filesystem::path& path, const std::string& dtype,
                       const std::vector<int64_t>& shape, const void* data) {
   const int64_t element = ElementSize(dtype);
-  if (element == 0) return absl::InvalidArgumentError(fmt::format("WriteNpy: dtype '{}'", dtype));
+  if (element == 0) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: dtype '{}', expected '<f4' or '|u1'", path.string(), dtype));
+  }
   int64_t count = 1;
-  for (int64_t d : shape) count *= d;
+  for (int64_t d : shape) {
+    if (d < 0)
+      return absl::InvalidArgumentError(fmt::format("{}: negative size {}", path.string(), d));
+    count *= d;
+  }
   std::string dims = fmt::format("{}", fmt::join(shape, ", "));
   if (shape.size() == 1) dims += ",";
   std::string header =

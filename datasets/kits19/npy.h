@@ -23,7 +23,9 @@ struct NpyArray {
 // truncated data).
 absl::StatusOr<NpyArray> ReadNpy(const std::filesystem::path& path);
 
-// Writes atomically (a temporary file, then rename).
+// Writes format 1.0 byte for byte as np.save does (the reference checks its
+// prepared files against MD5 sums), atomically (a temporary file, then a
+// rename). `data` holds the elements in C order.
 absl::Status WriteNpy(const std::filesystem::path& path, const std::string& dtype,
                       const std::vector<int64_t>& shape, const void* data);
 

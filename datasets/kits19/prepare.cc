@@ -2,18 +2,28 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <string>
-#include <thread>
 
+#include "base/parallel_for.h"
+#include "datasets/kits19/eval_cases.h"
 #include "datasets/kits19/npy.h"
 #include "datasets/kits19/resample.h"
 #include "fmt/format.h"
+#include "fmt/ranges.h"
 
 namespace mlperf::kits19 {
 namespace {
 
+namespace fs = std::filesystem;
+
 constexpr float kMinHu = -79.0f, kMaxHu = 304.0f, kMean = 101.0f, kStd = 76.9f;
+// The reference's MAX_ID: cases from 210 on are KiTS19's unlabelled test set.
+constexpr int kMaxCaseId = 210;
+// Far above any KiTS19 case after resampling (~0.3e9 voxels before); a
+// corrupt spacing must not ask for more memory than a machine has.
+constexpr int64_t kMaxVoxels = int64_t{1} << 31;
 
 // Edge padding of a C-order volume to `to`, `before` voxels ahead per axis.
 template <typename T>
@@ -31,22 +41,60 @@ std::vector<T> PadEdge(const std::vector<T>& in, const Shape3& s, const Shape3& 
   return out;
 }
 
-std::vector<std::filesystem::path> CaseFolders(const std::filesystem::path& root) {
-  std::vector<std::filesystem::path> cases;
+// The labelled case folders directly under `root`, sorted.
+absl::StatusOr<std::vector<fs::path>> CaseFolders(const fs::path& root) {
+  std::vector<fs::path> cases;
   std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(root, ec)) {
-    const std::string name = e.path().filename().string();
-    if (e.is_directory() && name.size() == 10 && name.starts_with("case_"))
-      cases.push_back(e.path());
+  for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+    const int id = CaseId(it->path().filename().string());
+    std::error_code type_ec;  // a dangling link is no case, not a listing error
+    if (id >= 0 && id < kMaxCaseId && it->is_directory(type_ec)) cases.push_back(it->path());
   }
+  if (ec)
+    return absl::NotFoundError(fmt::format("{}: cannot list: {}", root.string(), ec.message()));
   std::sort(cases.begin(), cases.end());
   return cases;
+}
+
+absl::Status CheckVolume(const NiftiVolume& v, const std::string& name, const char* what) {
+  const bool sized = v.shape[0] >= 1 && v.shape[1] >= 1 && v.shape[2] >= 1 &&
+                     v.voxels.size() == static_cast<size_t>(v.shape[0] * v.shape[1] * v.shape[2]);
+  if (!sized) {
+    return absl::InvalidArgumentError(fmt::format("{}: {} holds {} voxels for shape {}x{}x{}", name,
+                                                  what, v.voxels.size(), v.shape[0], v.shape[1],
+                                                  v.shape[2]));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PrepareOne(const fs::path& dir, const fs::path& out_dir, const PrepareOptions& o) {
+  absl::StatusOr<NiftiVolume> image = ReadNifti(dir / "imaging.nii.gz");
+  if (!image.ok()) return image.status();
+  absl::StatusOr<NiftiVolume> label = ReadNifti(dir / "segmentation.nii.gz");
+  if (!label.ok()) return label.status();
+  absl::StatusOr<PreparedCase> c = PrepareCase(*image, *label, o, dir.string());
+  if (!c.ok()) return c.status();
+  image->voxels = {};  // only the prepared case stays in memory while writing
+  label->voxels = {};
+  const std::string name = dir.filename().string();
+  const std::vector<int64_t> shape = {1, c->shape[0], c->shape[1], c->shape[2]};
+  const fs::path x = out_dir / (name + "_x.npy"), y = out_dir / (name + "_y.npy");
+  if (absl::Status s = WriteNpy(x, "<f4", shape, c->image.data()); !s.ok()) return s;
+  absl::Status s = WriteNpy(y, "|u1", shape, c->label.data());
+  if (!s.ok()) {
+    // An image without its labels would fail every later listing.
+    std::error_code ec;
+    fs::remove(x, ec);
+  }
+  return s;
 }
 
 }  // namespace
 
 absl::StatusOr<PreparedCase> PrepareCase(const NiftiVolume& image, const NiftiVolume& label,
                                          const PrepareOptions& o, const std::string& name) {
+  if (absl::Status s = CheckVolume(image, name, "imaging"); !s.ok()) return s;
+  if (absl::Status s = CheckVolume(label, name, "segmentation"); !s.ok()) return s;
   if (image.shape != label.shape) {
     return absl::InvalidArgumentError(fmt::format(
         "{}: segmentation is {}x{}x{} but imaging is {}x{}x{}", name, label.shape[0],
@@ -54,32 +102,38 @@ absl::StatusOr<PreparedCase> PrepareCase(const NiftiVolume& image, const NiftiVo
   }
   PreparedCase c;
   c.shape = image.shape;
-  c.image = image.voxels;
   c.label.resize(label.voxels.size());
   for (size_t i = 0; i < label.voxels.size(); ++i) {
     const float v = label.voxels[i];
     if (v != 0.0f && v != 1.0f && v != 2.0f) {
       return absl::InvalidArgumentError(
-          fmt::format("{}: segmentation value {}, expected 0, 1 or 2", name, v));
+          fmt::format("{}: segmentation value {} at voxel {}, expected 0, 1 or 2", name, v, i));
     }
     c.label[i] = static_cast<uint8_t>(v);
   }
-  // The reference compares the header's float32 spacing with the target and
-  // truncates spacing / target * shape (float64) to the new shape.
-  if (image.spacing != o.target_spacing) {
+  // The reference compares the header's spacing (fp32 widened to fp64) with
+  // the target exactly, and truncates spacing / target * shape in fp64.
+  if (image.spacing == o.target_spacing) {
+    c.image = image.voxels;
+  } else {
     Shape3 to;
+    double voxels = 1;
     for (int a = 0; a < 3; ++a) {
-      to[a] = static_cast<int64_t>(image.spacing[a] / o.target_spacing[a] *
-                                   static_cast<double>(image.shape[a]));
-      if (to[a] < 1) {
-        return absl::InvalidArgumentError(fmt::format(
-            "{}: spacing {} mm on axis {} resamples to no voxels", name, image.spacing[a], a));
+      const double size =
+          image.spacing[a] / o.target_spacing[a] * static_cast<double>(image.shape[a]);
+      voxels *= size;
+      if (!(size >= 1) || !(voxels <= static_cast<double>(kMaxVoxels))) {
+        return absl::InvalidArgumentError(
+            fmt::format("{}: spacing {} mm on axis {} resamples {} voxels to {}", name,
+                        image.spacing[a], a, image.shape[a], size));
       }
+      to[a] = static_cast<int64_t>(size);
     }
-    c.image = ResampleTrilinear(c.image.data(), c.shape, to);
-    c.label = ResampleNearest(c.label.data(), c.shape, to);
+    c.image = ResampleTrilinear(image.voxels.data(), image.shape, to);
+    c.label = ResampleNearest(c.label.data(), image.shape, to);
     c.shape = to;
   }
+  // fp32 arithmetic, as numpy does on the reference's float32 array.
   for (float& x : c.image) x = (std::clamp(x, kMinHu, kMaxHu) - kMean) / kStd;
   Shape3 to = c.shape, before{};
   for (int a = 0; a < 3; ++a) {
@@ -95,78 +149,66 @@ absl::StatusOr<PreparedCase> PrepareCase(const NiftiVolume& image, const NiftiVo
   return c;
 }
 
-absl::Status PrepareTree(const std::filesystem::path& kits_root,
-                         const std::filesystem::path& out_dir, const PrepareOptions& options,
-                         int threads) {
-  std::vector<std::filesystem::path> cases = CaseFolders(kits_root);
-  if (cases.empty()) cases = CaseFolders(kits_root / "data");
-  if (cases.empty()) {
-    return absl::NotFoundError(
-        fmt::format("{}: no case_XXXXX folders (the KiTS19 tree)", kits_root.string()));
-  }
+absl::Status PrepareTree(const fs::path& kits_root, const fs::path& out_dir,
+                         const PrepareOptions& options, int threads) {
+  absl::StatusOr<std::vector<fs::path>> cases = CaseFolders(kits_root);
+  if (!cases.ok()) return cases.status();
   std::error_code ec;
-  std::filesystem::create_directories(out_dir, ec);
+  if (cases->empty() && fs::is_directory(kits_root / "data", ec)) {
+    cases = CaseFolders(kits_root / "data");
+    if (!cases.ok()) return cases.status();
+  }
+  if (cases->empty()) {
+    return absl::NotFoundError(fmt::format(
+        "{}: no case_XXXXX folders with an id below 210, here or under data/", kits_root.string()));
+  }
+  fs::create_directories(out_dir, ec);
   if (ec) {
     return absl::PermissionDeniedError(
         fmt::format("{}: cannot create: {}", out_dir.string(), ec.message()));
   }
-  std::vector<absl::Status> errors(cases.size());
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i = next++; i < cases.size(); i = next++) {
-      const std::string name = cases[i].filename().string();
-      absl::StatusOr<NiftiVolume> image = ReadNifti(cases[i] / "imaging.nii.gz");
-      absl::StatusOr<NiftiVolume> label =
-          image.ok() ? ReadNifti(cases[i] / "segmentation.nii.gz") : image.status();
-      if (!label.ok()) {
-        errors[i] = label.status();
-        continue;
-      }
-      absl::StatusOr<PreparedCase> c = PrepareCase(*image, *label, options, cases[i].string());
-      if (!c.ok()) {
-        errors[i] = c.status();
-        continue;
-      }
-      const std::vector<int64_t> shape = {1, c->shape[0], c->shape[1], c->shape[2]};
-      errors[i] = WriteNpy(out_dir / (name + "_x.npy"), "<f4", shape, c->image.data());
-      if (errors[i].ok())
-        errors[i] = WriteNpy(out_dir / (name + "_y.npy"), "|u1", shape, c->label.data());
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
+  // After an error the remaining cases are skipped; the first error in case
+  // order among those prepared is reported.
+  std::vector<absl::Status> errors(cases->size());
+  std::atomic<bool> failed{false};
+  base::ParallelFor(cases->size(), std::max(1, threads), [&](size_t i) {
+    if (failed) return;
+    errors[i] = PrepareOne((*cases)[i], out_dir, options);
+    if (!errors[i].ok()) failed = true;
+  });
   for (const absl::Status& e : errors) {
     if (!e.ok()) return e;
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<PreparedCase> LoadPreparedCase(const std::filesystem::path& x_npy,
-                                              const std::filesystem::path& y_npy) {
+absl::StatusOr<PreparedCase> LoadPreparedCase(const fs::path& x_npy, const fs::path& y_npy) {
   absl::StatusOr<NpyArray> x = ReadNpy(x_npy);
   if (!x.ok()) return x.status();
-  absl::StatusOr<NpyArray> y = ReadNpy(y_npy);
-  if (!y.ok()) return y.status();
-  if (x->dtype != "<f4")
+  if (x->dtype != "<f4") {
     return absl::InvalidArgumentError(
         fmt::format("{}: dtype '{}', expected '<f4'", x_npy.string(), x->dtype));
-  if (y->dtype != "|u1")
+  }
+  if (x->shape.size() != 4 || x->shape[0] != 1) {
+    return absl::InvalidArgumentError(fmt::format("{}: shape ({}), expected (1, D, H, W)",
+                                                  x_npy.string(), fmt::join(x->shape, ", ")));
+  }
+  absl::StatusOr<NpyArray> y = ReadNpy(y_npy);
+  if (!y.ok()) return y.status();
+  if (y->dtype != "|u1") {
     return absl::InvalidArgumentError(
         fmt::format("{}: dtype '{}', expected '|u1'", y_npy.string(), y->dtype));
-  if (x->shape.size() != 4 || x->shape[0] != 1) {
-    return absl::InvalidArgumentError(fmt::format(
-        "{}: shape of {} dimensions, expected (1, D, H, W)", x_npy.string(), x->shape.size()));
   }
   if (y->shape != x->shape) {
-    return absl::InvalidArgumentError(
-        fmt::format("{}: shape differs from its image's", y_npy.string()));
+    return absl::InvalidArgumentError(fmt::format("{}: shape ({}), its image's is ({})",
+                                                  y_npy.string(), fmt::join(y->shape, ", "),
+                                                  fmt::join(x->shape, ", ")));
   }
   PreparedCase c;
   c.shape = {x->shape[1], x->shape[2], x->shape[3]};
-  c.image.resize(x->bytes.size() / 4);
+  c.image.resize(x->bytes.size() / sizeof(float));
   std::memcpy(c.image.data(), x->bytes.data(), x->bytes.size());
+  x->bytes = {};
   c.label.assign(y->bytes.begin(), y->bytes.end());
   return c;
 }

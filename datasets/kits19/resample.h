@@ -1,7 +1,10 @@
 // Resampling of a single-channel volume to a new shape, as the reference's
 // preprocessing does it with torch.nn.functional.interpolate on a
-// [1, 1, D, H, W] tensor: trilinear with align_corners=True for the image,
-// nearest (PyTorch's "nearest": source floor(dst * in / out)) for labels.
+// [1, 1, D, H, W] tensor: trilinear with align_corners=True for the image
+// (with PyTorch's fp32 rounding, so that prepared cases match the reference's
+// bit for bit), nearest (PyTorch's legacy "nearest": source
+// min(floor(dst * in / out), in - 1), the ratio in fp32) for labels. Every
+// size must be at least 1.
 #pragma once
 
 #include <array>

@@ -19,7 +19,6 @@ namespace mlperf::kits19 {
 namespace {
 
 struct Case {
-  std::string name;
   PreparedCase data;
   // The foreground crop's components, found the first time a crop needs them.
   std::once_flag boxes_once;
@@ -43,8 +42,7 @@ class VolumeLoader::Impl {
         total_(static_cast<int64_t>(names_.size())),
         cases_(std::move(cases)) {
     if (!opt_.train) return;
-    per_rank_ = total_ / opt_.world_size;
-    batches_per_epoch_ = per_rank_ / opt_.batch_size;
+    batches_per_epoch_ = total_ / opt_.world_size / opt_.batch_size;
     const int64_t patch = Voxels(opt_.augment.patch);
     slots_.resize(static_cast<size_t>(opt_.prefetch_batches));
     for (Slot& s : slots_) {
@@ -174,7 +172,7 @@ class VolumeLoader::Impl {
   std::vector<std::string> names_;
   int64_t total_ = 0;
   std::vector<std::unique_ptr<Case>> cases_;  // training: all, by index; evaluation: this rank's
-  int64_t per_rank_ = 0, batches_per_epoch_ = 0;
+  int64_t batches_per_epoch_ = 0;
   int64_t next_eval_ = 0;
 
   std::mutex mu_;
@@ -217,7 +215,6 @@ absl::StatusOr<std::unique_ptr<VolumeLoader>> VolumeLoader::Open(const VolumeLoa
   auto load = [&] {
     for (size_t i = next++; i < mine.size(); i = next++) {
       auto c = std::make_unique<Case>();
-      c->name = mine[i];
       absl::StatusOr<PreparedCase> data =
           LoadPreparedCase(o.root / (mine[i] + "_x.npy"), o.root / (mine[i] + "_y.npy"));
       if (!data.ok()) {

@@ -142,6 +142,9 @@ class UnetSetup final : public BenchmarkSetup {
     c.filters = shape_.filters;
     c.roi = shape_.roi;
     c.device = device;
+    // On the CPU NDHWC, the faster layout there (bench/unet3d); on the GPU
+    // NCDHW, cuDNN's native one for fp32 with the model's OIDHW weights.
+    c.layout = device == core::Device::kCpu ? core::Layout::kNDHWC : core::Layout::kNCDHW;
     return c;
   }
 

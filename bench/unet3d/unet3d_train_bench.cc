@@ -2,8 +2,9 @@
 // Nesterov SGD) on the CPU, ours against PyTorch's on the same shapes in the
 // same run (bench/unet3d/unet3d_torch_bench.py under /usr/bin/python3).
 //
-//   unet3d_train_bench [filters] [roi] [batch] [steps] [--no-torch]
-// defaults: 32,64,128,256,320 64 1 5. Threads: OMP_NUM_THREADS, else all cores.
+//   unet3d_train_bench [filters] [roi] [batch] [steps] [--ncdhw] [--no-torch]
+// defaults: 32,64,128,256,320 64 1 5, NDHWC (--ncdhw: NCDHW; the peer runs in
+// the same memory format). Threads: OMP_NUM_THREADS, else all cores.
 #include <omp.h>
 
 #include <algorithm>
@@ -35,7 +36,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   const bool with_torch = std::find(args.begin(), args.end(), "--no-torch") == args.end();
   std::erase(args, "--no-torch");
+  const bool ncdhw = std::find(args.begin(), args.end(), "--ncdhw") != args.end();
+  std::erase(args, "--ncdhw");
   models::UNet3DConfig config;
+  config.layout = ncdhw ? core::Layout::kNCDHW : core::Layout::kNDHWC;
   config.filters.clear();
   bool filters_ok = true;
   for (absl::string_view f : absl::StrSplit(args.size() > 0 ? args[0] : "32,64,128,256,320", ',')) {
@@ -47,11 +51,10 @@ int main(int argc, char** argv) {
   const int64_t batch = args.size() > 2 ? std::atoll(args[2].c_str()) : 1;
   const int steps = args.size() > 3 ? std::atoi(args[3].c_str()) : 5;
   const int64_t divisor = int64_t{1} << config.filters.size();
-  if (!filters_ok || config.roi <= 0 || config.roi % divisor != 0 || batch <= 0 ||
-      steps <= 0) {
+  if (!filters_ok || config.roi <= 0 || config.roi % divisor != 0 || batch <= 0 || steps <= 0) {
     std::fprintf(stderr,
                  "usage: unet3d_train_bench [filters,...] [roi, a multiple of 2^levels] [batch] "
-                 "[steps] [--no-torch]\n");
+                 "[steps] [--ncdhw] [--no-torch]\n");
     return 2;
   }
   models::UNet3D model(config, batch);
@@ -75,15 +78,16 @@ int main(int argc, char** argv) {
     if (s > 0) seconds.push_back(sec);  // step 0 warms caches and the allocator
   }
   const double ours = Median(seconds);
-  const std::string shape = fmt::format("filters {} roi {}^3 batch {}, {} threads",
-                                        fmt::join(config.filters, "-"), config.roi, batch,
-                                        omp_get_max_threads());
+  const char* layout = ncdhw ? "ncdhw" : "ndhwc";
+  const std::string shape =
+      fmt::format("filters {} roi {}^3 batch {} {}, {} threads", fmt::join(config.filters, "-"),
+                  config.roi, batch, layout, omp_get_max_threads());
   std::printf("ours:    %s: median %.4f s/step, %.2f volumes/s\n", shape.c_str(), ours,
               batch / ours);
   if (!with_torch) return 0;
   const std::string command = fmt::format(
-      "/usr/bin/python3 {}/bench/unet3d/unet3d_torch_bench.py {} {} {} {} {}", MLPERF_SOURCE_DIR,
-      fmt::join(config.filters, ","), config.roi, batch, steps, omp_get_max_threads());
+      "/usr/bin/python3 {}/bench/unet3d/unet3d_torch_bench.py {} {} {} {} {} {}", MLPERF_SOURCE_DIR,
+      fmt::join(config.filters, ","), config.roi, batch, steps, omp_get_max_threads(), layout);
   FILE* pipe = popen(command.c_str(), "r");
   double torch_seconds = 0;
   if (pipe == nullptr || std::fscanf(pipe, "%lf", &torch_seconds) != 1 || pclose(pipe) != 0) {

@@ -179,6 +179,16 @@ void Accumulate(const Tensor& x, const Tensor& y) {
   cpu::Accumulate(x, y);
 }
 
+void ConcatChannels(const Tensor& a, const Tensor& b, const Tensor& y) {
+  if (OnDevice(y, {&a, &b})) return MLPERF_CUDA_TWIN(ConcatChannels(a, b, y));
+  cpu::ConcatChannels(a, b, y);
+}
+
+void SplitChannels(const Tensor& y, const Tensor& a, const Tensor& b) {
+  if (OnDevice(y, {&a, &b})) return MLPERF_CUDA_TWIN(SplitChannels(y, a, b));
+  cpu::SplitChannels(y, a, b);
+}
+
 void Scale(const Tensor& x, float alpha) {
   if (OnDevice(x)) return MLPERF_CUDA_TWIN(Scale(x, alpha));
   cpu::Scale(x, alpha);

@@ -95,6 +95,9 @@ void ReluForward(const core::Tensor& x, const core::Tensor& y);
 void ReluBackward(const core::Tensor& y, const core::Tensor& dy, const core::Tensor& dx);
 void Add(const core::Tensor& a, const core::Tensor& b, const core::Tensor& y);
 void Accumulate(const core::Tensor& x, const core::Tensor& y);
+// y = [a, b] along the channels in either layout, and its adjoint.
+void ConcatChannels(const core::Tensor& a, const core::Tensor& b, const core::Tensor& y);
+void SplitChannels(const core::Tensor& y, const core::Tensor& a, const core::Tensor& b);
 void Scale(const core::Tensor& x, float alpha);
 void Fill(const core::Tensor& x, float value);
 void Cast(const core::Tensor& src, const core::Tensor& dst);

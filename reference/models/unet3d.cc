@@ -18,7 +18,8 @@ using core::Tensor;
 
 UNet3D::UNet3D(const UNet3DConfig& config, int64_t batch_size)
     : Model(config.device, batch_size), config_(config) {
-  MLPERF_CHECK_MSG(config.layout == core::Layout::kNCDHW, "UNet3D: only NCDHW is implemented");
+  MLPERF_CHECK_MSG(config.layout == core::Layout::kNCDHW || config.layout == core::Layout::kNDHWC,
+                   "UNet3D: the layout must be NCDHW or NDHWC");
   MLPERF_CHECK_MSG(config.compute_dtype == core::DType::kF32,
                    "UNet3D: only fp32 compute is implemented");
   AllocateArenas([this](const layers::ModelArenas& arenas) { Build(arenas); });
@@ -154,31 +155,6 @@ void UNet3D::Upload(const Batch& batch, bool with_labels) {
   }
 }
 
-void UNet3D::Concat(const Tensor& a, const Tensor& b, const Tensor& cat) const {
-  const int64_t n = batch_size();
-  const size_t a_bytes = a.bytes() / n, b_bytes = b.bytes() / n;
-  char* out = static_cast<char*>(cat.data());
-  for (int64_t i = 0; i < n; ++i) {
-    ops::CopyBytes(out, device(), static_cast<const char*>(a.data()) + i * a_bytes, device(),
-                   a_bytes);
-    ops::CopyBytes(out + a_bytes, device(), static_cast<const char*>(b.data()) + i * b_bytes,
-                   device(), b_bytes);
-    out += a_bytes + b_bytes;
-  }
-}
-
-void UNet3D::Split(const Tensor& dcat, const Tensor& da, const Tensor& db) const {
-  const int64_t n = batch_size();
-  const size_t a_bytes = da.bytes() / n, b_bytes = db.bytes() / n;
-  const char* in = static_cast<const char*>(dcat.data());
-  for (int64_t i = 0; i < n; ++i) {
-    ops::CopyBytes(static_cast<char*>(da.data()) + i * a_bytes, device(), in, device(), a_bytes);
-    ops::CopyBytes(static_cast<char*>(db.data()) + i * b_bytes, device(), in + a_bytes, device(),
-                   b_bytes);
-    in += a_bytes + b_bytes;
-  }
-}
-
 void UNet3D::Forward() {
   const Tensor* x = &input_;
   for (Level& l : levels_) {
@@ -190,7 +166,7 @@ void UNet3D::Forward() {
   for (size_t j = 0; j < depth; ++j) {
     Up& u = ups_[j];
     u.upsample.Forward(*x, workspace_);
-    Concat(u.upsample.output(), levels_[depth - 1 - j].conv2.output(), u.cat);
+    ops::ConcatChannels(u.upsample.output(), levels_[depth - 1 - j].conv2.output(), u.cat);
     u.conv1.Forward(u.cat, workspace_);
     u.conv2.Forward(u.conv1.output(), workspace_);
     x = &u.conv2.output();
@@ -217,7 +193,7 @@ void UNet3D::Backward() {
     u.conv2.Backward(u.conv1.output(), a, b, c, workspace_);
     u.conv1.Backward(u.cat, c, b, a, workspace_);  // a: gradient of the concatenation
     const Tensor dup = layers::ViewAs(c, u.upsample.output());
-    Split(layers::ViewAs(a, u.cat), dup, dskip_[depth - 1 - j]);
+    ops::SplitChannels(layers::ViewAs(a, u.cat), dup, dskip_[depth - 1 - j]);
     const Tensor& below = j > 0 ? ups_[j - 1].conv2.output() : levels_[depth].conv2.output();
     u.upsample.Backward(below, dup, a, workspace_);
     NotifyGradientsReady(u.grad_offset);
@@ -249,6 +225,7 @@ std::vector<double> UNet3D::EvaluateCase(const Tensor& image, const Tensor& labe
   MLPERF_CHECK(s.rank() == 5 && s[0] == 1 && s[1] == 1 && image.dtype() == core::DType::kF32);
   MLPERF_CHECK(options.roi == config_.roi);
   const int64_t window = voxels(), classes = config_.num_classes;
+  std::vector<float> channels_last;
   const VolumeLogits logits = SlidingWindowLogits(
       options, image.f32(), {s[2], s[3], s[4]}, classes, batch_size(),
       [&](const float* windows, int64_t count, float* out) {
@@ -258,8 +235,19 @@ std::vector<double> UNet3D::EvaluateCase(const Tensor& image, const Tensor& labe
             .count = count};
         Upload(b, /*with_labels=*/false);
         Forward();
-        ops::CopyBytes(out, core::Device::kCpu, logits_.data(), device(),
-                       sizeof(float) * count * classes * window);
+        const int64_t floats = count * classes * window;
+        if (config_.layout == core::Layout::kNCDHW) {
+          ops::CopyBytes(out, core::Device::kCpu, logits_.data(), device(), sizeof(float) * floats);
+          return;
+        }
+        // [count, window, classes] to the [count, classes, window] windows are read as.
+        channels_last.resize(floats);
+        ops::CopyBytes(channels_last.data(), core::Device::kCpu, logits_.data(), device(),
+                       sizeof(float) * floats);
+        for (int64_t i = 0; i < count; ++i)
+          for (int64_t q = 0; q < window; ++q)
+            for (int64_t j = 0; j < classes; ++j)
+              out[(i * classes + j) * window + q] = channels_last[(i * window + q) * classes + j];
       });
   return CaseDice(logits, labels);
 }
@@ -273,11 +261,10 @@ MetricSums UNet3D::EvaluateBatch(const Batch& batch) {
   MLPERF_CHECK(s.rank() == 5 && labels.numel() == s[0] * case_voxels);
   MetricSums sums;
   for (int64_t i = 0; i < batch.count; ++i) {
-    const Tensor image(images.f32() + i * case_voxels, {1, 1, s[2], s[3], s[4]},
-                       core::DType::kF32);
-    const Tensor label(static_cast<std::byte*>(labels.data()) +
-                           i * case_voxels * core::DTypeSize(labels.dtype()),
-                       {1, s[2], s[3], s[4]}, labels.dtype());
+    const Tensor image(images.f32() + i * case_voxels, {1, 1, s[2], s[3], s[4]}, core::DType::kF32);
+    const Tensor label(
+        static_cast<std::byte*>(labels.data()) + i * case_voxels * core::DTypeSize(labels.dtype()),
+        {1, s[2], s[3], s[4]}, labels.dtype());
     const std::vector<double> dice = EvaluateCase(image, label, {.roi = config_.roi});
     double sum = 0;
     for (double d : dice) sum += d;
@@ -305,8 +292,12 @@ OwnedBatch UNet3D::SyntheticBatch() const {
       y[i * v + q] = label;
       const float noise =
           core::PhiloxUniform(/*seed=*/0x5eed, static_cast<uint64_t>(i), static_cast<uint64_t>(q));
-      for (int64_t c = 0; c < config_.in_channels; ++c)
-        x[(i * config_.in_channels + c) * v + q] = static_cast<float>(label) + noise - 0.5f;
+      const int64_t channels = config_.in_channels;
+      for (int64_t c = 0; c < channels; ++c) {
+        const int64_t at = config_.layout == core::Layout::kNDHWC ? (i * v + q) * channels + c
+                                                                  : (i * channels + c) * v + q;
+        x[at] = static_cast<float>(label) + noise - 0.5f;
+      }
     }
   }
   owned.batch.count = n;

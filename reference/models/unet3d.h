@@ -33,15 +33,18 @@ struct UNet3DConfig {
   // 2^filters.size() (the bottleneck's resolution is roi / 2^filters.size()).
   int64_t roi = 128;
   float norm_epsilon = 1e-5f;
-  core::Layout layout = core::Layout::kNCDHW;  // only NCDHW so far (checked)
+  // NCDHW or NDHWC (the CPU's faster one); parameters are the same either way.
+  core::Layout layout = core::Layout::kNCDHW;
   core::Device device = core::Device::kCpu;
   core::DType compute_dtype = core::DType::kF32;  // only fp32 so far (checked)
 };
 
 class UNet3D final : public Model {
  public:
-  // Inputs of a Batch: images [batch, in_channels, roi, roi, roi] fp32 and
-  // labels [batch, roi, roi, roi] int32 in [0, num_classes).
+  // Inputs of a Batch: images [batch, in_channels, roi, roi, roi] fp32 (in
+  // the config's layout; alike in memory for one channel) and labels
+  // [batch, roi, roi, roi] int32 in [0, num_classes). logits() is in the
+  // config's layout.
   UNet3D(const UNet3DConfig& config, int64_t batch_size);
   ~UNet3D() override;
 
@@ -79,10 +82,6 @@ class UNet3D final : public Model {
   void Build(const layers::ModelArenas& arenas);
   void Upload(const Batch& batch, bool with_labels);
   void Forward();
-  // Concatenation [a, b] along channels into cat (NCDHW: per sample), and the
-  // split of its gradient.
-  void Concat(const core::Tensor& a, const core::Tensor& b, const core::Tensor& cat) const;
-  void Split(const core::Tensor& dcat, const core::Tensor& da, const core::Tensor& db) const;
 
   struct Level {  // an input, downsampling or bottleneck block
     layers::ConvInstanceNormRelu conv1, conv2;

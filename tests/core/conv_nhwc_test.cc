@@ -152,6 +152,25 @@ TEST(ConvNhwcTest, MatchesNchwWhenTheBatchIsSplitIntoChunks) {
   }
 }
 
+// Fewer volumes than threads: the backward data splits each volume into
+// slabs of output depth (3D U-Net trains one or two volumes per step). The
+// 3^3 stride 1 and 2 units and the 2^3 stride 2 conv a transposed conv
+// inverts, with teams of 2 to 4 threads (uneven slabs, odd teams, two volumes
+// in turn); depth 4 leaves too little for two slabs of a 3^3 conv.
+TEST(ConvNhwcTest, MatchesNchwWithFewerVolumesThanThreads) {
+  const int threads = omp_get_max_threads();
+  const std::vector<ConvCase> cases = {{"3^3_s1", Conv3d(1, 3, 13, 5, 4, 4, 3, 1, 1), true},
+                                       {"3^3_s2", Conv3d(1, 3, 15, 6, 5, 4, 3, 2, 1), true},
+                                       {"2^3_s2", Conv3d(1, 4, 8, 6, 6, 3, 2, 2, 0), true},
+                                       {"two_volumes", Conv3d(2, 3, 12, 4, 4, 4, 3, 1, 1), true},
+                                       {"shallow", Conv3d(1, 3, 4, 4, 4, 4, 3, 1, 1), true}};
+  for (int team : {2, 3, 4}) {
+    omp_set_num_threads(team);
+    for (const ConvCase& cc : cases) CompareConvLayouts({cc.name, cc.g, true}, 1e-5);
+  }
+  omp_set_num_threads(threads);
+}
+
 // A workspace sized while OpenMP had one thread still works with more
 // threads (the call uses one); one smaller than that is refused. Death tests
 // re-run the binary ("threadsafe"): a forked child of a process whose OpenMP

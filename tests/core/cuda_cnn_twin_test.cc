@@ -17,6 +17,7 @@
 #include "reference/kernels/composite.h"
 #include "reference/kernels/conv_geometry.h"
 #include "reference/kernels/cpu/conv.h"
+#include "reference/kernels/cpu/elementwise.h"
 #include "reference/kernels/cpu/embedding.h"
 #include "reference/kernels/cpu/gemm.h"
 #include "reference/kernels/cpu/loss.h"
@@ -24,6 +25,7 @@
 #include "reference/kernels/cpu/pool.h"
 #include "reference/kernels/cuda/context.h"
 #include "reference/kernels/cuda/conv.h"
+#include "reference/kernels/cuda/elementwise.h"
 #include "reference/kernels/cuda/embedding.h"
 #include "reference/kernels/cuda/gemm.h"
 #include "reference/kernels/cuda/loss.h"
@@ -406,6 +408,33 @@ TEST_F(CudaCnnTwinTest, InstanceAndLayerNorm) {
     ExpectClose(gdx.Get(), dx, 1e-4, "instance norm dx");
     ExpectClose(gdg.Get(), dg, 1e-4, "instance norm dgamma");
     ExpectClose(gdb.Get(), db, 1e-4, "instance norm dbeta");
+    // The same in NDHWC against the channels-first CPU results.
+    const Shape last{n, 4, 5, 6, c};
+    Dev lx(ToChannelsLast(x, n, c), last, DType::kF32, Layout::kNDHWC),
+        ldy(ToChannelsLast(dy, n, c), last, DType::kF32, Layout::kNDHWC),
+        ly(Floats(total), last, DType::kF32, Layout::kNDHWC),
+        ldx(Floats(total), last, DType::kF32, Layout::kNDHWC);
+    cuda::InstanceNormForward(1e-5f, lx.t(), ggamma.t(), gbeta.t(), ly.t(), gmean.t(), gistd.t());
+    cuda::InstanceNormBackward(lx.t(), ldy.t(), ggamma.t(), gmean.t(), gistd.t(), ldx.t(), gdg.t(),
+                               gdb.t());
+    ExpectClose(FromChannelsLast(ly.Get(), n, c), y, 1e-4, "instance norm ndhwc y");
+    ExpectClose(FromChannelsLast(ldx.Get(), n, c), dx, 1e-4, "instance norm ndhwc dx");
+    ExpectClose(gdg.Get(), dg, 1e-4, "instance norm ndhwc dgamma");
+    ExpectClose(gdb.Get(), db, 1e-4, "instance norm ndhwc dbeta");
+    // Skip concatenation channels-last: [upsampled, skip] per voxel, and its split.
+    Floats x_last = ToChannelsLast(x, n, c), dy_last = ToChannelsLast(dy, n, c);
+    Floats cat_host(2 * total);
+    const Shape cat_shape{n, 4, 5, 6, 2 * c};
+    cpu::ConcatChannels(
+        Tensor(x_last.data(), last, DType::kF32, core::Device::kCpu, Layout::kNDHWC),
+        Tensor(dy_last.data(), last, DType::kF32, core::Device::kCpu, Layout::kNDHWC),
+        Tensor(cat_host.data(), cat_shape, DType::kF32, core::Device::kCpu, Layout::kNDHWC));
+    Dev gcat(Floats(2 * total), cat_shape, DType::kF32, Layout::kNDHWC);
+    cuda::ConcatChannels(lx.t(), ldy.t(), gcat.t());
+    ExpectClose(gcat.Get(), cat_host, 0.0, "concat ndhwc");
+    cuda::SplitChannels(gcat.t(), ly.t(), ldx.t());
+    ExpectClose(ly.Get(), x_last, 0.0, "split ndhwc, first part");
+    ExpectClose(ldx.Get(), dy_last, 0.0, "split ndhwc, second part");
   }
   {
     const int64_t rows = 300, features = 96, total = rows * features;
@@ -551,6 +580,14 @@ TEST_F(CudaCnnTwinTest, EmbeddingAndLosses) {
   cuda::DiceCrossEntropy(gdlog.t(), gvoxel_labels.t(), gdloss.t(), gddlog.t(), gdws.t());
   ExpectClose(gdloss.Get(), dloss, 1e-5, "dice + cross-entropy loss");
   ExpectClose(gddlog.Get(), ddlog, 1e-6, "dice + cross-entropy gradient");
+  // Channels-last logits [2, 4, 5, 6, 3].
+  const Shape dlast{dn, 4, 5, 6, dc};
+  Dev ldlog(ToChannelsLast(dlog, dn, dc), dlast, DType::kF32, Layout::kNDHWC),
+      lddlog(Floats(dn * dc * ds), dlast, DType::kF32, Layout::kNDHWC);
+  cuda::DiceCrossEntropy(ldlog.t(), gvoxel_labels.t(), gdloss.t(), lddlog.t(), gdws.t());
+  ExpectClose(gdloss.Get(), dloss, 1e-5, "dice + cross-entropy loss, ndhwc");
+  ExpectClose(FromChannelsLast(lddlog.Get(), dn, dc), ddlog, 1e-6,
+              "dice + cross-entropy gradient, ndhwc");
 }
 
 TEST_F(CudaCnnTwinTest, AttentionWithPaddingMaskAndDropout) {

@@ -93,6 +93,30 @@ TEST(DiceCrossEntropyTest, ValueByHandAndGradient) {
   testing::ExpectGradientMatches(logits, grad.data, value, 1e-2, 2e-3, "dice ce");
 }
 
+// Channels-last logits [n, S, c]: the same loss, and the same gradient in
+// their layout, as channels-first on the transposed logits.
+TEST(DiceCrossEntropyTest, ChannelsLastMatchesChannelsFirst) {
+  const int64_t n = 2, c = 3, d = 4, h = 5, w = 6, s = d * h * w;
+  Buffer logits({n, c, d, h, w}), grad({n, c, d, h, w}), loss({1});
+  Buffer last({n, d, h, w, c}), grad_last({n, d, h, w, c}), loss_last({1});
+  Buffer ws({cpu::DiceCrossEntropyWorkspaceElements(n, c, s)});
+  IntBuffer labels({n, d, h, w});
+  testing::FillRandom(logits, 7, -3.0f, 3.0f);
+  for (int64_t v = 0; v < n * s; ++v) labels.data[v] = static_cast<int32_t>((v * 7 + v / 5) % c);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < c; ++j)
+      for (int64_t q = 0; q < s; ++q) last[(i * s + q) * c + j] = logits[(i * c + j) * s + q];
+  cpu::DiceCrossEntropy(logits.t(), labels.t(), loss.t(), grad.t(), ws.t());
+  const auto ndhwc = [](Buffer& b) { return b.t().Reshaped(b.shape, core::Layout::kNDHWC); };
+  cpu::DiceCrossEntropy(ndhwc(last), labels.t(), loss_last.t(), ndhwc(grad_last), ws.t());
+  EXPECT_FLOAT_EQ(loss_last[0], loss[0]);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < c; ++j)
+      for (int64_t q = 0; q < s; ++q)
+        ASSERT_FLOAT_EQ(grad_last[(i * s + q) * c + j], grad[(i * c + j) * s + q])
+            << "sample " << i << " class " << j << " voxel " << q;
+}
+
 TEST(MaskedLmLossTest, WeightsSelectPositionsAndGradientMatches) {
   Buffer logits({3, 6}), weights({3}), loss({1}), grad({3, 6});
   IntBuffer labels({3});

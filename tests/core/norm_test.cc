@@ -104,6 +104,69 @@ TEST(InstanceNormTest, BackwardMatchesFiniteDifferences) {
       "instance norm");
 }
 
+core::Tensor Ndhwc(Buffer& b) { return b.t().Reshaped(b.shape, core::Layout::kNDHWC); }
+
+TEST(InstanceNormTest, ChannelsLastBackwardMatchesFiniteDifferences) {
+  Buffer x({2, 2, 2, 2, 3}), gamma({3}), beta({3});
+  CheckNormGradients(
+      x, gamma, beta, 6,
+      [&](Buffer& y, Buffer& m, Buffer& is) {
+        cpu::InstanceNormForward(1e-5f, Ndhwc(x), gamma.t(), beta.t(), Ndhwc(y), m.t(), is.t());
+      },
+      [&](Buffer& dy, Buffer& m, Buffer& is, Buffer& dx, Buffer& dg, Buffer& db) {
+        cpu::InstanceNormBackward(Ndhwc(x), Ndhwc(dy), gamma.t(), m.t(), is.t(), Ndhwc(dx), dg.t(),
+                                  db.t());
+      },
+      "instance norm ndhwc");
+}
+
+// [n, c, s] -> [n, s, c].
+Buffer ToChannelsLast(const Buffer& b, int64_t n, int64_t c, const core::Shape& shape) {
+  Buffer out(shape);
+  const int64_t s = b.size() / (n * c);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < c; ++j)
+      for (int64_t q = 0; q < s; ++q) out[(i * s + q) * c + j] = b.data[(i * c + j) * s + q];
+  return out;
+}
+
+// Both layouts on a volume above the size where the kernels start a team,
+// 37 channels (no vector width divides it) and an offset mean.
+TEST(InstanceNormTest, ChannelsLastMatchesChannelsFirst) {
+  const int64_t n = 2, c = 37, d = 6, h = 9, w = 10;
+  const core::Shape first{n, c, d, h, w}, last{n, d, h, w, c};
+  Buffer x(first), dy(first), gamma({c}), beta({c});
+  testing::FillRandom(x, 31, 3.0f, 7.0f);
+  testing::FillRandom(dy, 32);
+  testing::FillRandom(gamma, 33, 0.5f, 1.5f);
+  testing::FillRandom(beta, 34);
+  Buffer y(first), dx(first), mean({n * c}), inv_std({n * c}), dg({c}), db({c});
+  cpu::InstanceNormForward(1e-5f, x.t(), gamma.t(), beta.t(), y.t(), mean.t(), inv_std.t());
+  cpu::InstanceNormBackward(x.t(), dy.t(), gamma.t(), mean.t(), inv_std.t(), dx.t(), dg.t(),
+                            db.t());
+
+  Buffer x_last = ToChannelsLast(x, n, c, last), dy_last = ToChannelsLast(dy, n, c, last);
+  Buffer y_last(last), dx_last(last), mean_last({n * c}), inv_std_last({n * c});
+  Buffer dg_last({c}), db_last({c});
+  cpu::InstanceNormForward(1e-5f, Ndhwc(x_last), gamma.t(), beta.t(), Ndhwc(y_last), mean_last.t(),
+                           inv_std_last.t());
+  cpu::InstanceNormBackward(Ndhwc(x_last), Ndhwc(dy_last), gamma.t(), mean_last.t(),
+                            inv_std_last.t(), Ndhwc(dx_last), dg_last.t(), db_last.t());
+  auto expect_near = [](const Buffer& want, const Buffer& got, double tol, const char* what) {
+    int bad = 0;
+    for (int64_t i = 0; i < want.size(); ++i)
+      if (!(std::fabs(want.data[i] - got.data[i]) <= tol * (1.0 + std::fabs(want.data[i]))) &&
+          ++bad <= 5)
+        ADD_FAILURE() << what << " " << i << ": " << want.data[i] << " vs " << got.data[i];
+  };
+  expect_near(mean, mean_last, 1e-6, "mean");
+  expect_near(inv_std, inv_std_last, 1e-5, "inv_std");
+  expect_near(ToChannelsLast(y, n, c, last), y_last, 1e-5, "y");
+  expect_near(ToChannelsLast(dx, n, c, last), dx_last, 1e-5, "dx");
+  expect_near(dg, dg_last, 1e-4, "dgamma");
+  expect_near(db, db_last, 1e-4, "dbeta");
+}
+
 TEST(LayerNormTest, BackwardMatchesFiniteDifferences) {
   Buffer x({4, 6}), gamma({6}), beta({6});
   CheckNormGradients(

@@ -88,6 +88,25 @@ TEST(ElementwiseTest, DropoutKeepsTheExpectedFractionAndItsGradientReusesTheMask
       "dropout");
 }
 
+// Channels-last [n, d, h, w, c]: channels side by side in every voxel.
+TEST(ElementwiseTest, ConcatAndSplitChannelsLast) {
+  const core::Shape sa{2, 3, 2, 2, 5}, sb{2, 3, 2, 2, 3}, sy{2, 3, 2, 2, 8};
+  Buffer a(sa), b(sb), y(sy), back_a(sa), back_b(sb);
+  testing::FillRandom(a, 3);
+  testing::FillRandom(b, 4);
+  const auto ndhwc = [](Buffer& t) { return t.t().Reshaped(t.shape, core::Layout::kNDHWC); };
+  cpu::ConcatChannels(ndhwc(a), ndhwc(b), ndhwc(y));
+  for (int64_t v = 0; v < 2 * 3 * 2 * 2; ++v) {
+    for (int64_t j = 0; j < 5; ++j) ASSERT_EQ(y[v * 8 + j], a[v * 5 + j]) << v << " " << j;
+    for (int64_t j = 0; j < 3; ++j) ASSERT_EQ(y[v * 8 + 5 + j], b[v * 3 + j]) << v << " " << j;
+  }
+  cpu::SplitChannels(ndhwc(y), ndhwc(back_a), ndhwc(back_b));
+  EXPECT_EQ(back_a.data, a.data);
+  EXPECT_EQ(back_b.data, b.data);
+  // Mixed layout families are refused.
+  EXPECT_DEATH(cpu::ConcatChannels(a.t(), ndhwc(b), ndhwc(y)), "channels-first or all");
+}
+
 TEST(ElementwiseTest, AddConcatSlice) {
   Buffer a({2, 2, 3}), b({2, 1, 3}), y({2, 3, 3}), back_a = a, back_b = b;
   testing::FillRandom(a, 1);

@@ -3,7 +3,7 @@
 // under the reference's state_dict names, the same batch through both. The
 // logits and the DiceCE loss agree within fp32 tolerance, and every parameter
 // gradient is about as close to PyTorch's fp64 result as PyTorch's own fp32
-// one. Skips where PyTorch is missing.
+// one, in both layouts. Skips where PyTorch is missing.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -70,10 +70,10 @@ Errors Compare(const io::SafetensorsFile& file, const std::string& name,
 // median_ratio: how much further from fp64 than PyTorch's fp32 gradients ours
 // may be in the median over tensors.
 void RunParity(const std::vector<int64_t>& filters, int64_t roi, int64_t batch,
-               double median_ratio = 2.0) {
+               double median_ratio = 2.0, core::Layout layout = core::Layout::kNCDHW) {
   if (!HaveTorch())
     GTEST_SKIP() << "PyTorch is not installed for /usr/bin/python3 (apt-get install python3-torch)";
-  UNet3D model({.filters = filters, .roi = roi}, batch);
+  UNet3D model({.filters = filters, .roi = roi, .layout = layout}, batch);
   model.Initialize(31);
   // Non-trivial norm scales and shifts.
   for (size_t i = 0; i < model.parameter_tensors().size(); ++i) {
@@ -115,7 +115,14 @@ void RunParity(const std::vector<int64_t>& filters, int64_t roi, int64_t batch,
                  core::Tensor(labels.data(), {batch, roi, roi, roi}, core::DType::kI32)},
       .count = batch};
   const float loss = model.ForwardTrain(b);
-  const Errors logits = Compare(*file, "logits", span_of(model.logits()));
+  // NDHWC logits are compared as [n, classes, voxels], torch's order.
+  std::vector<float> logits_ncdhw(span_of(model.logits()).begin(), span_of(model.logits()).end());
+  if (layout == core::Layout::kNDHWC)
+    for (int64_t i = 0; i < batch; ++i)
+      for (int64_t j = 0; j < 3; ++j)
+        for (int64_t q = 0; q < voxels; ++q)
+          logits_ncdhw[(i * 3 + j) * voxels + q] = model.logits().f32()[(i * voxels + q) * 3 + j];
+  const Errors logits = Compare(*file, "logits", logits_ncdhw);
   EXPECT_LT(logits.ours, 1e-4) << "logits (torch fp32 " << logits.torch << ")";
   const Errors loss_error = Compare(*file, "loss", {&loss, 1});
   EXPECT_LT(loss_error.ours, 1e-5) << "loss " << loss;
@@ -146,6 +153,16 @@ void RunParity(const std::vector<int64_t>& filters, int64_t roi, int64_t batch,
 TEST(UNet3DParityTest, ReducedWidthMatchesTorch) { RunParity({4, 8, 16}, 32, 2); }
 
 TEST(UNet3DParityTest, ReducedWidthAllLevelsMatchesTorch) { RunParity({4, 8, 16, 32, 40}, 64, 1); }
+
+// Channels-last, the CPU's training layout: the same weights and batch (one
+// input channel reads alike in both layouts).
+TEST(UNet3DParityTest, ReducedWidthNdhwcMatchesTorch) {
+  RunParity({4, 8, 16}, 32, 2, 2.0, core::Layout::kNDHWC);
+}
+
+TEST(UNet3DParityTest, ReducedWidthAllLevelsNdhwcMatchesTorch) {
+  RunParity({4, 8, 16, 32, 40}, 64, 1, 2.0, core::Layout::kNDHWC);
+}
 
 // At the reference width the deepest levels normalise 320 channels over 2^3
 // and 4^3 voxels, and the backward amplifies fp32 rounding: PyTorch's own
@@ -204,8 +221,15 @@ TEST(UNet3DParityTest, SlidingWindowMatchesTorch) {
   const std::vector<float> torch_dice = Load(*file, "dice");
   ASSERT_EQ(dice.size(), 2u);
   ASSERT_EQ(torch_dice.size(), 2u);
+  // The same weights channels-last: its window logits are transposed back
+  // for the blend.
+  UNet3D last({.filters = filters, .roi = roi, .layout = core::Layout::kNDHWC}, 2);
+  last.Initialize(41);
+  const std::vector<double> dice_last = last.EvaluateCase(image_t, labels_t, {.roi = roi});
+  ASSERT_EQ(dice_last.size(), 2u);
   for (int c = 0; c < 2; ++c) {
     EXPECT_NEAR(dice[c], torch_dice[c], 1e-4) << "class " << c + 1;
+    EXPECT_NEAR(dice_last[c], torch_dice[c], 1e-4) << "NDHWC, class " << c + 1;
   }
   std::printf(
       "sliding window: logits error %.1e, dice kidney %.6f (torch %.6f), tumour %.6f "

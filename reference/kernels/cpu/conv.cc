@@ -70,17 +70,6 @@ bool CheckShapes(const ConvGeometry& g, const Tensor& x, const Tensor& w, const 
 // Pointwise convolutions may be handed an empty workspace.
 float* Scratch(const Tensor& workspace) { return workspace.empty() ? nullptr : workspace.f32(); }
 
-// [outer, channels, inner] view of a tensor whose channel axis is dim 1
-// (channels-first) or last (channels-last: inner == 1).
-struct ChannelView {
-  int64_t outer, channels, inner;
-};
-
-ChannelView ViewChannels(const Tensor& t) {
-  if (IsChannelsLast(t)) return {t.numel() / LastDim(t), LastDim(t), 1};
-  return {t.dim(0), t.dim(1), t.numel() / (t.dim(0) * t.dim(1))};
-}
-
 int64_t WeightElements(const ConvGeometry& g) {
   return g.out_channels * g.in_channels * g.kernel_volume();
 }

@@ -181,8 +181,12 @@ void ConvForward(const ConvGeometry& g, const float* x, const float* w, float* y
   }
 }
 
-// Windows of neighbouring output rows share input pixels, so a thread owns
-// whole images: it zeroes their dx and adds all of their col rows into it.
+// Output rows of neighbouring depths add into shared input planes. With at
+// least as many images as threads, a thread owns whole images. With fewer, a
+// thread owns a slab of output depths of each image in turn: first all but
+// its last `halo` depths, whose windows reach no other slab's first part,
+// then, after a barrier, those last depths, which reach no other slab's last
+// depths as long as every slab is at least two halos deep.
 void ConvBackwardData(const ConvGeometry& g, const float* dy, const float* w, float* dx,
                       float* workspace, int64_t workspace_elements) {
   const int64_t k = g.out_channels, width = ColWidth(g), p = g.out_spatial();
@@ -192,26 +196,45 @@ void ConvBackwardData(const ConvGeometry& g, const float* dy, const float* w, fl
     RepackWeight<true>(g, w, workspace);
     wk = workspace;
   }
+  const int64_t image = g.in_spatial() * g.in_channels, plane = g.out(1) * g.out(2);
+  const int64_t depth = g.out(0), halo = (g.kernel[0] - 1) / g.stride[0];
+  const int64_t slabs = std::min<int64_t>(threads, depth / std::max<int64_t>(1, 2 * halo));
   BlasInCallingThread blas;
 #pragma omp parallel num_threads(threads)
   {
+    float* col = workspace + RepackElements(g) + omp_get_thread_num() * PerThreadElements(g);
+    // dy rows [r0, r1) through the GEMM into col, then added into dx.
+    auto add_rows = [&](int64_t r0, int64_t r1) {
+      for (int64_t c0 = r0; c0 < r1; c0 += ChunkRows(g)) {
+        const int64_t c1 = std::min(r1, c0 + ChunkRows(g));
+        if (g.is_pointwise()) {
+          Gemm(false, false, c1 - c0, width, k, 1.0f, dy + c0 * k, wk, 0.0f, dx + c0 * width);
+          continue;
+        }
+        Gemm(false, false, c1 - c0, width, k, 1.0f, dy + c0 * k, wk, 0.0f, col);
+        Col2ImAdd(g, col, c0, c1, dx);
+      }
+    };
     if (g.is_pointwise()) {
       int64_t begin, end;
       ThreadShare(Rows(g), &begin, &end);
-      for (int64_t r0 = begin; r0 < end; r0 += ChunkRows(g)) {
-        const int64_t r1 = std::min(end, r0 + ChunkRows(g));
-        Gemm(false, false, r1 - r0, width, k, 1.0f, dy + r0 * k, wk, 0.0f, dx + r0 * width);
-      }
-    } else {
+      add_rows(begin, end);
+    } else if (g.batch >= threads || slabs <= 1) {
       int64_t n0, n1;
       ThreadShare(g.batch, &n0, &n1);
-      float* col = workspace + RepackElements(g) + omp_get_thread_num() * PerThreadElements(g);
-      const int64_t image = g.in_spatial() * g.in_channels;
       std::fill(dx + n0 * image, dx + n1 * image, 0.0f);
-      for (int64_t r0 = n0 * p; r0 < n1 * p; r0 += ChunkRows(g)) {
-        const int64_t r1 = std::min(n1 * p, r0 + ChunkRows(g));
-        Gemm(false, false, r1 - r0, width, k, 1.0f, dy + r0 * k, wk, 0.0f, col);
-        Col2ImAdd(g, col, r0, r1, dx);
+      add_rows(n0 * p, n1 * p);
+    } else {
+      int64_t i0, i1;
+      ThreadShare(g.batch * image, &i0, &i1);
+      std::fill(dx + i0, dx + i1, 0.0f);
+      const int t = omp_get_thread_num();
+      const int64_t z0 = depth * t / slabs, z1 = depth * (t + 1) / slabs;
+      for (int64_t n = 0; n < g.batch; ++n) {
+#pragma omp barrier
+        if (t < slabs) add_rows(n * p + z0 * plane, n * p + (z1 - halo) * plane);
+#pragma omp barrier
+        if (t < slabs) add_rows(n * p + (z1 - halo) * plane, n * p + z1 * plane);
       }
     }
   }

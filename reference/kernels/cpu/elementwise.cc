@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "reference/core/philox.h"
+#include "reference/kernels/cpu/layout.h"
 #include "reference/kernels/cpu/parallel.h"
 
 namespace mlperf::cpu {
@@ -44,12 +45,29 @@ void StoreFromFloat(const Tensor& t, int64_t i, float v) {
   }
 }
 
-// Copies `width`-channel blocks between [N, C_src, S] and [N, C_dst, S].
+// Copies `width`-channel blocks between [N, C_src, S] and [N, C_dst, S]
+// (channels-last tensors are [N*S, C, 1]).
 void CopyChannels(const float* src, int64_t src_c, int64_t src_begin, float* dst, int64_t dst_c,
                   int64_t dst_begin, int64_t n, int64_t width, int64_t inner) {
+#pragma omp parallel for if (WorthParallel(n * width * inner))
   for (int64_t i = 0; i < n; ++i)
     std::memcpy(dst + (i * dst_c + dst_begin) * inner, src + (i * src_c + src_begin) * inner,
                 sizeof(float) * width * inner);
+}
+
+// a and b side by side along the channels of y, in either layout.
+struct ConcatView {
+  int64_t outer, ca, cb, inner;
+};
+
+ConcatView ViewConcat(const Tensor& a, const Tensor& b, const Tensor& y) {
+  SameLayoutFamily(a, y);
+  SameLayoutFamily(b, y);
+  const ChannelView va = ViewChannels(a), vb = ViewChannels(b), vy = ViewChannels(y);
+  MLPERF_CHECK_MSG(va.channels + vb.channels == vy.channels && va.outer == vy.outer &&
+                       vb.outer == vy.outer && va.inner == vy.inner && vb.inner == vy.inner,
+                   "concatenated tensors must agree on everything but channels");
+  return {vy.outer, va.channels, vb.channels, vy.inner};
 }
 
 }  // namespace
@@ -153,19 +171,15 @@ void Cast(const Tensor& src, const Tensor& dst) {
 }
 
 void ConcatChannels(const Tensor& a, const Tensor& b, const Tensor& y) {
-  const int64_t n = y.dim(0), ca = a.dim(1), cb = b.dim(1), cy = y.dim(1);
-  const int64_t inner = y.numel() / (n * cy);
-  MLPERF_CHECK(ca + cb == cy && a.numel() == n * ca * inner && b.numel() == n * cb * inner);
-  CopyChannels(a.f32(), ca, 0, y.f32(), cy, 0, n, ca, inner);
-  CopyChannels(b.f32(), cb, 0, y.f32(), cy, ca, n, cb, inner);
+  const auto [n, ca, cb, inner] = ViewConcat(a, b, y);
+  CopyChannels(a.f32(), ca, 0, y.f32(), ca + cb, 0, n, ca, inner);
+  CopyChannels(b.f32(), cb, 0, y.f32(), ca + cb, ca, n, cb, inner);
 }
 
 void SplitChannels(const Tensor& y, const Tensor& a, const Tensor& b) {
-  const int64_t n = y.dim(0), ca = a.dim(1), cb = b.dim(1), cy = y.dim(1);
-  const int64_t inner = y.numel() / (n * cy);
-  MLPERF_CHECK(ca + cb == cy && a.numel() == n * ca * inner && b.numel() == n * cb * inner);
-  CopyChannels(y.f32(), cy, 0, a.f32(), ca, 0, n, ca, inner);
-  CopyChannels(y.f32(), cy, ca, b.f32(), cb, 0, n, cb, inner);
+  const auto [n, ca, cb, inner] = ViewConcat(a, b, y);
+  CopyChannels(y.f32(), ca + cb, 0, a.f32(), ca, 0, n, ca, inner);
+  CopyChannels(y.f32(), ca + cb, ca, b.f32(), cb, 0, n, cb, inner);
 }
 
 void SliceChannels(const Tensor& x, int64_t begin, const Tensor& out) {

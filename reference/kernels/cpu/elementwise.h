@@ -33,8 +33,9 @@ void DropoutBackward(float p, uint64_t seed, uint64_t offset, const core::Tensor
 // Element type conversion between fp32, bf16 and fp16 (round to nearest even).
 void Cast(const core::Tensor& src, const core::Tensor& dst);
 
-// Along dimension 1 of [N, C, ...]: y = [a, b] (3D U-Net skip connections).
-// The backward of a concat is a split.
+// Along the channels, dimension 1 of [N, C, ...] or the last of a
+// channels-last tensor: y = [a, b] (3D U-Net skip connections). The backward
+// of a concat is a split.
 void ConcatChannels(const core::Tensor& a, const core::Tensor& b, const core::Tensor& y);
 void SplitChannels(const core::Tensor& y, const core::Tensor& a, const core::Tensor& b);
 // out = x[:, begin:begin+out.dim(1)] and its adjoint (writes zeros elsewhere).

@@ -25,4 +25,15 @@ inline bool SameLayoutFamily(const core::Tensor& a, const core::Tensor& b) {
   return IsChannelsLast(a);
 }
 
+// [outer, channels, inner] view of a tensor whose channel axis is dim 1
+// (channels-first) or last (channels-last: inner == 1).
+struct ChannelView {
+  int64_t outer, channels, inner;
+};
+
+inline ChannelView ViewChannels(const core::Tensor& t) {
+  if (IsChannelsLast(t)) return {t.numel() / LastDim(t), LastDim(t), 1};
+  return {t.dim(0), t.dim(1), t.numel() / (t.dim(0) * t.dim(1))};
+}
+
 }  // namespace mlperf::cpu

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "reference/kernels/cpu/layout.h"
 #include "reference/kernels/cpu/parallel.h"
 
 namespace mlperf::cpu {
@@ -45,22 +46,29 @@ void SoftmaxCrossEntropy(float label_smoothing, float normalizer, const Tensor& 
 
 void DiceCrossEntropy(const Tensor& logits, const Tensor& labels, const Tensor& loss,
                       const Tensor& dlogits, const Tensor& workspace) {
-  const int64_t n = logits.dim(0), c = logits.dim(1), s = logits.numel() / (n * c);
-  MLPERF_CHECK(c >= 2 && labels.numel() == n * s &&
+  // Logits [n, c, S] or channels-last [n, S, c]; probabilities in the same layout.
+  const bool last = IsChannelsLast(logits);
+  SameLayoutFamily(logits, dlogits);
+  const int64_t n = logits.dim(0), c = last ? LastDim(logits) : logits.dim(1);
+  const int64_t s = logits.numel() / (n * c);
+  MLPERF_CHECK(c >= 2 && labels.numel() == n * s && dlogits.numel() == logits.numel() &&
                workspace.numel() >= DiceCrossEntropyWorkspaceElements(n, c, s));
+  // Offset of (sample i, class 0, voxel q) and the stride between classes.
+  const int64_t class_stride = last ? 1 : s;
+  auto at = [&](int64_t i, int64_t q) { return last ? (i * s + q) * c : i * c * s + q; };
   constexpr double kSmooth = 1e-6;
   float* prob = workspace.f32();
   const int32_t* label = labels.as<int32_t>();
   double ce = 0.0;
 #pragma omp parallel for reduction(+ : ce) if (WorthParallel(logits.numel()))
   for (int64_t v = 0; v < n * s; ++v) {
-    const int64_t i = v / s, q = v % s;
-    const float* z = logits.f32() + i * c * s + q;
-    const double lse = LogSumExp(z, c, s);
+    const int64_t o = at(v / s, v % s);
+    const float* z = logits.f32() + o;
+    const double lse = LogSumExp(z, c, class_stride);
     MLPERF_CHECK(label[v] >= 0 && label[v] < c);
-    ce += lse - z[label[v] * s];
+    ce += lse - z[label[v] * class_stride];
     for (int64_t j = 0; j < c; ++j)
-      prob[(i * c + j) * s + q] = static_cast<float>(std::exp(z[j * s] - lse));
+      prob[o + j * class_stride] = static_cast<float>(std::exp(z[j * class_stride] - lse));
   }
   const double voxels = static_cast<double>(n * s);
   const double dice_terms = static_cast<double>(n * (c - 1));
@@ -73,7 +81,7 @@ void DiceCrossEntropy(const Tensor& logits, const Tensor& labels, const Tensor& 
     for (int64_t j = 1; j < c; ++j) {
       double sum_pt = 0.0, sum_p_plus_t = 0.0;
       for (int64_t q = 0; q < s; ++q) {
-        const double p = prob[(i * c + j) * s + q];
+        const double p = prob[at(i, q) + j * class_stride];
         const double t = label[i * s + q] == j ? 1.0 : 0.0;
         sum_pt += p * t;
         sum_p_plus_t += p + t;
@@ -85,7 +93,7 @@ void DiceCrossEntropy(const Tensor& logits, const Tensor& labels, const Tensor& 
   loss.f32()[0] = static_cast<float>(0.5 * (1.0 - dice_sum / dice_terms) + 0.5 * ce / voxels);
 #pragma omp parallel for if (WorthParallel(logits.numel()))
   for (int64_t v = 0; v < n * s; ++v) {
-    const int64_t i = v / s, q = v % s;
+    const int64_t i = v / s, o = at(i, v % s);
     // d loss / d p_j of the dice term (zero for the background class).
     auto dice_grad = [&](int64_t j) {
       if (j == 0) return 0.0;
@@ -95,11 +103,11 @@ void DiceCrossEntropy(const Tensor& logits, const Tensor& labels, const Tensor& 
       return -0.5 * ddice / dice_terms;
     };
     double dot = 0.0;
-    for (int64_t j = 0; j < c; ++j) dot += dice_grad(j) * prob[(i * c + j) * s + q];
+    for (int64_t j = 0; j < c; ++j) dot += dice_grad(j) * prob[o + j * class_stride];
     for (int64_t j = 0; j < c; ++j) {
-      const double p = prob[(i * c + j) * s + q];
+      const double p = prob[o + j * class_stride];
       const double dce = 0.5 * (p - (label[v] == j ? 1.0 : 0.0)) / voxels;
-      dlogits.f32()[(i * c + j) * s + q] = static_cast<float>(p * (dice_grad(j) - dot) + dce);
+      dlogits.f32()[o + j * class_stride] = static_cast<float>(p * (dice_grad(j) - dot) + dce);
     }
   }
 }

@@ -18,12 +18,11 @@ void SoftmaxCrossEntropy(float label_smoothing, float normalizer, const core::Te
                          const core::Tensor& labels, const core::Tensor& loss,
                          const core::Tensor& dlogits);
 
-// 3D U-Net DiceCELoss: (dice_loss + ce) / 2 on logits [N, C, spatial...] and
-// labels int32 [N, spatial...]. ce is the mean over voxels; dice per sample and
-// class on softmax probabilities, (2 sum(p t) + 1e-6) / (sum t + sum p + 1e-6),
-// background excluded, dice_loss = mean over N x (C - 1) of (1 - dice).
-// workspace: DiceCrossEntropyWorkspaceElements (kernels/loss_shapes.h) floats (probabilities,
-// sums).
+// 3D U-Net DiceCELoss: (dice_loss + ce) / 2 on logits [N, C, spatial...]
+// (or channels-last [N, spatial..., C]) and labels int32 [N, spatial...]. ce is the mean over
+// voxels; dice per sample and class on softmax probabilities, (2 sum(p t) + 1e-6) / (sum t + sum p
+// + 1e-6), background excluded, dice_loss = mean over N x (C - 1) of (1 - dice). workspace:
+// DiceCrossEntropyWorkspaceElements (kernels/loss_shapes.h) floats (probabilities, sums).
 void DiceCrossEntropy(const core::Tensor& logits, const core::Tensor& labels,
                       const core::Tensor& loss, const core::Tensor& dlogits,
                       const core::Tensor& workspace);

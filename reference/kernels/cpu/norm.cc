@@ -131,6 +131,18 @@ void CheckForward(const Tensor& x, const Tensor& residual, const Tensor& y) {
 
 int64_t Channels(const Tensor& x) { return IsChannelsLast(x) ? LastDim(x) : x.dim(1); }
 
+// Applies `a` to `rows` channel vectors of width c, the rows shared by threads.
+void ApplyRows(ApplyFn apply, int64_t rows, int64_t c, const float* x, const float* residual,
+               const Affine& a, float* y, int threads) {
+#pragma omp parallel num_threads(threads)
+  {
+    int64_t r0, r1;
+    RowShare(rows, omp_get_thread_num(), omp_get_num_threads(), &r0, &r1);
+    apply(r1 - r0, c, x + r0 * c, residual == nullptr ? nullptr : residual + r0 * c, a.mean,
+          a.scale, a.beta, y + r0 * c);
+  }
+}
+
 // Applies `a` to x (plus residual, then ReLU) into y, in either layout.
 void ApplyNormalization(bool relu, const Tensor& x, const Tensor& residual, const Affine& a,
                         const Tensor& y) {
@@ -140,14 +152,8 @@ void ApplyNormalization(bool relu, const Tensor& x, const Tensor& residual, cons
   float* yp = y.f32();
   const int threads = BnThreads(x.numel());
   if (IsChannelsLast(x)) {
-    const int64_t c = LastDim(x), rows = x.numel() / c;
-#pragma omp parallel num_threads(threads)
-    {
-      int64_t r0, r1;
-      RowShare(rows, omp_get_thread_num(), omp_get_num_threads(), &r0, &r1);
-      apply(r1 - r0, c, xp + r0 * c, res == nullptr ? nullptr : res + r0 * c, a.mean, a.scale,
-            a.beta, yp + r0 * c);
-    }
+    const int64_t c = LastDim(x);
+    ApplyRows(apply, x.numel() / c, c, xp, res, a, yp, threads);
     return;
   }
   const Dims d = ChannelDims(x);
@@ -160,23 +166,14 @@ void ApplyNormalization(bool relu, const Tensor& x, const Tensor& residual, cons
     }
 }
 
-// Batch mean and (biased) variance per channel. Channels-last x is read as
-// [rows, channels]: each thread sums a contiguous share of the rows into its
-// own per-channel partials, a streaming read (a block of channels over all
-// rows would stride through memory), and the partials are added in thread
-// order, so results are reproducible for a given thread count. The sums are
-// of x minus the first row, in fp64, so the one-pass variance does not cancel
+// Mean and (biased) variance per channel of `rows` channel vectors of width
+// c. Each thread sums a contiguous share of the rows into its own
+// per-channel partials, a streaming read (a block of channels over all rows
+// would stride through memory), and the partials are added in thread order,
+// so results are reproducible for a given thread count. The sums are of x
+// minus the first row, in fp64, so the one-pass variance does not cancel
 // (fp32 blocks, as in the backward, measured slower here).
-void Moments(const Tensor& x, double* mean, double* var) {
-  const float* xp = x.f32();
-  if (!IsChannelsLast(x)) {
-    const Dims d = ChannelDims(x);
-#pragma omp parallel for if (WorthParallel(x.numel()))
-    for (int64_t c = 0; c < d.channels; ++c) ChannelMoments(xp, d, c, &mean[c], &var[c]);
-    return;
-  }
-  const int64_t c = LastDim(x), rows = x.numel() / c;
-  const int threads = BnThreads(x.numel());
+void RowMoments(const float* xp, int64_t rows, int64_t c, int threads, double* mean, double* var) {
   double* shift = Scratch<double, 1>((2 * threads + 1) * c);
   double* partial = shift + c;
   std::fill(partial, partial + 2 * threads * c, 0.0);
@@ -207,6 +204,20 @@ void Moments(const Tensor& x, double* mean, double* var) {
     mean[j] = shift[j] + m;
     var[j] = std::max(0.0, s2 / static_cast<double>(rows) - m * m);
   }
+}
+
+// Batch mean and (biased) variance per channel; channels-last x is read as
+// [rows, channels].
+void Moments(const Tensor& x, double* mean, double* var) {
+  const float* xp = x.f32();
+  if (!IsChannelsLast(x)) {
+    const Dims d = ChannelDims(x);
+#pragma omp parallel for if (WorthParallel(x.numel()))
+    for (int64_t c = 0; c < d.channels; ++c) ChannelMoments(xp, d, c, &mean[c], &var[c]);
+    return;
+  }
+  const int64_t c = LastDim(x);
+  RowMoments(xp, x.numel() / c, c, BnThreads(x.numel()), mean, var);
 }
 
 // Rows per block of fp32 partial sums in the backward, which are then added
@@ -270,6 +281,102 @@ void BackwardApply(int64_t count, int64_t c, const float* x, const float* dy, co
   }
 }
 
+// Per-channel sums of dy and dy * (x - mean) over `rows` channel vectors of
+// width c (masking dy by y > 0 first with `relu`): per-thread partials over
+// contiguous shares of the rows, added in thread order.
+void RowBackwardSums(bool relu, int64_t rows, int64_t c, const float* x, const float* y, float* dy,
+                     const float* mean, int threads, double* sum_dy, double* sum_dy_xc) {
+  double* partial = Scratch<double, 1>(2 * threads * c);
+  std::fill(partial, partial + 2 * threads * c, 0.0);
+  auto sums_fn = relu ? BackwardSums<true> : BackwardSums<false>;
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num();
+    int64_t r0, r1;
+    RowShare(rows, t, omp_get_num_threads(), &r0, &r1);
+    sums_fn(r1 - r0, c, x + r0 * c, y == nullptr ? nullptr : y + r0 * c, dy + r0 * c, mean,
+            partial + 2 * t * c, partial + (2 * t + 1) * c);
+  }
+  for (int64_t j = 0; j < c; ++j) {
+    double s1 = 0.0, s2 = 0.0;
+    for (int t = 0; t < threads; ++t) {
+      s1 += partial[2 * t * c + j];
+      s2 += partial[(2 * t + 1) * c + j];
+    }
+    sum_dy[j] = s1;
+    sum_dy_xc[j] = s2;
+  }
+}
+
+// BackwardApply over `rows` channel vectors, the rows shared by threads.
+void RowBackwardApply(int64_t rows, int64_t c, const float* x, const float* dy, const float* mean,
+                      const float* a, const float* b, const float* d, float* dx, int threads) {
+#pragma omp parallel num_threads(threads)
+  {
+    int64_t r0, r1;
+    RowShare(rows, omp_get_thread_num(), omp_get_num_threads(), &r0, &r1);
+    BackwardApply(r1 - r0, c, x + r0 * c, dy + r0 * c, mean, a, b, d, dx + r0 * c);
+  }
+}
+
+// Instance norm channels-last: per sample, the batch norm of its [S, C] rows.
+void InstanceNormForwardRows(float epsilon, const Tensor& x, const Tensor& gamma,
+                             const Tensor& beta, const Tensor& y, const Tensor& save_mean,
+                             const Tensor& save_inv_std) {
+  const int64_t n = x.dim(0), c = LastDim(x), rows = x.numel() / (n * c);
+  const int threads = BnThreads(rows * c);
+  double* moments = Scratch<double, 0>(2 * c);
+  const Affine a = AffineScratch(c);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t o = i * rows * c;
+    RowMoments(x.f32() + o, rows, c, threads, moments, moments + c);
+    for (int64_t j = 0; j < c; ++j) {
+      float* mean = save_mean.f32() + i * c + j;
+      float* inv_std = save_inv_std.f32() + i * c + j;
+      *mean = static_cast<float>(moments[j]);
+      *inv_std = static_cast<float>(1.0 / std::sqrt(moments[c + j] + epsilon));
+      a.mean[j] = *mean;
+      a.scale[j] = static_cast<float>(static_cast<double>(*inv_std) * gamma.f32()[j]);
+      a.beta[j] = beta.f32()[j];
+    }
+    ApplyRows(PickApply(false, false), rows, c, x.f32() + o, nullptr, a, y.f32() + o, threads);
+  }
+}
+
+void InstanceNormBackwardRows(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                              const Tensor& save_mean, const Tensor& save_inv_std, const Tensor& dx,
+                              const Tensor& dgamma, const Tensor& dbeta) {
+  const int64_t n = x.dim(0), c = LastDim(x), rows = x.numel() / (n * c);
+  const int threads = BnThreads(rows * c);
+  // [sum dy][sum dy (x - mean)][dgamma][dbeta]
+  double* sums = Scratch<double, 0>(4 * c);
+  double *sum_dy = sums, *sum_dy_xc = sums + c, *dg = sums + 2 * c, *db = sums + 3 * c;
+  std::fill(dg, dg + 2 * c, 0.0);
+  float* f = Scratch<float, 1>(3 * c);
+  float *a = f, *b = f + c, *d = f + 2 * c;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t o = i * rows * c;
+    const float* mean = save_mean.f32() + i * c;
+    RowBackwardSums(false, rows, c, x.f32() + o, nullptr, dy.f32() + o, mean, threads, sum_dy,
+                    sum_dy_xc);
+    for (int64_t j = 0; j < c; ++j) {
+      const double inv_std = save_inv_std.f32()[i * c + j];
+      const double g = gamma.f32()[j] * inv_std;
+      const double m1 = sum_dy[j] / rows, m2 = sum_dy_xc[j] * inv_std / rows;
+      dg[j] += sum_dy_xc[j] * inv_std;
+      db[j] += sum_dy[j];
+      a[j] = static_cast<float>(g);
+      b[j] = static_cast<float>(g * inv_std * m2);
+      d[j] = static_cast<float>(g * m1);
+    }
+    RowBackwardApply(rows, c, x.f32() + o, dy.f32() + o, mean, a, b, d, dx.f32() + o, threads);
+  }
+  for (int64_t j = 0; j < c; ++j) {
+    dgamma.f32()[j] = static_cast<float>(dg[j]);
+    dbeta.f32()[j] = static_cast<float>(db[j]);
+  }
+}
+
 }  // namespace
 
 void BatchNormActForwardTraining(const BatchNormParams& p, bool relu, const Tensor& x,
@@ -327,8 +434,8 @@ void BatchNormActBackward(bool relu, const Tensor& x, const Tensor& y, const Ten
   }
   const int64_t channels = Channels(x), count = x.numel() / channels;
   const int threads = BnThreads(x.numel());
-  // [sum dy][sum dy (x - mean)] then per-thread partials of the sums.
-  double* sums = Scratch<double, 0>((2 + 2 * threads) * channels);
+  // [sum dy][sum dy (x - mean)]
+  double* sums = Scratch<double, 0>(2 * channels);
   double *sum_dy = sums, *sum_dy_xc = sums + channels;
   const float* mean = save_mean.f32();
   const float* xp = x.f32();
@@ -336,26 +443,7 @@ void BatchNormActBackward(bool relu, const Tensor& x, const Tensor& y, const Ten
   float* dyp = dy.f32();
   auto sums_fn = relu ? BackwardSums<true> : BackwardSums<false>;
   if (IsChannelsLast(x)) {
-    double* partial = sums + 2 * channels;
-    std::fill(partial, partial + 2 * threads * channels, 0.0);
-#pragma omp parallel num_threads(threads)
-    {
-      const int t = omp_get_thread_num();
-      int64_t r0, r1;
-      RowShare(count, t, omp_get_num_threads(), &r0, &r1);
-      sums_fn(r1 - r0, channels, xp + r0 * channels, yp == nullptr ? nullptr : yp + r0 * channels,
-              dyp + r0 * channels, mean, partial + 2 * t * channels,
-              partial + (2 * t + 1) * channels);
-    }
-    for (int64_t c = 0; c < channels; ++c) {
-      double s1 = 0.0, s2 = 0.0;
-      for (int t = 0; t < threads; ++t) {
-        s1 += partial[2 * t * channels + c];
-        s2 += partial[(2 * t + 1) * channels + c];
-      }
-      sum_dy[c] = s1;
-      sum_dy_xc[c] = s2;
-    }
+    RowBackwardSums(relu, count, channels, xp, yp, dyp, mean, threads, sum_dy, sum_dy_xc);
   } else {
     const Dims d = ChannelDims(x);
 #pragma omp parallel for num_threads(threads)
@@ -386,13 +474,7 @@ void BatchNormActBackward(bool relu, const Tensor& x, const Tensor& y, const Ten
   }
   float* dxp = dx.f32();
   if (IsChannelsLast(x)) {
-#pragma omp parallel num_threads(threads)
-    {
-      int64_t r0, r1;
-      RowShare(count, omp_get_thread_num(), omp_get_num_threads(), &r0, &r1);
-      const int64_t o = r0 * channels;
-      BackwardApply(r1 - r0, channels, xp + o, dyp + o, mean_f, a, b, d, dxp + o);
-    }
+    RowBackwardApply(count, channels, xp, dyp, mean_f, a, b, d, dxp, threads);
   } else {
     const Dims dims = ChannelDims(x);
 #pragma omp parallel for collapse(2) num_threads(threads)
@@ -428,7 +510,11 @@ void BatchNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
 
 void InstanceNormForward(float epsilon, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                          const Tensor& y, const Tensor& save_mean, const Tensor& save_inv_std) {
-  MLPERF_CHECK_MSG(!IsChannelsLast(x) && !IsChannelsLast(y), "instance norm is NC[D]HW only");
+  MLPERF_CHECK(x.numel() == y.numel());
+  if (SameLayoutFamily(x, y)) {
+    InstanceNormForwardRows(epsilon, x, gamma, beta, y, save_mean, save_inv_std);
+    return;
+  }
   const Dims d = ChannelDims(x);
 #pragma omp parallel for if (WorthParallel(x.numel()))
   for (int64_t g = 0; g < d.outer * d.channels; ++g) {
@@ -452,7 +538,12 @@ void InstanceNormForward(float epsilon, const Tensor& x, const Tensor& gamma, co
 void InstanceNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                           const Tensor& save_mean, const Tensor& save_inv_std, const Tensor& dx,
                           const Tensor& dgamma, const Tensor& dbeta) {
-  MLPERF_CHECK_MSG(!IsChannelsLast(x) && !IsChannelsLast(dx), "instance norm is NC[D]HW only");
+  MLPERF_CHECK(x.numel() == dy.numel() && x.numel() == dx.numel());
+  SameLayoutFamily(x, dy);
+  if (SameLayoutFamily(x, dx)) {
+    InstanceNormBackwardRows(x, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta);
+    return;
+  }
   const Dims d = ChannelDims(x);
 #pragma omp parallel for if (WorthParallel(x.numel()))
   for (int64_t c = 0; c < d.channels; ++c) {

@@ -53,8 +53,8 @@ void BatchNormActBackward(bool relu, const core::Tensor& x, const core::Tensor& 
                           const core::Tensor& dbeta);
 
 // Instance norm (InstanceNorm3d(affine=True), no running statistics, as the
-// 3D U-Net reference): statistics per (n, c); save_* hold N*C values.
-// Channels-first (NCDHW) only; a channels-last tensor is rejected.
+// 3D U-Net reference): statistics per (n, c); save_* hold N*C values. Either
+// layout; x, y (dy, dx) must agree.
 void InstanceNormForward(float epsilon, const core::Tensor& x, const core::Tensor& gamma,
                          const core::Tensor& beta, const core::Tensor& y,
                          const core::Tensor& save_mean, const core::Tensor& save_inv_std);

@@ -4,6 +4,7 @@
 #include "reference/core/philox.h"
 #include "reference/kernels/cuda/check.h"
 #include "reference/kernels/cuda/context.h"
+#include "reference/kernels/cuda/device_util.cuh"
 #include "reference/kernels/cuda/elementwise.h"
 
 namespace mlperf::cuda {
@@ -60,6 +61,27 @@ void CopyChannels(const float* src, int64_t src_c, int64_t src_begin, float* dst
                                src + src_begin * inner, sizeof(float) * src_c * inner,
                                sizeof(float) * width * inner, n, cudaMemcpyDeviceToDevice,
                                Stream()));
+}
+
+// a and b side by side along the channels of y: [outer, channels, inner]
+// with inner 1 when channels-last.
+struct ConcatView {
+  int64_t outer, ca, cb, inner;
+};
+
+ConcatView ViewConcat(const Tensor& a, const Tensor& b, const Tensor& y) {
+  const bool last = detail::ChannelsLast(y);
+  MLPERF_CHECK_MSG(detail::ChannelsLast(a) == last && detail::ChannelsLast(b) == last,
+                   "tensors of one op must all be channels-first or all channels-last");
+  const int64_t cy = last ? y.dim(y.shape().rank() - 1) : y.dim(1);
+  const int64_t ca = last ? a.dim(a.shape().rank() - 1) : a.dim(1);
+  const int64_t cb = last ? b.dim(b.shape().rank() - 1) : b.dim(1);
+  const int64_t outer = last ? y.numel() / cy : y.dim(0);
+  const int64_t inner = y.numel() / (outer * cy);
+  MLPERF_CHECK_MSG(
+      ca + cb == cy && a.numel() == outer * ca * inner && b.numel() == outer * cb * inner,
+      "concatenated tensors must agree on everything but channels");
+  return {outer, ca, cb, inner};
 }
 
 }  // namespace
@@ -143,19 +165,15 @@ void Cast(const Tensor& src, const Tensor& dst) {
 }
 
 void ConcatChannels(const Tensor& a, const Tensor& b, const Tensor& y) {
-  const int64_t n = y.dim(0), ca = a.dim(1), cb = b.dim(1), cy = y.dim(1);
-  const int64_t inner = y.numel() / (n * cy);
-  MLPERF_CHECK(ca + cb == cy);
-  CopyChannels(a.f32(), ca, 0, y.f32(), cy, 0, n, ca, inner);
-  CopyChannels(b.f32(), cb, 0, y.f32(), cy, ca, n, cb, inner);
+  const ConcatView v = ViewConcat(a, b, y);
+  CopyChannels(a.f32(), v.ca, 0, y.f32(), v.ca + v.cb, 0, v.outer, v.ca, v.inner);
+  CopyChannels(b.f32(), v.cb, 0, y.f32(), v.ca + v.cb, v.ca, v.outer, v.cb, v.inner);
 }
 
 void SplitChannels(const Tensor& y, const Tensor& a, const Tensor& b) {
-  const int64_t n = y.dim(0), ca = a.dim(1), cb = b.dim(1), cy = y.dim(1);
-  const int64_t inner = y.numel() / (n * cy);
-  MLPERF_CHECK(ca + cb == cy);
-  CopyChannels(y.f32(), cy, 0, a.f32(), ca, 0, n, ca, inner);
-  CopyChannels(y.f32(), cy, ca, b.f32(), cb, 0, n, cb, inner);
+  const ConcatView v = ViewConcat(a, b, y);
+  CopyChannels(y.f32(), v.ca + v.cb, 0, a.f32(), v.ca, 0, v.outer, v.ca, v.inner);
+  CopyChannels(y.f32(), v.ca + v.cb, v.ca, b.f32(), v.cb, 0, v.outer, v.cb, v.inner);
 }
 
 void SliceChannels(const Tensor& x, int64_t begin, const Tensor& out) {

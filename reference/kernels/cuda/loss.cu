@@ -9,6 +9,7 @@ namespace mlperf::cuda {
 namespace {
 
 using core::Tensor;
+using detail::ActivationView;
 using detail::BlockMax;
 using detail::BlockSum;
 
@@ -74,29 +75,32 @@ __global__ void FinishLoss(const float* row_loss, int64_t rows, float normalizer
 // 3D U-Net Dice + CE, in four passes like the CPU twin: per voxel the softmax
 // probabilities and the CE term; per (sample, class) the Dice sums; the
 // scalar loss; then per voxel the gradient through the softmax Jacobian.
-__global__ void DiceVoxelSoftmax(const float* logits, const int32_t* labels, int64_t n, int64_t c,
-                                 int64_t s, float* prob, float* voxel_ce) {
+// a views logits, probabilities and their gradient alike ([n, c, s] or
+// channels-last [n, s, c]).
+__global__ void DiceVoxelSoftmax(const float* logits, const int32_t* labels, int64_t n,
+                                 ActivationView a, float* prob, float* voxel_ce) {
+  const int64_t c = a.channels, s = a.spatial;
   const int64_t v = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (v >= n * s) return;
   const int64_t i = v / s, q = v % s;
-  const float* z = logits + i * c * s + q;
   float m = -FLT_MAX;
-  for (int64_t j = 0; j < c; ++j) m = fmaxf(m, z[j * s]);
+  for (int64_t j = 0; j < c; ++j) m = fmaxf(m, logits[a.Offset(i, j, q)]);
   float sum = 0.0f;
-  for (int64_t j = 0; j < c; ++j) sum += expf(z[j * s] - m);
+  for (int64_t j = 0; j < c; ++j) sum += expf(logits[a.Offset(i, j, q)] - m);
   const float lse = m + logf(sum);
   const int32_t label = labels[v];
-  voxel_ce[v] = (label >= 0 && label < c) ? lse - z[label * s] : NAN;
-  for (int64_t j = 0; j < c; ++j) prob[(i * c + j) * s + q] = expf(z[j * s] - lse);
+  voxel_ce[v] = (label >= 0 && label < c) ? lse - logits[a.Offset(i, label, q)] : NAN;
+  for (int64_t j = 0; j < c; ++j) prob[a.Offset(i, j, q)] = expf(logits[a.Offset(i, j, q)] - lse);
 }
 
 // One block per (sample i, class j >= 1): intersection and union sums.
-__global__ void DiceSums(const float* prob, const int32_t* labels, int64_t c, int64_t s,
-                         float* inter, float* uni) {
+__global__ void DiceSums(const float* prob, const int32_t* labels, ActivationView a, float* inter,
+                         float* uni) {
+  const int64_t c = a.channels, s = a.spatial;
   const int64_t i = blockIdx.x, j = 1 + blockIdx.y;
   float pt = 0.0f, p_plus_t = 0.0f;
   for (int64_t q = threadIdx.x; q < s; q += kThreads) {
-    const float p = prob[(i * c + j) * s + q];
+    const float p = prob[a.Offset(i, j, q)];
     const float t = labels[i * s + q] == j ? 1.0f : 0.0f;
     pt += p * t;
     p_plus_t += p + t;
@@ -128,7 +132,8 @@ __global__ void DiceLoss(const float* voxel_ce, int64_t voxels, const float* int
 }
 
 __global__ void DiceGradient(const float* prob, const int32_t* labels, const float* inter,
-                             const float* uni, int64_t n, int64_t c, int64_t s, float* dlogits) {
+                             const float* uni, int64_t n, ActivationView a, float* dlogits) {
+  const int64_t c = a.channels, s = a.spatial;
   const int64_t v = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (v >= n * s) return;
   const int64_t i = v / s, q = v % s;
@@ -141,11 +146,11 @@ __global__ void DiceGradient(const float* prob, const int32_t* labels, const flo
     return -0.5f * (2.0f * t * u - (2.0f * inter[i * c + j] + kDiceSmooth)) / (u * u) / dice_terms;
   };
   float dot = 0.0f;
-  for (int64_t j = 0; j < c; ++j) dot += dice_grad(j) * prob[(i * c + j) * s + q];
+  for (int64_t j = 0; j < c; ++j) dot += dice_grad(j) * prob[a.Offset(i, j, q)];
   for (int64_t j = 0; j < c; ++j) {
-    const float p = prob[(i * c + j) * s + q];
+    const float p = prob[a.Offset(i, j, q)];
     const float dce = 0.5f * (p - (label == j ? 1.0f : 0.0f)) / voxels;
-    dlogits[(i * c + j) * s + q] = p * (dice_grad(j) - dot) + dce;
+    dlogits[a.Offset(i, j, q)] = p * (dice_grad(j) - dot) + dce;
   }
 }
 
@@ -168,9 +173,11 @@ void SoftmaxCrossEntropy(float label_smoothing, float normalizer, const Tensor& 
 
 void DiceCrossEntropy(const Tensor& logits, const Tensor& labels, const Tensor& loss,
                       const Tensor& dlogits, const Tensor& workspace) {
-  const int64_t n = logits.dim(0), c = logits.dim(1), s = logits.numel() / (n * c);
+  const ActivationView a = detail::ViewOf(logits);
+  const int64_t n = logits.dim(0), c = a.channels, s = a.spatial;
   MLPERF_CHECK(c >= 2 && labels.numel() == n * s && labels.dtype() == core::DType::kI32);
   MLPERF_CHECK(dlogits.numel() == logits.numel() &&
+               detail::ChannelsLast(dlogits) == a.channels_last &&
                workspace.numel() >= DiceCrossEntropyWorkspaceElements(n, c, s));
   float* prob = workspace.f32();
   float* inter = prob + n * c * s;
@@ -178,15 +185,15 @@ void DiceCrossEntropy(const Tensor& logits, const Tensor& labels, const Tensor& 
   float* voxel_ce = static_cast<float*>(Scratch(n * s * sizeof(float), kScratchReduce));
   const unsigned voxel_blocks = static_cast<unsigned>((n * s + kThreads - 1) / kThreads);
   DiceVoxelSoftmax<<<voxel_blocks, kThreads, 0, Stream()>>>(logits.f32(), labels.as<int32_t>(), n,
-                                                            c, s, prob, voxel_ce);
+                                                            a, prob, voxel_ce);
   CUDA_CHECK_LAUNCH();
   DiceSums<<<dim3(static_cast<unsigned>(n), static_cast<unsigned>(c - 1)), kThreads, 0, Stream()>>>(
-      prob, labels.as<int32_t>(), c, s, inter, uni);
+      prob, labels.as<int32_t>(), a, inter, uni);
   CUDA_CHECK_LAUNCH();
   DiceLoss<<<1, kThreads, 0, Stream()>>>(voxel_ce, n * s, inter, uni, n, c, loss.f32());
   CUDA_CHECK_LAUNCH();
   DiceGradient<<<voxel_blocks, kThreads, 0, Stream()>>>(prob, labels.as<int32_t>(), inter, uni, n,
-                                                        c, s, dlogits.f32());
+                                                        a, dlogits.f32());
   CUDA_CHECK_LAUNCH();
 }
 

@@ -166,11 +166,15 @@ TEST(UNet3DParityTest, ReducedWidthAllLevelsNdhwcMatchesTorch) {
 
 // At the reference width the deepest levels normalise 320 channels over 2^3
 // and 4^3 voxels, and the backward amplifies fp32 rounding: PyTorch's own
-// fp32 gradients are 5e-4 from fp64 in the median (1e-6 at reduced width).
-// Ours measured 1.5e-3 (2.8 times), with every tensor inside the per-tensor
-// bound above; the cause of the extra factor is not found yet.
+// fp32 gradients are 5e-4 to 1.7e-3 from fp64 in the median, by machine
+// (1e-6 at reduced width). Ours measured 1.5e-3 (NCDHW) and 1.2e-3 (NDHWC)
+// where PyTorch's were 1.7e-3 (2026-11-25), and 2.8 times PyTorch's on a
+// machine where those were 5e-4; hence the ratio of 3.5.
 TEST(UNet3DParityTest, ReferenceWidthAtRoi64MatchesTorch) {
   RunParity({32, 64, 128, 256, 320}, 64, 1, /*median_ratio=*/3.5);
+}
+TEST(UNet3DParityTest, ReferenceWidthAtRoi64NdhwcMatchesTorch) {
+  RunParity({32, 64, 128, 256, 320}, 64, 1, /*median_ratio=*/3.5, core::Layout::kNDHWC);
 }
 // The sliding-window evaluation against a PyTorch transcription of the
 // reference's on a volume whose axes take each path: 37 is cropped to 32

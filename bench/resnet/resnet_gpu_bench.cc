@@ -204,11 +204,17 @@ std::map<std::string, double> OpProfile(core::Layout layout, int64_t n, int repe
 }
 
 // PyTorch's lines "<name> <ms per step>"; empty when torch/CUDA is missing.
+// MLPERF_PYTHON and MLPERF_SOURCE_DIR override the interpreter and the
+// checkout baked in at build time (scripts/gpu_check.sh runs a binary built
+// elsewhere, next to the GPU machine's own PyTorch).
 std::map<std::string, double> TorchPeer(int64_t batch, int steps) {
   std::map<std::string, double> out;
+  const char* python = std::getenv("MLPERF_PYTHON");
+  const char* source = std::getenv("MLPERF_SOURCE_DIR");
   const std::string cmd =
-      fmt::format("/usr/bin/python3 {}/bench/resnet/resnet_gpu_torch_bench.py {} {} 2>/dev/null",
-                  MLPERF_SOURCE_DIR, batch, steps);
+      fmt::format("{} {}/bench/resnet/resnet_gpu_torch_bench.py {} {} 2>/dev/null",
+                  python != nullptr ? python : "/usr/bin/python3",
+                  source != nullptr ? source : MLPERF_SOURCE_DIR, batch, steps);
   FILE* pipe = popen(cmd.c_str(), "r");
   if (pipe == nullptr) return out;
   char name[64];

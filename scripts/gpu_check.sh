@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Verifies the GPU side on a bare GPU machine in one go (well inside 10
+# minutes): every gpu-labelled test, the GPU op benchmarks against PyTorch
+# on the same GPU, the ResNet-50 training step against torchvision, and the
+# embedded run_closed on the GPU through compliance_check; then one report,
+# OUT_DIR/gpu_report.md and .json (GPU, driver, CUDA/cuDNN/NCCL versions,
+# every test's result, every figure with its peer), with the full output in
+# OUT_DIR/gpu_check.log.
+#
+# The binaries come from .gpu_bundle/ (scripts/gpu_bundle.sh, run on a build
+# machine with CUDA; carry the folder) or, failing that, from build/bin. The
+# CUDA libraries are the GPU machine's own: /usr/local/cuda, then PyTorch's
+# nvidia-* wheels. Without a GPU it says so in one line and exits 0.
+#
+# usage: scripts/gpu_check.sh OUT_DIR
+# exit: 0 checked (the report says what passed) or no GPU; 1 a test failed;
+#       2 usage error or nothing to run.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+[[ $# -eq 1 ]] || { echo "usage: scripts/gpu_check.sh OUT_DIR" >&2; exit 2; }
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+  echo "gpu_check: no NVIDIA GPU on this machine; nothing to do"
+  exit 0
+fi
+out=$1
+mkdir -p "$out" || { echo "gpu_check: cannot create $out" >&2; exit 2; }
+out=$(cd "$out" && pwd)
+log=$out/gpu_check.log
+: >"$log"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+say() { echo "gpu_check: $*" | tee -a "$log"; }
+
+# Binaries and their non-CUDA libraries.
+if [[ -f .gpu_bundle/bundle.tar.xz ]]; then
+  tar -C "$work" -xJf .gpu_bundle/bundle.tar.xz || { say "cannot unpack .gpu_bundle/bundle.tar.xz"; exit 2; }
+  bin=$work/bin
+  libs=$work/lib
+  say "binaries from .gpu_bundle: $(head -1 "$work/MANIFEST")"
+elif [[ -x build/bin/core_cuda_twin_test ]]; then
+  bin=$root/build/bin
+  libs=
+  say "binaries from build/bin (no .gpu_bundle)"
+else
+  say "no binaries: run scripts/gpu_bundle.sh on a machine with the build dependencies and CUDA, and carry .gpu_bundle"
+  exit 2
+fi
+
+# The CUDA family from this machine: the toolkit, then PyTorch's wheels.
+dirs=(/usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib)
+py=$(command -v python3 || true)
+if [[ -n $py ]]; then
+  mapfile -t wheel_dirs < <("$py" -c 'import glob, os, nvidia; [print(d) for p in nvidia.__path__ for d in sorted(glob.glob(os.path.join(p, "*", "lib")))]' 2>/dev/null)
+  dirs+=("${wheel_dirs[@]}")
+fi
+ld=${libs}
+declare -A found=()
+for so in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcudnn.so.9 libnccl.so.2; do
+  for d in "${dirs[@]}"; do
+    if [[ -e $d/$so ]]; then
+      found[$so]=$(readlink -f "$d/$so")
+      [[ :$ld: == *:$d:* ]] || ld=$ld:$d
+      break
+    fi
+  done
+  [[ -n ${found[$so]:-} ]] || say "missing on this machine: $so (searched ${dirs[*]})"
+done
+export LD_LIBRARY_PATH=${ld#:}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+unresolved() {
+  : >"$work/unresolved"
+  for f in "$bin"/*; do
+    ldd "$f" 2>&1 | grep 'not found' | sed "s|^|  $(basename "$f"): |" >>"$work/unresolved"
+  done
+  [[ -s $work/unresolved ]]
+}
+# Where this machine has a bundled library itself (libstdc++, libgomp, zlib,
+# ...), its own copy serves the CUDA libraries too, unless ours need newer
+# symbols than it has.
+if [[ -n $libs ]]; then
+  mkdir -p "$work/shadowed"
+  for f in "$libs"/*; do
+    ldconfig -p 2>/dev/null | grep -q "^[[:space:]]*$(basename "$f") " && mv "$f" "$work/shadowed/"
+  done
+  if unresolved; then mv "$work"/shadowed/* "$libs/" 2>/dev/null; fi
+fi
+if unresolved; then
+  say "unresolved libraries:"
+  tee -a "$log" <"$work/unresolved"
+fi
+
+# Versions: each library asked through its own API.
+lib_version() {  # soname path
+  [[ -n $py ]] || return 0
+  "$py" - "$1" "$2" 2>/dev/null <<'PY'
+import ctypes, sys
+name, path = sys.argv[1:]
+lib, v = ctypes.CDLL(path), ctypes.c_int()
+if name.startswith("libcudart"):
+    lib.cudaRuntimeGetVersion(ctypes.byref(v)); print(f"runtime {v.value // 1000}.{v.value % 1000 // 10}")
+elif name.startswith("libcudnn"):
+    lib.cudnnGetVersion.restype = ctypes.c_size_t; print(f"cuDNN {lib.cudnnGetVersion()}")
+elif name.startswith("libnccl"):
+    lib.ncclGetVersion(ctypes.byref(v)); print(f"NCCL {v.value}")
+elif name.startswith("libcublas.so"):
+    lib.cublasGetVersion_v2(None, ctypes.byref(v)); print(f"cuBLAS {v.value}")
+PY
+}
+{
+  echo "gpu=$(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | head -1)"
+  echo "driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)"
+  for so in "${!found[@]}"; do echo "$so=${found[$so]} $(lib_version "$so" "${found[$so]}")"; done
+  echo "nvcc=$(command -v nvcc >/dev/null && nvcc --version | tail -1)"
+  echo "torch=$([[ -n $py ]] && "$py" -c 'import torch; print(torch.__version__, torch.version.cuda, torch.backends.cudnn.version())' 2>/dev/null)"
+} >"$work/versions"
+cat "$work/versions" >>"$log"
+
+# Tests: every gpu test binary; gtest writes one JSON each.
+status=0
+for t in core_cuda_twin_test core_cuda_cnn_twin_test dist_nccl_communicator_test resnet_gpu_test; do
+  [[ -x $bin/$t ]] || { say "test binary $t is missing"; status=1; continue; }
+  say "running $t"
+  timeout 240 "$bin/$t" --gtest_output="json:$work/test_$t.json" >>"$log" 2>&1 || status=1
+done
+
+# Benchmarks, each under its own time limit; their output goes to the report.
+export MLPERF_SOURCE_DIR=$root MLPERF_PYTHON=${py:-python3}
+bench() {  # name seconds command...
+  local name=$1 limit=$2
+  shift 2
+  say "benchmark $name"
+  timeout "$limit" "$@" >"$work/bench_$name.txt" 2>&1
+  echo "exit=$?" >>"$work/bench_$name.txt"
+  cat "$work/bench_$name.txt" >>"$log"
+}
+bench gpu_ops 150 "$MLPERF_PYTHON" bench/gpu/torch_peer.py --ours "$bin/gpu_ops_bench" --repeats 10
+bench resnet_step 150 "$bin/resnet_gpu_bench" 256 10 both
+bench run_closed 120 "$bin/run_closed" --gpus 1 --runs 1 --out "$work/pkg"
+bench compliance_check 30 "$bin/compliance_check" --ruleset 4.0.0 --rcp-bypass "$work/pkg/mlperf-suite"
+
+"${MLPERF_PYTHON}" scripts/gpu_report.py "$work" "$out" || { say "the report could not be written"; exit 2; }
+say "report: $out/gpu_report.md"
+exit "$status"

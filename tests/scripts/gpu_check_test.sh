@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# scripts/gpu_check.sh on a machine without a GPU: one line, exit 0, nothing
+# written. Then behind a stand-in nvidia-smi that claims a GPU (none is
+# there): the binaries are found, the CUDA libraries resolved, every gpu test
+# binary runs (its tests skip), every benchmark is tried, and the report
+# lists them all. Skips (77) on a machine with a real GPU or without the
+# CUDA build.
+#
+# usage: gpu_check_test.sh SOURCE_DIR BIN_DIR
+set -u
+root=$1
+bin=$2
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+  echo "a real GPU is here: scripts/gpu_check.sh would run for real"; exit 77
+fi
+[[ -x $bin/core_cuda_twin_test ]] || { echo "built without CUDA"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+out=$("$root/scripts/gpu_check.sh" "$tmp/none" 2>&1)
+code=$?
+[[ $code -eq 0 ]] || fail "exit $code without a GPU: $out"
+[[ $out == "gpu_check: no NVIDIA GPU on this machine; nothing to do" ]] || fail "said: $out"
+[[ ! -e $tmp/none ]] || fail "created its output folder without a GPU"
+
+mkdir "$tmp/fake"
+cat >"$tmp/fake/nvidia-smi" <<'SH'
+#!/bin/sh
+if [ "$1" = -L ]; then echo "GPU 0: Stand-in (UUID: GPU-0)"; else echo "Stand-in, 0 MiB"; fi
+SH
+chmod +x "$tmp/fake/nvidia-smi"
+# A copy of the checkout's scripts beside the binaries under test, so that a
+# developer's .gpu_bundle is not what gets checked.
+mkdir -p "$tmp/repo/build" "$tmp/repo/bench"
+cp -r "$root/scripts" "$tmp/repo/"
+cp -r "$root/bench/gpu" "$tmp/repo/bench/"
+ln -s "$bin" "$tmp/repo/build/bin"
+out=$(PATH=$tmp/fake:$PATH "$tmp/repo/scripts/gpu_check.sh" "$tmp/report" 2>&1)
+code=$?
+[[ $code -eq 0 ]] || fail "exit $code behind the stand-in: $out"
+python3 - "$tmp/report" <<'PY' || exit 1
+import json, os, sys
+out = sys.argv[1]
+report = json.load(open(os.path.join(out, "gpu_report.json")))
+fails = []
+tests = report["tests"]
+for name in ("core_cuda_twin_test", "core_cuda_cnn_twin_test", "dist_nccl_communicator_test",
+             "resnet_gpu_test"):
+    t = tests.get(name)
+    if t is None or "error" in t:
+        fails.append(f"{name}: {t}")
+    elif t["failed"] or not t["skipped"]:
+        fails.append(f"{name}: {len(t['failed'])} failed, {len(t['skipped'])} skipped")
+if set(report["benchmarks"]) != {"gpu_ops", "resnet_step", "run_closed", "compliance_check"}:
+    fails.append(f"benchmarks: {sorted(report['benchmarks'])}")
+elif report["benchmarks"]["run_closed"]["exit"] == "0":
+    fails.append("run_closed --gpus 1 succeeded without a GPU")
+if not report["versions"].get("libcudart.so.13", "").startswith("/"):
+    fails.append(f"libcudart not resolved: {report['versions']}")
+md = open(os.path.join(out, "gpu_report.md")).read()
+if "| resnet_gpu_test |" not in md or "### run_closed" not in md:
+    fails.append("the Markdown report lacks a test binary or a benchmark")
+for f in fails:
+    print("FAIL:", f)
+sys.exit(1 if fails else 0)
+PY
+echo "PASS"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Verifies the GPU side on a bare GPU machine in one go (well inside 10
-# minutes): every gpu-labelled test, the GPU op benchmarks against PyTorch
-# on the same GPU, the ResNet-50 training step against torchvision, and the
-# embedded run_closed on the GPU through compliance_check; then one report,
+# minutes): every gpu-labelled test, the ResNet-50 and 3D U-Net training
+# steps against PyTorch, the GPU op benchmarks against PyTorch on the same
+# GPU, and the embedded run_closed on the GPU through compliance_check; one report,
 # OUT_DIR/gpu_report.md and .json (GPU, driver, CUDA/cuDNN/NCCL versions,
 # every test's result, every figure with its peer), with the full output in
 # OUT_DIR/gpu_check.log.
@@ -37,10 +37,13 @@ if [[ -f .gpu_bundle/bundle.tar.xz ]]; then
   tar -C "$work" -xJf .gpu_bundle/bundle.tar.xz || { say "cannot unpack .gpu_bundle/bundle.tar.xz"; exit 2; }
   bin=$work/bin
   libs=$work/lib
+  mapfile -t tests <"$work/tests.txt"
   say "binaries from .gpu_bundle: $(head -1 "$work/MANIFEST")"
-elif [[ -x build/bin/core_cuda_twin_test ]]; then
+elif [[ -x build/bin/core_cuda_twin_test ]] && command -v ctest >/dev/null; then
   bin=$root/build/bin
   libs=
+  mapfile -t tests < <(ctest --test-dir build -L gpu --show-only=json-v1 |
+    python3 -c 'import json, os, sys; print("\n".join(sorted({os.path.basename(t["command"][0]) for t in json.load(sys.stdin)["tests"]})))')
   say "binaries from build/bin (no .gpu_bundle)"
 else
   say "no binaries: run scripts/gpu_bundle.sh on a machine with the build dependencies and CUDA, and carry .gpu_bundle"
@@ -115,12 +118,20 @@ PY
 } >"$work/versions"
 cat "$work/versions" >>"$log"
 
+# The report is rewritten after every stage, so that a run cut off at the
+# machine's time limit still leaves what it measured.
+report() {
+  "${py:-python3}" scripts/gpu_report.py "$work" "$out" || { say "the report could not be written"; exit 2; }
+}
+
 # Tests: every gpu test binary; gtest writes one JSON each.
 status=0
-for t in core_cuda_twin_test core_cuda_cnn_twin_test dist_nccl_communicator_test resnet_gpu_test; do
+[[ ${#tests[@]} -gt 0 ]] || { say "no gpu test binaries listed"; exit 2; }
+for t in "${tests[@]}"; do
   [[ -x $bin/$t ]] || { say "test binary $t is missing"; status=1; continue; }
   say "running $t"
   timeout 240 "$bin/$t" --gtest_output="json:$work/test_$t.json" >>"$log" 2>&1 || status=1
+  report
 done
 
 # Benchmarks, each under its own time limit; their output goes to the report.
@@ -132,12 +143,12 @@ bench() {  # name seconds command...
   timeout "$limit" "$@" >"$work/bench_$name.txt" 2>&1
   echo "exit=$?" >>"$work/bench_$name.txt"
   cat "$work/bench_$name.txt" >>"$log"
+  report
 }
-bench gpu_ops 150 "$MLPERF_PYTHON" bench/gpu/torch_peer.py --ours "$bin/gpu_ops_bench" --repeats 10
-bench resnet_step 150 "$bin/resnet_gpu_bench" 256 10 both
-bench run_closed 120 "$bin/run_closed" --gpus 1 --runs 1 --out "$work/pkg"
+bench resnet_step 120 "$bin/resnet_gpu_bench" 256 10 both
+bench unet3d_step 170 "$bin/unet3d_gpu_bench" 7 5 both
+bench gpu_ops 120 "$MLPERF_PYTHON" bench/gpu/torch_peer.py --ours "$bin/gpu_ops_bench" --repeats 10
+bench run_closed 90 "$bin/run_closed" --gpus 1 --runs 1 --out "$work/pkg"
 bench compliance_check 30 "$bin/compliance_check" --ruleset 4.0.0 --rcp-bypass "$work/pkg/mlperf-suite"
-
-"${MLPERF_PYTHON}" scripts/gpu_report.py "$work" "$out" || { say "the report could not be written"; exit 2; }
 say "report: $out/gpu_report.md"
 exit "$status"

@@ -32,10 +32,10 @@ SH
 chmod +x "$tmp/fake/nvidia-smi"
 # A copy of the checkout's scripts beside the binaries under test, so that a
 # developer's .gpu_bundle is not what gets checked.
-mkdir -p "$tmp/repo/build" "$tmp/repo/bench"
+mkdir -p "$tmp/repo/bench"
 cp -r "$root/scripts" "$tmp/repo/"
 cp -r "$root/bench/gpu" "$tmp/repo/bench/"
-ln -s "$bin" "$tmp/repo/build/bin"
+ln -s "$(dirname "$bin")" "$tmp/repo/build"
 out=$(PATH=$tmp/fake:$PATH "$tmp/repo/scripts/gpu_check.sh" "$tmp/report" 2>&1)
 code=$?
 [[ $code -eq 0 ]] || fail "exit $code behind the stand-in: $out"
@@ -46,13 +46,14 @@ report = json.load(open(os.path.join(out, "gpu_report.json")))
 fails = []
 tests = report["tests"]
 for name in ("core_cuda_twin_test", "core_cuda_cnn_twin_test", "dist_nccl_communicator_test",
-             "resnet_gpu_test"):
+             "resnet_gpu_test", "unet3d_gpu_test"):
     t = tests.get(name)
     if t is None or "error" in t:
         fails.append(f"{name}: {t}")
     elif t["failed"] or not t["skipped"]:
         fails.append(f"{name}: {len(t['failed'])} failed, {len(t['skipped'])} skipped")
-if set(report["benchmarks"]) != {"gpu_ops", "resnet_step", "run_closed", "compliance_check"}:
+if set(report["benchmarks"]) != {"gpu_ops", "resnet_step", "unet3d_step", "run_closed",
+                                 "compliance_check"}:
     fails.append(f"benchmarks: {sorted(report['benchmarks'])}")
 elif report["benchmarks"]["run_closed"]["exit"] == "0":
     fails.append("run_closed --gpus 1 succeeded without a GPU")

@@ -1,0 +1,138 @@
+// Samples/s per GPU of the 3D U-Net training step (forward, DiceCE loss,
+// backward, Nesterov SGD) at the reference's shapes (128^3 patches, batch 7
+// per GPU as in the MLPerf submissions), fp32, against the same network in
+// PyTorch on the same device in the same run
+// (bench/unet3d/unet3d_gpu_torch_bench.py: AMP bf16 and fp32,
+// channels_last_3d, cudnn.benchmark). Each step ends in the loss on the host,
+// so wall time per step is device time; median after two warm-up steps.
+// Then the sliding-window evaluation of 42 generated volumes (the validation
+// set's count) of one preprocessed-case shape, `batch` windows at a time.
+//
+//   unet3d_gpu_bench [batch] [steps] [ncdhw|ndhwc|both] [D,H,W of the eval volumes]
+// defaults: 7 10 both 192,256,256. MLPERF_PYTHON and MLPERF_SOURCE_DIR
+// override the peer's interpreter and the checkout baked in at build time.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "fmt/format.h"
+#include "reference/core/philox.h"
+#include "reference/dist/communicator.h"
+#include "reference/kernels/dispatch.h"
+#include "reference/models/unet3d.h"
+#include "reference/trainer/trainer.h"
+
+namespace mlperf {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// PyTorch's lines "<name> <ms per step>"; empty when torch/CUDA is missing.
+std::map<std::string, double> TorchPeer(int64_t batch, int steps) {
+  std::map<std::string, double> out;
+  const char* python = std::getenv("MLPERF_PYTHON");
+  const char* source = std::getenv("MLPERF_SOURCE_DIR");
+  const std::string cmd = fmt::format(
+      "{} {}/bench/unet3d/unet3d_gpu_torch_bench.py 32,64,128,256,320 128 {} {} 2>/dev/null",
+      python != nullptr ? python : "/usr/bin/python3",
+      source != nullptr ? source : MLPERF_SOURCE_DIR, batch, steps);
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return out;
+  char name[64];
+  double ms;
+  while (std::fscanf(pipe, "%63s %lf", name, &ms) == 2) out[name] = ms;
+  pclose(pipe);
+  return out;
+}
+
+void Run(core::Layout layout, int64_t batch, int steps, const std::vector<int64_t>& eval_shape) {
+  const char* name = layout == core::Layout::kNDHWC ? "ndhwc" : "ncdhw";
+  models::UNet3DConfig config;  // the reference network, 128^3
+  config.layout = layout;
+  config.device = core::Device::kCuda;
+  models::UNet3D model(config, batch);
+  model.Initialize(1);
+  auto comm = dist::MakeSingleProcessCommunicator();
+  train::Trainer trainer(model,
+                         {.optimizer = train::OptimizerKind::kNesterov,
+                          .global_batch_size = batch,
+                          .base_lr = 0.5,
+                          .warmup_epochs = 0,
+                          .schedule = train::ScheduleKind::kUnetEpochs,
+                          .steps_per_epoch = 100},
+                         *comm);
+  const models::OwnedBatch data = model.SyntheticBatch();
+  std::vector<double> seconds;
+  for (int s = 0; s < steps + 2; ++s) {
+    const Clock::time_point start = Clock::now();
+    trainer.TrainStep(data.batch);
+    if (s >= 2) seconds.push_back(Seconds(start));
+  }
+  const double step = Median(seconds);
+  std::printf("  ours  fp32 %s             %8.1f ms/step %8.2f samples/s\n", name, 1e3 * step,
+              batch / step);
+
+  const int64_t d = eval_shape[0], h = eval_shape[1], w = eval_shape[2], voxels = d * h * w;
+  std::vector<float> image(voxels);
+  std::vector<int32_t> labels(voxels);
+  for (int64_t i = 0; i < voxels; ++i) {
+    image[i] = 2.0f * core::PhiloxUniform(9, 0, static_cast<uint64_t>(i)) - 1.0f;
+    labels[i] = image[i] > 0.6f ? 2 : image[i] > 0.2f ? 1 : 0;
+  }
+  const core::Tensor image_t(image.data(), {1, 1, d, h, w}, core::DType::kF32);
+  const core::Tensor labels_t(labels.data(), {1, d, h, w}, core::DType::kI32);
+  const Clock::time_point start = Clock::now();
+  for (int c = 0; c < 42; ++c) model.EvaluateCase(image_t, labels_t, {.roi = config.roi});
+  std::printf("  ours  fp32 %s evaluation of 42 volumes of %ldx%ldx%ld: %.1f s\n", name, d, h, w,
+              Seconds(start));
+}
+
+}  // namespace
+}  // namespace mlperf
+
+int main(int argc, char** argv) {
+  using namespace mlperf;
+  int64_t batch = 7, steps = 10;
+  std::string which = "both";
+  std::vector<int64_t> shape;
+  bool ok = (argc <= 1 || absl::SimpleAtoi(argv[1], &batch)) &&
+            (argc <= 2 || absl::SimpleAtoi(argv[2], &steps));
+  if (argc > 3) which = argv[3];
+  for (absl::string_view v : absl::StrSplit(argc > 4 ? argv[4] : "192,256,256", ',')) {
+    int64_t x = 0;
+    ok = ok && absl::SimpleAtoi(v, &x) && x > 0;
+    shape.push_back(x);
+  }
+  if (!ok || batch <= 0 || steps <= 0 || shape.size() != 3 ||
+      (which != "both" && which != "ncdhw" && which != "ndhwc")) {
+    std::fprintf(stderr, "usage: unet3d_gpu_bench [batch] [steps] [ncdhw|ndhwc|both] [D,H,W]\n");
+    return 2;
+  }
+  if (!ops::CudaAvailable()) {
+    std::fprintf(stderr, "unet3d_gpu_bench: no CUDA device\n");
+    return 2;
+  }
+  std::printf("3D U-Net training step, reference width, 128^3, batch %ld per GPU, median of %ld\n",
+              batch, steps);
+  for (const auto& [name, ms] : TorchPeer(batch, static_cast<int>(steps)))
+    std::printf("  torch %-24s %8.1f ms/step %8.2f samples/s\n", name.c_str(), ms,
+                1000.0 * batch / ms);
+  if (which != "ndhwc") Run(core::Layout::kNCDHW, batch, static_cast<int>(steps), shape);
+  if (which != "ncdhw") Run(core::Layout::kNDHWC, batch, static_cast<int>(steps), shape);
+  return 0;
+}

@@ -1,0 +1,130 @@
+// The 3D U-Net on a CUDA device against the same model on the CPU (the
+// oracle), in both layouts: identical initial weights, then the DiceCE loss,
+// the logits and every gradient, Nesterov trainer steps, and a whole case
+// through the sliding window agree within fp32 tolerances (cuDNN sums in
+// other orders than the CPU's GEMMs). Skips without a device (and in builds
+// without CUDA).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "reference/core/philox.h"
+#include "reference/dist/communicator.h"
+#include "reference/kernels/dispatch.h"
+#include "reference/models/unet3d.h"
+#include "reference/trainer/trainer.h"
+
+namespace mlperf::models {
+namespace {
+
+#define SKIP_WITHOUT_DEVICE() \
+  if (!ops::CudaAvailable()) GTEST_SKIP() << "no CUDA device (or a build without CUDA)"
+
+UNet3DConfig Small(core::Layout layout, core::Device device) {
+  return {.filters = {4, 8, 16}, .roi = 32, .layout = layout, .device = device};
+}
+
+// ||a - b|| / ||b||.
+double RelativeError(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double diff = 0.0, norm = 0.0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    diff += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+    norm += static_cast<double>(b[i]) * b[i];
+  }
+  return std::sqrt(diff / std::max(norm, 1e-30));
+}
+
+std::vector<float> SliceOf(const std::vector<float>& flat, const TensorSlice& s) {
+  return {flat.begin() + s.offset, flat.begin() + s.offset + s.numel};
+}
+
+class UNet3DGpuTest : public ::testing::TestWithParam<core::Layout> {};
+
+TEST_P(UNet3DGpuTest, ForwardAndEveryGradientMatchTheCpu) {
+  SKIP_WITHOUT_DEVICE();
+  UNet3D cpu_model(Small(GetParam(), core::Device::kCpu), 2);
+  UNet3D gpu_model(Small(GetParam(), core::Device::kCuda), 2);
+  cpu_model.Initialize(3);
+  gpu_model.Initialize(3);
+  ASSERT_EQ(cpu_model.ParametersToHost(), gpu_model.ParametersToHost());
+  const OwnedBatch batch = cpu_model.SyntheticBatch();
+  const float loss_cpu = cpu_model.ForwardTrain(batch.batch);
+  const float loss_gpu = gpu_model.ForwardTrain(batch.batch);
+  EXPECT_TRUE(std::isfinite(loss_gpu));
+  EXPECT_NEAR(loss_gpu, loss_cpu, 1e-4 * std::abs(loss_cpu));
+  EXPECT_LT(
+      RelativeError(gpu_model.ToHost(gpu_model.logits()), cpu_model.ToHost(cpu_model.logits())),
+      1e-4);
+  cpu_model.Backward();
+  gpu_model.Backward();
+  const std::vector<float> g_cpu = cpu_model.GradientsToHost(), g_gpu = gpu_model.GradientsToHost();
+  const std::vector<TensorSlice> slices = cpu_model.slices();
+  const std::vector<std::string> names = cpu_model.parameter_names();
+  for (size_t k = 0; k < slices.size(); ++k)
+    EXPECT_LT(RelativeError(SliceOf(g_gpu, slices[k]), SliceOf(g_cpu, slices[k])), 1e-3)
+        << names[k];
+  EXPECT_LT(RelativeError(g_gpu, g_cpu), 1e-4);
+}
+
+TEST_P(UNet3DGpuTest, NesterovStepsMatchTheCpu) {
+  SKIP_WITHOUT_DEVICE();
+  UNet3D cpu_model(Small(GetParam(), core::Device::kCpu), 2);
+  UNet3D gpu_model(Small(GetParam(), core::Device::kCuda), 2);
+  cpu_model.Initialize(5);
+  gpu_model.Initialize(5);
+  const train::TrainerConfig recipe = {.optimizer = train::OptimizerKind::kNesterov,
+                                       .global_batch_size = 2,
+                                       .base_lr = 0.5,
+                                       .warmup_epochs = 0,
+                                       .momentum = 0.9,
+                                       .schedule = train::ScheduleKind::kUnetEpochs,
+                                       .steps_per_epoch = 10};
+  auto comm_cpu = dist::MakeSingleProcessCommunicator();
+  auto comm_gpu = dist::MakeSingleProcessCommunicator();
+  train::Trainer cpu_trainer(cpu_model, recipe, *comm_cpu);
+  train::Trainer gpu_trainer(gpu_model, recipe, *comm_gpu);
+  const OwnedBatch batch = cpu_model.SyntheticBatch();
+  for (int step = 1; step <= 3; ++step) {
+    const float loss_cpu = cpu_trainer.TrainStep(batch.batch);
+    const float loss_gpu = gpu_trainer.TrainStep(batch.batch);
+    EXPECT_NEAR(loss_gpu, loss_cpu, 1e-3 * std::abs(loss_cpu)) << "step " << step;
+  }
+  EXPECT_LT(RelativeError(gpu_model.ParametersToHost(), cpu_model.ParametersToHost()), 1e-4);
+}
+
+// A case whose axes take the crop, the overlap and the padding paths, two
+// windows at a time.
+TEST_P(UNet3DGpuTest, SlidingWindowCaseMatchesTheCpu) {
+  SKIP_WITHOUT_DEVICE();
+  UNet3D cpu_model(Small(GetParam(), core::Device::kCpu), 2);
+  UNet3D gpu_model(Small(GetParam(), core::Device::kCuda), 2);
+  cpu_model.Initialize(41);
+  gpu_model.Initialize(41);
+  const int64_t d = 37, h = 50, w = 27;
+  std::vector<float> image(d * h * w);
+  std::vector<int32_t> labels(image.size());
+  for (size_t i = 0; i < image.size(); ++i) {
+    image[i] = 2.0f * core::PhiloxUniform(42, 0, i) - 1.0f;
+    labels[i] = image[i] > 0.5f ? 2 : image[i] > -0.2f ? 1 : 0;
+  }
+  const core::Tensor image_t(image.data(), {1, 1, d, h, w}, core::DType::kF32);
+  const core::Tensor labels_t(labels.data(), {1, d, h, w}, core::DType::kI32);
+  const std::vector<double> dice_cpu = cpu_model.EvaluateCase(image_t, labels_t, {.roi = 32});
+  const std::vector<double> dice_gpu = gpu_model.EvaluateCase(image_t, labels_t, {.roi = 32});
+  ASSERT_EQ(dice_gpu.size(), dice_cpu.size());
+  for (size_t c = 0; c < dice_cpu.size(); ++c)
+    EXPECT_NEAR(dice_gpu[c], dice_cpu[c], 1e-4) << "class " << c + 1;
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, UNet3DGpuTest,
+                         ::testing::Values(core::Layout::kNCDHW, core::Layout::kNDHWC),
+                         [](const auto& info) {
+                           return info.param == core::Layout::kNCDHW ? "NCDHW" : "NDHWC";
+                         });
+
+}  // namespace
+}  // namespace mlperf::models

@@ -198,10 +198,12 @@ void ConvBackwardData(const ConvGeometry& g, const float* dy, const float* w, fl
   }
   const int64_t image = g.in_spatial() * g.in_channels, plane = g.out(1) * g.out(2);
   const int64_t depth = g.out(0), halo = (g.kernel[0] - 1) / g.stride[0];
-  const int64_t slabs = std::min<int64_t>(threads, depth / std::max<int64_t>(1, 2 * halo));
   BlasInCallingThread blas;
 #pragma omp parallel num_threads(threads)
   {
+    // From the team OpenMP gave, which may be smaller than asked for.
+    const int team = omp_get_num_threads();
+    const int64_t slabs = std::min<int64_t>(team, depth / std::max<int64_t>(1, 2 * halo));
     float* col = workspace + RepackElements(g) + omp_get_thread_num() * PerThreadElements(g);
     // dy rows [r0, r1) through the GEMM into col, then added into dx.
     auto add_rows = [&](int64_t r0, int64_t r1) {
@@ -219,7 +221,7 @@ void ConvBackwardData(const ConvGeometry& g, const float* dy, const float* w, fl
       int64_t begin, end;
       ThreadShare(Rows(g), &begin, &end);
       add_rows(begin, end);
-    } else if (g.batch >= threads || slabs <= 1) {
+    } else if (g.batch >= team || slabs <= 1) {
       int64_t n0, n1;
       ThreadShare(g.batch, &n0, &n1);
       std::fill(dx + n0 * image, dx + n1 * image, 0.0f);

@@ -82,8 +82,15 @@ void PrintUsage(FILE* out) {
   std::fputs(mlperf::base::FlagsHelp(FlagNames()).c_str(), out);
 }
 
+// Whether a path is a stream the caller already holds open (process
+// substitution, /dev/stdin): its writer exists, so reading it cannot hang.
+bool IsCallersStream(const std::string& path) {
+  return path == "/dev/stdin" || path.starts_with("/dev/fd/") || path.starts_with("/proc/self/fd/");
+}
+
 // Turns command-line paths into logs to check. Every path is a file or
-// missing here: main hands directories to the package mode before.
+// missing here: main hands directories to the package mode before. A named
+// FIFO, socket or device is refused: reading one may wait for ever.
 absl::StatusOr<std::vector<Job>> CollectJobs(const std::vector<std::string>& paths,
                                              const std::string& ruleset) {
   namespace fs = std::filesystem;
@@ -92,6 +99,8 @@ absl::StatusOr<std::vector<Job>> CollectJobs(const std::vector<std::string>& pat
     std::error_code ec;
     fs::file_status st = fs::status(path, ec);
     if (ec || !fs::exists(st)) return absl::NotFoundError(absl::StrCat(path, ": no such file"));
+    if (!fs::is_regular_file(st) && !IsCallersStream(path))
+      return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
     jobs.push_back({path, ruleset});
   }
   return jobs;

@@ -2,15 +2,19 @@
 # Installs what the build needs, and nothing that is already there; with
 # --test also the test-only oracles (PyTorch and torchvision for parity and
 # speed, the official MLPerf tools through pip at a pinned version), which the
-# main job (scripts/demo.sh) does not need. Idempotent: a second run only checks.
-# usage: scripts/install_deps.sh [--test]
+# main job (scripts/demo.sh) does not need; with --fuzz the compiler of the
+# opt-in fuzzing build (docs/FUZZING.md). Idempotent: a second run only checks.
+# usage: scripts/install_deps.sh [--test] [--fuzz]
 set -euo pipefail
 with_oracles=0
-case "${1:-}" in
-  --test) with_oracles=1 ;;
-  "") ;;
-  *) echo "install_deps: unknown argument '$1' (usage: install_deps.sh [--test])" >&2; exit 2 ;;
-esac
+with_fuzz=0
+for arg in "$@"; do
+  case "$arg" in
+    --test) with_oracles=1 ;;
+    --fuzz) with_fuzz=1 ;;
+    *) echo "install_deps: unknown argument '$arg' (usage: install_deps.sh [--test] [--fuzz])" >&2; exit 2 ;;
+  esac
+done
 
 # The official release the tools match (also what --version prints).
 MLPERF_LOGGING_VERSION=$(cat "$(dirname "$0")/../quality_targets/official_release.txt")
@@ -38,6 +42,12 @@ if ((with_oracles)); then
     python3-nibabel     # a second NIfTI reader and writer for the KiTS19 tests
     chromium fonts-dejavu-core  # renders compliance_check --html in the browser test
   )
+fi
+
+if ((with_fuzz)); then
+  # clang 16: libFuzzer with ASan/UBSan, and std::source_location with GCC 12's
+  # library (clang 14 lacks it); OpenMP for the instrumented training core.
+  debs+=(clang-16 libclang-rt-16-dev libomp-16-dev)
 fi
 
 missing=()

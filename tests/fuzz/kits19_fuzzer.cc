@@ -1,0 +1,30 @@
+// libFuzzer target: arbitrary bytes as a KiTS19 file, the first byte picking
+// which: a NIfTI volume (raw or gzip, recognised by its magic bytes) or a
+// .npy array. Every input must end in a volume or a one-line error, never a
+// crash, sanitizer report or an allocation the file cannot back.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "datasets/kits19/nifti.h"
+#include "datasets/kits19/npy.h"
+#include "tests/fuzz/fuzz_file.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace mlperf::kits19;
+  if (size < 1) return 0;
+  static const auto nifti = mlperf::fuzz::ScratchPath(".nii.gz");
+  static const auto npy = mlperf::fuzz::ScratchPath(".npy");
+  if (data[0] & 1) {
+    mlperf::fuzz::MustWriteFile(npy, data + 1, size - 1);
+    const auto array = ReadNpy(npy);
+    if (array.ok() && array->bytes.size() > size) __builtin_trap();  // more data than the file
+  } else {
+    mlperf::fuzz::MustWriteFile(nifti, data + 1, size - 1);
+    const auto volume = ReadNifti(nifti);
+    if (volume.ok() && static_cast<int64_t>(volume->voxels.size()) !=
+                           volume->shape[0] * volume->shape[1] * volume->shape[2])
+      __builtin_trap();
+  }
+  return 0;
+}

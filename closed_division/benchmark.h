@@ -49,9 +49,14 @@ class BenchmarkSetup {
   virtual std::vector<Hyperparameter> Hyperparameters() const = 0;
   virtual std::unique_ptr<models::Model> MakeModel(core::Device device) const = 0;
   virtual train::TrainerConfig TrainerConfig() const = 0;
-  // Once per invocation, on rank 0, before any run: writes the generated
-  // data set of a demonstration (a no-op for real data).
+  // Once per invocation, on rank 0, before any run (untimed): writes the
+  // generated data set of a demonstration, or prepares a raw data set into
+  // the cache; a no-op for data that is ready to read.
   virtual absl::Status PrepareData() const = 0;
+  // Then, still before any model is built: whether the data set is there and
+  // complete (files, kinds, counts), so that a bad --data fails in seconds,
+  // not after the initialisation.
+  virtual absl::Status CheckData() const = 0;
   // Opened after run_start: the data set is first touched on the clock.
   virtual absl::StatusOr<std::unique_ptr<DataPipeline>> OpenData(Split split, uint64_t seed,
                                                                  int rank) const = 0;

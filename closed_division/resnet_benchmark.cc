@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "closed_division/rcp_recipes.h"
+#include "datasets/dataset_index.h"
 #include "datasets/image_loader.h"
 #include "datasets/synthetic_image_set.h"
 #include "fmt/format.h"
@@ -175,6 +176,28 @@ class ResnetSetup final : public BenchmarkSetup {
   absl::Status PrepareData() const override {
     return plan_.demo ? datasets::WriteSyntheticImageSet(plan_.data_root, generated_)
                       : absl::OkStatus();
+  }
+
+  // Both splits indexed (shard headers, not the images) and counted.
+  absl::Status CheckData() const override {
+    absl::StatusOr<datasets::DatasetFormat> format = datasets::DetectFormat(plan_.data_root);
+    if (!format.ok()) return format.status();
+    const int classes = plan_.demo ? 0 : shape_.num_classes;
+    for (const datasets::Split split : {datasets::Split::kTrain, datasets::Split::kVal}) {
+      absl::StatusOr<datasets::DatasetIndex> index =
+          *format == datasets::DatasetFormat::kImageFolder
+              ? datasets::IndexImageFolder(plan_.data_root, split)
+              : datasets::IndexTfRecords(plan_.data_root, split, classes);
+      if (!index.ok()) return index.status();
+      const bool train = split == datasets::Split::kTrain;
+      const int64_t want = train ? plan_.train_samples : plan_.eval_samples;
+      if (static_cast<int64_t>(index->entries.size()) != want) {
+        return absl::FailedPreconditionError(fmt::format("{}: {} {} images, expected {}",
+                                                         plan_.data_root, index->entries.size(),
+                                                         train ? "training" : "validation", want));
+      }
+    }
+    return absl::OkStatus();
   }
 
   absl::StatusOr<std::unique_ptr<DataPipeline>> OpenData(Split split, uint64_t seed,

@@ -89,41 +89,50 @@ int PreparePackageAndData(const BenchmarkInfo& info, const BenchmarkSetup& setup
       }
     }
     if (status.ok()) status = CheckNothingToOverwrite(paths);
-    if (status.ok() && !plan.demo && !fs::is_directory(plan.data_root))
-      status = absl::NotFoundError(fmt::format("--data={}: no such folder", plan.data_root));
+    if (status.ok() && !plan.demo && !fs::is_directory(plan.options.data_dir))
+      status = absl::NotFoundError(fmt::format("--data={}: no such folder", plan.options.data_dir));
     if (status.ok()) {
       status = PreparePackage(paths, SystemDescriptionJson(plan), PackageReadme(info, setup, "."));
     }
     if (!status.ok()) report.Error(std::string(status.message()));
   }
   if (!AgreeOnRankZero(status.ok(), comm)) return kExitUsage;
-  if (plan.demo) {
-    if (comm.rank() == 0) {
-      status = PrepareGeneratedData(setup, [&](const std::string& m) { report.Info(m); });
-      if (!status.ok()) report.Error(std::string(status.message()));
-    }
-    if (!AgreeOnRankZero(status.ok(), comm)) return kExitFailed;
+  // The data set is written or prepared, then checked, before any model is
+  // built. A generated set that cannot be written is a failed run; a raw set
+  // that cannot be prepared, or data that is incomplete, is bad input.
+  if (comm.rank() == 0) {
+    status = PrepareDataOnce(setup, [&](const std::string& m) { report.Info(m); });
+    if (!status.ok()) report.Error(std::string(status.message()));
   }
+  if (!AgreeOnRankZero(status.ok(), comm)) return plan.demo ? kExitFailed : kExitUsage;
+  if (comm.rank() == 0) {
+    status = setup.CheckData();
+    if (!status.ok()) report.Error(std::string(status.message()));
+  }
+  if (!AgreeOnRankZero(status.ok(), comm)) return kExitUsage;
   return kExitOk;
 }
 
 }  // namespace
 
-absl::Status PrepareGeneratedData(const BenchmarkSetup& setup,
-                                  const std::function<void(const std::string&)>& info) {
-  const fs::path root = setup.plan().data_root;
+absl::Status PrepareDataOnce(const BenchmarkSetup& setup,
+                             const std::function<void(const std::string&)>& info) {
+  const RunPlan& plan = setup.plan();
+  // Data read where it is: nothing to write, so no lock beside the user's folder.
+  if (!plan.demo && plan.data_root == plan.options.data_dir) return setup.PrepareData();
+  const fs::path root = plan.data_root;
   std::error_code ec;
   fs::create_directories(root.parent_path(), ec);
   if (ec) return absl::PermissionDeniedError(fmt::format("{}: {}", root.string(), ec.message()));
   const fs::path lock_path = root.string() + ".lock";
   absl::StatusOr<base::FileLock> lock = base::FileLock::TryAcquire(lock_path);
   if (!lock.ok() && absl::IsFailedPrecondition(lock.status())) {
-    info(fmt::format("waiting for the generated data set: {}",
-                     std::string(lock.status().message())));
+    info(fmt::format("waiting for the data set: {}", std::string(lock.status().message())));
     lock = base::FileLock::Acquire(lock_path);
   }
   if (!lock.ok()) return lock.status();
-  info(fmt::format("generated data set: {}", root.string()));
+  info(
+      fmt::format("{}: {}", plan.demo ? "generated data set" : "prepared data set", root.string()));
   return setup.PrepareData();
 }
 

@@ -26,11 +26,12 @@ struct RunComms {
 int RunBenchmark(const Benchmark& benchmark, const RunnerOptions& options, const RunComms& comms,
                  const ProcessShare& share);
 
-// Writes a demonstration's generated data set (setup.PrepareData) under a
-// lock of its own beside it, so that invocations sharing a cache write it
-// once and the others wait; `info` hears what happens.
-absl::Status PrepareGeneratedData(const BenchmarkSetup& setup,
-                                  const std::function<void(const std::string&)>& info);
+// Writes a demonstration's generated data set, or prepares a raw data set,
+// into the cache (setup.PrepareData) under a lock of its own beside it, so
+// that invocations sharing a cache write it once and the others wait; data
+// read where it is needs neither. `info` hears what happens.
+absl::Status PrepareDataOnce(const BenchmarkSetup& setup,
+                             const std::function<void(const std::string&)>& info);
 
 // How to check the package: our checker and the official one.
 std::string CheckCommands(const BenchmarkInfo& info, const RunPlan& plan,

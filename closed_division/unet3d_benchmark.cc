@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "base/files.h"
 #include "closed_division/rcp_recipes.h"
+#include "datasets/kits19/eval_cases.h"
 #include "datasets/kits19/generated.h"
 #include "datasets/kits19/loader.h"
 #include "datasets/kits19/prepare.h"
@@ -186,6 +187,32 @@ class UnetSetup final : public BenchmarkSetup {
         !s.ok())
       return s;
     return base::WriteFileAtomically(done, "");
+  }
+
+  // Every case's pair of .npy files is there and a regular file, and the
+  // split has the reference's counts; the volumes are read on the clock.
+  absl::Status CheckData() const override {
+    absl::StatusOr<kits19::CaseSplit> split = kits19::ListPreparedCases(plan_.data_root);
+    if (!split.ok()) return split.status();
+    if (static_cast<int64_t>(split->train.size()) != plan_.train_samples ||
+        static_cast<int64_t>(split->eval.size()) != plan_.eval_samples) {
+      return absl::FailedPreconditionError(fmt::format(
+          "{}: {} training and {} evaluation cases, expected {} and {} (--data takes prepared "
+          "case_XXXXX_x.npy/_y.npy files or the raw case_XXXXX/imaging.nii.gz tree)",
+          plan_.data_root, split->train.size(), split->eval.size(), plan_.train_samples,
+          plan_.eval_samples));
+    }
+    for (const auto* names : {&split->train, &split->eval}) {
+      for (const std::string& name : *names) {
+        for (const char* suffix : {"_x.npy", "_y.npy"}) {
+          const fs::path file = fs::path(plan_.data_root) / (name + suffix);
+          std::error_code ec;
+          if (!fs::is_regular_file(file, ec))
+            return absl::InvalidArgumentError(fmt::format("{}: not a regular file", file.string()));
+        }
+      }
+    }
+    return absl::OkStatus();
   }
 
   absl::StatusOr<std::unique_ptr<DataPipeline>> OpenData(Split split, uint64_t seed,

@@ -131,7 +131,7 @@ absl::Status PrepareGenerated(const closed::Benchmark& benchmark, const BenchOpt
                               int world_size, const closed::ProcessShare& share) {
   absl::StatusOr<std::unique_ptr<closed::BenchmarkSetup>> setup = ConfigureFor(
       benchmark, o, {world_size, o.batch_sizes.front(), o.dtypes.front()}, world_size, share);
-  return setup.ok() ? closed::PrepareGeneratedData(**setup, Say) : setup.status();
+  return setup.ok() ? closed::PrepareDataOnce(**setup, Say) : setup.status();
 }
 
 // One finished configuration: progress line, reports rewritten.

@@ -159,6 +159,7 @@ class ToySetup final : public BenchmarkSetup {
             .steps_per_epoch = plan_.schedule.steps_per_epoch};
   }
   absl::Status PrepareData() const override { return absl::OkStatus(); }
+  absl::Status CheckData() const override { return absl::OkStatus(); }
   absl::StatusOr<std::unique_ptr<DataPipeline>> OpenData(Split split, uint64_t,
                                                          int) const override {
     auto p = std::make_unique<ToyPipeline>(

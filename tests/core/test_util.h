@@ -1,9 +1,11 @@
-// Helpers shared by the core tests: host buffers that hand out Tensors,
-// seeded random fills, and the central-difference gradient check.
+// Helpers shared by the core and model tests: host buffers that hand out
+// Tensors, seeded random fills, the central-difference gradient check, and
+// the whole-vector relative error the device-against-host tests use.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -11,6 +13,7 @@
 
 #include "reference/core/philox.h"
 #include "reference/core/tensor.h"
+#include "reference/kernels/optimizer_params.h"
 
 namespace mlperf::testing {
 
@@ -65,6 +68,23 @@ inline void ExpectGradientMatches(Buffer& x, const std::vector<float>& analytic,
     }
   }
   EXPECT_EQ(failures, 0) << what;
+}
+
+// ||a - b|| / ||b|| over whole vectors (a relative error that is not fooled
+// by single tiny elements).
+inline double RelativeError(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double diff = 0.0, norm = 0.0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    diff += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+    norm += static_cast<double>(b[i]) * b[i];
+  }
+  return std::sqrt(diff / std::max(norm, 1e-30));
+}
+
+// One parameter's elements out of the flat vector of all of them.
+inline std::vector<float> SliceOf(const std::vector<float>& flat, const TensorSlice& s) {
+  return {flat.begin() + s.offset, flat.begin() + s.offset + s.numel};
 }
 
 }  // namespace mlperf::testing

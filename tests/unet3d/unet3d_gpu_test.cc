@@ -16,6 +16,7 @@
 #include "reference/kernels/dispatch.h"
 #include "reference/models/unet3d.h"
 #include "reference/trainer/trainer.h"
+#include "tests/core/test_util.h"
 
 namespace mlperf::models {
 namespace {
@@ -27,20 +28,8 @@ UNet3DConfig Small(core::Layout layout, core::Device device) {
   return {.filters = {4, 8, 16}, .roi = 32, .layout = layout, .device = device};
 }
 
-// ||a - b|| / ||b||.
-double RelativeError(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double diff = 0.0, norm = 0.0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    diff += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
-    norm += static_cast<double>(b[i]) * b[i];
-  }
-  return std::sqrt(diff / std::max(norm, 1e-30));
-}
-
-std::vector<float> SliceOf(const std::vector<float>& flat, const TensorSlice& s) {
-  return {flat.begin() + s.offset, flat.begin() + s.offset + s.numel};
-}
+using testing::RelativeError;
+using testing::SliceOf;
 
 class UNet3DGpuTest : public ::testing::TestWithParam<core::Layout> {};
 

@@ -126,9 +126,11 @@ absl::StatusOr<closed::RunPlan> Preflight(const closed::Benchmark& benchmark, Be
   return *first;
 }
 
-// Writes the generated data set the configurations read (--generated), once.
-absl::Status PrepareGenerated(const closed::Benchmark& benchmark, const BenchOptions& o,
-                              int world_size, const closed::ProcessShare& share) {
+// Once, before any configuration: writes the generated data set
+// (--generated) or prepares a raw one (--data) into the cache. Unlike a
+// closed run, a throughput run may read a subset, so the counts are not checked.
+absl::Status PrepareData(const closed::Benchmark& benchmark, const BenchOptions& o, int world_size,
+                         const closed::ProcessShare& share) {
   absl::StatusOr<std::unique_ptr<closed::BenchmarkSetup>> setup = ConfigureFor(
       benchmark, o, {world_size, o.batch_sizes.front(), o.dtypes.front()}, world_size, share);
   return setup.ok() ? closed::PrepareDataOnce(**setup, Say) : setup.status();
@@ -139,9 +141,10 @@ absl::Status Record(Job& job, ConfigResult result) {
   const size_t i = job.results.size() + 1;
   if (result.ok) {
     const Spread s = result.ThroughputSpread();
-    std::string line = fmt::format("[{}/{}] {}: {:.1f} samples/s (median of {}; {:.1f} to {:.1f})",
-                                   i, job.planned.size(), ConfigName(result.config), s.median,
-                                   result.window_seconds.size(), s.min, s.max);
+    std::string line =
+        fmt::format("[{}/{}] {}: {} samples/s (median of {}; {} to {})", i, job.planned.size(),
+                    ConfigName(result.config), FormatRate(s.median), result.window_seconds.size(),
+                    FormatRate(s.min), FormatRate(s.max));
     if (job.options.mode == Mode::kInfer) {
       const Latency l = SummarizeLatency(result.AllSteps());
       line += fmt::format(", latency p50 {:.2f} ms, p99 {:.2f} ms", l.p50 * 1e3, l.p99 * 1e3);
@@ -276,8 +279,8 @@ int RunDriver(const closed::Benchmark& benchmark, const BenchOptions& options) {
     Say(std::string(plan.status().message()));
     return kExitUsage;
   }
-  if (o.data == DataMode::kGenerated) {
-    if (absl::Status s = PrepareGenerated(benchmark, o, 1, ShareOf(1, o.gpu)); !s.ok()) {
+  if (o.data != DataMode::kSynthetic) {
+    if (absl::Status s = PrepareData(benchmark, o, 1, ShareOf(1, o.gpu)); !s.ok()) {
       Say(std::string(s.message()));
       return kExitUsage;
     }
@@ -362,10 +365,10 @@ int RunLaunched(const closed::Benchmark& benchmark, const BenchOptions& options,
     if (rank0) Say(std::string(plan.status().message()));
     return kExitUsage;
   }
-  if (o.data == DataMode::kGenerated) {
+  if (o.data != DataMode::kSynthetic) {
     absl::Status s;
     if (rank0) {
-      s = PrepareGenerated(benchmark, o, world, share);
+      s = PrepareData(benchmark, o, world, share);
       if (!s.ok()) Say(std::string(s.message()));
     }
     float failed = s.ok() ? 0.0f : 1.0f;

@@ -167,6 +167,12 @@ json::Value JsonReport(const Job& job) {
       {"system", job.system}});
 }
 
+std::string FormatRate(double samples_per_second) {
+  const double v = samples_per_second;
+  if (!std::isfinite(v)) return "-";
+  return std::abs(v) >= 100 ? fmt::format("{:.1f}", v) : fmt::format("{:.3g}", v);
+}
+
 std::string MarkdownReport(const Job& job) {
   const BenchOptions& o = job.options;
   const bool train = o.mode == Mode::kTrain;
@@ -201,13 +207,14 @@ std::string MarkdownReport(const Job& job) {
     const std::string speedup_text = speedup ? Fixed(*speedup, 2) : "-";
     if (train) {
       md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", c.devices, c.batch,
-                        c.dtype, Fixed(s.median, 1), Fixed(s.min, 1), Fixed(s.max, 1), scaling_text,
+                        c.dtype, FormatRate(s.median), FormatRate(s.min), FormatRate(s.max),
+                        scaling_text,
                         scaling ? fmt::format("{:.0f}%", 100 * *scaling / c.devices) : "-",
                         speedup_text, Gib(r.peak_memory_bytes));
     } else {
       const Latency l = SummarizeLatency(r.AllSteps());
       md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-                        c.devices, c.batch, c.dtype, Fixed(s.median, 1), Fixed(l.mean * 1e3, 2),
+                        c.devices, c.batch, c.dtype, FormatRate(s.median), Fixed(l.mean * 1e3, 2),
                         Fixed(l.p50 * 1e3, 2), Fixed(l.p90 * 1e3, 2), Fixed(l.p95 * 1e3, 2),
                         Fixed(l.p99 * 1e3, 2), Fixed(l.max * 1e3, 2), scaling_text, speedup_text,
                         Gib(r.peak_memory_bytes));

@@ -41,5 +41,8 @@ std::string DataDescription(const BenchOptions& options);
 
 json::Value JsonReport(const Job& job);
 std::string MarkdownReport(const Job& job);
+// Samples per second for people: one decimal from 100 up, three significant
+// digits below (a full-size model on a CPU runs at a fraction of a sample).
+std::string FormatRate(double samples_per_second);
 
 }  // namespace mlperf::throughput

@@ -158,6 +158,12 @@ def case_infer(tool, tmp):
 
 def case_usage(tool, tmp):
     fails = []
+    # A raw KiTS19 tree is prepared before any worker starts: a broken volume
+    # is one line naming it.
+    broken = os.path.join(tmp, "kits19", "case_00000", "imaging.nii.gz")
+    os.makedirs(os.path.dirname(broken))
+    with open(broken, "wb") as f:
+        f.write(b"\x1f\x8b not a whole gzip stream")
     bad = [
         (["-w", "10", "-i", "10"], "warm-up not below iterations"),
         (["-w", "20", "-i", "5"], "warm-up above iterations"),
@@ -172,6 +178,8 @@ def case_usage(tool, tmp):
         (["--generated"], "generated data with the full model"),
         (SMALL + ["--generated", "--mode", "infer", "-b", "64", "-w", "1", "-i", "50",
                   "--cache_dir", os.path.join(tmp, "cache")], "more batches than the data has"),
+        (["--bench", "unet3d", "--data", os.path.join(tmp, "kits19"), "-b", "1", "-w", "1",
+          "-i", "2", "--cache_dir", os.path.join(tmp, "cache")], "broken raw KiTS19 volume"),
         (["--bench", "nosuch"], "unknown model"),
         (["--frobnicate"], "unknown flag"),
         (SMALL + ["-b", "8", "-o", os.path.join(tmp, "no", "such", "dir", "r.json")],
@@ -180,10 +188,14 @@ def case_usage(tool, tmp):
     for args, why in bad:
         r = run(tool, args + ["-r", "1"], tmp)
         lines = r.stderr.strip().splitlines()
+        if why.startswith("broken"):  # after the line saying where it prepares the data
+            lines = lines[-1:]
         if r.returncode != 2 or len(lines) != 1 or not lines[0].startswith("run_benchmark: "):
             fails.append(f"{why} ({' '.join(args)}): exit {r.returncode}, stderr {lines}")
         elif "samples/s" in r.stdout:
             fails.append(f"{why}: measured something")
+        elif why.startswith("broken") and broken not in lines[0]:
+            fails.append(f"{why}: the error does not name {broken}: {lines}")
     return fails
 
 

@@ -165,6 +165,14 @@ TEST(Report, MarkdownHasOneRowPerConfigurationAndSaysWhatIsMissing) {
   EXPECT_NE(md.find("3 of 4 configurations measured (interrupted)"), std::string::npos);
 }
 
+// Slow configurations (a full-size model on a CPU) keep their digits.
+TEST(Report, RatesBelowOneHundredKeepThreeSignificantDigits) {
+  EXPECT_EQ(FormatRate(185.54), "185.5");
+  EXPECT_EQ(FormatRate(45.67), "45.7");
+  EXPECT_EQ(FormatRate(0.05342), "0.0534");
+  EXPECT_EQ(FormatRate(std::nan("")), "-");
+}
+
 TEST(Result, JsonRoundTrip) {
   const ConfigResult r = Measured(2, 16, "fp32", 0.75);
   absl::StatusOr<ConfigResult> back = ResultFromJson(*json::Parse(json::Dump(ToJson(r))));

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -171,11 +173,22 @@ class UnetSetup final : public BenchmarkSetup {
 
   // Untimed, as the rules allow for the offline preprocessing: a demo first
   // writes its NIfTI tree; a raw KiTS19 tree (case_XXXXX/imaging.nii.gz) is
-  // prepared into the cache once.
+  // prepared into the cache once. The marker names the tree it was prepared
+  // from, so that a cache never serves one tree's volumes for another.
   absl::Status PrepareData() const override {
     if (raw_dir_.empty()) return absl::OkStatus();
     const fs::path done = fs::path(plan_.data_root) / ".prepared";
-    if (fs::exists(done)) return absl::OkStatus();
+    std::error_code ec;
+    const std::string source = plan_.demo ? "" : fs::weakly_canonical(raw_dir_, ec).string();
+    if (fs::exists(done)) {
+      std::ifstream in(done);
+      const std::string from((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+      if (from == source) return absl::OkStatus();
+      return absl::FailedPreconditionError(
+          fmt::format("{} holds the volumes prepared from {}; give another --cache_dir for {}",
+                      plan_.data_root, from.empty() ? "another tree" : from, source));
+    }
     if (plan_.demo) {
       if (absl::Status s = kits19::WriteGeneratedKits19(raw_dir_, generated_); !s.ok()) return s;
     }
@@ -186,7 +199,7 @@ class UnetSetup final : public BenchmarkSetup {
                                 std::max(1, plan_.loader_threads + plan_.compute_threads));
         !s.ok())
       return s;
-    return base::WriteFileAtomically(done, "");
+    return base::WriteFileAtomically(done, source);
   }
 
   // Every case's pair of .npy files is there and a regular file, and the

@@ -202,6 +202,14 @@ TEST_F(RunClosed, BadDataIsRefusedBeforeTheModelIsBuilt) {
       std::string::npos)
       << r.output;
   EXPECT_TRUE(fs::is_regular_file(prepared / "case_00001_y.npy"));
+  // That cache never serves another tree's volumes.
+  const fs::path other = dir_ / "other";
+  ASSERT_TRUE(mlperf::kits19::WriteGeneratedKits19(other, GeneratedKits19Options{.cases = 2}).ok());
+  r = RunTool(Flags({"--bench", "unet3d", "--data", other.string()}));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(prepared.string() + " holds the volumes prepared from " + raw.string()),
+            std::string::npos)
+      << r.output;
 
   const fs::path truncated = dir_ / "truncated";
   fs::copy(raw, truncated, fs::copy_options::recursive);

@@ -1,6 +1,7 @@
 #include "closed_division/unet3d_benchmark.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -202,8 +203,10 @@ class UnetSetup final : public BenchmarkSetup {
     return base::WriteFileAtomically(done, source);
   }
 
-  // Every case's pair of .npy files is there and a regular file, and the
-  // split has the reference's counts; the volumes are read on the clock.
+  // The split has the reference's counts, and every case is a pair of
+  // regular files whose headers hold a whole volume of the right dtypes and
+  // shapes (a training case at least the patch on every axis); the volumes
+  // themselves are read on the clock.
   absl::Status CheckData() const override {
     absl::StatusOr<kits19::CaseSplit> split = kits19::ListPreparedCases(plan_.data_root);
     if (!split.ok()) return split.status();
@@ -217,11 +220,19 @@ class UnetSetup final : public BenchmarkSetup {
     }
     for (const auto* names : {&split->train, &split->eval}) {
       for (const std::string& name : *names) {
-        for (const char* suffix : {"_x.npy", "_y.npy"}) {
-          const fs::path file = fs::path(plan_.data_root) / (name + suffix);
+        const fs::path x = fs::path(plan_.data_root) / (name + "_x.npy");
+        const fs::path y = fs::path(plan_.data_root) / (name + "_y.npy");
+        for (const fs::path& file : {x, y}) {
           std::error_code ec;
           if (!fs::is_regular_file(file, ec))
             return absl::InvalidArgumentError(fmt::format("{}: not a regular file", file.string()));
+        }
+        absl::StatusOr<std::array<int64_t, 3>> shape = kits19::CheckPreparedCase(x, y);
+        if (!shape.ok()) return shape.status();
+        if (names == &split->train && std::ranges::min(*shape) < shape_.roi) {
+          return absl::InvalidArgumentError(
+              fmt::format("{}: shape {} is smaller than the {}^3 training patch on some axis",
+                          x.string(), fmt::join(*shape, "x"), shape_.roi));
         }
       }
     }

@@ -40,9 +40,8 @@ std::string DictValue(const std::string& header, const std::string& key) {
   return header.substr(at, end == std::string::npos ? std::string::npos : end - at);
 }
 
-}  // namespace
-
-absl::StatusOr<NpyArray> ReadNpy(const std::filesystem::path& path) {
+// The header, checked against the file's size; the elements too with `data`.
+absl::StatusOr<NpyArray> Read(const std::filesystem::path& path, bool data) {
   const std::string name = path.string();
   std::error_code ec;
   const uintmax_t size = std::filesystem::file_size(path, ec);
@@ -107,11 +106,20 @@ absl::StatusOr<NpyArray> ReadNpy(const std::filesystem::path& path) {
     return absl::DataLossError(fmt::format("{}: truncated: {} bytes of data, the shape needs {}",
                                            name, size - header_at - header_len, bytes));
   }
+  if (array.dtype == "<u1") array.dtype = "|u1";
+  if (!data) return array;
   array.bytes.resize(bytes);
   if (!in.read(array.bytes.data(), static_cast<std::streamsize>(bytes)))
     return absl::DataLossError(fmt::format("{}: read failed in the data", name));
-  if (array.dtype == "<u1") array.dtype = "|u1";
   return array;
+}
+
+}  // namespace
+
+absl::StatusOr<NpyArray> ReadNpy(const std::filesystem::path& path) { return Read(path, true); }
+
+absl::StatusOr<NpyArray> ReadNpyHeader(const std::filesystem::path& path) {
+  return Read(path, false);
 }
 
 absl::Status WriteNpy(const std::filesystem::path& path, const std::string& dtype,

@@ -22,6 +22,9 @@ struct NpyArray {
 // An error names the file and what is wrong (magic, header, dtype, order,
 // truncated data).
 absl::StatusOr<NpyArray> ReadNpy(const std::filesystem::path& path);
+// The same checks without reading the elements (bytes stays empty): whether
+// the file is a whole array of its dtype and shape.
+absl::StatusOr<NpyArray> ReadNpyHeader(const std::filesystem::path& path);
 
 // Writes format 1.0 byte for byte as np.save does (the reference checks its
 // prepared files against MD5 sums), atomically (a temporary file, then a

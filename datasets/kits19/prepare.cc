@@ -182,28 +182,39 @@ absl::Status PrepareTree(const fs::path& kits_root, const fs::path& out_dir,
   return absl::OkStatus();
 }
 
+namespace {
+
+// A prepared case's pair of arrays as the reference writes them.
+absl::Status CheckCaseArrays(const NpyArray& x, const fs::path& x_npy, const NpyArray& y,
+                             const fs::path& y_npy) {
+  if (x.dtype != "<f4") {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: dtype '{}', expected '<f4'", x_npy.string(), x.dtype));
+  }
+  if (x.shape.size() != 4 || x.shape[0] != 1) {
+    return absl::InvalidArgumentError(fmt::format("{}: shape ({}), expected (1, D, H, W)",
+                                                  x_npy.string(), fmt::join(x.shape, ", ")));
+  }
+  if (y.dtype != "|u1") {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: dtype '{}', expected '|u1'", y_npy.string(), y.dtype));
+  }
+  if (y.shape != x.shape) {
+    return absl::InvalidArgumentError(fmt::format("{}: shape ({}), its image's is ({})",
+                                                  y_npy.string(), fmt::join(y.shape, ", "),
+                                                  fmt::join(x.shape, ", ")));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<PreparedCase> LoadPreparedCase(const fs::path& x_npy, const fs::path& y_npy) {
   absl::StatusOr<NpyArray> x = ReadNpy(x_npy);
   if (!x.ok()) return x.status();
-  if (x->dtype != "<f4") {
-    return absl::InvalidArgumentError(
-        fmt::format("{}: dtype '{}', expected '<f4'", x_npy.string(), x->dtype));
-  }
-  if (x->shape.size() != 4 || x->shape[0] != 1) {
-    return absl::InvalidArgumentError(fmt::format("{}: shape ({}), expected (1, D, H, W)",
-                                                  x_npy.string(), fmt::join(x->shape, ", ")));
-  }
   absl::StatusOr<NpyArray> y = ReadNpy(y_npy);
   if (!y.ok()) return y.status();
-  if (y->dtype != "|u1") {
-    return absl::InvalidArgumentError(
-        fmt::format("{}: dtype '{}', expected '|u1'", y_npy.string(), y->dtype));
-  }
-  if (y->shape != x->shape) {
-    return absl::InvalidArgumentError(fmt::format("{}: shape ({}), its image's is ({})",
-                                                  y_npy.string(), fmt::join(y->shape, ", "),
-                                                  fmt::join(x->shape, ", ")));
-  }
+  if (absl::Status s = CheckCaseArrays(*x, x_npy, *y, y_npy); !s.ok()) return s;
   PreparedCase c;
   c.shape = {x->shape[1], x->shape[2], x->shape[3]};
   c.image.resize(x->bytes.size() / sizeof(float));
@@ -211,6 +222,16 @@ absl::StatusOr<PreparedCase> LoadPreparedCase(const fs::path& x_npy, const fs::p
   x->bytes = {};
   c.label.assign(y->bytes.begin(), y->bytes.end());
   return c;
+}
+
+absl::StatusOr<std::array<int64_t, 3>> CheckPreparedCase(const fs::path& x_npy,
+                                                         const fs::path& y_npy) {
+  absl::StatusOr<NpyArray> x = ReadNpyHeader(x_npy);
+  if (!x.ok()) return x.status();
+  absl::StatusOr<NpyArray> y = ReadNpyHeader(y_npy);
+  if (!y.ok()) return y.status();
+  if (absl::Status s = CheckCaseArrays(*x, x_npy, *y, y_npy); !s.ok()) return s;
+  return std::array<int64_t, 3>{x->shape[1], x->shape[2], x->shape[3]};
 }
 
 }  // namespace mlperf::kits19

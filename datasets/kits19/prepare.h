@@ -52,5 +52,9 @@ absl::Status PrepareTree(const std::filesystem::path& kits_root,
 // and alike.
 absl::StatusOr<PreparedCase> LoadPreparedCase(const std::filesystem::path& x_npy,
                                               const std::filesystem::path& y_npy);
+// The same checks from the headers alone (and the files' sizes): the case's
+// (D, H, W).
+absl::StatusOr<std::array<int64_t, 3>> CheckPreparedCase(const std::filesystem::path& x_npy,
+                                                         const std::filesystem::path& y_npy);
 
 }  // namespace mlperf::kits19

@@ -184,9 +184,10 @@ TEST_F(RunClosed, RefusesToWriteIntoAPackageWithResults) {
 }
 
 // Bad --data fails in seconds, before any model is built: a raw KiTS19 tree
-// is prepared into the cache (untimed) and then found incomplete; a raw
-// volume that is truncated, a prepared "case" that is a FIFO and an ImageNet
-// folder without images are each one line naming the path, exit 2.
+// is prepared into the cache (untimed) and then found incomplete, and that
+// cache refuses another tree; a raw volume that is truncated, a prepared
+// "case" that is a FIFO or no array at all, and an ImageNet folder without
+// its images are each one line naming the path, exit 2.
 TEST_F(RunClosed, BadDataIsRefusedBeforeTheModelIsBuilt) {
   using mlperf::kits19::GeneratedKits19Options;
   const fs::path raw = dir_ / "raw";
@@ -225,7 +226,7 @@ TEST_F(RunClosed, BadDataIsRefusedBeforeTheModelIsBuilt) {
   for (int id = 0; id < 210; ++id) {
     for (const char* suffix : {"x", "y"}) {
       const fs::path file = cases / fmt::format("case_{:05d}_{}.npy", id, suffix);
-      if (id == 7 && *suffix == 'x') {
+      if (id == 1 && *suffix == 'x') {
         ASSERT_EQ(mkfifo(file.c_str(), 0600), 0);
       } else {
         std::ofstream{file};
@@ -234,7 +235,15 @@ TEST_F(RunClosed, BadDataIsRefusedBeforeTheModelIsBuilt) {
   }
   r = RunTool(Flags({"--bench", "unet3d", "--data", cases.string()}));
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find((cases / "case_00007_x.npy").string() + ": not a regular file"),
+  EXPECT_NE(r.output.find((cases / "case_00001_x.npy").string() + ": not a regular file"),
+            std::string::npos)
+      << r.output;
+  // The headers are read too: an empty "array" is refused by name.
+  fs::remove(cases / "case_00001_x.npy");
+  std::ofstream{cases / "case_00001_x.npy"};
+  r = RunTool(Flags({"--bench", "unet3d", "--data", cases.string()}));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find((cases / "case_00001_x.npy").string() + ": not a .npy file"),
             std::string::npos)
       << r.output;
 

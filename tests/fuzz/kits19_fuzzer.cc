@@ -1,7 +1,8 @@
 // libFuzzer target: arbitrary bytes as a KiTS19 file, the first byte picking
 // which: a NIfTI volume (raw or gzip, recognised by its magic bytes) or a
-// .npy array. Every input must end in a volume or a one-line error, never a
-// crash, sanitizer report or an allocation the file cannot back.
+// .npy array (read whole, and by its header alone: both must agree). Every
+// input must end in a volume or a one-line error, never a crash, sanitizer
+// report or an allocation the file cannot back.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -19,6 +20,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     mlperf::fuzz::MustWriteFile(npy, data + 1, size - 1);
     const auto array = ReadNpy(npy);
     if (array.ok() && array->bytes.size() > size) __builtin_trap();  // more data than the file
+    // The header-only check agrees with the full read on every file.
+    const auto header = ReadNpyHeader(npy);
+    if (header.ok() != array.ok() ||
+        (array.ok() && (header->dtype != array->dtype || header->shape != array->shape)))
+      __builtin_trap();
   } else {
     mlperf::fuzz::MustWriteFile(nifti, data + 1, size - 1);
     const auto volume = ReadNifti(nifti);

@@ -4,6 +4,7 @@
 // all; a new order every epoch; evaluation gives each case to exactly one
 // rank, whole; the batches do not depend on the thread count.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <map>
@@ -22,8 +23,10 @@ namespace fs = std::filesystem;
 
 // Cases 0..13 (0, 3, 5, 6 and 12 evaluate): 9 training, 5 evaluation cases
 // of 10 x 9 x 8 voxels, case c's image filled with c and a labelled blob.
+// A folder of this process's own: ctest runs the cases of this file as
+// parallel processes.
 fs::path WriteCases() {
-  const fs::path d = fs::path(::testing::TempDir()) / "kits19_loader";
+  const fs::path d = fs::path(::testing::TempDir()) / fmt::format("kits19_loader_{}", ::getpid());
   fs::remove_all(d);
   fs::create_directories(d);
   const std::vector<int64_t> shape = {1, 10, 9, 8};

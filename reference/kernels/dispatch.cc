@@ -252,9 +252,10 @@ void EmbeddingForward(const Tensor& ids, const Tensor& table, const Tensor& y) {
   cpu::EmbeddingForward(ids, table, y);
 }
 
-void EmbeddingBackward(const Tensor& ids, const Tensor& dy, const Tensor& dtable) {
-  if (OnDevice(dtable, {&ids, &dy})) return MLPERF_CUDA_TWIN(EmbeddingBackward(ids, dy, dtable));
-  cpu::EmbeddingBackward(ids, dy, dtable);
+void EmbeddingBackward(const Tensor& ids, const Tensor& dy, const Tensor& dtable, bool accumulate) {
+  if (OnDevice(dtable, {&ids, &dy}))
+    return MLPERF_CUDA_TWIN(EmbeddingBackward(ids, dy, dtable, accumulate));
+  cpu::EmbeddingBackward(ids, dy, dtable, accumulate);
 }
 
 void GeluForward(const Tensor& x, const Tensor& y) {
@@ -265,6 +266,16 @@ void GeluForward(const Tensor& x, const Tensor& y) {
 void GeluBackward(const Tensor& x, const Tensor& dy, const Tensor& dx) {
   if (OnDevice(x, {&dy, &dx})) return MLPERF_CUDA_TWIN(GeluBackward(x, dy, dx));
   cpu::GeluBackward(x, dy, dx);
+}
+
+void TanhForward(const Tensor& x, const Tensor& y) {
+  if (OnDevice(x, {&y})) return MLPERF_CUDA_TWIN(TanhForward(x, y));
+  cpu::TanhForward(x, y);
+}
+
+void TanhBackward(const Tensor& y, const Tensor& dy, const Tensor& dx) {
+  if (OnDevice(y, {&dy, &dx})) return MLPERF_CUDA_TWIN(TanhBackward(y, dy, dx));
+  cpu::TanhBackward(y, dy, dx);
 }
 
 void SplitHeads(const Tensor& rows, int64_t column, const Tensor& heads) {

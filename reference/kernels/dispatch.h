@@ -86,11 +86,14 @@ void LayerNormBackward(const core::Tensor& x, const core::Tensor& dy, const core
 
 // Embedding lookup and its gradient (cpu/embedding.h).
 void EmbeddingForward(const core::Tensor& ids, const core::Tensor& table, const core::Tensor& y);
-void EmbeddingBackward(const core::Tensor& ids, const core::Tensor& dy, const core::Tensor& dtable);
+void EmbeddingBackward(const core::Tensor& ids, const core::Tensor& dy, const core::Tensor& dtable,
+                       bool accumulate = false);
 
 // Pointwise (cpu/elementwise.h).
 void GeluForward(const core::Tensor& x, const core::Tensor& y);
 void GeluBackward(const core::Tensor& x, const core::Tensor& dy, const core::Tensor& dx);
+void TanhForward(const core::Tensor& x, const core::Tensor& y);
+void TanhBackward(const core::Tensor& y, const core::Tensor& dy, const core::Tensor& dx);
 void ReluForward(const core::Tensor& x, const core::Tensor& y);
 void ReluBackward(const core::Tensor& y, const core::Tensor& dy, const core::Tensor& dx);
 void Add(const core::Tensor& a, const core::Tensor& b, const core::Tensor& y);

@@ -15,8 +15,8 @@ void Embedding::Allocate(int64_t rows, int64_t entries, int64_t features, const 
 
 void Embedding::Forward(const core::Tensor& ids) { ops::EmbeddingForward(ids, table_, y_); }
 
-void Embedding::Backward(const core::Tensor& ids, const core::Tensor& dy) {
-  ops::EmbeddingBackward(ids, dy, dtable_);
+void Embedding::Backward(const core::Tensor& ids, const core::Tensor& dy, bool accumulate) {
+  ops::EmbeddingBackward(ids, dy, dtable_, accumulate);
 }
 
 }  // namespace mlperf::layers

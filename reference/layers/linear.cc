@@ -24,11 +24,13 @@ void Linear::Forward(const core::Tensor& x) {
   ops::LinearForward(x, w_, b_, z_);
   if (activation_ == Activation::kRelu) ops::ReluForward(y_, y_);
   if (activation_ == Activation::kGelu) ops::GeluForward(z_, y_);
+  if (activation_ == Activation::kTanh) ops::TanhForward(y_, y_);
 }
 
 void Linear::Backward(const core::Tensor& x, const core::Tensor& dy, const core::Tensor& dx) {
   if (activation_ == Activation::kRelu) ops::ReluBackward(y_, dy, dy);
   if (activation_ == Activation::kGelu) ops::GeluBackward(z_, dy, dy);
+  if (activation_ == Activation::kTanh) ops::TanhBackward(y_, dy, dy);
   ops::LinearBackward(x, w_, dy, dx, dw_, db_);
 }
 

@@ -1,5 +1,6 @@
 // A fully connected layer y = act(x W^T + b) (W stored [out, in], PyTorch
-// order) with no activation, ReLU or BERT's tanh GELU, on either backend.
+// order) with no activation, ReLU, BERT's tanh GELU or tanh (its pooler), on
+// either backend.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +11,7 @@
 
 namespace mlperf::layers {
 
-enum class Activation { kNone, kRelu, kGelu };
+enum class Activation { kNone, kRelu, kGelu, kTanh };
 
 class Linear {
  public:

@@ -538,6 +538,9 @@ TEST_F(CudaCnnTwinTest, EmbeddingAndLosses) {
   cuda::EmbeddingBackward(gids.t(), gdy.t(), gdtable.t());
   ExpectClose(gy.Get(), y, 0.0, "embedding forward");
   ExpectClose(gdtable.Get(), dtable, 0.0, "embedding backward (same summation order)");
+  cpu::EmbeddingBackward(cids, Host(dy, {rows, width}), Host(dtable, {vocab, width}), true);
+  cuda::EmbeddingBackward(gids.t(), gdy.t(), gdtable.t(), true);
+  ExpectClose(gdtable.Get(), dtable, 0.0, "embedding backward, accumulated");
 
   // Cross-entropy with label smoothing over 1000 classes.
   const int64_t n = 16, classes = 1000;

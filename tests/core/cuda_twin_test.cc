@@ -111,6 +111,12 @@ TEST_F(CudaTwinTest, PointwiseOps) {
   cpu::GeluBackward(x.t(), b.t(), y.t());
   cuda::GeluBackward(dx.t(), db.t(), dy.t());
   ExpectClose(dy.ToHost(), y.data, kF32Tol, "gelu backward");
+  cpu::TanhForward(x.t(), y.t());
+  cuda::TanhForward(dx.t(), dy.t());
+  ExpectClose(dy.ToHost(), y.data, kF32Tol, "tanh");
+  cpu::TanhBackward(x.t(), b.t(), y.t());
+  cuda::TanhBackward(dx.t(), db.t(), dy.t());
+  ExpectClose(dy.ToHost(), y.data, kF32Tol, "tanh backward");
   cpu::ReluForward(x.t(), y.t());
   cuda::ReluForward(dx.t(), dy.t());
   ExpectClose(dy.ToHost(), y.data, 0.0, "relu");

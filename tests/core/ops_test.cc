@@ -51,6 +51,10 @@ TEST(ElementwiseTest, ReluAndGeluGradients) {
         cpu::GeluBackward(in.t(), dy.t(), dx.t());
       },
       "gelu");
+  CheckUnary(
+      x, [](Buffer& in, Buffer& out) { cpu::TanhForward(in.t(), out.t()); },
+      [](Buffer&, Buffer& y, Buffer& dy, Buffer& dx) { cpu::TanhBackward(y.t(), dy.t(), dx.t()); },
+      "tanh");
 }
 
 TEST(ElementwiseTest, GeluIsTheTanhApproximation) {
@@ -245,6 +249,11 @@ TEST(EmbeddingTest, GatherAndScatterAddWithRepeatedIds) {
   EXPECT_EQ(y[3], table[0]);
   cpu::EmbeddingBackward(ids.t(), r.t(), dtable.t());
   testing::ExpectGradientMatches(table, dtable.data, loss, 1e-2, 2e-3, "embedding");
+  // Accumulating adds the same sums to what the table's gradient holds.
+  Buffer accumulated(table.shape, 0.5f);
+  cpu::EmbeddingBackward(ids.t(), r.t(), accumulated.t(), /*accumulate=*/true);
+  for (size_t i = 0; i < dtable.data.size(); ++i)
+    EXPECT_EQ(accumulated.data[i], 0.5f + dtable.data[i]) << i;
 }
 
 TEST(AttentionTest, MaskedKeysGetNoWeightAndGradientsMatch) {

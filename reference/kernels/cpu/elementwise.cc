@@ -115,6 +115,22 @@ void GeluBackward(const Tensor& x, const Tensor& dy, const Tensor& dx) {
   }
 }
 
+void TanhForward(const Tensor& x, const Tensor& y) {
+  MLPERF_CHECK(x.numel() == y.numel());
+  const float* in = x.f32();
+  float* out = y.f32();
+#pragma omp parallel for if (WorthParallel(x.numel()))
+  for (int64_t i = 0; i < x.numel(); ++i) out[i] = std::tanh(in[i]);
+}
+
+void TanhBackward(const Tensor& y, const Tensor& dy, const Tensor& dx) {
+  MLPERF_CHECK(y.numel() == dy.numel() && dy.numel() == dx.numel());
+  const float *out = y.f32(), *g = dy.f32();
+  float* d = dx.f32();
+#pragma omp parallel for if (WorthParallel(y.numel()))
+  for (int64_t i = 0; i < y.numel(); ++i) d[i] = g[i] * (1.0f - out[i] * out[i]);
+}
+
 // The pointers are read once: Tensor::f32() checks the dtype, and a check in
 // the loop body would keep these memory-bound loops from vectorising.
 void Add(const Tensor& a, const Tensor& b, const Tensor& y) {

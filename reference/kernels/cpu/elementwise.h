@@ -15,6 +15,9 @@ void ReluBackward(const core::Tensor& y, const core::Tensor& dy, const core::Ten
 // reference's gelu (modeling.py), not the erf form.
 void GeluForward(const core::Tensor& x, const core::Tensor& y);
 void GeluBackward(const core::Tensor& x, const core::Tensor& dy, const core::Tensor& dx);
+// tanh (BERT's pooler). The backward uses the forward output: dx = dy (1 - y^2).
+void TanhForward(const core::Tensor& x, const core::Tensor& y);
+void TanhBackward(const core::Tensor& y, const core::Tensor& dy, const core::Tensor& dx);
 
 // y = a + b (residual connections). Its backward hands dy to both inputs.
 void Add(const core::Tensor& a, const core::Tensor& b, const core::Tensor& y);

@@ -17,11 +17,11 @@ void EmbeddingForward(const core::Tensor& ids, const core::Tensor& table, const 
   }
 }
 
-void EmbeddingBackward(const core::Tensor& ids, const core::Tensor& dy,
-                       const core::Tensor& dtable) {
+void EmbeddingBackward(const core::Tensor& ids, const core::Tensor& dy, const core::Tensor& dtable,
+                       bool accumulate) {
   const int64_t rows = ids.numel(), width = dtable.dim(1);
-  std::memset(dtable.data(), 0, dtable.bytes());
-  // Repeated ids collide, so parallelise across the embedding width instead.
+  if (!accumulate) std::memset(dtable.data(), 0, dtable.bytes());
+    // Repeated ids collide, so parallelise across the embedding width instead.
 #pragma omp parallel for if (WorthParallel(dy.numel()))
   for (int64_t f = 0; f < width; ++f)
     for (int64_t r = 0; r < rows; ++r)

@@ -119,6 +119,19 @@ void GeluBackward(const Tensor& x, const Tensor& dy, const Tensor& dx) {
   });
 }
 
+void TanhForward(const Tensor& x, const Tensor& y) {
+  MLPERF_CHECK(x.numel() == y.numel());
+  const float* in = x.f32();
+  float* out = y.f32();
+  Launch(x.numel(), [=] __device__(long long i) { out[i] = tanhf(in[i]); });
+}
+
+void TanhBackward(const Tensor& y, const Tensor& dy, const Tensor& dx) {
+  const float *out = y.f32(), *g = dy.f32();
+  float* d = dx.f32();
+  Launch(y.numel(), [=] __device__(long long i) { d[i] = g[i] * (1.0f - out[i] * out[i]); });
+}
+
 void Add(const Tensor& a, const Tensor& b, const Tensor& y) {
   const float *pa = a.f32(), *pb = b.f32();
   float* out = y.f32();

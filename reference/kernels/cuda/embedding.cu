@@ -33,11 +33,11 @@ void EmbeddingForward(const core::Tensor& ids, const core::Tensor& table, const 
   CUDA_CHECK_LAUNCH();
 }
 
-void EmbeddingBackward(const core::Tensor& ids, const core::Tensor& dy,
-                       const core::Tensor& dtable) {
+void EmbeddingBackward(const core::Tensor& ids, const core::Tensor& dy, const core::Tensor& dtable,
+                       bool accumulate) {
   const int64_t rows = ids.numel(), width = dtable.dim(1);
   MLPERF_CHECK(ids.dtype() == core::DType::kI32 && dy.numel() == rows * width);
-  CUDA_CHECK(cudaMemsetAsync(dtable.data(), 0, dtable.bytes(), Stream()));
+  if (!accumulate) CUDA_CHECK(cudaMemsetAsync(dtable.data(), 0, dtable.bytes(), Stream()));
   ScatterAdd<<<Blocks(width, 128), 128, 0, Stream()>>>(ids.as<int32_t>(), dy.f32(), dtable.f32(),
                                                        rows, width);
   CUDA_CHECK_LAUNCH();

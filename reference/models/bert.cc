@@ -1,0 +1,336 @@
+#include "reference/models/bert.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/check.h"
+#include "reference/core/init.h"
+#include "reference/core/philox.h"
+#include "reference/kernels/dispatch.h"
+
+namespace mlperf::models {
+
+using core::DType;
+using core::Tensor;
+
+namespace {
+
+// Dropout sites per step: the embeddings, then per layer the attention
+// probabilities, the attention output and the feed-forward output.
+constexpr int64_t kSitesPerLayer = 3;
+
+}  // namespace
+
+Bert::Bert(const BertConfig& config, int64_t batch_size)
+    : Model(config.device, batch_size), config_(config) {
+  MLPERF_CHECK(config.layers >= 0 && config.hidden > 0 && config.heads > 0 &&
+               config.hidden % config.heads == 0);
+  MLPERF_CHECK(config.seq_len > 0 && config.seq_len <= config.max_positions);
+  MLPERF_CHECK(config.max_predictions > 0 && config.max_predictions <= config.seq_len);
+  rows_ = batch_size * config.seq_len;
+  predictions_ = batch_size * config.max_predictions;
+  AllocateArenas([this](const layers::ModelArenas& arenas) { Build(arenas); });
+  // Constant index inputs: each row's position, each sample's first row.
+  std::vector<int32_t> positions(rows_), first(batch_size);
+  for (int64_t r = 0; r < rows_; ++r) positions[r] = static_cast<int32_t>(r % config.seq_len);
+  for (int64_t b = 0; b < batch_size; ++b) first[b] = static_cast<int32_t>(b * config.seq_len);
+  ops::CopyBytes(position_ids_.data(), device(), positions.data(), core::Device::kCpu,
+                 position_ids_.bytes());
+  ops::CopyBytes(first_rows_.data(), device(), first.data(), core::Device::kCpu,
+                 first_rows_.bytes());
+  host_rows_.resize(predictions_);
+  if (device() != core::Device::kCpu) {
+    size_t bytes = 0;
+    for (const Tensor* t :
+         {&ids_, &segment_ids_, &mask_, &mlm_rows_, &mlm_ids_, &mlm_weights_, &nsp_labels_})
+      bytes += t->bytes();
+    staging_ = ops::AllocateHostPinned(bytes);
+  }
+  Initialize(0);
+}
+
+Bert::~Bert() { ops::FreeHostPinned(staging_); }
+
+void Bert::Build(const layers::ModelArenas& a) {
+  const BertConfig& c = config_;
+  const int64_t batch = batch_size();
+  const float eps = c.layer_norm_epsilon;
+  core::Arena& acts = *a.activations;
+  word_.Allocate(rows_, c.vocab_size, c.hidden, "bert.embeddings.word_embeddings", a, &registry_);
+  position_.Allocate(rows_, c.max_positions, c.hidden, "bert.embeddings.position_embeddings", a,
+                     &registry_);
+  token_type_.Allocate(rows_, c.type_vocab, c.hidden, "bert.embeddings.token_type_embeddings", a,
+                       &registry_);
+  embedding_norm_.Allocate(rows_, c.hidden, eps, "bert.embeddings.LayerNorm", a, &registry_);
+  layers_ = std::vector<Layer>(c.layers);
+  for (int64_t l = 0; l < c.layers; ++l) {
+    Layer& layer = layers_[l];
+    const std::string name = "bert.encoder.layer." + std::to_string(l);
+    layer.attention.Allocate(batch, c.seq_len, c.hidden, c.heads, name + ".attention", a,
+                             &registry_);
+    layer.attention_norm.Allocate(rows_, c.hidden, eps, name + ".attention.output.LayerNorm", a,
+                                  &registry_);
+    layer.intermediate.Allocate(rows_, c.hidden, c.intermediate, layers::Activation::kGelu,
+                                name + ".intermediate.dense", a, &registry_);
+    layer.output.Allocate(rows_, c.intermediate, c.hidden, layers::Activation::kNone,
+                          name + ".output.dense", a, &registry_);
+    layer.output_norm.Allocate(rows_, c.hidden, eps, name + ".output.LayerNorm", a, &registry_);
+    layer.attention_sum = acts.Allocate({rows_, c.hidden});
+    layer.output_sum = acts.Allocate({rows_, c.hidden});
+  }
+  pooler_.Allocate(batch, c.hidden, c.hidden, layers::Activation::kTanh, "bert.pooler.dense", a,
+                   &registry_);
+  transform_.Allocate(predictions_, c.hidden, c.hidden, layers::Activation::kGelu,
+                      "cls.predictions.transform.dense", a, &registry_);
+  transform_norm_.Allocate(predictions_, c.hidden, eps, "cls.predictions.transform.LayerNorm", a,
+                           &registry_);
+  // The decoder's weight is the word embedding table; only its bias is new.
+  const layers::Parameter bias = layers::AddParameter(
+      a, &registry_, {c.vocab_size}, {.name = "cls.predictions.bias", .bias = true});
+  mlm_bias_ = bias.value;
+  dmlm_bias_ = bias.grad;
+  nsp_.Allocate(batch, c.hidden, 2, layers::Activation::kNone, "cls.seq_relationship", a,
+                &registry_);
+
+  ids_ = acts.Allocate({rows_}, DType::kI32);
+  segment_ids_ = acts.Allocate({rows_}, DType::kI32);
+  mask_ = acts.Allocate({batch, c.seq_len});
+  mlm_rows_ = acts.Allocate({predictions_}, DType::kI32);
+  mlm_ids_ = acts.Allocate({predictions_}, DType::kI32);
+  mlm_weights_ = acts.Allocate({predictions_});
+  nsp_labels_ = acts.Allocate({batch}, DType::kI32);
+  position_ids_ = acts.Allocate({rows_}, DType::kI32);
+  first_rows_ = acts.Allocate({batch}, DType::kI32);
+  embedding_sum_ = acts.Allocate({rows_, c.hidden});
+  embedding_out_ = acts.Allocate({rows_, c.hidden});
+  first_tokens_ = acts.Allocate({batch, c.hidden});
+  gathered_ = acts.Allocate({predictions_, c.hidden});
+  mlm_logits_ = acts.Allocate({predictions_, c.vocab_size});
+  dmlm_logits_ = acts.Allocate({predictions_, c.vocab_size});
+  dnsp_logits_ = acts.Allocate({batch, 2});
+  mlm_loss_ = acts.Allocate({1});
+  nsp_loss_ = acts.Allocate({1});
+  loss_ = acts.Allocate({1});
+  for (Tensor* t : {&dh_, &ds_, &dtmp_}) *t = acts.Allocate({rows_, c.hidden});
+  dintermediate_ = acts.Allocate({rows_, c.intermediate});
+  for (Tensor* t : {&dgathered_, &dtransform_}) *t = acts.Allocate({predictions_, c.hidden});
+  for (Tensor* t : {&dpooled_, &dfirst_}) *t = acts.Allocate({batch, c.hidden});
+}
+
+void Bert::Initialize(uint64_t seed) {
+  std::vector<float> params(parameters().size(), 0.0f);
+  for (size_t i = 0; i < registry_.parameters.size(); ++i) {
+    const layers::Parameter& p = registry_.parameters[i];
+    const Tensor value = HostParameter(p.value, params);
+    if (p.batch_norm) {
+      core::FillConstant(value, p.name.ends_with(".weight") ? 1.0f : 0.0f);
+    } else if (p.bias) {
+      core::FillConstant(value, 0.0f);
+    } else {
+      core::FillTruncatedNormal(value, 0.02f, {.seed = seed, .offset = static_cast<uint64_t>(i)});
+    }
+  }
+  ParametersFromHost(params);
+  dropout_seed_ = seed;
+  step_ = 0;
+}
+
+void Bert::Upload(const Batch& batch) {
+  if (batch.inputs.empty()) return;  // the batch already on the device
+  MLPERF_CHECK_MSG(batch.inputs.size() == kBertInputs, "BERT takes 7 inputs per batch");
+  const Tensor* targets[kBertInputs] = {&ids_,     &segment_ids_, &mask_,      &mlm_rows_,
+                                        &mlm_ids_, &mlm_weights_, &nsp_labels_};
+  for (int i = 0; i < kBertInputs; ++i)
+    MLPERF_CHECK_MSG(batch.inputs[i].bytes() == targets[i]->bytes() &&
+                         batch.inputs[i].dtype() == targets[i]->dtype(),
+                     "a BERT input has the wrong size or type");
+  // Positions within a sample become rows of the [batch * seq] token rows.
+  const int32_t* positions = batch.inputs[3].as<int32_t>();
+  for (int64_t i = 0; i < predictions_; ++i) {
+    MLPERF_CHECK(positions[i] >= 0 && positions[i] < config_.seq_len);
+    host_rows_[i] =
+        static_cast<int32_t>(i / config_.max_predictions * config_.seq_len) + positions[i];
+  }
+  const void* sources[kBertInputs] = {
+      batch.inputs[0].data(), batch.inputs[1].data(), batch.inputs[2].data(), host_rows_.data(),
+      batch.inputs[4].data(), batch.inputs[5].data(), batch.inputs[6].data()};
+  if (device() == core::Device::kCpu) {
+    for (int i = 0; i < kBertInputs; ++i)
+      std::memcpy(targets[i]->data(), sources[i], targets[i]->bytes());
+    return;
+  }
+  // The staging buffer may still feed the previous step's upload.
+  ops::Synchronize(device());
+  char* staging = static_cast<char*>(staging_);
+  for (int i = 0; i < kBertInputs; ++i) {
+    std::memcpy(staging, sources[i], targets[i]->bytes());
+    ops::CopyBytes(targets[i]->data(), device(), staging, core::Device::kCpu, targets[i]->bytes());
+    staging += targets[i]->bytes();
+  }
+}
+
+void Bert::Dropout(float p, int64_t site, bool training, const Tensor& x, const Tensor& y) const {
+  if (!training || p == 0.0f) return ops::Copy(x, y);
+  const uint64_t sites = 1 + kSitesPerLayer * static_cast<uint64_t>(config_.layers);
+  ops::DropoutForward(p, dropout_seed_, step_ * sites + static_cast<uint64_t>(site), x, y);
+}
+
+void Bert::DropoutBackward(float p, int64_t site, const Tensor& dy, const Tensor& dx) const {
+  if (p == 0.0f) return ops::Copy(dy, dx);
+  const uint64_t sites = 1 + kSitesPerLayer * static_cast<uint64_t>(config_.layers);
+  ops::DropoutBackward(p, dropout_seed_, step_ * sites + static_cast<uint64_t>(site), dy, dx);
+}
+
+const Tensor& Bert::sequence_output() const {
+  return layers_.empty() ? embedding_out_ : layers_.back().output_norm.output();
+}
+
+void Bert::Forward(bool training) {
+  const BertConfig& c = config_;
+  word_.Forward(ids_);
+  position_.Forward(position_ids_);
+  token_type_.Forward(segment_ids_);
+  ops::Add(word_.output(), position_.output(), embedding_sum_);
+  ops::Accumulate(token_type_.output(), embedding_sum_);
+  embedding_norm_.Forward(embedding_sum_);
+  Dropout(c.hidden_dropout, 0, training, embedding_norm_.output(), embedding_out_);
+  const Tensor* h = &embedding_out_;
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    Layer& layer = layers_[l];
+    const int64_t site = 1 + kSitesPerLayer * static_cast<int64_t>(l);
+    const uint64_t sites = 1 + kSitesPerLayer * static_cast<uint64_t>(c.layers);
+    const AttentionParams attention{.dropout = training ? c.attention_dropout : 0.0f,
+                                    .seed = dropout_seed_,
+                                    .offset = step_ * sites + static_cast<uint64_t>(site)};
+    layer.attention.Forward(*h, mask_, attention);
+    Dropout(c.hidden_dropout, site + 1, training, layer.attention.output(), layer.attention_sum);
+    ops::Accumulate(*h, layer.attention_sum);
+    layer.attention_norm.Forward(layer.attention_sum);
+    layer.intermediate.Forward(layer.attention_norm.output());
+    layer.output.Forward(layer.intermediate.output());
+    Dropout(c.hidden_dropout, site + 2, training, layer.output.output(), layer.output_sum);
+    ops::Accumulate(layer.attention_norm.output(), layer.output_sum);
+    layer.output_norm.Forward(layer.output_sum);
+    h = &layer.output_norm.output();
+  }
+  // Next sentence: the pooler on each sample's first token.
+  ops::EmbeddingForward(first_rows_, *h, first_tokens_);
+  pooler_.Forward(first_tokens_);
+  nsp_.Forward(pooler_.output());
+  // Masked LM: the masked rows (a gather), the transform, the tied decoder.
+  ops::EmbeddingForward(mlm_rows_, *h, gathered_);
+  transform_.Forward(gathered_);
+  transform_norm_.Forward(transform_.output());
+  ops::LinearForward(transform_norm_.output(), word_.table(), mlm_bias_, mlm_logits_);
+}
+
+void Bert::Losses() {
+  ops::MaskedLmLoss(mlm_logits_, mlm_ids_, mlm_weights_, mlm_loss_, dmlm_logits_);
+  ops::SoftmaxCrossEntropy(0.0f, static_cast<float>(batch_size()), nsp_.output(), nsp_labels_,
+                           nsp_loss_, dnsp_logits_);
+  ops::Add(mlm_loss_, nsp_loss_, loss_);
+}
+
+void Bert::ForwardTrainAsync(const Batch& batch) {
+  Upload(batch);
+  ++step_;
+  Forward(/*training=*/true);
+  Losses();
+}
+
+float Bert::ForwardInference(const Batch& batch) {
+  Upload(batch);
+  Forward(/*training=*/false);
+  Losses();
+  return ToHost(loss_)[0];
+}
+
+void Bert::Backward() {
+  const BertConfig& c = config_;
+  // Heads. The decoder's weight gradient goes into the word table's
+  // gradient first; the embedding lookup adds to it at the end.
+  ops::LinearBackward(transform_norm_.output(), word_.table(), dmlm_logits_, dtransform_,
+                      word_.table_grad(), dmlm_bias_);
+  transform_norm_.Backward(transform_.output(), dtransform_, dgathered_);
+  transform_.Backward(gathered_, dgathered_, dtransform_);
+  nsp_.Backward(pooler_.output(), dnsp_logits_, dpooled_);
+  pooler_.Backward(first_tokens_, dpooled_, dfirst_);
+  // The gathers' adjoints: prediction and first-token gradients summed back
+  // into their rows.
+  ops::EmbeddingBackward(mlm_rows_, dtransform_, dh_);
+  ops::EmbeddingBackward(first_rows_, dfirst_, dh_, /*accumulate=*/true);
+  for (size_t l = layers_.size(); l-- > 0;) {
+    Layer& layer = layers_[l];
+    const int64_t site = 1 + kSitesPerLayer * static_cast<int64_t>(l);
+    const Tensor& input = l > 0 ? layers_[l - 1].output_norm.output() : embedding_out_;
+    // output_sum = attention_norm + dropout(ffn(attention_norm)).
+    layer.output_norm.Backward(layer.output_sum, dh_, ds_);
+    DropoutBackward(c.hidden_dropout, site + 2, ds_, dtmp_);
+    layer.output.Backward(layer.intermediate.output(), dtmp_, dintermediate_);
+    layer.intermediate.Backward(layer.attention_norm.output(), dintermediate_, dh_);
+    ops::Accumulate(ds_, dh_);
+    // attention_sum = input + dropout(attention(input)).
+    layer.attention_norm.Backward(layer.attention_sum, dh_, ds_);
+    DropoutBackward(c.hidden_dropout, site + 1, ds_, dtmp_);
+    layer.attention.Backward(input, dtmp_, dh_);
+    ops::Accumulate(ds_, dh_);
+  }
+  DropoutBackward(c.hidden_dropout, 0, dh_, dtmp_);
+  embedding_norm_.Backward(embedding_sum_, dtmp_, ds_);
+  word_.Backward(ids_, ds_, /*accumulate=*/true);
+  position_.Backward(position_ids_, ds_);
+  token_type_.Backward(segment_ids_, ds_);
+  NotifyGradientsReady(0);
+}
+
+MetricSums Bert::EvaluateBatch(const Batch& batch) {
+  MLPERF_CHECK(batch.count >= 0 && batch.count <= batch_size());
+  Upload(batch);
+  Forward(/*training=*/false);
+  const std::vector<float> logits = ToHost(mlm_logits_);
+  const std::vector<float> weights = ToHost(mlm_weights_);
+  std::vector<int32_t> labels(predictions_);
+  ops::CopyBytes(labels.data(), core::Device::kCpu, mlm_ids_.data(), device(), mlm_ids_.bytes());
+  MetricSums sums;
+  const int64_t vocab = config_.vocab_size;
+  for (int64_t i = 0; i < batch.count * config_.max_predictions; ++i) {
+    if (weights[i] == 0.0f) continue;
+    const float* z = logits.data() + i * vocab;
+    const bool correct = std::max_element(z, z + vocab) - z == labels[i];
+    sums.numerator += weights[i] * (correct ? 1.0 : 0.0);
+    sums.denominator += weights[i];
+  }
+  return sums;
+}
+
+OwnedBatch Bert::SyntheticBatch() const {
+  const BertConfig& c = config_;
+  const int64_t n = batch_size(), s = c.seq_len, p = c.max_predictions;
+  OwnedBatch owned;
+  int32_t* ids = owned.Add({n, s}, DType::kI32).as<int32_t>();
+  int32_t* segments = owned.Add({n, s}, DType::kI32).as<int32_t>();
+  float* mask = owned.Add({n, s}, DType::kF32).f32();
+  int32_t* positions = owned.Add({n, p}, DType::kI32).as<int32_t>();
+  int32_t* labels = owned.Add({n, p}, DType::kI32).as<int32_t>();
+  float* weights = owned.Add({n, p}, DType::kF32).f32();
+  int32_t* next = owned.Add({n}, DType::kI32).as<int32_t>();
+  auto draw = [](uint64_t stream, int64_t i, int64_t bound) {
+    return static_cast<int32_t>(core::PhiloxBits(0x5eed, stream, static_cast<uint64_t>(i)) %
+                                static_cast<uint64_t>(bound));
+  };
+  for (int64_t i = 0; i < n * s; ++i) {
+    ids[i] = draw(0, i, c.vocab_size);
+    segments[i] = (i % s) >= s / 2 ? 1 : 0;
+    mask[i] = 1.0f;
+  }
+  for (int64_t i = 0; i < n * p; ++i) {
+    positions[i] = static_cast<int32_t>(i % p);
+    labels[i] = draw(1, i, c.vocab_size);
+    weights[i] = 1.0f;
+  }
+  for (int64_t i = 0; i < n; ++i) next[i] = draw(2, i, 2);
+  owned.batch.count = n;
+  return owned;
+}
+
+}  // namespace mlperf::models

@@ -70,3 +70,13 @@ if [ "$have" != "$MLPERF_LOGGING_VERSION" ]; then
     python3 -m pip install -q --disable-pip-version-check --break-system-packages \
       "mlperf-logging==$MLPERF_LOGGING_VERSION"
 fi
+
+# transformers' BertForPreTraining, the BERT parity oracle, for Debian's
+# PyTorch 1.13 under /usr/bin/python3 (4.40.2 is a release that runs on it).
+TRANSFORMERS_VERSION=4.40.2
+have=$(/usr/bin/python3 -c 'import importlib.metadata as m; print(m.version("transformers"))' 2>/dev/null || true)
+if [ "$have" != "$TRANSFORMERS_VERSION" ]; then
+  echo "install_deps: pip install transformers==$TRANSFORMERS_VERSION (for /usr/bin/python3)"
+  /usr/bin/python3 -m pip install -q --disable-pip-version-check --break-system-packages \
+    "transformers==$TRANSFORMERS_VERSION"
+fi

@@ -8,10 +8,14 @@
 #include <cerrno>
 #include <cstring>
 
-#include "datasets/crc32c.h"
+#include "base/crc32c.h"
 #include "example.pb.h"
 
 namespace mlperf::datasets {
+
+using base::Crc32c;
+using base::Crc32cExtend;
+using base::MaskCrc32c;
 namespace {
 
 constexpr uint64_t kHeaderBytes = 12;  // length + its CRC

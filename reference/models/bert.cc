@@ -132,7 +132,7 @@ void Bert::Initialize(uint64_t seed) {
   }
   ParametersFromHost(params);
   dropout_seed_ = seed;
-  step_ = 0;
+  num_batches_tracked_ = 0;
 }
 
 void Bert::Upload(const Batch& batch) {
@@ -171,14 +171,17 @@ void Bert::Upload(const Batch& batch) {
 
 void Bert::Dropout(float p, int64_t site, bool training, const Tensor& x, const Tensor& y) const {
   if (!training || p == 0.0f) return ops::Copy(x, y);
-  const uint64_t sites = 1 + kSitesPerLayer * static_cast<uint64_t>(config_.layers);
-  ops::DropoutForward(p, dropout_seed_, step_ * sites + static_cast<uint64_t>(site), x, y);
+  ops::DropoutForward(p, dropout_seed_, DropoutOffset(site), x, y);
 }
 
 void Bert::DropoutBackward(float p, int64_t site, const Tensor& dy, const Tensor& dx) const {
   if (p == 0.0f) return ops::Copy(dy, dx);
-  const uint64_t sites = 1 + kSitesPerLayer * static_cast<uint64_t>(config_.layers);
-  ops::DropoutBackward(p, dropout_seed_, step_ * sites + static_cast<uint64_t>(site), dy, dx);
+  ops::DropoutBackward(p, dropout_seed_, DropoutOffset(site), dy, dx);
+}
+
+uint64_t Bert::DropoutOffset(int64_t site) const {
+  const int64_t sites = 1 + kSitesPerLayer * config_.layers;
+  return static_cast<uint64_t>(num_batches_tracked_ * sites + site);
 }
 
 const Tensor& Bert::sequence_output() const {
@@ -198,10 +201,9 @@ void Bert::Forward(bool training) {
   for (size_t l = 0; l < layers_.size(); ++l) {
     Layer& layer = layers_[l];
     const int64_t site = 1 + kSitesPerLayer * static_cast<int64_t>(l);
-    const uint64_t sites = 1 + kSitesPerLayer * static_cast<uint64_t>(c.layers);
     const AttentionParams attention{.dropout = training ? c.attention_dropout : 0.0f,
                                     .seed = dropout_seed_,
-                                    .offset = step_ * sites + static_cast<uint64_t>(site)};
+                                    .offset = DropoutOffset(site)};
     layer.attention.Forward(*h, mask_, attention);
     Dropout(c.hidden_dropout, site + 1, training, layer.attention.output(), layer.attention_sum);
     ops::Accumulate(*h, layer.attention_sum);
@@ -233,7 +235,7 @@ void Bert::Losses() {
 
 void Bert::ForwardTrainAsync(const Batch& batch) {
   Upload(batch);
-  ++step_;
+  ++num_batches_tracked_;
   Forward(/*training=*/true);
   Losses();
 }

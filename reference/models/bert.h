@@ -92,11 +92,14 @@ class Bert final : public Model {
                const core::Tensor& y) const;
   void DropoutBackward(float p, int64_t site, const core::Tensor& dy, const core::Tensor& dx) const;
   const core::Tensor& sequence_output() const;
+  // The Philox offset of a dropout site in this training step.
+  uint64_t DropoutOffset(int64_t site) const;
 
   BertConfig config_;
   int64_t rows_ = 0, predictions_ = 0;
+  // Dropout streams: from this seed and the training forwards so far
+  // (num_batches_tracked, which the trainer's warm-up restores).
   uint64_t dropout_seed_ = 0;
-  uint64_t step_ = 0;  // training forwards so far: the dropout streams' step
 
   layers::Embedding word_, position_, token_type_;
   layers::LayerNorm embedding_norm_;

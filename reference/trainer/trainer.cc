@@ -26,7 +26,9 @@ Trainer::Trainer(models::Model& model, const TrainerConfig& config, dist::Commun
       comm_(comm),
       schedule_(MakeSchedule(config)),
       comm_stream_(comm_stream) {
-  MLPERF_CHECK(config.steps_per_epoch > 0 && config.gradient_accumulation_steps >= 1);
+  MLPERF_CHECK(config.gradient_accumulation_steps >= 1);
+  MLPERF_CHECK(config.schedule == ScheduleKind::kBert ? config.train_steps > 0
+                                                      : config.steps_per_epoch > 0);
   buckets_ =
       dist::PlanBuckets(static_cast<int64_t>(model.gradients().size()), config.bucket_elements);
   lars_slices_ = model.slices();
@@ -46,8 +48,12 @@ Trainer::Trainer(models::Model& model, const TrainerConfig& config, dist::Commun
   const int64_t accumulated = config.gradient_accumulation_steps > 1 ? count : 1;
   int64_t largest_l2 = 1;
   for (const TensorSlice& s : l2_slices_) largest_l2 = std::max(largest_l2, s.numel);
+  const bool lamb = config.optimizer == OptimizerKind::kLamb;
+  core::Tensor v;
   const auto carve = [&](core::Arena& arena) {
     const core::Tensor m = arena.AllocateZeroed({count});
+    v = arena.AllocateZeroed({lamb ? count : 0});
+    lamb_step_ = arena.AllocateZeroed({lamb ? 1 : 0}, core::DType::kI32);
     grad_sum_ = arena.Allocate({accumulated});
     loss_sum_ = arena.Allocate({1});
     l2_scratch_ = arena.Allocate({largest_l2});
@@ -60,6 +66,7 @@ Trainer::Trainer(models::Model& model, const TrainerConfig& config, dist::Commun
   state_.emplace(model.device(), measuring.used());
   const core::Tensor m = carve(*state_);
   momentum_ = {m.f32(), static_cast<size_t>(count)};
+  second_moment_ = {v.f32(), static_cast<size_t>(v.numel())};
   // Overlapped all-reduce needs the final gradients of a step to come from
   // one backward pass, so accumulation reduces after the last micro-batch.
   if (on_device() && comm_.world_size() > 1 && config.gradient_accumulation_steps == 1)
@@ -72,6 +79,13 @@ std::vector<float> Trainer::MomentumToHost() const {
   std::vector<float> host(momentum_.size());
   ops::CopyBytes(host.data(), core::Device::kCpu, momentum_.data(), model_.device(),
                  momentum_.size_bytes());
+  return host;
+}
+
+std::vector<float> Trainer::SecondMomentToHost() const {
+  std::vector<float> host(second_moment_.size());
+  ops::CopyBytes(host.data(), core::Device::kCpu, second_moment_.data(), model_.device(),
+                 second_moment_.size_bytes());
   return host;
 }
 
@@ -133,6 +147,13 @@ double Trainer::AddL2Gradient(float wd) {
 
 double Trainer::LearningRateAt(int64_t step) const {
   if (config_.schedule == ScheduleKind::kPolyWarmup) return optim::LearningRate(schedule_, step);
+  if (config_.schedule == ScheduleKind::kBert)
+    return optim::LearningRate(optim::BertSchedule{.init_lr = config_.base_lr,
+                                                   .num_train_steps = config_.train_steps,
+                                                   .num_warmup_steps = config_.warmup_steps,
+                                                   .start_warmup_step = config_.start_warmup_step,
+                                                   .power = config_.poly_power},
+                               step - 1);
   // The reference sets the rate at the start of each epoch (epochs count from 1).
   const int64_t epoch = (step - 1) / config_.steps_per_epoch + 1;
   return optim::LearningRate(
@@ -222,6 +243,17 @@ void Trainer::ApplyOptimizer() {
                   .weight_decay = static_cast<float>(config_.weight_decay),
                   .nesterov = true},
                  decayed_slices_, w, g, momentum_.data(), nullptr);
+  } else if (config_.optimizer == OptimizerKind::kLamb) {
+    // LAMB's skip list (LayerNorm, bias) is the LARS one: model.slices().
+    ops::LambStep(device,
+                  {.lr = lr,
+                   .beta1 = static_cast<float>(config_.lamb_beta1),
+                   .beta2 = static_cast<float>(config_.lamb_beta2),
+                   .epsilon = static_cast<float>(config_.lamb_epsilon),
+                   .weight_decay = static_cast<float>(config_.weight_decay),
+                   .max_grad_norm = static_cast<float>(config_.max_grad_norm)},
+                  lars_slices_, w, g, momentum_.data(), second_moment_.data(),
+                  lamb_step_.as<int32_t>(), nullptr);
   } else if (config_.optimizer == OptimizerKind::kLars) {
     ops::LarsStep(device,
                   {.lr = lr,
@@ -265,11 +297,16 @@ double Trainer::GlobalMetric(models::MetricSums local) {
 }
 
 Trainer::HostState Trainer::Snapshot() const {
-  return {.params = model_.ParametersToHost(),
-          .buffers = model_.BuffersToHost(),
-          .momentum = MomentumToHost(),
-          .step = step_,
-          .num_batches_tracked = model_.num_batches_tracked()};
+  HostState state{.params = model_.ParametersToHost(),
+                  .buffers = model_.BuffersToHost(),
+                  .momentum = MomentumToHost(),
+                  .second_moment = SecondMomentToHost(),
+                  .step = step_,
+                  .num_batches_tracked = model_.num_batches_tracked()};
+  if (lamb_step_.numel() > 0)
+    ops::CopyBytes(&state.lamb_step, core::Device::kCpu, lamb_step_.data(), model_.device(),
+                   sizeof(int32_t));
+  return state;
 }
 
 void Trainer::Restore(const HostState& state) {
@@ -277,6 +314,11 @@ void Trainer::Restore(const HostState& state) {
   model_.BuffersFromHost(state.buffers);
   ops::CopyBytes(momentum_.data(), model_.device(), state.momentum.data(), core::Device::kCpu,
                  momentum_.size_bytes());
+  ops::CopyBytes(second_moment_.data(), model_.device(), state.second_moment.data(),
+                 core::Device::kCpu, second_moment_.size_bytes());
+  if (lamb_step_.numel() > 0)
+    ops::CopyBytes(lamb_step_.data(), model_.device(), &state.lamb_step, core::Device::kCpu,
+                   sizeof(int32_t));
   ops::Synchronize(model_.device());
   step_ = state.step;
   model_.set_num_batches_tracked(state.num_batches_tracked);
@@ -287,6 +329,13 @@ std::vector<io::NamedTensor> Trainer::CheckpointTensors(HostState& state) const 
   const int64_t n = static_cast<int64_t>(state.momentum.size());
   named.push_back(
       {"trainer.momentum", core::Tensor(state.momentum.data(), {n}, core::DType::kF32)});
+  if (!state.second_moment.empty()) {
+    const int64_t v = static_cast<int64_t>(state.second_moment.size());
+    named.push_back({"trainer.second_moment",
+                     core::Tensor(state.second_moment.data(), {v}, core::DType::kF32)});
+    named.push_back(
+        {"trainer.lamb_step", core::Tensor(&state.lamb_step, core::Shape(), core::DType::kI32)});
+  }
   named.push_back({"trainer.step", core::Tensor(&state.step, core::Shape(), core::DType::kI64)});
   named.push_back({"trainer.num_batches_tracked",
                    core::Tensor(&state.num_batches_tracked, core::Shape(), core::DType::kI64)});

@@ -1,8 +1,9 @@
 // The data-parallel trainer every model uses: one optimizer step over one or
 // more micro-batches (gradient accumulation), gradients averaged over the
 // ranks in buckets, LARS or SGD with momentum under a polynomial schedule
-// with linear warm-up, the untimed warm-up on synthetic data that restores
-// everything bit for bit, the global evaluation metric and checkpoints.
+// with linear warm-up (ResNet), Nesterov SGD under per-epoch warm-up and step
+// decay (3D U-Net), LAMB under BERT's warm-up and linear decay, the untimed warm-up on synthetic
+// data that restores everything bit for bit, the global evaluation metric and checkpoints.
 //
 // The trainer runs where the model lives. On the CPU the communicator works
 // on host buffers (MPI) after the backward pass. On a GPU it works on device
@@ -29,12 +30,15 @@
 namespace mlperf::train {
 
 // kSgd: tf.keras SGD with momentum and an L2 loss term (ResNet reference);
-// kNesterov: torch.optim.SGD(nesterov=True) with its weight decay (3D U-Net).
-enum class OptimizerKind { kLars, kSgd, kNesterov };
+// kNesterov: torch.optim.SGD(nesterov=True) with its weight decay (3D U-Net);
+// kLamb: the BERT reference's LAMB after global-norm clipping.
+enum class OptimizerKind { kLars, kSgd, kNesterov, kLamb };
 // kPolyWarmup: per-step linear warm-up then polynomial decay (ResNet);
 // kUnetEpochs: the 3D U-Net reference's per-epoch warm-up from
-// unet_init_lr, then multi-step decay (optim::UnetSchedule).
-enum class ScheduleKind { kPolyWarmup, kUnetEpochs };
+// unet_init_lr, then multi-step decay (optim::UnetSchedule); kBert: per-step
+// warm-up from start_warmup_step, then linear decay to 0 over train_steps
+// (optim::BertSchedule; steps count from 0 there, as TensorFlow's global_step).
+enum class ScheduleKind { kPolyWarmup, kUnetEpochs, kBert };
 
 struct TrainerConfig {
   OptimizerKind optimizer = OptimizerKind::kLars;
@@ -49,6 +53,10 @@ struct TrainerConfig {
   std::vector<int64_t> unet_decay_epochs;  // kUnetEpochs: MultiStepLR milestones
   double unet_decay_factor = 1.0;          // kUnetEpochs: gamma
   int64_t steps_per_epoch = 0;             // optimizer steps: floor(train samples / global batch)
+  // kLamb and kBert (BERT counts steps, not epochs).
+  double lamb_beta1 = 0.9, lamb_beta2 = 0.999, lamb_epsilon = 1e-6;
+  double max_grad_norm = 1.0;  // clip_by_global_norm before LAMB (0: none)
+  int64_t train_steps = 0, warmup_steps = 0, start_warmup_step = 0;
   // Micro-batches per optimizer step; their gradients are averaged.
   int gradient_accumulation_steps = 1;
   // Gradient all-reduce bucket size in floats (not a hyperparameter).
@@ -89,6 +97,8 @@ class Trainer {
   // and device as model.parameters(); MomentumToHost copies it on any device.
   std::span<float> momentum() { return momentum_; }
   std::vector<float> MomentumToHost() const;
+  // LAMB's second moment (empty for the other optimizers).
+  std::vector<float> SecondMomentToHost() const;
 
   // Warm-up before run_start: `steps` steps on the model's synthetic batch,
   // then restores parameters, buffers, num_batches_tracked, optimizer state
@@ -109,8 +119,9 @@ class Trainer {
   // Everything a step changes, on the host: what the warm-up restores and a
   // checkpoint holds.
   struct HostState {
-    std::vector<float> params, buffers, momentum;
+    std::vector<float> params, buffers, momentum, second_moment;
     int64_t step = 0, num_batches_tracked = 0;
+    int32_t lamb_step = 0;  // LAMB's bias-correction step
   };
   HostState Snapshot() const;
   void Restore(const HostState& state);
@@ -146,6 +157,8 @@ class Trainer {
   // the model's device.
   std::optional<core::Arena> state_;
   std::span<float> momentum_;
+  std::span<float> second_moment_;  // LAMB only
+  core::Tensor lamb_step_;          // int32, LAMB only
   core::Tensor grad_sum_, loss_sum_, l2_scratch_, l2_sums_, reduce_scratch_;
   void* comm_stream_ = nullptr;
   size_t next_bucket_ = 0;  // buckets_[0, next_bucket_) were sent this step

@@ -14,10 +14,14 @@
 #include <string>
 #include <vector>
 
-#include "datasets/crc32c.h"
+#include "base/crc32c.h"
 #include "tests/datasets/test_dir.h"
 
 namespace mlperf::datasets {
+
+using base::Crc32c;
+using base::Crc32cExtend;
+using base::MaskCrc32c;
 namespace {
 
 using testing::TempDir;

@@ -48,6 +48,13 @@ class BenchmarkSetup {
   // Every hyperparameter key the benchmark's rules require, in log order.
   virtual std::vector<Hyperparameter> Hyperparameters() const = 0;
   virtual std::unique_ptr<models::Model> MakeModel(core::Device device) const = 0;
+  // The run's starting weights (untimed): drawn from the run's seed, or, for
+  // a benchmark that starts from a fixed checkpoint (BERT), read from it
+  // after the seed has set everything else (dropout streams).
+  virtual absl::Status InitializeModel(models::Model& model, uint64_t seed) const {
+    model.Initialize(seed);
+    return absl::OkStatus();
+  }
   virtual train::TrainerConfig TrainerConfig() const = 0;
   // Once per invocation, on rank 0, before any run (untimed): writes the
   // generated data set of a demonstration, or prepares a raw data set into
@@ -78,6 +85,10 @@ struct BenchmarkInfo {
   std::string metric;  // for progress lines: "top-1", "mean DICE", ...
   // A run whose metric falls below this is stopped as diverged (0 = never).
   double diverged_below = 0;
+  // BERT: train_samples is the number of samples trained, logged just before
+  // run_stop (what the RCP check's --rcp_bert_train_samples reads), not a
+  // data-set size among the hyperparameters.
+  bool train_samples_at_stop = false;
 };
 
 class Benchmark {

@@ -40,8 +40,11 @@ struct RunnerOptions {
 // When the run loop trains and evaluates. Training goes in epochs of
 // steps_per_epoch optimizer steps; evaluations follow epochs
 // first_eval_epoch + k * eval_every_epochs, and the schedule ends at
-// last_epoch. Benchmarks that count in samples (3D U-Net from ruleset 3.1,
-// BERT) log epoch_num as samples: epoch * samples_per_epoch.
+// last_epoch. Benchmarks that count in samples (3D U-Net from ruleset 3.1)
+// log epoch_num as samples: epoch * samples_per_epoch. BERT has no epochs:
+// with interval_samples set, "epoch" e is its e-th evaluation interval,
+// ending at the first step boundary at or past e * interval_samples, and
+// epoch_num is the samples trained by then.
 struct Schedule {
   int64_t steps_per_epoch = 0;
   int first_eval_epoch = 1;
@@ -49,12 +52,23 @@ struct Schedule {
   int last_epoch = 1;
   bool log_samples = false;
   int64_t samples_per_epoch = 0;
+  int64_t interval_samples = 0;  // > 0: epochs are evaluation intervals (BERT)
+  int64_t samples_per_step = 0;  // with interval_samples: the global batch size
 
   bool is_eval_epoch(int epoch) const {
     return epoch >= first_eval_epoch && (epoch - first_eval_epoch) % eval_every_epochs == 0;
   }
+  // Optimizer steps from the start of the run to the end of `epoch`.
+  int64_t steps_through(int epoch) const {
+    if (interval_samples <= 0) return epoch * steps_per_epoch;
+    return (epoch * interval_samples + samples_per_step - 1) / samples_per_step;
+  }
+  int64_t steps_in(int epoch) const { return steps_through(epoch) - steps_through(epoch - 1); }
   // What the logs call epoch `epoch` (epoch_num, first_epoch_num).
-  int64_t logged(int epoch) const { return log_samples ? epoch * samples_per_epoch : epoch; }
+  int64_t logged(int epoch) const {
+    if (interval_samples > 0) return steps_through(epoch) * samples_per_step;
+    return log_samples ? epoch * samples_per_epoch : epoch;
+  }
   // The first evaluation epoch at or after `epoch`: schedules end with an evaluation.
   int RoundUpToEval(int epoch) const;
 };
@@ -66,7 +80,7 @@ struct RunPlan {
   int64_t global_batch_size = 0;
   int64_t batch_per_rank = 0;  // one micro-batch per rank
   int gradient_accumulation_steps = 1;
-  int64_t train_samples = 0;
+  int64_t train_samples = 0;  // 0: not fixed by the rules (BERT)
   int64_t eval_samples = 0;
   Schedule schedule;
   std::string data_root;  // the real data set, or where the generated set lives

@@ -14,7 +14,9 @@ ABSL_FLAG(int, gpus, 0, "GPUs per node, one process each; 0 = train on the CPU")
 ABSL_FLAG(int, nodes, 1, "nodes of the system (launch with mpirun or srun across them)");
 ABSL_FLAG(std::string, data, "",
           "the benchmark's data set (resnet: ImageNet folder train/<class>/*.JPEG, val/..., or "
-          "TFRecord folder); empty = the embedded demonstration on generated data");
+          "TFRecord folder; unet3d: KiTS19 case_XXXXX/ tree or prepared .npy files; bert: "
+          "folder of part-* TFRecord shards, eval_10k and model.ckpt-28252.*); empty = the "
+          "embedded demonstration on generated data");
 ABSL_FLAG(int, runs, 0,
           "seeded runs to do; 0 = the number a package needs for the benchmark (resnet: 5)");
 ABSL_FLAG(std::string, submitter, "mlperf-suite",
@@ -32,8 +34,8 @@ ABSL_FLAG(int, max_epochs, 0,
           "0 = the whole schedule; N = stop after N epochs (tests; a run stopped before the "
           "target ends with status aborted)");
 ABSL_FLAG(std::string, optimizer, "",
-          "one of the benchmark's closed-division optimizers (resnet: lars or sgd); empty = its "
-          "default (resnet: lars)");
+          "one of the benchmark's closed-division optimizers (resnet: lars or sgd; unet3d: sgd; "
+          "bert: lamb); empty = its default (resnet: lars)");
 ABSL_FLAG(int, threads, 0,
           "compute (OpenMP/BLAS) threads per process; 0 = chosen from the cores per process");
 

@@ -80,7 +80,10 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
   for (const auto& [name, value] : setup.Hyperparameters()) log.Event(name, value);
   const std::unique_ptr<models::Model> model =
       setup.MakeModel(plan.options.gpus > 0 ? core::Device::kCuda : core::Device::kCpu);
-  model->Initialize(request.seed);
+  if (absl::Status s = setup.InitializeModel(*model, request.seed); !s.ok()) {
+    out.error = std::move(s);
+    return out;
+  }
   train::Trainer trainer(*model, setup.TrainerConfig(),
                          request.gradient_comm != nullptr ? *request.gradient_comm : comm,
                          request.comm_stream);
@@ -104,7 +107,9 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
   absl::StatusOr<std::unique_ptr<DataPipeline>> eval =
       setup.OpenData(Split::kEval, request.seed, comm.rank());
   if (!eval.ok()) return fail(eval.status());
-  if ((*train)->size() != plan.train_samples || (*eval)->size() != plan.eval_samples) {
+  // train_samples 0: the data set decides (BERT's shards hold no fixed count).
+  if ((plan.train_samples > 0 && (*train)->size() != plan.train_samples) ||
+      (*eval)->size() != plan.eval_samples) {
     return fail(absl::FailedPreconditionError(fmt::format(
         "{}: {} training and {} evaluation samples, expected {} and {} (train_samples and "
         "eval_samples are logged before run_start)",
@@ -127,13 +132,13 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
       while (!schedule.is_eval_epoch(block_last) && block_last < last_epoch) ++block_last;
       log.Start(key::kBlockStart, nullptr,
                 {{meta::kFirstEpochNum, schedule.logged(epoch)},
-                 {meta::kEpochCount, schedule.logged(block_last - epoch + 1)}});
+                 {meta::kEpochCount, schedule.logged(block_last) - schedule.logged(epoch - 1)}});
       in_block = true;
       block_first = epoch;
     }
     log.Start(key::kEpochStart, nullptr, {{meta::kEpochNum, schedule.logged(epoch)}});
     const Clock::time_point epoch_start = Clock::now();
-    for (int64_t step = 0; step < schedule.steps_per_epoch; ++step) {
+    for (int64_t step = 0; step < schedule.steps_in(epoch); ++step) {
       for (int m = 0; m < accumulation; ++m) {
         absl::StatusOr<bool> got = (*train)->Next(&micro_batches[m]);
         if (!got.ok()) return fail(got.status());
@@ -148,7 +153,7 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
       }
     }
     const double samples_per_second =
-        static_cast<double>(schedule.steps_per_epoch * plan.global_batch_size) /
+        static_cast<double>(schedule.steps_in(epoch) * plan.global_batch_size) /
         Seconds(epoch_start);
     log.End(key::kEpochStop, nullptr, {{meta::kEpochNum, schedule.logged(epoch)}});
     log.Event("throughput", samples_per_second, {{meta::kEpochNum, schedule.logged(epoch)}});
@@ -177,6 +182,7 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
   // Stop at the first evaluation at or above the target; a schedule that ends
   // first is a non-converged run.
   out.status = reached ? RunStatus::kSuccess : RunStatus::kAborted;
+  if (info.train_samples_at_stop) log.Event(key::kTrainSamples, schedule.logged(out.epochs));
   log.End(key::kRunStop, nullptr,
           {{meta::kStatus, reached ? mllog::value::kSuccess : mllog::value::kAborted}});
   out.seconds = Seconds(run_start);

@@ -49,6 +49,28 @@ Bert::Bert(const BertConfig& config, int64_t batch_size)
   Initialize(0);
 }
 
+Bert::Bert(const BertConfig& config, int64_t batch_size, MeasureOnly)
+    : Model(core::Device::kCpu, batch_size), config_(config) {
+  config_.device = core::Device::kCpu;
+  rows_ = batch_size * config.seq_len;
+  predictions_ = batch_size * config.max_predictions;
+  measured_bytes_ = static_cast<int64_t>(
+      MeasureArenas(core::Device::kCpu, [this](const layers::ModelArenas& a) { Build(a); }));
+}
+
+int64_t Bert::ArenaBytes(const BertConfig& config, int64_t batch_size) {
+  return Bert(config, batch_size, MeasureOnly{}).measured_bytes_;
+}
+
+int64_t Bert::ParameterCount(const BertConfig& c) {
+  const int64_t h = c.hidden, norm = 2 * h;
+  const int64_t embeddings = (c.vocab_size + c.max_positions + c.type_vocab) * h + norm;
+  const int64_t layer = (3 * h * h + 3 * h) + (h * h + h) + norm +
+                        (h * c.intermediate + c.intermediate) + (c.intermediate * h + h) + norm;
+  const int64_t heads = (h * h + h) + (h * h + h + norm) + c.vocab_size + (2 * h + 2);
+  return embeddings + c.layers * layer + heads;
+}
+
 Bert::~Bert() { ops::FreeHostPinned(staging_); }
 
 void Bert::Build(const layers::ModelArenas& a) {

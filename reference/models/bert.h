@@ -55,6 +55,12 @@ class Bert final : public Model {
   Bert(const BertConfig& config, int64_t batch_size);
   ~Bert() override;
 
+  // What a model of `config` at `batch_size` allocates (parameters,
+  // gradients, activations), measured without allocating it.
+  static int64_t ArenaBytes(const BertConfig& config, int64_t batch_size);
+  // Its parameters (BERT-Large: 336,226,108 with the MLM and NSP heads).
+  static int64_t ParameterCount(const BertConfig& config);
+
   const BertConfig& config() const { return config_; }
 
   // Truncated normal (stddev 0.02) weights and embeddings, zero biases,
@@ -75,6 +81,9 @@ class Bert final : public Model {
   const core::Tensor& nsp_loss() const { return nsp_loss_; }
 
  private:
+  struct MeasureOnly {};
+  Bert(const BertConfig& config, int64_t batch_size, MeasureOnly);
+
   struct Layer {
     layers::SelfAttention attention;
     layers::LayerNorm attention_norm, output_norm;
@@ -97,6 +106,7 @@ class Bert final : public Model {
 
   BertConfig config_;
   int64_t rows_ = 0, predictions_ = 0;
+  int64_t measured_bytes_ = 0;  // MeasureOnly
   // Dropout streams: from this seed and the training forwards so far
   // (num_batches_tracked, which the trainer's warm-up restores).
   uint64_t dropout_seed_ = 0;

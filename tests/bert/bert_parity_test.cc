@@ -149,6 +149,7 @@ void RunParity(const BertConfig& config, int64_t batch, double median_ratio = 2.
   ASSERT_TRUE(file.ok()) << file.status();
   for (const std::string& p : {weights, batch_file, out}) std::remove(p.c_str());
   EXPECT_EQ(file->metadata().at("parameters"), std::to_string(model.num_parameters()));
+  EXPECT_EQ(Bert::ParameterCount(config), model.num_parameters());
 
   const float loss = model.ForwardTrain(owned.batch);
   const Errors mlm = Compare(*file, "mlm_logits", SpanOf(model.mlm_logits()));
@@ -195,6 +196,13 @@ BertConfig Small() {
 }
 
 TEST(BertParityTest, SmallMemberMatchesTransformers) { RunParity(Small(), 3); }
+
+TEST(BertParityTest, BertLargeHasItsParameterCount) {
+  // references.md 4.1: about 336.2 M with the heads, embeddings tied.
+  EXPECT_EQ(Bert::ParameterCount(BertConfig()), 336'226'108);
+  // The arenas of a measured model hold its parameters and gradients at least.
+  EXPECT_GT(Bert::ArenaBytes(BertConfig(), 1), 2 * 4 * Bert::ParameterCount(BertConfig()));
+}
 
 // BERT-Large itself at sequence 128 (about 3 GB and a few minutes on 2
 // cores): run by hand with --gtest_also_run_disabled_tests.

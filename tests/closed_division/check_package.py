@@ -18,7 +18,8 @@ import tempfile
 
 # What each benchmark's demonstration writes: result files and the README's
 # words that say what the data is not.
-BENCHMARKS = {"resnet": (5, "not ImageNet"), "unet3d": (40, "not KiTS19")}
+BENCHMARKS = {"resnet": (5, "not ImageNet"), "unet3d": (40, "not KiTS19"),
+              "bert": (10, "not Wikipedia")}
 
 
 def run(cmd, **kw):

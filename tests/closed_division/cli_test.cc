@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "base/json.h"
+#include "datasets/bert/generated.h"
 #include "datasets/kits19/generated.h"
 #include "fmt/format.h"
 #include "logging/mllog_parser.h"
@@ -261,6 +262,39 @@ TEST_F(RunClosed, BadDataIsRefusedBeforeTheModelIsBuilt) {
   r = RunTool(Flags({"--data", imagenet.string()}));
   ExpectRefusedBeforeTheRuns(r);
   EXPECT_NE(r.output.find(imagenet.string() + ": 1 training images, expected 1281167"),
+            std::string::npos)
+      << r.output;
+}
+
+// BERT's --data: a folder without the starting checkpoint is a usage error
+// naming it; shards of another sequence length and an evaluation file that
+// is not the 10,000 samples are each one line naming the file, exit 2,
+// before any model is built (a damaged checkpoint: tf_checkpoint_test).
+TEST_F(RunClosed, BadBertDataIsRefusedBeforeTheModelIsBuilt) {
+  namespace bert = mlperf::datasets::bert;
+  const fs::path data = dir_ / "wiki";
+  fs::create_directories(data);
+  Result r = RunTool(Flags({"--bench", "bert", "--data", data.string()}));
+  ExpectRefusedBeforeTheRuns(r);
+  EXPECT_NE(r.output.find("no model.ckpt-28252.index"), std::string::npos) << r.output;
+
+  // The demonstration's short sequences are not BERT-Large's 512 tokens.
+  bert::GeneratedBertOptions g{.train_samples = 64, .train_shards = 1, .eval_samples = 16};
+  ASSERT_TRUE(bert::WriteGeneratedBertData(data.string(), g).ok());
+  std::ofstream{data / "model.ckpt-28252.index"} << "not a checkpoint";
+  r = RunTool(Flags({"--bench", "bert", "--data", data.string()}));
+  ExpectRefusedBeforeTheRuns(r);
+  EXPECT_NE(r.output.find((data / "part-00000-of-00001").string()), std::string::npos) << r.output;
+
+  // The reference's shapes, but 16 evaluation samples.
+  fs::remove_all(data);
+  g.seq_len = 512;
+  g.max_predictions = 76;
+  ASSERT_TRUE(bert::WriteGeneratedBertData(data.string(), g).ok());
+  std::ofstream{data / "model.ckpt-28252.index"} << "not a checkpoint";
+  r = RunTool(Flags({"--bench", "bert", "--data", data.string()}));
+  ExpectRefusedBeforeTheRuns(r);
+  EXPECT_NE(r.output.find((data / "eval_10k").string() + ": 16 evaluation samples, expected 10000"),
             std::string::npos)
       << r.output;
 }

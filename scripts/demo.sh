@@ -2,8 +2,10 @@
 # The main job on a fresh machine: install what is missing, build, then
 #   1. run_closed on the embedded defaults, into one submission package: five
 #      closed-division runs of a small ResNet-50-family model on a generated
-#      image set (real JPEG files in the ImageNet layout), and the forty runs of
-#      a small 3D U-Net on generated KiTS19-like cases (real .nii.gz files);
+#      image set (real JPEG files in the ImageNet layout), the forty runs of
+#      a small 3D U-Net on generated KiTS19-like cases (real .nii.gz files), and
+#      the ten runs of a small BERT on a generated language (TFRecords in the
+#      reference's schema, from a generated TensorFlow checkpoint);
 #   2. compliance_check on that package (RCP bypass: no RCP exists for the demos'
 #      batch sizes), and the official package checker too when it is installed
 #      (it is a test oracle: scripts/install_deps.sh --test installs it).
@@ -15,7 +17,7 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release > /dev/null
 cmake --build build -j "$(nproc)" --target run_closed compliance_check
 
 out="out/demo/$(date +%Y%m%d-%H%M%S)"
-for bench in resnet unet3d; do
+for bench in resnet unet3d bert; do
   echo "== run_closed --bench $bench --out $out"
   build/bin/run_closed --bench "$bench" --out "$out" --cache_dir out/demo/cache
 done

@@ -20,6 +20,7 @@
 #include "reference/core/philox.h"
 #include "reference/io/safetensors.h"
 #include "reference/models/bert.h"
+#include "tests/core/parity_util.h"
 
 #ifndef MLPERF_SOURCE_DIR
 #error "MLPERF_SOURCE_DIR must point at the repository root"
@@ -28,44 +29,9 @@
 namespace mlperf::models {
 namespace {
 
-bool HaveTransformers() {
-  return std::system("/usr/bin/python3 -c 'import torch, transformers' > /dev/null 2>&1") == 0;
-}
-
-std::string TempPath(const std::string& stem) {
-  return (std::filesystem::temp_directory_path() /
-          fmt::format("{}_{}.safetensors", stem, ::getpid()))
-      .string();
-}
-
-std::vector<float> Load(const io::SafetensorsFile& file, const std::string& name) {
-  auto it = file.tensors().find(name);
-  EXPECT_NE(it, file.tensors().end()) << name;
-  if (it == file.tensors().end()) return {};
-  std::vector<float> t(it->second.shape.numel());
-  EXPECT_TRUE(file.CopyTo(name, core::Tensor(t.data(), it->second.shape, core::DType::kF32)).ok());
-  return t;
-}
-
-// ||a - b|| / ||b|| (infinite on a size mismatch).
-double NormError(std::span<const float> a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return INFINITY;
-  double diff = 0.0, scale = 1e-30;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
-    scale += static_cast<double>(b[i]) * b[i];
-  }
-  return std::sqrt(diff / scale);
-}
-
-struct Errors {
-  double ours, torch;  // against PyTorch in fp64
-};
-Errors Compare(const io::SafetensorsFile& file, const std::string& name,
-               std::span<const float> ours) {
-  const std::vector<float> exact = Load(file, "f64/" + name);
-  return {NormError(ours, exact), NormError(Load(file, name), exact)};
-}
+using testing::Compare;
+using testing::Errors;
+using testing::TempPath;
 
 std::span<const float> SpanOf(const core::Tensor& t) {
   return {t.f32(), static_cast<size_t>(t.numel())};
@@ -111,7 +77,7 @@ OwnedBatch MakeBatch(const BertConfig& c, int64_t batch) {
 }
 
 void RunParity(const BertConfig& config, int64_t batch, double median_ratio = 2.0) {
-  if (!HaveTransformers())
+  if (!testing::PythonHas("torch, transformers"))
     GTEST_SKIP() << "PyTorch or transformers is missing for /usr/bin/python3 "
                     "(scripts/install_deps.sh --test)";
   Bert model(config, batch);

@@ -23,6 +23,7 @@
 #include "reference/core/philox.h"
 #include "reference/io/safetensors.h"
 #include "reference/models/resnet.h"
+#include "tests/core/parity_util.h"
 
 #ifndef MLPERF_SOURCE_DIR
 #error "MLPERF_SOURCE_DIR must point at the repository root"
@@ -30,6 +31,10 @@
 
 namespace mlperf::models {
 namespace {
+
+using testing::Compare;
+using testing::Errors;
+using testing::TempPath;
 
 constexpr float kLabelSmoothing = 0.1f;
 
@@ -41,46 +46,8 @@ struct Case {
   int64_t batch;
 };
 
-bool HaveTorch() { return std::system("/usr/bin/python3 -c 'import torch' > /dev/null 2>&1") == 0; }
-
-std::string TempPath(const std::string& stem) {
-  return (std::filesystem::temp_directory_path() /
-          fmt::format("{}_{}.safetensors", stem, ::getpid()))
-      .string();
-}
-
-std::vector<float> Load(const io::SafetensorsFile& file, const std::string& name) {
-  auto it = file.tensors().find(name);
-  EXPECT_NE(it, file.tensors().end()) << name;
-  if (it == file.tensors().end()) return {};
-  std::vector<float> t(it->second.shape.numel());
-  EXPECT_TRUE(file.CopyTo(name, core::Tensor(t.data(), it->second.shape, core::DType::kF32)).ok());
-  return t;
-}
-
-// ||a - b|| / ||b|| (infinite on a size mismatch).
-double NormError(std::span<const float> a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return INFINITY;
-  double diff = 0.0, scale = 1e-30;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
-    scale += static_cast<double>(b[i]) * b[i];
-  }
-  return std::sqrt(diff / scale);
-}
-
-// Errors of ours and of PyTorch's fp32 result against PyTorch in fp64.
-struct Errors {
-  double ours, torch;
-};
-Errors Compare(const io::SafetensorsFile& file, const std::string& name,
-               std::span<const float> ours) {
-  const std::vector<float> exact = Load(file, "f64/" + name);
-  return {NormError(ours, exact), NormError(Load(file, name), exact)};
-}
-
 void RunParity(const Case& c) {
-  if (!HaveTorch())
+  if (!testing::PythonHas("torch"))
     GTEST_SKIP() << "PyTorch is not installed for /usr/bin/python3 (apt-get install python3-torch)";
   const ResNetConfig config{.base_width = c.width,
                             .blocks = c.blocks,

@@ -22,6 +22,7 @@
 #include "reference/io/safetensors.h"
 #include "reference/models/sliding_window.h"
 #include "reference/models/unet3d.h"
+#include "tests/core/parity_util.h"
 
 #ifndef MLPERF_SOURCE_DIR
 #error "MLPERF_SOURCE_DIR must point at the repository root"
@@ -30,48 +31,17 @@
 namespace mlperf::models {
 namespace {
 
-bool HaveTorch() { return std::system("/usr/bin/python3 -c 'import torch' > /dev/null 2>&1") == 0; }
-
-std::string TempPath(const std::string& stem) {
-  return (std::filesystem::temp_directory_path() /
-          fmt::format("{}_{}.safetensors", stem, ::getpid()))
-      .string();
-}
-
-std::vector<float> Load(const io::SafetensorsFile& file, const std::string& name) {
-  auto it = file.tensors().find(name);
-  EXPECT_NE(it, file.tensors().end()) << name;
-  if (it == file.tensors().end()) return {};
-  std::vector<float> t(it->second.shape.numel());
-  EXPECT_TRUE(file.CopyTo(name, core::Tensor(t.data(), it->second.shape, core::DType::kF32)).ok());
-  return t;
-}
-
-// ||a - b|| / ||b|| (infinite on a size mismatch).
-double NormError(std::span<const float> a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return INFINITY;
-  double diff = 0.0, scale = 1e-30;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
-    scale += static_cast<double>(b[i]) * b[i];
-  }
-  return std::sqrt(diff / scale);
-}
-
-struct Errors {
-  double ours, torch;  // against PyTorch in fp64
-};
-Errors Compare(const io::SafetensorsFile& file, const std::string& name,
-               std::span<const float> ours) {
-  const std::vector<float> exact = Load(file, "f64/" + name);
-  return {NormError(ours, exact), NormError(Load(file, name), exact)};
-}
+using testing::Compare;
+using testing::Errors;
+using testing::Load;
+using testing::NormError;
+using testing::TempPath;
 
 // median_ratio: how much further from fp64 than PyTorch's fp32 gradients ours
 // may be in the median over tensors.
 void RunParity(const std::vector<int64_t>& filters, int64_t roi, int64_t batch,
                double median_ratio = 2.0, core::Layout layout = core::Layout::kNCDHW) {
-  if (!HaveTorch())
+  if (!testing::PythonHas("torch"))
     GTEST_SKIP() << "PyTorch is not installed for /usr/bin/python3 (apt-get install python3-torch)";
   UNet3D model({.filters = filters, .roi = roi, .layout = layout}, batch);
   model.Initialize(31);
@@ -181,7 +151,7 @@ TEST(UNet3DParityTest, ReferenceWidthAtRoi64NdhwcMatchesTorch) {
 // (one window), 50 cropped to 48 (two overlapping windows), 27 padded to 32.
 // Windows run two at a time, so the last call is a partial batch.
 TEST(UNet3DParityTest, SlidingWindowMatchesTorch) {
-  if (!HaveTorch())
+  if (!testing::PythonHas("torch"))
     GTEST_SKIP() << "PyTorch is not installed for /usr/bin/python3 (apt-get install python3-torch)";
   const std::vector<int64_t> filters = {4, 8, 16};
   const int64_t roi = 32, d = 37, h = 50, w = 27, voxels = d * h * w;

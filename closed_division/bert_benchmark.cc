@@ -274,13 +274,7 @@ std::string BertSetup::ReadmeSection() const {
       r.beta1, r.beta2, r.epsilon, r.weight_decay, plan.global_batch_size, plan.batch_per_rank,
       plan.world_size, plan.gradient_accumulation_steps, r.base_lr, r.warmup_steps,
       r.start_warmup_step, r.train_steps, plan.schedule.interval_samples, plan.eval_samples);
-  if (!plan.rcp_batch_size) {
-    text += fmt::format(
-        "No Reference Convergence Point exists for this configuration (global batch size {}{}), "
-        "so the\npackage checkers need the RCP bypass (`--rcp-bypass`).\n\n",
-        plan.global_batch_size, plan.demo ? ", generated data" : "");
-  }
-  return text;
+  return text + RcpBypassNote(plan);
 }
 
 absl::StatusOr<BertRecipe> RecipeOf(const RcpReference& ref) {

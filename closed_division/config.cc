@@ -96,4 +96,12 @@ absl::Status FitMicroBatch(const std::function<int64_t(int64_t)>& bytes_for_batc
       static_cast<double>(memory_bytes) / (1 << 30)));
 }
 
+std::string RcpBypassNote(const RunPlan& plan) {
+  if (plan.rcp_batch_size) return "";
+  return fmt::format(
+      "No Reference Convergence Point exists for this configuration (global batch size {}{}), "
+      "so the\npackage checkers need the RCP bypass (`--rcp-bypass`).\n\n",
+      plan.global_batch_size, plan.demo ? ", generated data" : "");
+}
+
 }  // namespace mlperf::closed

@@ -126,4 +126,8 @@ absl::Status CompletePlan(const RunnerOptions& options, int world_size, int core
 absl::Status FitMicroBatch(const std::function<int64_t(int64_t)>& bytes_for_batch,
                            int64_t memory_bytes, RunPlan& plan);
 
+// The package README's paragraph saying that no RCP exists for the plan's
+// batch size, so the checkers need --rcp-bypass ("" when one exists).
+std::string RcpBypassNote(const RunPlan& plan);
+
 }  // namespace mlperf::closed

@@ -281,14 +281,7 @@ std::string ResnetSetup::ReadmeSection() const {
       r.optimizer == train::OptimizerKind::kLars ? "LARS" : "SGD", plan.global_batch_size,
       plan.batch_per_rank, plan.world_size, r.base_lr, r.warmup_epochs, r.decay_epochs, r.momentum,
       r.weight_decay, r.label_smoothing, plan.schedule.first_eval_epoch);
-  if (!plan.rcp_batch_size) {
-    text += fmt::format(
-        "No Reference Convergence Point exists for global batch size {}, so the package "
-        "checkers\n"
-        "need the RCP bypass (`--rcp-bypass`).\n\n",
-        plan.global_batch_size);
-  }
-  return text;
+  return text + RcpBypassNote(plan);
 }
 
 // The recipe of an RCP reference run: its LARS hyperparameters, the decay

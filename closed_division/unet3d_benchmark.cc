@@ -326,13 +326,7 @@ std::string UnetSetup::ReadmeSection() const {
       plan.gradient_accumulation_steps, r.base_lr, r.init_lr, r.warmup_epochs, r.weight_decay,
       plan.schedule.first_eval_epoch, plan.schedule.eval_every_epochs,
       plan.schedule.samples_per_epoch, shape_.roi);
-  if (!plan.rcp_batch_size) {
-    text += fmt::format(
-        "No Reference Convergence Point exists for this configuration (global batch size {}{}), "
-        "so the\npackage checkers need the RCP bypass (`--rcp-bypass`).\n\n",
-        plan.global_batch_size, plan.demo ? ", generated data" : "");
-  }
-  return text;
+  return text + RcpBypassNote(plan);
 }
 
 // The recipe of an RCP reference run. Its warm-up is logged in samples

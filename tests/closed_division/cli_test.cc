@@ -100,7 +100,7 @@ TEST_F(RunClosed, UsageErrorsExitTwoWithOneLine) {
   const std::vector<std::vector<std::string>> bad = {
       {"--gpu", "1"},
       {"--runs", "-1"},
-      {"--bench", "bert"},
+      {"--bench", "gpt3"},
       {"--runs", "many"},
       {"--submitter", "a/b"},
       {"--optimizer", "adam"},
@@ -128,7 +128,7 @@ TEST_F(RunClosed, UsageErrorsExitTwoWithOneLine) {
   EXPECT_NE(help.output.find("Exit status"), std::string::npos);
   // The registered benchmarks, in the help and in the error for another.
   EXPECT_NE(help.output.find("resnet   ResNet-50 v1.5"), std::string::npos) << help.output;
-  EXPECT_NE(RunTool({"--bench", "bert"}).output.find("registered: resnet"), std::string::npos);
+  EXPECT_NE(RunTool({"--bench", "gpt3"}).output.find("registered: resnet"), std::string::npos);
 }
 
 // The embedded default is the same run it was before the benchmark registry,

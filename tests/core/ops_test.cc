@@ -2,9 +2,11 @@
 // against definitions, backward against central differences.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
+#include "reference/core/philox.h"
 #include "reference/kernels/composite.h"
 #include "reference/kernels/conv_geometry.h"
 #include "reference/kernels/cpu/elementwise.h"
@@ -90,6 +92,44 @@ TEST(ElementwiseTest, DropoutKeepsTheExpectedFractionAndItsGradientReusesTheMask
         cpu::DropoutBackward(0.3f, 5, 1, dy.t(), dx.t());
       },
       "dropout");
+}
+
+// The CPU kernel draws a Philox block per 4 elements and compares integers;
+// element i must still be kept exactly when PhiloxUniform(seed, offset, i) >= p
+// (core/philox.h), which the CUDA kernel follows too. Sizes that are not a
+// multiple of 4 or of the kernel's chunk, p on a 2^-24 boundary, and in place.
+TEST(ElementwiseTest, DropoutMaskIsEachElementsPhiloxUniform) {
+  for (const int64_t n : {1, 7, 1003, 70001}) {
+    for (const float p : {0.0f, 0.1f, 0.25f, 0.5f, std::nextafter(0.25f, 1.0f)}) {
+      Buffer x({n}), y({n});
+      testing::FillRandom(x, 12, 0.5f, 1.5f);
+      cpu::DropoutForward(p, 41, n, x.t(), y.t());
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const bool keep = core::PhiloxUniform(41, n, static_cast<uint64_t>(i)) >= p;
+        wrong += y[i] != (keep ? x[i] * (1.0f / (1.0f - p)) : 0.0f);
+      }
+      EXPECT_EQ(wrong, 0) << "n " << n << " p " << p;
+      Buffer in_place = x;
+      cpu::DropoutBackward(p, 41, n, in_place.t(), in_place.t());
+      EXPECT_EQ(in_place.data, y.data) << "n " << n << " p " << p;
+    }
+  }
+}
+
+// Far from 0 one of the two GELU factors saturates; nothing may overflow.
+TEST(ElementwiseTest, GeluAtExtremes) {
+  Buffer x({6}), y({6}), dy({6}, 1.0f), dx({6});
+  x.data = {-1e4f, -60.0f, -9.0f, 9.0f, 60.0f, 1e4f};
+  cpu::GeluForward(x.t(), y.t());
+  cpu::GeluBackward(x.t(), dy.t(), dx.t());
+  for (int i = 0; i < 6; ++i) {
+    const double v = x[i];
+    const double exact =
+        0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+    EXPECT_NEAR(y[i], exact, 1e-6 * std::max(1.0, std::fabs(v))) << v;
+    EXPECT_NEAR(dx[i], v > 0 ? 1.0 : 0.0, 1e-6) << v;
+  }
 }
 
 // Channels-last [n, d, h, w, c]: channels side by side in every voxel.

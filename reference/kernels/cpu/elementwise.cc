@@ -1,11 +1,13 @@
 #include "reference/kernels/cpu/elementwise.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "reference/core/philox.h"
 #include "reference/kernels/cpu/layout.h"
 #include "reference/kernels/cpu/parallel.h"
+#include "reference/kernels/cpu/vec_math.h"
 
 namespace mlperf::cpu {
 namespace {
@@ -95,23 +97,59 @@ void ReluBackward(const Tensor& y, const Tensor& dy, const Tensor& dx) {
   }
 }
 
+// 0.5 x (1 + tanh(u)) = x sigmoid(2u): one exp, no cancellation for very
+// negative u, and 1 - sigmoid(2u) = exp(-2u) sigmoid(2u) in the backward.
+// Chunks of kGeluChunk elements: exp(-2u) into a buffer on the stack, then
+// the rest (see vec_math.h for why the exp has a loop of its own).
+namespace {
+
+constexpr int64_t kGeluChunk = 256;
+// Elements per chunk of the dropout mask, a multiple of Philox's 4 lanes.
+constexpr int64_t kDropoutChunk = 256;
+
+// e[j] = exp(-2u) of x[0, n).
+void GeluExp(const float* x, int64_t n, float* e) {
+  for (int64_t j = 0; j < n; ++j)
+    e[j] = -2.0f * kSqrt2OverPi * (x[j] + kGeluCoeff * x[j] * x[j] * x[j]);
+  ExpInPlace(e, n);
+}
+
+}  // namespace
+
 void GeluForward(const Tensor& x, const Tensor& y) {
   MLPERF_CHECK(x.numel() == y.numel());
-#pragma omp parallel for if (WorthParallel(x.numel()))
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    const float v = x.f32()[i];
-    y.f32()[i] = 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + kGeluCoeff * v * v * v)));
+  const float* in = x.f32();
+  float* out = y.f32();
+  const int64_t n = x.numel();
+#pragma omp parallel for if (WorthParallel(n))
+  for (int64_t begin = 0; begin < n; begin += kGeluChunk) {
+    const int64_t m = std::min(kGeluChunk, n - begin);
+    const float* v = in + begin;
+    float e[kGeluChunk];
+    GeluExp(v, m, e);
+    for (int64_t j = 0; j < m; ++j) out[begin + j] = v[j] / (1.0f + e[j]);
   }
 }
 
 void GeluBackward(const Tensor& x, const Tensor& dy, const Tensor& dx) {
   MLPERF_CHECK(x.numel() == dy.numel() && dy.numel() == dx.numel());
-#pragma omp parallel for if (WorthParallel(x.numel()))
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    const float v = x.f32()[i];
-    const float t = std::tanh(kSqrt2OverPi * (v + kGeluCoeff * v * v * v));
-    const float dinner = kSqrt2OverPi * (1.0f + 3.0f * kGeluCoeff * v * v);
-    dx.f32()[i] = dy.f32()[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * dinner);
+  const float* in = x.f32();
+  const float* grad = dy.f32();
+  float* in_grad = dx.f32();
+  const int64_t n = x.numel();
+#pragma omp parallel for if (WorthParallel(n))
+  for (int64_t begin = 0; begin < n; begin += kGeluChunk) {
+    const int64_t m = std::min(kGeluChunk, n - begin);
+    const float* v = in + begin;
+    float e[kGeluChunk];
+    GeluExp(v, m, e);
+    for (int64_t j = 0; j < m; ++j) {
+      const float s = 1.0f / (1.0f + e[j]);
+      const float one_minus_s = e[j] * s;  // at most 1, where e alone may be near FLT_MAX
+      const float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCoeff * v[j] * v[j]);
+      // d/dv [v s(u)] with ds/du = 2 s (1 - s).
+      in_grad[begin + j] = grad[begin + j] * (s + 2.0f * v[j] * s * one_minus_s * du);
+    }
   }
 }
 
@@ -169,10 +207,28 @@ void Fill(const Tensor& x, float value) {
 void DropoutForward(float p, uint64_t seed, uint64_t offset, const Tensor& x, const Tensor& y) {
   MLPERF_CHECK(x.numel() == y.numel() && p >= 0.0f && p < 1.0f);
   const float scale = 1.0f / (1.0f - p);
-#pragma omp parallel for if (WorthParallel(x.numel()))
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    const bool keep = core::PhiloxUniform(seed, offset, static_cast<uint64_t>(i)) >= p;
-    y.f32()[i] = keep ? x.f32()[i] * scale : 0.0f;
+  // UniformFromBits(b) = (b >> 8) * 2^-24 >= p exactly when (b >> 8) >=
+  // ceil(p * 2^24): the same mask from an integer compare.
+  const uint32_t threshold = static_cast<uint32_t>(std::ceil(static_cast<double>(p) * 0x1p24));
+  const float* in = x.f32();
+  float* out = y.f32();
+  const int64_t n = x.numel();
+  // Per chunk, the Philox blocks first (one per 4 elements, the stream
+  // convention of core/philox.h), then the mask in a loop that vectorises
+  // (the input loaded unconditionally, so that the select needs no branch).
+#pragma omp parallel for if (WorthParallel(n))
+  for (int64_t begin = 0; begin < n; begin += kDropoutChunk) {
+    const int64_t m = std::min(kDropoutChunk, n - begin);
+    uint32_t bits[kDropoutChunk];
+    for (int64_t j = 0; j < m; j += 4) {
+      const core::Philox4x32 block =
+          core::PhiloxBlock(seed, offset, static_cast<uint64_t>((begin + j) / 4));
+      for (int lane = 0; lane < 4; ++lane) bits[j + lane] = block.v[lane];
+    }
+    for (int64_t j = 0; j < m; ++j) {
+      const float v = in[begin + j];
+      out[begin + j] = (bits[j] >> 8) >= threshold ? v * scale : 0.0f;
+    }
   }
 }
 

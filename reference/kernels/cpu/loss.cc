@@ -4,6 +4,7 @@
 
 #include "reference/kernels/cpu/layout.h"
 #include "reference/kernels/cpu/parallel.h"
+#include "reference/kernels/cpu/vec_math.h"
 
 namespace mlperf::cpu {
 namespace {
@@ -116,21 +117,33 @@ void MaskedLmLoss(const Tensor& logits, const Tensor& labels, const Tensor& weig
                   const Tensor& loss, const Tensor& dlogits) {
   const int64_t vocab = logits.dim(logits.shape().rank() - 1), rows = logits.numel() / vocab;
   MLPERF_CHECK(labels.numel() == rows && weights.numel() == rows);
+  const float* z_all = logits.f32();
+  const float* w_all = weights.f32();
+  const int32_t* label_all = labels.as<int32_t>();
+  float* grad_all = dlogits.f32();
   double weight_sum = 0.0;
-  for (int64_t r = 0; r < rows; ++r) weight_sum += weights.f32()[r];
+  for (int64_t r = 0; r < rows; ++r) weight_sum += w_all[r];
   const double denom = weight_sum + 1e-5;
   double total = 0.0;
+  // A row per iteration: exp(z - max) once, into the gradient, which the
+  // second pass scales to w (softmax - onehot) / denom (BERT: 30522 wide).
 #pragma omp parallel for reduction(+ : total) if (WorthParallel(logits.numel()))
   for (int64_t r = 0; r < rows; ++r) {
-    const float* z = logits.f32() + r * vocab;
-    const double lse = LogSumExp(z, vocab, 1);
-    const int32_t label = labels.as<int32_t>()[r];
+    const float* z = z_all + r * vocab;
+    float* grad = grad_all + r * vocab;
+    const int32_t label = label_all[r];
     MLPERF_CHECK(label >= 0 && label < vocab);
-    const double w = weights.f32()[r];
-    total += w * (lse - z[label]);
-    for (int64_t j = 0; j < vocab; ++j)
-      dlogits.f32()[r * vocab + j] =
-          static_cast<float>(w * (std::exp(z[j] - lse) - (j == label ? 1.0 : 0.0)) / denom);
+    float max = z[0];
+    for (int64_t j = 1; j < vocab; ++j) max = max < z[j] ? z[j] : max;
+    for (int64_t j = 0; j < vocab; ++j) grad[j] = ExpF(z[j] - max);
+    double sum = 0.0;
+    for (int64_t j = 0; j < vocab; ++j) sum += grad[j];
+    const double w = w_all[r];
+    total += w * (max + std::log(sum) - z[label]);
+    const double label_exp = grad[label];
+    const float scale = static_cast<float>(w / (sum * denom));
+    for (int64_t j = 0; j < vocab; ++j) grad[j] *= scale;
+    grad[label] = static_cast<float>(w * (label_exp / sum - 1.0) / denom);
   }
   loss.f32()[0] = static_cast<float>(total / denom);
 }

@@ -89,7 +89,18 @@ struct BenchmarkInfo {
   // run_stop (what the RCP check's --rcp_bert_train_samples reads), not a
   // data-set size among the hyperparameters.
   bool train_samples_at_stop = false;
+  // Whether the model has attention (its precision is logged as
+  // lowest_numerical_precision_in_attn).
+  bool attention = false;
 };
+
+// The setup's trainer configuration with what its plan's precision adds:
+// dynamic loss scaling under fp16.
+inline train::TrainerConfig TrainerConfigFor(const BenchmarkSetup& setup) {
+  train::TrainerConfig config = setup.TrainerConfig();
+  config.dynamic_loss_scaling = setup.plan().precision == core::DType::kF16;
+  return config;
+}
 
 class Benchmark {
  public:

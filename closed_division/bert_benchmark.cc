@@ -47,7 +47,8 @@ const BenchmarkInfo& Info() {
       .allowed_missed_runs = meta::OlympicDropPerSide("bert"),
       .target = 0.72,  // closed_bert: eval_accuracy >= 0.72
       .metric = "masked-LM accuracy",
-      .train_samples_at_stop = true};
+      .train_samples_at_stop = true,
+      .attention = true};
   return info;
 }
 
@@ -349,11 +350,6 @@ class BertBenchmark final : public Benchmark {
     if (options.member != "" && options.member != "full" && options.member != "small") {
       return absl::InvalidArgumentError(
           fmt::format("model size '{}': expected full or small", options.member));
-    }
-    if (options.precision != "fp32") {
-      return absl::InvalidArgumentError(fmt::format(
-          "precision {}: BERT has only its fp32 path so far (no bf16 or fp16 kernels yet)",
-          options.precision));
     }
     if (!options.optimizer.empty() && options.optimizer != "lamb") {
       return absl::InvalidArgumentError(fmt::format(

@@ -70,6 +70,10 @@ absl::Status CompletePlan(const RunnerOptions& options, int world_size, int core
     plan.loader_threads = std::max(1, cores - 1);
   }
   if (options.threads > 0) plan.compute_threads = options.threads;
+  if (!PrecisionFromName(options.precision, &plan.precision)) {
+    return absl::InvalidArgumentError(
+        fmt::format("precision {}: expected fp32, bf16 or fp16", options.precision));
+  }
   if (!options.system.empty()) {
     plan.system_name = options.system;
     // A demonstration package must never pass for a real result.
@@ -94,6 +98,29 @@ absl::Status FitMicroBatch(const std::function<int64_t(int64_t)>& bytes_for_batc
       "or fewer processes per node",
       static_cast<double>(bytes_for_batch(1)) / (1 << 30),
       static_cast<double>(memory_bytes) / (1 << 30)));
+}
+
+bool PrecisionFromName(std::string_view name, core::DType* out) {
+  if (name == "fp32")
+    *out = core::DType::kF32;
+  else if (name == "bf16")
+    *out = core::DType::kBF16;
+  else if (name == "fp16")
+    *out = core::DType::kF16;
+  else
+    return false;
+  return true;
+}
+
+std::string_view MlperfPrecisionName(core::DType precision) {
+  switch (precision) {
+    case core::DType::kBF16:
+      return "bfloat16";
+    case core::DType::kF16:
+      return "fp16";
+    default:
+      return "fp32";
+  }
 }
 
 std::string RcpBypassNote(const RunPlan& plan) {

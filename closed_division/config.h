@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "reference/core/dtype.h"
 
 namespace mlperf::closed {
 
@@ -27,14 +28,15 @@ struct RunnerOptions {
   int max_epochs = 0;     // 0 = the whole schedule; else a cap (tests)
   std::string optimizer;  // "" = the benchmark's default
   int threads = 0;        // compute threads per process; 0 = chosen from the cores per process
+  // The compute precision of the GEMM-class ops (reference/kernels/precision.h):
+  // "fp32", "bf16" or "fp16".
+  std::string precision = "fp32";
   // Set by run_benchmark only (a closed run always takes the recipe's):
   // which member of the family ("" = by the data: the full model with
   // --data, the embedded default's without; "full"; "small" = the embedded
-  // default's), the batch per process (0 = the recipe's) and the arithmetic
-  // precision ("fp32", "bf16", "fp16").
+  // default's) and the batch per process (0 = the recipe's).
   std::string member;
   int64_t batch_per_rank = 0;
-  std::string precision = "fp32";
 };
 
 // When the run loop trains and evaluates. Training goes in epochs of
@@ -97,6 +99,8 @@ struct RunPlan {
   // Whether an RCP exists for the batch size (else the package needs
   // --rcp-bypass and says so).
   bool rcp_batch_size = false;
+  // options.precision, parsed by CompletePlan.
+  core::DType precision = core::DType::kF32;
 
   // The last epoch this invocation trains: the schedule's, or --max_epochs.
   int last_epoch() const;
@@ -125,6 +129,12 @@ absl::Status CompletePlan(const RunnerOptions& options, int world_size, int core
 // Does nothing when memory_bytes is 0.
 absl::Status FitMicroBatch(const std::function<int64_t(int64_t)>& bytes_for_batch,
                            int64_t memory_bytes, RunPlan& plan);
+
+// "fp32", "bf16" or "fp16" to the compute precision; false for anything else.
+bool PrecisionFromName(std::string_view name, core::DType* out);
+// The name of a compute precision as MLPerf's precision keys spell it
+// (lowest_numerical_precision_in_*: "fp32", "bfloat16", "fp16").
+std::string_view MlperfPrecisionName(core::DType precision);
 
 // The package README's paragraph saying that no RCP exists for the plan's
 // batch size, so the checkers need --rcp-bypass ("" when one exists).

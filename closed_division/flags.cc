@@ -36,15 +36,18 @@ ABSL_FLAG(int, max_epochs, 0,
 ABSL_FLAG(std::string, optimizer, "",
           "one of the benchmark's closed-division optimizers (resnet: lars or sgd; unet3d: sgd; "
           "bert: lamb); empty = its default (resnet: lars)");
+ABSL_FLAG(std::string, precision, "fp32",
+          "arithmetic of convolutions, linear layers and attention products: fp32, bf16 or fp16 "
+          "(fp32 master weights, optimizer, norms and losses; fp16 adds dynamic loss scaling)");
 ABSL_FLAG(int, threads, 0,
           "compute (OpenMP/BLAS) threads per process; 0 = chosen from the cores per process");
 
 namespace mlperf::closed {
 namespace {
 
-constexpr std::string_view kFlagNames[] = {"bench",      "gpus",      "nodes",  "data",      "runs",
-                                           "submitter",  "system",    "out",    "cache_dir", "seed",
-                                           "max_epochs", "optimizer", "threads"};
+constexpr std::string_view kFlagNames[] = {
+    "bench", "gpus",      "nodes", "data",       "runs",      "submitter", "system",
+    "out",   "cache_dir", "seed",  "max_epochs", "optimizer", "precision", "threads"};
 
 absl::Status Validate(const RunnerOptions& o) {
   // Counts within what any real system and package can use; beyond them a
@@ -87,6 +90,10 @@ absl::Status Validate(const RunnerOptions& o) {
     }
   }
   if (o.out_dir.empty()) return absl::InvalidArgumentError("--out: must not be empty");
+  if (core::DType precision; !PrecisionFromName(o.precision, &precision)) {
+    return absl::InvalidArgumentError(
+        fmt::format("--precision={}: expected fp32, bf16 or fp16", o.precision));
+  }
   return absl::OkStatus();
 }
 
@@ -96,7 +103,8 @@ std::string UsageText(const BenchmarkRegistry& registry) {
   std::string text =
       "Usage: run_closed [--bench NAME] [--gpus N] [--nodes M] [--data DIR] [--runs N]\n"
       "                  [--submitter ORG] [--system NAME] [--out DIR] [--cache_dir DIR]\n"
-      "                  [--seed N] [--max_epochs N] [--optimizer NAME] [--threads N]\n"
+      "                  [--seed N] [--max_epochs N] [--optimizer NAME] [--precision P]\n"
+      "                  [--threads N]\n"
       "       run_closed --help | --version\n"
       "\n"
       "Runs a closed-division MLPerf Training benchmark the required number of times, each\n"
@@ -146,6 +154,7 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
   o.seed = absl::GetFlag(FLAGS_seed);
   o.max_epochs = absl::GetFlag(FLAGS_max_epochs);
   o.optimizer = absl::GetFlag(FLAGS_optimizer);
+  o.precision = absl::GetFlag(FLAGS_precision);
   o.threads = absl::GetFlag(FLAGS_threads);
   if (!cl.help && !cl.version) {
     if (absl::Status s = Validate(o); !s.ok()) return s;

@@ -364,11 +364,6 @@ class ResnetBenchmark final : public Benchmark {
       return absl::InvalidArgumentError(
           fmt::format("model size '{}': expected full or small", options.member));
     }
-    if (options.precision != "fp32") {
-      return absl::InvalidArgumentError(fmt::format(
-          "precision {}: ResNet has only its fp32 path so far (no bf16 or fp16 kernels yet)",
-          options.precision));
-    }
     const bool small = options.member.empty() ? plan.demo : options.member == "small";
     if (small && !plan.demo) {
       return absl::InvalidArgumentError(

@@ -49,8 +49,20 @@ bool AgreeOnRankZero(bool ok, dist::Communicator& comm) {
 
 std::string PackageReadme(const BenchmarkInfo& info, const BenchmarkSetup& setup,
                           const std::string& org_dir) {
-  return setup.ReadmeSection() + "Check with:\n\n```sh\n" +
-         CheckCommands(info, setup.plan(), org_dir) + "```\n";
+  const RunPlan& plan = setup.plan();
+  // Reduced precisions are emulated (fp32 storage, rounded values): said
+  // wherever the package is read.
+  const std::string precision =
+      plan.precision == core::DType::kF32
+          ? std::string()
+          : fmt::format(
+                "Precision: {} at the convolutions, linear layers and attention products "
+                "(rounded inputs and outputs, fp32 accumulation{}); fp32 master weights, "
+                "optimizer, norms and losses. The rounding is emulated on fp32 storage.\n\n",
+                plan.options.precision,
+                plan.precision == core::DType::kF16 ? ", dynamic loss scaling" : "");
+  return setup.ReadmeSection() + precision + "Check with:\n\n```sh\n" +
+         CheckCommands(info, plan, org_dir) + "```\n";
 }
 
 // Where rank 0 of the invocation writing this package holds its lock: beside

@@ -8,6 +8,7 @@
 #include "closed_division/page_cache.h"
 #include "fmt/format.h"
 #include "logging/mllog.h"
+#include "reference/kernels/precision.h"
 
 namespace mlperf::closed {
 namespace {
@@ -62,6 +63,7 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
                    ProgressReporter& progress) {
   const RunPlan& plan = setup.plan();
   const Schedule& schedule = plan.schedule;
+  const ops::PrecisionScope precision(plan.precision);
   RunOutcome out;
   const bool writer = comm.rank() == 0;
   absl::StatusOr<std::unique_ptr<mllog::Logger>> created =
@@ -78,13 +80,19 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
   log.Start(key::kInitStart);
   log.Event(key::kSeed, static_cast<int64_t>(request.seed));
   for (const auto& [name, value] : setup.Hyperparameters()) log.Event(name, value);
+  // The precision keys of the newer rulesets (optional there, unknown to
+  // older ones, which ignore them). Gradients are all-reduced in fp32.
+  const std::string linear(MlperfPrecisionName(plan.precision));
+  log.Event(key::kLowestNumericalPrecisionInLinear, linear);
+  if (info.attention) log.Event(key::kLowestNumericalPrecisionInAttn, linear);
+  log.Event(key::kLowestNumericalPrecisionInComm, std::string("fp32"));
   const std::unique_ptr<models::Model> model =
       setup.MakeModel(plan.options.gpus > 0 ? core::Device::kCuda : core::Device::kCpu);
   if (absl::Status s = setup.InitializeModel(*model, request.seed); !s.ok()) {
     out.error = std::move(s);
     return out;
   }
-  train::Trainer trainer(*model, setup.TrainerConfig(),
+  train::Trainer trainer(*model, TrainerConfigFor(setup),
                          request.gradient_comm != nullptr ? *request.gradient_comm : comm,
                          request.comm_stream);
   trainer.WarmUp(kWarmUpSteps);  // synthetic data; restores the initial state bit for bit

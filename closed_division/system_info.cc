@@ -199,6 +199,9 @@ std::string SystemDescriptionJson(const RunPlan& plan) {
   const std::string processes = o.gpus > 0
                                     ? fmt::format("{} process(es) per node, one per GPU", o.gpus)
                                     : fmt::format("{} CPU process(es) in all", plan.world_size);
+  const std::string precision =
+      fmt::format("convolutions and linear layers in {}{}, fp32 master weights", o.precision,
+                  plan.precision == core::DType::kF16 ? " with dynamic loss scaling" : "");
   // Every value is a string: the official checker joins some of them as
   // strings and crashes on numbers.
   const std::vector<std::pair<std::string, std::string>> fields = {
@@ -234,7 +237,7 @@ std::string SystemDescriptionJson(const RunPlan& plan) {
       {"framework", "mlperf-suite run_closed 0.1.0 (C++ reference implementation)"},
       {"other_software_stack", SoftwareStack()},
       {"operating_system", OperatingSystem()},
-      {"sw_notes", plan.demo ? demo_note + "; " + processes : processes},
+      {"sw_notes", (plan.demo ? demo_note + "; " + processes : processes) + "; " + precision},
   };
   std::string out = "{\n";
   for (size_t i = 0; i < fields.size(); ++i) {

@@ -421,11 +421,6 @@ class UnetBenchmark final : public Benchmark {
       return absl::InvalidArgumentError(
           fmt::format("model size '{}': expected full or small", options.member));
     }
-    if (options.precision != "fp32") {
-      return absl::InvalidArgumentError(fmt::format(
-          "precision {}: 3D U-Net has only its fp32 path so far (no bf16 or fp16 kernels yet)",
-          options.precision));
-    }
     if (!options.optimizer.empty() && options.optimizer != "sgd") {
       return absl::InvalidArgumentError(fmt::format(
           "--optimizer={}: 3D U-Net trains with SGD (Nesterov momentum) only", options.optimizer));

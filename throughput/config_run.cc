@@ -9,6 +9,7 @@
 
 #include "fmt/format.h"
 #include "reference/kernels/dispatch.h"
+#include "reference/kernels/precision.h"
 #include "reference/trainer/trainer.h"
 #include "throughput/timing.h"
 
@@ -103,6 +104,7 @@ ConfigResult RunConfig(const closed::Benchmark& benchmark, const BenchOptions& o
       ConfigureFor(benchmark, options, config, world, share);
   if (!AllOk(control, setup.ok())) return fail(setup.status());
   const closed::RunPlan& plan = (*setup)->plan();
+  const ops::PrecisionScope precision(plan.precision);
   const bool synthetic = options.data == DataMode::kSynthetic;
   // Synthetic data needs no loader: every core of the process computes.
   ops::SetHostThreads(synthetic && !options.gpu
@@ -114,7 +116,7 @@ ConfigResult RunConfig(const closed::Benchmark& benchmark, const BenchOptions& o
   model->Initialize(1);
   std::optional<train::Trainer> trainer;
   if (train) {
-    trainer.emplace(*model, (*setup)->TrainerConfig(),
+    trainer.emplace(*model, closed::TrainerConfigFor(**setup),
                     comms.gradients != nullptr ? *comms.gradients : control, comms.stream);
   }
 

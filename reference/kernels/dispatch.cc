@@ -15,6 +15,7 @@
 #include "reference/kernels/cpu/optimizer.h"
 #include "reference/kernels/cpu/pool.h"
 #include "reference/kernels/cpu/softmax.h"
+#include "reference/kernels/precision_operands.h"
 
 #ifdef MLPERF_HAVE_CUDA
 #include "reference/kernels/cuda/attention.h"
@@ -80,22 +81,39 @@ int64_t ConvWorkspaceElements(const ConvGeometry& g, core::Layout layout, Device
   return cpu::ConvWorkspaceElements(g, layout);
 }
 
+// The GEMM-class ops round their inputs and outputs at the points
+// precision.h names (nothing changes under fp32).
 void ConvForward(const ConvGeometry& g, const Tensor& x, const Tensor& w, const Tensor& y,
                  const Tensor& workspace) {
-  if (OnDevice(x, {&w, &y})) return MLPERF_CUDA_TWIN(ConvForward(g, x, w, y, workspace));
-  cpu::ConvForward(g, x, w, y, workspace);
+  const Tensor rx = RoundedOperand(x, 0), rw = RoundedOperand(w, 1);
+  if (OnDevice(x, {&w, &y})) {
+    MLPERF_CUDA_TWIN(ConvForward(g, rx, rw, y, workspace));
+  } else {
+    cpu::ConvForward(g, rx, rw, y, workspace);
+  }
+  RoundOutput(y);
 }
 
 void ConvBackwardData(const ConvGeometry& g, const Tensor& dy, const Tensor& w, const Tensor& dx,
                       const Tensor& workspace) {
-  if (OnDevice(dy, {&w, &dx})) return MLPERF_CUDA_TWIN(ConvBackwardData(g, dy, w, dx, workspace));
-  cpu::ConvBackwardData(g, dy, w, dx, workspace);
+  const Tensor rdy = RoundedOperand(dy, 0), rw = RoundedOperand(w, 1);
+  if (OnDevice(dy, {&w, &dx})) {
+    MLPERF_CUDA_TWIN(ConvBackwardData(g, rdy, rw, dx, workspace));
+  } else {
+    cpu::ConvBackwardData(g, rdy, rw, dx, workspace);
+  }
+  RoundOutput(dx);
 }
 
 void ConvBackwardWeight(const ConvGeometry& g, const Tensor& x, const Tensor& dy, const Tensor& dw,
                         const Tensor& workspace) {
-  if (OnDevice(x, {&dy, &dw})) return MLPERF_CUDA_TWIN(ConvBackwardWeight(g, x, dy, dw, workspace));
-  cpu::ConvBackwardWeight(g, x, dy, dw, workspace);
+  const Tensor rx = RoundedOperand(x, 0), rdy = RoundedOperand(dy, 1);
+  if (OnDevice(x, {&dy, &dw})) {
+    MLPERF_CUDA_TWIN(ConvBackwardWeight(g, rx, rdy, dw, workspace));
+  } else {
+    cpu::ConvBackwardWeight(g, rx, rdy, dw, workspace);
+  }
+  RoundOutput(dw);
 }
 
 void BatchNormForwardTraining(const BatchNormParams& p, const Tensor& x, const Tensor& gamma,
@@ -192,6 +210,11 @@ void SplitChannels(const Tensor& y, const Tensor& a, const Tensor& b) {
 void Scale(const Tensor& x, float alpha) {
   if (OnDevice(x)) return MLPERF_CUDA_TWIN(Scale(x, alpha));
   cpu::Scale(x, alpha);
+}
+
+void ScaleBy(const Tensor& x, const float* alpha) {
+  if (OnDevice(x)) return MLPERF_CUDA_TWIN(ScaleBy(x, alpha));
+  cpu::ScaleBy(x, alpha);
 }
 
 void Fill(const Tensor& x, float value) {
@@ -330,11 +353,24 @@ void AddKeyPaddingMask(const Tensor& scores, const Tensor& mask) {
 void GemmStridedBatched(Device device, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                         float alpha, const float* a, int64_t stride_a, const float* b,
                         int64_t stride_b, float beta, float* c, int64_t stride_c, int64_t batch) {
-  if (device == Device::kCuda)
-    return MLPERF_CUDA_TWIN(GemmStridedBatched(trans_a, trans_b, m, n, k, alpha, a, stride_a, b,
-                                               stride_b, beta, c, stride_c, batch));
-  cpu::GemmStridedBatched(trans_a, trans_b, m, n, k, alpha, a, stride_a, b, stride_b, beta, c,
-                          stride_c, batch);
+  // The operands as flat tensors over every element the batch reads.
+  const auto flat = [&](const float* p, int64_t stride, int64_t matrix) {
+    return Tensor(const_cast<float*>(p), {stride * (batch - 1) + matrix}, core::DType::kF32,
+                  device);
+  };
+  const float* ra = RoundedOperand(flat(a, stride_a, m * k), 0).f32();
+  const float* rb = RoundedOperand(flat(b, stride_b, k * n), 1).f32();
+  if (device == Device::kCuda) {
+    MLPERF_CUDA_TWIN(GemmStridedBatched(trans_a, trans_b, m, n, k, alpha, ra, stride_a, rb,
+                                        stride_b, beta, c, stride_c, batch));
+  } else {
+    cpu::GemmStridedBatched(trans_a, trans_b, m, n, k, alpha, ra, stride_a, rb, stride_b, beta, c,
+                            stride_c, batch);
+  }
+  // Only the products: other elements between them may hold anything.
+  if (stride_c == m * n) return RoundOutput(flat(c, stride_c, m * n));
+  for (int64_t i = 0; i < batch; ++i)
+    RoundOutput(Tensor(c + i * stride_c, {m * n}, core::DType::kF32, device));
 }
 
 void MaxPoolForward(const ConvGeometry& g, const Tensor& x, const Tensor& y) {
@@ -358,15 +394,26 @@ void GlobalAvgPoolBackward(const Tensor& dy, const Tensor& dx) {
 }
 
 void LinearForward(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y) {
-  if (OnDevice(x, {&w, &bias, &y})) return MLPERF_CUDA_TWIN(LinearForward(x, w, bias, y));
-  cpu::LinearForward(x, w, bias, y);
+  const Tensor rx = RoundedOperand(x, 0), rw = RoundedOperand(w, 1), rb = RoundedOperand(bias, 2);
+  if (OnDevice(x, {&w, &bias, &y})) {
+    MLPERF_CUDA_TWIN(LinearForward(rx, rw, rb, y));
+  } else {
+    cpu::LinearForward(rx, rw, rb, y);
+  }
+  RoundOutput(y);
 }
 
 void LinearBackward(const Tensor& x, const Tensor& w, const Tensor& dy, const Tensor& dx,
                     const Tensor& dw, const Tensor& dbias) {
-  if (OnDevice(x, {&w, &dy, &dx, &dw, &dbias}))
-    return MLPERF_CUDA_TWIN(LinearBackward(x, w, dy, dx, dw, dbias));
-  cpu::LinearBackward(x, w, dy, dx, dw, dbias);
+  const Tensor rx = RoundedOperand(x, 0), rw = RoundedOperand(w, 1), rdy = RoundedOperand(dy, 2);
+  if (OnDevice(x, {&w, &dy, &dx, &dw, &dbias})) {
+    MLPERF_CUDA_TWIN(LinearBackward(rx, rw, rdy, dx, dw, dbias));
+  } else {
+    cpu::LinearBackward(rx, rw, rdy, dx, dw, dbias);
+  }
+  RoundOutput(dx);
+  RoundOutput(dw);
+  RoundOutput(dbias);
 }
 
 void SoftmaxCrossEntropy(float label_smoothing, float normalizer, const Tensor& logits,

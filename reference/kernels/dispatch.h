@@ -102,6 +102,7 @@ void Accumulate(const core::Tensor& x, const core::Tensor& y);
 void ConcatChannels(const core::Tensor& a, const core::Tensor& b, const core::Tensor& y);
 void SplitChannels(const core::Tensor& y, const core::Tensor& a, const core::Tensor& b);
 void Scale(const core::Tensor& x, float alpha);
+void ScaleBy(const core::Tensor& x, const float* alpha);
 void Fill(const core::Tensor& x, float value);
 void Cast(const core::Tensor& src, const core::Tensor& dst);
 

@@ -271,6 +271,8 @@ float Bert::ForwardInference(const Batch& batch) {
 
 void Bert::Backward() {
   const BertConfig& c = config_;
+  ScaleLossGradient(dmlm_logits_);
+  ScaleLossGradient(dnsp_logits_);
   // Heads. The decoder's weight gradient goes into the word table's
   // gradient first; the embedding lookup adds to it at the end.
   ops::LinearBackward(transform_norm_.output(), word_.table(), dmlm_logits_, dtransform_,

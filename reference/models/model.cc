@@ -194,4 +194,8 @@ absl::Status Model::LoadSafetensors(const std::string& path) {
   return absl::OkStatus();
 }
 
+void Model::ScaleLossGradient(const core::Tensor& dloss) const {
+  if (loss_scale_ != nullptr) ops::ScaleBy(dloss, loss_scale_);
+}
+
 }  // namespace mlperf::models

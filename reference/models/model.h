@@ -84,6 +84,11 @@ class Model {
   using GradientsReadyHook = std::function<void(int64_t ready_from)>;
   void set_gradients_ready_hook(GradientsReadyHook hook) { gradients_ready_ = std::move(hook); }
 
+  // Dynamic loss scaling (fp16): Backward multiplies the loss gradient by
+  // *scale, a float on the model's device that the trainer owns and the
+  // host never reads; null (the default) for none.
+  void set_loss_scale(const float* scale) { loss_scale_ = scale; }
+
   // Flat arenas; gradients() has the layout of parameters(). The spans are
   // over device memory (host-readable only on the CPU); the *ToHost /
   // *FromHost calls copy whole arenas on any device and wait for the copy.
@@ -138,6 +143,8 @@ class Model {
   // Offset of a registered parameter's gradient in gradients() (after the
   // real arenas exist).
   int64_t GradientOffset(size_t parameter) const;
+  // The first thing Backward does to each loss gradient it starts from.
+  void ScaleLossGradient(const core::Tensor& dloss) const;
 
   layers::ParameterRegistry registry_;
   core::Tensor loss_;  // 1 element, on the device; the model allocates it
@@ -148,6 +155,7 @@ class Model {
   int64_t batch_;
   std::optional<core::Arena> params_, grads_, buffers_, activations_;
   GradientsReadyHook gradients_ready_;
+  const float* loss_scale_ = nullptr;
 };
 
 }  // namespace mlperf::models

@@ -28,8 +28,6 @@ ResNet::ResNet(const ResNetConfig& config, int64_t batch_size)
       bn_{.epsilon = config.bn_epsilon, .momentum = config.bn_momentum} {
   MLPERF_CHECK(config.base_width > 0 && config.num_classes > 0);
   MLPERF_CHECK(config.layout == core::Layout::kNCHW || config.layout == core::Layout::kNHWC);
-  MLPERF_CHECK_MSG(config.compute_dtype == core::DType::kF32,
-                   "ResNet: only fp32 compute is implemented");
   AllocateArenas([this](const layers::ModelArenas& arenas) { Build(arenas); });
   // Offsets for the gradient-ready hook, now that the real arenas exist.
   block_grad_offset_.clear();
@@ -225,6 +223,7 @@ void ResNet::ForwardLoss(float label_smoothing) {
 }
 
 void ResNet::Backward() {
+  ScaleLossGradient(dlogits_);
   ops::LinearBackward(features_, fc_w_, dlogits_, dfeatures_, dfc_w_, dfc_b_);
   NotifyGradientsReady(fc_grad_offset_);
   Tensor dout = grad_scratch_[0], scratch = grad_scratch_[1], dx = grad_scratch_[2];

@@ -38,10 +38,6 @@ struct ResNetConfig {
   // Where every arena lives; kernels follow the tensors (ops::). kCuda needs
   // a CUDA build and a device.
   core::Device device = core::Device::kCpu;
-  // Arithmetic type of activations and convolutions. Parameters, gradients,
-  // optimizer state and BN statistics are fp32 whatever this says. Only kF32
-  // is implemented so far (checked).
-  core::DType compute_dtype = core::DType::kF32;
 };
 
 class ResNet final : public Model {

@@ -20,8 +20,6 @@ UNet3D::UNet3D(const UNet3DConfig& config, int64_t batch_size)
     : Model(config.device, batch_size), config_(config) {
   MLPERF_CHECK_MSG(config.layout == core::Layout::kNCDHW || config.layout == core::Layout::kNDHWC,
                    "UNet3D: the layout must be NCDHW or NDHWC");
-  MLPERF_CHECK_MSG(config.compute_dtype == core::DType::kF32,
-                   "UNet3D: only fp32 compute is implemented");
   AllocateArenas([this](const layers::ModelArenas& arenas) { Build(arenas); });
   for (Level& l : levels_) l.grad_offset = GradientOffset(l.first_parameter);
   for (Up& u : ups_) u.grad_offset = GradientOffset(u.first_parameter);
@@ -183,6 +181,7 @@ void UNet3D::ForwardTrainAsync(const Batch& batch) {
 }
 
 void UNet3D::Backward() {
+  ScaleLossGradient(dlogits_);
   const size_t depth = ups_.size();
   Tensor a = grad_scratch_[0], b = grad_scratch_[1], c = grad_scratch_[2];
   // a: the gradient of the current block's output, from here on.

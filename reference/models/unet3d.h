@@ -36,7 +36,6 @@ struct UNet3DConfig {
   // NCDHW or NDHWC (the CPU's faster one); parameters are the same either way.
   core::Layout layout = core::Layout::kNCDHW;
   core::Device device = core::Device::kCpu;
-  core::DType compute_dtype = core::DType::kF32;  // only fp32 so far (checked)
 };
 
 class UNet3D final : public Model {

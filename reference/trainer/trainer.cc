@@ -7,6 +7,7 @@
 #include "fmt/format.h"
 #include "reference/io/safetensors.h"
 #include "reference/kernels/dispatch.h"
+#include "reference/kernels/precision.h"
 
 namespace mlperf::train {
 
@@ -59,6 +60,10 @@ Trainer::Trainer(models::Model& model, const TrainerConfig& config, dist::Commun
     l2_scratch_ = arena.Allocate({largest_l2});
     l2_sums_ = arena.Allocate({std::max<int64_t>(1, static_cast<int64_t>(l2_slices_.size()))});
     reduce_scratch_ = arena.Allocate({4});
+    const int64_t scaled = config.dynamic_loss_scaling ? 1 : 0;
+    loss_scale_ = arena.Allocate({scaled});
+    growth_tracker_ = arena.AllocateZeroed({scaled}, core::DType::kI32);
+    found_inf_ = arena.AllocateZeroed({scaled});
     return m;
   };
   core::Arena measuring = core::Arena::Measuring(model.device());
@@ -67,13 +72,35 @@ Trainer::Trainer(models::Model& model, const TrainerConfig& config, dist::Commun
   const core::Tensor m = carve(*state_);
   momentum_ = {m.f32(), static_cast<size_t>(count)};
   second_moment_ = {v.f32(), static_cast<size_t>(v.numel())};
+  if (config.dynamic_loss_scaling) {
+    MLPERF_CHECK(config.initial_loss_scale > 0.0f);
+    ops::Fill(loss_scale_, config.initial_loss_scale);
+    model_.set_loss_scale(loss_scale_.f32());
+  }
   // Overlapped all-reduce needs the final gradients of a step to come from
   // one backward pass, so accumulation reduces after the last micro-batch.
   if (on_device() && comm_.world_size() > 1 && config.gradient_accumulation_steps == 1)
     model_.set_gradients_ready_hook([this](int64_t ready_from) { LaunchReadyBuckets(ready_from); });
 }
 
-Trainer::~Trainer() { model_.set_gradients_ready_hook(nullptr); }
+Trainer::~Trainer() {
+  model_.set_gradients_ready_hook(nullptr);
+  model_.set_loss_scale(nullptr);
+}
+
+float Trainer::LossScaleToHost() const {
+  float scale = 1.0f;
+  if (loss_scale_.numel() > 0)
+    ops::CopyBytes(&scale, core::Device::kCpu, loss_scale_.data(), model_.device(), sizeof(float));
+  return scale;
+}
+
+bool Trainer::LastStepSkipped() const {
+  float found = 0.0f;
+  if (found_inf_.numel() > 0)
+    ops::CopyBytes(&found, core::Device::kCpu, found_inf_.data(), model_.device(), sizeof(float));
+  return found != 0.0f;
+}
 
 std::vector<float> Trainer::MomentumToHost() const {
   std::vector<float> host(momentum_.size());
@@ -123,9 +150,11 @@ double Trainer::AddL2Gradient(float wd) {
       }
     return wd * sum_sq;
   }
-  // The same with device ops: per slice a dot product w.w (a 1x1 GEMM) into
-  // l2_sums_, and g += (2 wd) w through the scratch copy. One read-back.
+  // The same with device ops: per slice a dot product w.w (a 1x1 GEMM, in
+  // fp32 whatever the compute precision) into l2_sums_, and g += (2 wd) w
+  // through the scratch copy. One read-back.
   const core::Device device = model_.device();
+  const ops::PrecisionScope fp32(core::DType::kF32);
   for (size_t k = 0; k < l2_slices_.size(); ++k) {
     const TensorSlice& s = l2_slices_[k];
     const core::Tensor ws(w + s.offset, {1, s.numel}, core::DType::kF32, device);
@@ -216,20 +245,32 @@ float Trainer::TrainStep(std::span<const models::Batch> micro_batches) {
     if (comm_.world_size() > 1) DeviceAllReduce(device_loss.f32(), 1, /*average=*/true);
     ops::CopyBytes(&loss, core::Device::kCpu, device_loss.data(), device, sizeof(float));
   }
+  // After the all-reduce every rank holds the same sums, so every rank finds
+  // the same overflow and skips the same steps.
+  const float* found_inf = nullptr;
+  if (config_.dynamic_loss_scaling) {
+    ops::UnscaleAndCheckFinite(device, model_.gradients().data(),
+                               static_cast<int64_t>(model_.gradients().size()), loss_scale_.f32(),
+                               found_inf_.f32());
+    found_inf = found_inf_.f32();
+  }
   if (config_.optimizer == OptimizerKind::kSgd) {
     // SGD: loss += wd * sum(w^2) over non-BN variables, so g += 2 wd w. The
     // parameters are equal on every rank, so adding it after the average is
     // the same as each replica adding it before.
     loss += static_cast<float>(AddL2Gradient(static_cast<float>(config_.weight_decay)));
   }
-  ApplyOptimizer();
+  ApplyOptimizer(found_inf);
+  if (config_.dynamic_loss_scaling)
+    ops::UpdateLossScale(device, config_.loss_scale_params, loss_scale_.f32(),
+                         growth_tracker_.as<int32_t>(), found_inf);
   ++step_;
   // On a device the loss was averaged with the gradients.
   if (!on_device()) comm_.AllReduceAverage(&loss, 1);
   return loss;
 }
 
-void Trainer::ApplyOptimizer() {
+void Trainer::ApplyOptimizer(const float* found_inf) {
   const core::Device device = model_.device();
   float* w = model_.parameters().data();
   const float* g = model_.gradients().data();
@@ -242,7 +283,7 @@ void Trainer::ApplyOptimizer() {
                   .momentum = momentum,
                   .weight_decay = static_cast<float>(config_.weight_decay),
                   .nesterov = true},
-                 decayed_slices_, w, g, momentum_.data(), nullptr);
+                 decayed_slices_, w, g, momentum_.data(), found_inf);
   } else if (config_.optimizer == OptimizerKind::kLamb) {
     // LAMB's skip list (LayerNorm, bias) is the LARS one: model.slices().
     ops::LambStep(device,
@@ -253,19 +294,19 @@ void Trainer::ApplyOptimizer() {
                    .weight_decay = static_cast<float>(config_.weight_decay),
                    .max_grad_norm = static_cast<float>(config_.max_grad_norm)},
                   lars_slices_, w, g, momentum_.data(), second_moment_.data(),
-                  lamb_step_.as<int32_t>(), nullptr);
+                  lamb_step_.as<int32_t>(), found_inf);
   } else if (config_.optimizer == OptimizerKind::kLars) {
     ops::LarsStep(device,
                   {.lr = lr,
                    .momentum = momentum,
                    .weight_decay = static_cast<float>(config_.weight_decay),
                    .eeta = static_cast<float>(config_.lars_eta)},
-                  lars_slices_, w, g, momentum_.data(), nullptr);
+                  lars_slices_, w, g, momentum_.data(), found_inf);
   } else {
     // tf.keras SGD momentum: v = m v - lr g; w += v, which is LarsStep on
     // excluded slices (the L2 term is already in g).
     ops::LarsStep(device, {.lr = lr, .momentum = momentum, .weight_decay = 0.0f}, sgd_slices_, w, g,
-                  momentum_.data(), nullptr);
+                  momentum_.data(), found_inf);
   }
 }
 
@@ -306,6 +347,11 @@ Trainer::HostState Trainer::Snapshot() const {
   if (lamb_step_.numel() > 0)
     ops::CopyBytes(&state.lamb_step, core::Device::kCpu, lamb_step_.data(), model_.device(),
                    sizeof(int32_t));
+  if (config_.dynamic_loss_scaling) {
+    state.loss_scale = LossScaleToHost();
+    ops::CopyBytes(&state.growth_tracker, core::Device::kCpu, growth_tracker_.data(),
+                   model_.device(), sizeof(int32_t));
+  }
   return state;
 }
 
@@ -319,6 +365,12 @@ void Trainer::Restore(const HostState& state) {
   if (lamb_step_.numel() > 0)
     ops::CopyBytes(lamb_step_.data(), model_.device(), &state.lamb_step, core::Device::kCpu,
                    sizeof(int32_t));
+  if (config_.dynamic_loss_scaling) {
+    ops::CopyBytes(loss_scale_.data(), model_.device(), &state.loss_scale, core::Device::kCpu,
+                   sizeof(float));
+    ops::CopyBytes(growth_tracker_.data(), model_.device(), &state.growth_tracker,
+                   core::Device::kCpu, sizeof(int32_t));
+  }
   ops::Synchronize(model_.device());
   step_ = state.step;
   model_.set_num_batches_tracked(state.num_batches_tracked);
@@ -335,6 +387,12 @@ std::vector<io::NamedTensor> Trainer::CheckpointTensors(HostState& state) const 
                      core::Tensor(state.second_moment.data(), {v}, core::DType::kF32)});
     named.push_back(
         {"trainer.lamb_step", core::Tensor(&state.lamb_step, core::Shape(), core::DType::kI32)});
+  }
+  if (config_.dynamic_loss_scaling) {
+    named.push_back(
+        {"trainer.loss_scale", core::Tensor(&state.loss_scale, core::Shape(), core::DType::kF32)});
+    named.push_back({"trainer.loss_scale_growth_tracker",
+                     core::Tensor(&state.growth_tracker, core::Shape(), core::DType::kI32)});
   }
   named.push_back({"trainer.step", core::Tensor(&state.step, core::Shape(), core::DType::kI64)});
   named.push_back({"trainer.num_batches_tracked",

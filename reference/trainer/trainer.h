@@ -59,6 +59,13 @@ struct TrainerConfig {
   int64_t train_steps = 0, warmup_steps = 0, start_warmup_step = 0;
   // Micro-batches per optimizer step; their gradients are averaged.
   int gradient_accumulation_steps = 1;
+  // Dynamic loss scaling (fp16): Backward multiplies the loss gradient by a
+  // scale kept on the device; after the all-reduce the gradients are
+  // unscaled and checked, and a step with an Inf or NaN is skipped (the
+  // schedule still advances) while the scale backs off. All on the device.
+  bool dynamic_loss_scaling = false;
+  float initial_loss_scale = 65536.0f;  // 2^16, PyTorch GradScaler's
+  LossScaleParams loss_scale_params;
   // Gradient all-reduce bucket size in floats (not a hyperparameter).
   int64_t bucket_elements = int64_t{1} << 20;
 };
@@ -99,6 +106,10 @@ class Trainer {
   std::vector<float> MomentumToHost() const;
   // LAMB's second moment (empty for the other optimizers).
   std::vector<float> SecondMomentToHost() const;
+  // Dynamic loss scaling's scale and whether the last step was skipped
+  // (host reads, for tests and reports; 1 and false without scaling).
+  float LossScaleToHost() const;
+  bool LastStepSkipped() const;
 
   // Warm-up before run_start: `steps` steps on the model's synthetic batch,
   // then restores parameters, buffers, num_batches_tracked, optimizer state
@@ -122,6 +133,8 @@ class Trainer {
     std::vector<float> params, buffers, momentum, second_moment;
     int64_t step = 0, num_batches_tracked = 0;
     int32_t lamb_step = 0;  // LAMB's bias-correction step
+    float loss_scale = 1.0f;
+    int32_t growth_tracker = 0;
   };
   HostState Snapshot() const;
   void Restore(const HostState& state);
@@ -140,7 +153,8 @@ class Trainer {
   float AccumulateGradients(std::span<const models::Batch> micro_batches);
   // SGD's L2 term: g += 2 wd w on the l2 slices; returns wd * sum(w^2).
   double AddL2Gradient(float wd);
-  void ApplyOptimizer();
+  // found_inf: the skip flag on the device, or null.
+  void ApplyOptimizer(const float* found_inf);
 
   models::Model& model_;
   TrainerConfig config_;
@@ -159,6 +173,9 @@ class Trainer {
   std::span<float> momentum_;
   std::span<float> second_moment_;  // LAMB only
   core::Tensor lamb_step_;          // int32, LAMB only
+  // Dynamic loss scaling only: the scale, clean steps since the last change
+  // (int32) and the skip flag of the step.
+  core::Tensor loss_scale_, growth_tracker_, found_inf_;
   core::Tensor grad_sum_, loss_sum_, l2_scratch_, l2_sums_, reduce_scratch_;
   void* comm_stream_ = nullptr;
   size_t next_bucket_ = 0;  // buckets_[0, next_bucket_) were sent this step

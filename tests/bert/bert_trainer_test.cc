@@ -3,7 +3,8 @@
 // PyTorch transcription of the reference formulas (tests/bert/lamb_torch.py)
 // on the gradients the trainer produced; the warm-up leaving no trace (LAMB
 // moments, its step, the dropout streams); checkpoints holding LAMB's state;
-// dropout's backward against finite differences; the small model learning.
+// dropout's backward against finite differences; the small model learning;
+// bf16 and fp16 steps close to the fp32 one.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,8 +17,10 @@
 #include "fmt/format.h"
 #include "reference/dist/communicator.h"
 #include "reference/io/safetensors.h"
+#include "reference/kernels/precision.h"
 #include "reference/models/bert.h"
 #include "reference/trainer/trainer.h"
+#include "tests/core/test_util.h"
 
 #ifndef MLPERF_SOURCE_DIR
 #error "MLPERF_SOURCE_DIR must point at the repository root"
@@ -135,6 +138,38 @@ TEST(BertTrainerTest, LambWithClippingAndTheBertScheduleMatchesATorchTranscripti
     EXPECT_LT(std::sqrt(diff / scale), 1e-6) << p.name;
   }
   EXPECT_GT(moved, 1e-3);  // the steps did change the weights
+}
+
+// One LAMB step in `precision` (fp16 with dynamic loss scaling): the
+// gradients it produced and the parameters after it.
+std::pair<std::vector<float>, std::vector<float>> StepIn(core::DType precision) {
+  const ops::PrecisionScope scope(precision);
+  auto comm = dist::MakeSingleProcessCommunicator();
+  Bert model(Tiny(), 4);
+  model.Initialize(9);
+  train::TrainerConfig recipe = Lamb();
+  recipe.dynamic_loss_scaling = precision == core::DType::kF16;
+  recipe.initial_loss_scale = 1024.0f;
+  train::Trainer trainer(model, recipe, *comm);
+  trainer.TrainStep(model.SyntheticBatch().batch);
+  EXPECT_FALSE(trainer.LastStepSkipped());
+  return {model.GradientsToHost(), model.ParametersToHost()};
+}
+
+TEST(BertTrainerTest, ReducedPrecisionStepsStayCloseToFp32) {
+  // No ReLU or max-pool switches here (GELU, softmax and layer norm are
+  // smooth, dropout masks are the same Philox bits), so the gradients move
+  // with the precision's rounding: bf16 (8 bits) about 8x more than fp16.
+  const auto [g32, w32] = StepIn(core::DType::kF32);
+  const auto [g16, w16] = StepIn(core::DType::kF16);
+  const auto [gbf, wbf] = StepIn(core::DType::kBF16);
+  const double bf16 = testing::RelativeError(gbf, g32), fp16 = testing::RelativeError(g16, g32);
+  EXPECT_LT(bf16, 1.5e-2);  // measured 4.2e-3 (fp16 6.1e-4)
+  EXPECT_GT(bf16, 1e-4);
+  EXPECT_LT(fp16, bf16 / 4);
+  EXPECT_GT(fp16, 0.0);
+  EXPECT_LT(testing::RelativeError(wbf, w32), 2e-4);  // measured 3.2e-5
+  EXPECT_LT(testing::RelativeError(w16, w32), 3e-5);  // measured 4.9e-6
 }
 
 TEST(BertTrainerTest, WarmUpLeavesNoTrace) {

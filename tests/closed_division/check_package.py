@@ -6,10 +6,13 @@ package with our compliance_check and with the official package checker
 (mlperf_logging, --rcp-bypass: no RCP exists for the demo), on a copy since
 the official tool writes into the tree.
 With --mpi: one run on two MPI processes; only rank 0 writes, and the log
-passes compliance_check.
+passes compliance_check. With --precision: the runs train in that precision
+(and must still reach the target), and every log says so.
 
 usage: check_package.py RUN_CLOSED COMPLIANCE_CHECK [--bench NAME] [--mpi MPIEXEC]
+                        [--precision fp32|bf16|fp16]
 """
+import json
 import os
 import shutil
 import subprocess
@@ -32,11 +35,12 @@ def main():
     options = dict(zip(sys.argv[3::2], sys.argv[4::2]))
     mpi = options.get("--mpi")
     bench = options.get("--bench", "resnet")
+    precision = options.get("--precision", "fp32")
     runs, not_the_data = BENCHMARKS[bench]
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "out")
-        cmd = [run_closed, "--bench", bench, "--out", out]
+        cmd = [run_closed, "--bench", bench, "--out", out, "--precision", precision]
         if mpi:
             # A fixed seed: a single run of the small demo can miss the target by chance
             # (seen once at top-1 0.754 against 0.759), and run_closed then exits 1.
@@ -53,6 +57,14 @@ def main():
         want = ["result_0.txt"] if mpi else sorted(f"result_{i}.txt" for i in range(runs))
         if logs != want:
             failures.append(f"result files {logs}, wanted {want}")
+        logged = {"fp32": "fp32", "bf16": "bfloat16", "fp16": "fp16"}[precision]
+        for name in logs:
+            with open(os.path.join(result_dir, name)) as f:
+                values = [json.loads(line.split(":::MLLOG", 1)[1])["value"] for line in f
+                          if '"lowest_numerical_precision_in_linear"' in line]
+            if values != [logged]:
+                failures.append(f"{name}: lowest_numerical_precision_in_linear {values}, "
+                                f"wanted [{logged!r}]")
         if mpi:
             with open(os.path.join(result_dir, "result_0.txt")) as f:
                 text = f.read()

@@ -21,6 +21,8 @@
 #include "reference/kernels/cuda/linear.h"
 #include "reference/kernels/cuda/optimizer.h"
 #include "reference/kernels/cuda/softmax.h"
+#include "reference/kernels/dispatch.h"
+#include "reference/kernels/precision.h"
 #include "tests/core/test_util.h"
 
 namespace mlperf {
@@ -146,6 +148,47 @@ TEST_F(CudaTwinTest, CastsRoundLikeTheHostConversions) {
       if (std::isnan(x[i])) continue;  // NaN payloads may differ
       ASSERT_EQ(got[i], want) << "element " << i << " value " << x[i];
     }
+  }
+}
+
+// The mixed-precision rounding points (kernels/precision.h): the rounding
+// bit for bit, the device-side loss scale, and a linear layer through ops::
+// under bf16 and fp16 on both backends.
+TEST_F(CudaTwinTest, MixedPrecisionRoundsLikeTheCpu) {
+  std::vector<float> x(4096);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = std::ldexp(core::PhiloxUniform(4, 0, i) - 0.5f, static_cast<int>(i % 40) - 25);
+  x[0] = INFINITY;
+  x[1] = 70000.0f;
+  DeviceCopy<float> dx(x, {4096}), dy(std::vector<float>(4096), {4096});
+  for (DType t : {DType::kBF16, DType::kF16}) {
+    Buffer host({4096});
+    host.data = x;
+    cpu::RoundToPrecision(t, host.t(), host.t());
+    cuda::RoundToPrecision(t, dx.t(), dy.t());
+    const std::vector<float> got = dy.ToHost();
+    for (size_t i = 0; i < x.size(); ++i)
+      ASSERT_EQ(core::FloatBits(got[i]), core::FloatBits(host.data[i])) << "element " << i;
+  }
+  const float scale = 256.0f;
+  DeviceCopy<float> dscale({scale}, {1});
+  cuda::ScaleBy(dx.t(), dscale.get());
+  const std::vector<float> scaled = dx.ToHost();
+  for (size_t i = 2; i < x.size(); ++i) ASSERT_EQ(scaled[i], x[i] * scale) << i;
+
+  Buffer in({9, 40}), w({6, 40}), b({6}), y({9, 6});
+  testing::FillRandom(in, 10);
+  testing::FillRandom(w, 11);
+  testing::FillRandom(b, 12);
+  DeviceCopy<float> gin(in.data, in.shape), gw(w.data, w.shape), gb(b.data, b.shape),
+      gy(y.data, y.shape);
+  for (DType t : {DType::kBF16, DType::kF16}) {
+    const ops::PrecisionScope scope(t);
+    ops::LinearForward(in.t(), w.t(), b.t(), y.t());
+    ops::LinearForward(gin.t(), gw.t(), gb.t(), gy.t());
+    // Both round the same inputs; fp32 sums in another order may round the
+    // output one unit of the precision apart.
+    ExpectClose(gy.ToHost(), y.data, t == DType::kBF16 ? 8e-3 : 1e-3, "linear, reduced precision");
   }
 }
 

@@ -53,7 +53,7 @@ for name in ("core_cuda_twin_test", "core_cuda_cnn_twin_test", "dist_nccl_commun
     elif t["failed"] or not t["skipped"]:
         fails.append(f"{name}: {len(t['failed'])} failed, {len(t['skipped'])} skipped")
 if set(report["benchmarks"]) != {"gpu_ops", "resnet_step", "unet3d_step", "run_closed",
-                                 "compliance_check"}:
+                                 "compliance_check", "run_closed_bf16"}:
     fails.append(f"benchmarks: {sorted(report['benchmarks'])}")
 elif report["benchmarks"]["run_closed"]["exit"] == "0":
     fails.append("run_closed --gpus 1 succeeded without a GPU")

@@ -23,7 +23,8 @@ enum ScratchSlot : int {
   kScratchWorkspace = 1,  // cuDNN / reduction workspace
   kScratchPadded = 2,     // explicitly padded activations
   kScratchReduce = 3,     // per-row partial results of reductions
-  kNumScratchSlots = 4,
+  kScratchOperand0 = 4,   // operands rounded to the compute precision (3 slots)
+  kNumScratchSlots = 7,
 };
 
 // Device scratch of at least `bytes` in `slot`. It only grows, so after the

@@ -149,6 +149,11 @@ void Scale(const Tensor& x, float alpha) {
   Launch(x.numel(), [=] __device__(long long i) { p[i] *= alpha; });
 }
 
+void ScaleBy(const Tensor& x, const float* alpha) {
+  float* p = x.f32();
+  Launch(x.numel(), [=] __device__(long long i) { p[i] *= *alpha; });
+}
+
 void Fill(const Tensor& x, float value) {
   float* p = x.f32();
   Launch(x.numel(), [=] __device__(long long i) { p[i] = value; });
@@ -175,6 +180,20 @@ void Cast(const Tensor& src, const Tensor& dst) {
   void* out = dst.data();
   const DType from = src.dtype(), to = dst.dtype();
   Launch(src.numel(), [=] __device__(long long i) { Store(out, to, i, Load(in, from, i)); });
+}
+
+void RoundToPrecision(DType precision, const Tensor& src, const Tensor& dst) {
+  MLPERF_CHECK(src.numel() == dst.numel());
+  MLPERF_CHECK(precision == DType::kBF16 || precision == DType::kF16);
+  const float* in = src.f32();
+  float* out = dst.f32();
+  if (precision == DType::kBF16) {
+    Launch(src.numel(),
+           [=] __device__(long long i) { out[i] = __bfloat162float(__float2bfloat16_rn(in[i])); });
+  } else {
+    Launch(src.numel(),
+           [=] __device__(long long i) { out[i] = __half2float(__float2half_rn(in[i])); });
+  }
 }
 
 void ConcatChannels(const Tensor& a, const Tensor& b, const Tensor& y) {

@@ -24,6 +24,9 @@ void Add(const core::Tensor& a, const core::Tensor& b, const core::Tensor& y);
 // y += x (gradient accumulation where a tensor feeds two consumers).
 void Accumulate(const core::Tensor& x, const core::Tensor& y);
 void Scale(const core::Tensor& x, float alpha);
+// x *= *alpha, alpha a scalar on x's device (the dynamic loss scale, which
+// the host never reads).
+void ScaleBy(const core::Tensor& x, const float* alpha);
 void Fill(const core::Tensor& x, float value);
 
 // Inverted dropout: element i is kept when Philox uniform (seed, offset, i)
@@ -35,6 +38,9 @@ void DropoutBackward(float p, uint64_t seed, uint64_t offset, const core::Tensor
 
 // Element type conversion between fp32, bf16 and fp16 (round to nearest even).
 void Cast(const core::Tensor& src, const core::Tensor& dst);
+// dst = src rounded to bf16 or fp16 precision, kept in fp32 (the rounding
+// points of ops/precision.h); in place when src and dst are the same.
+void RoundToPrecision(core::DType precision, const core::Tensor& src, const core::Tensor& dst);
 
 // Along the channels, dimension 1 of [N, C, ...] or the last of a
 // channels-last tensor: y = [a, b] (3D U-Net skip connections). The backward

@@ -1,0 +1,89 @@
+#include "reference/kernels/precision.h"
+
+#include <vector>
+
+#include "base/check.h"
+#include "reference/kernels/cpu/elementwise.h"
+#include "reference/kernels/precision_operands.h"
+
+#ifdef MLPERF_HAVE_CUDA
+#include "reference/kernels/cuda/context.h"
+#include "reference/kernels/cuda/elementwise.h"
+#endif
+
+namespace mlperf::ops {
+namespace {
+
+core::DType g_precision = core::DType::kF32;
+
+bool Reduced(core::DType precision) {
+  return precision == core::DType::kBF16 || precision == core::DType::kF16;
+}
+
+// Host scratch for the rounded operands, one buffer per slot; it only grows.
+float* HostScratch(int64_t elements, int slot) {
+  static thread_local std::vector<float> buffers[kOperandSlots];
+  std::vector<float>& b = buffers[slot];
+  if (static_cast<int64_t>(b.size()) < elements) b.resize(static_cast<size_t>(elements));
+  return b.data();
+}
+
+}  // namespace
+
+core::DType ComputePrecision() { return g_precision; }
+
+std::string_view PrecisionName(core::DType precision) {
+  switch (precision) {
+    case core::DType::kBF16:
+      return "bf16";
+    case core::DType::kF16:
+      return "fp16";
+    default:
+      return "fp32";
+  }
+}
+
+PrecisionScope::PrecisionScope(core::DType precision) : previous_(g_precision) {
+  MLPERF_CHECK_MSG(precision == core::DType::kF32 || Reduced(precision),
+                   "compute precision must be fp32, bf16 or fp16");
+  g_precision = precision;
+}
+
+PrecisionScope::~PrecisionScope() { g_precision = previous_; }
+
+void RoundToPrecision(core::DType precision, const core::Tensor& src, const core::Tensor& dst) {
+  MLPERF_CHECK(Reduced(precision) && src.numel() == dst.numel());
+  MLPERF_CHECK_MSG(src.device() == dst.device(), "ops: tensors on different devices");
+  if (src.device() == core::Device::kCuda) {
+#ifdef MLPERF_HAVE_CUDA
+    return cuda::RoundToPrecision(precision, src, dst);
+#else
+    MLPERF_CHECK_MSG(false, "ops::RoundToPrecision: device tensor in a build without CUDA");
+#endif
+  }
+  cpu::RoundToPrecision(precision, src, dst);
+}
+
+core::Tensor RoundedOperand(const core::Tensor& x, int slot) {
+  const core::DType precision = ComputePrecision();
+  if (!Reduced(precision) || x.empty()) return x;
+  MLPERF_CHECK(slot >= 0 && slot < kOperandSlots);
+  void* data = nullptr;
+  if (x.device() == core::Device::kCuda) {
+#ifdef MLPERF_HAVE_CUDA
+    data = cuda::Scratch(x.bytes(), cuda::kScratchOperand0 + slot);
+#endif
+  } else {
+    data = HostScratch(x.numel(), slot);
+  }
+  const core::Tensor copy(data, x.shape(), x.dtype(), x.device(), x.layout());
+  RoundToPrecision(precision, x, copy);
+  return copy;
+}
+
+void RoundOutput(const core::Tensor& y) {
+  const core::DType precision = ComputePrecision();
+  if (Reduced(precision) && !y.empty()) RoundToPrecision(precision, y, y);
+}
+
+}  // namespace mlperf::ops

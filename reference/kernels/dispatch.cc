@@ -9,13 +9,12 @@
 #include "reference/kernels/cpu/elementwise.h"
 #include "reference/kernels/cpu/embedding.h"
 #include "reference/kernels/cpu/gemm.h"
-#include "reference/kernels/cpu/linear.h"
 #include "reference/kernels/cpu/loss.h"
 #include "reference/kernels/cpu/norm.h"
 #include "reference/kernels/cpu/optimizer.h"
 #include "reference/kernels/cpu/pool.h"
 #include "reference/kernels/cpu/softmax.h"
-#include "reference/kernels/precision_operands.h"
+#include "reference/kernels/dispatch_backend.h"
 
 #ifdef MLPERF_HAVE_CUDA
 #include "reference/kernels/cuda/attention.h"
@@ -24,43 +23,27 @@
 #include "reference/kernels/cuda/conv.h"
 #include "reference/kernels/cuda/elementwise.h"
 #include "reference/kernels/cuda/embedding.h"
-#include "reference/kernels/cuda/gemm.h"
-#include "reference/kernels/cuda/linear.h"
 #include "reference/kernels/cuda/loss.h"
 #include "reference/kernels/cuda/norm.h"
 #include "reference/kernels/cuda/optimizer.h"
 #include "reference/kernels/cuda/pool.h"
 #include "reference/kernels/cuda/softmax.h"
-// One line per op: the CUDA twin in CUDA builds.
-#define MLPERF_CUDA_TWIN(call) cuda::call
-#else
-// Without CUDA a device tensor cannot exist legitimately; name the op.
-#define MLPERF_CUDA_TWIN(call) ::mlperf::ops::NoCuda(#call)
 #endif
 
 namespace mlperf::ops {
-namespace {
 
 #ifndef MLPERF_HAVE_CUDA
+namespace detail {
 [[noreturn]] void NoCuda(const char* call) {
   std::fprintf(stderr, "ops::%s: device tensor in a build without CUDA\n", call);
   std::abort();
 }
+}  // namespace detail
 #endif
 
 using core::Device;
 using core::Tensor;
-
-// The backend of a call: the device of its first tensor, which the others
-// must share.
-bool OnDevice(const Tensor& first, std::initializer_list<const Tensor*> others = {}) {
-  for (const Tensor* t : others)
-    if (!t->empty())
-      MLPERF_CHECK_MSG(t->device() == first.device(), "ops: tensors on different devices");
-  return first.device() == Device::kCuda;
-}
-
-}  // namespace
+using detail::OnDevice;
 
 bool CudaAvailable() {
 #ifdef MLPERF_HAVE_CUDA
@@ -79,41 +62,6 @@ int64_t ConvWorkspaceElements(const ConvGeometry& g, core::Layout layout, Device
 #endif
   }
   return cpu::ConvWorkspaceElements(g, layout);
-}
-
-// The GEMM-class ops round their inputs and outputs at the points
-// precision.h names (nothing changes under fp32).
-void ConvForward(const ConvGeometry& g, const Tensor& x, const Tensor& w, const Tensor& y,
-                 const Tensor& workspace) {
-  const Tensor rx = RoundedOperand(x, 0), rw = RoundedOperand(w, 1);
-  if (OnDevice(x, {&w, &y})) {
-    MLPERF_CUDA_TWIN(ConvForward(g, rx, rw, y, workspace));
-  } else {
-    cpu::ConvForward(g, rx, rw, y, workspace);
-  }
-  RoundOutput(y);
-}
-
-void ConvBackwardData(const ConvGeometry& g, const Tensor& dy, const Tensor& w, const Tensor& dx,
-                      const Tensor& workspace) {
-  const Tensor rdy = RoundedOperand(dy, 0), rw = RoundedOperand(w, 1);
-  if (OnDevice(dy, {&w, &dx})) {
-    MLPERF_CUDA_TWIN(ConvBackwardData(g, rdy, rw, dx, workspace));
-  } else {
-    cpu::ConvBackwardData(g, rdy, rw, dx, workspace);
-  }
-  RoundOutput(dx);
-}
-
-void ConvBackwardWeight(const ConvGeometry& g, const Tensor& x, const Tensor& dy, const Tensor& dw,
-                        const Tensor& workspace) {
-  const Tensor rx = RoundedOperand(x, 0), rdy = RoundedOperand(dy, 1);
-  if (OnDevice(x, {&dy, &dw})) {
-    MLPERF_CUDA_TWIN(ConvBackwardWeight(g, rx, rdy, dw, workspace));
-  } else {
-    cpu::ConvBackwardWeight(g, rx, rdy, dw, workspace);
-  }
-  RoundOutput(dw);
 }
 
 void BatchNormForwardTraining(const BatchNormParams& p, const Tensor& x, const Tensor& gamma,
@@ -325,6 +273,11 @@ void MaskedLmLoss(const Tensor& logits, const Tensor& labels, const Tensor& weig
   cpu::MaskedLmLoss(logits, labels, weights, loss, dlogits);
 }
 
+void ArgmaxRows(const Tensor& logits, const Tensor& argmax) {
+  if (OnDevice(logits, {&argmax})) return MLPERF_CUDA_TWIN(ArgmaxRows(logits, argmax));
+  cpu::ArgmaxRows(logits, argmax);
+}
+
 void SoftmaxForward(const Tensor& x, const Tensor& y) {
   if (OnDevice(x, {&y})) return MLPERF_CUDA_TWIN(SoftmaxForward(x, y));
   cpu::SoftmaxForward(x, y);
@@ -350,29 +303,6 @@ void AddKeyPaddingMask(const Tensor& scores, const Tensor& mask) {
   cpu::AddKeyPaddingMask(scores, mask);
 }
 
-void GemmStridedBatched(Device device, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-                        float alpha, const float* a, int64_t stride_a, const float* b,
-                        int64_t stride_b, float beta, float* c, int64_t stride_c, int64_t batch) {
-  // The operands as flat tensors over every element the batch reads.
-  const auto flat = [&](const float* p, int64_t stride, int64_t matrix) {
-    return Tensor(const_cast<float*>(p), {stride * (batch - 1) + matrix}, core::DType::kF32,
-                  device);
-  };
-  const float* ra = RoundedOperand(flat(a, stride_a, m * k), 0).f32();
-  const float* rb = RoundedOperand(flat(b, stride_b, k * n), 1).f32();
-  if (device == Device::kCuda) {
-    MLPERF_CUDA_TWIN(GemmStridedBatched(trans_a, trans_b, m, n, k, alpha, ra, stride_a, rb,
-                                        stride_b, beta, c, stride_c, batch));
-  } else {
-    cpu::GemmStridedBatched(trans_a, trans_b, m, n, k, alpha, ra, stride_a, rb, stride_b, beta, c,
-                            stride_c, batch);
-  }
-  // Only the products: other elements between them may hold anything.
-  if (stride_c == m * n) return RoundOutput(flat(c, stride_c, m * n));
-  for (int64_t i = 0; i < batch; ++i)
-    RoundOutput(Tensor(c + i * stride_c, {m * n}, core::DType::kF32, device));
-}
-
 void MaxPoolForward(const ConvGeometry& g, const Tensor& x, const Tensor& y) {
   if (OnDevice(x, {&y})) return MLPERF_CUDA_TWIN(MaxPoolForward(g, x, y));
   cpu::MaxPoolForward(g, x, y);
@@ -391,29 +321,6 @@ void GlobalAvgPoolForward(const Tensor& x, const Tensor& y) {
 void GlobalAvgPoolBackward(const Tensor& dy, const Tensor& dx) {
   if (OnDevice(dy, {&dx})) return MLPERF_CUDA_TWIN(GlobalAvgPoolBackward(dy, dx));
   cpu::GlobalAvgPoolBackward(dy, dx);
-}
-
-void LinearForward(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y) {
-  const Tensor rx = RoundedOperand(x, 0), rw = RoundedOperand(w, 1), rb = RoundedOperand(bias, 2);
-  if (OnDevice(x, {&w, &bias, &y})) {
-    MLPERF_CUDA_TWIN(LinearForward(rx, rw, rb, y));
-  } else {
-    cpu::LinearForward(rx, rw, rb, y);
-  }
-  RoundOutput(y);
-}
-
-void LinearBackward(const Tensor& x, const Tensor& w, const Tensor& dy, const Tensor& dx,
-                    const Tensor& dw, const Tensor& dbias) {
-  const Tensor rx = RoundedOperand(x, 0), rw = RoundedOperand(w, 1), rdy = RoundedOperand(dy, 2);
-  if (OnDevice(x, {&w, &dy, &dx, &dw, &dbias})) {
-    MLPERF_CUDA_TWIN(LinearBackward(rx, rw, rdy, dx, dw, dbias));
-  } else {
-    cpu::LinearBackward(rx, rw, rdy, dx, dw, dbias);
-  }
-  RoundOutput(dx);
-  RoundOutput(dw);
-  RoundOutput(dbias);
 }
 
 void SoftmaxCrossEntropy(float label_smoothing, float normalizer, const Tensor& logits,

@@ -152,6 +152,8 @@ void DiceCrossEntropy(const core::Tensor& logits, const core::Tensor& labels,
 void MaskedLmLoss(const core::Tensor& logits, const core::Tensor& labels,
                   const core::Tensor& weights, const core::Tensor& loss,
                   const core::Tensor& dlogits);
+// The predicted class of each row (cpu/loss.h), for evaluations.
+void ArgmaxRows(const core::Tensor& logits, const core::Tensor& argmax);
 
 // Optimizers over flat arenas (cpu/optimizer.h). Raw pointers carry no
 // device, so it comes first.

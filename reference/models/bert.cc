@@ -1,6 +1,5 @@
 #include "reference/models/bert.h"
 
-#include <algorithm>
 #include <cstring>
 
 #include "base/check.h"
@@ -128,6 +127,7 @@ void Bert::Build(const layers::ModelArenas& a) {
   first_tokens_ = acts.Allocate({batch, c.hidden});
   gathered_ = acts.Allocate({predictions_, c.hidden});
   mlm_logits_ = acts.Allocate({predictions_, c.vocab_size});
+  mlm_argmax_ = acts.Allocate({predictions_}, DType::kI32);
   dmlm_logits_ = acts.Allocate({predictions_, c.vocab_size});
   dnsp_logits_ = acts.Allocate({batch, 2});
   mlm_loss_ = acts.Allocate({1});
@@ -313,16 +313,17 @@ MetricSums Bert::EvaluateBatch(const Batch& batch) {
   MLPERF_CHECK(batch.count >= 0 && batch.count <= batch_size());
   Upload(batch);
   Forward(/*training=*/false);
-  const std::vector<float> logits = ToHost(mlm_logits_);
+  // The predictions are found where the logits are; only they come back.
+  ops::ArgmaxRows(mlm_logits_, mlm_argmax_);
   const std::vector<float> weights = ToHost(mlm_weights_);
-  std::vector<int32_t> labels(predictions_);
+  std::vector<int32_t> labels(predictions_), predicted(predictions_);
   ops::CopyBytes(labels.data(), core::Device::kCpu, mlm_ids_.data(), device(), mlm_ids_.bytes());
+  ops::CopyBytes(predicted.data(), core::Device::kCpu, mlm_argmax_.data(), device(),
+                 mlm_argmax_.bytes());
   MetricSums sums;
-  const int64_t vocab = config_.vocab_size;
   for (int64_t i = 0; i < batch.count * config_.max_predictions; ++i) {
     if (weights[i] == 0.0f) continue;
-    const float* z = logits.data() + i * vocab;
-    const bool correct = std::max_element(z, z + vocab) - z == labels[i];
+    const bool correct = predicted[i] == labels[i];
     sums.numerator += weights[i] * (correct ? 1.0 : 0.0);
     sums.denominator += weights[i];
   }

@@ -123,6 +123,7 @@ class Bert final : public Model {
   core::Tensor ids_, segment_ids_, mask_, mlm_rows_, mlm_ids_, mlm_weights_, nsp_labels_;
   core::Tensor position_ids_, first_rows_;
   core::Tensor embedding_sum_, embedding_out_, first_tokens_, gathered_, mlm_logits_;
+  core::Tensor mlm_argmax_;  // int32 [predictions]: evaluation's predicted ids
   core::Tensor mlm_loss_, nsp_loss_, dmlm_logits_, dnsp_logits_;
   core::Tensor dh_, ds_, dtmp_, dintermediate_, dgathered_, dtransform_, dpooled_, dfirst_;
   void* staging_ = nullptr;  // pinned host memory for uploads to a device

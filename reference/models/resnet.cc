@@ -117,6 +117,7 @@ void ResNet::Build(const layers::ModelArenas& arenas) {
   dfc_b_ = fc_b.grad;
   fc_parameter_ = registry_.parameters.size() - 2;
   logits_ = acts.Allocate({n, classes});
+  predicted_ = acts.Allocate({n}, core::DType::kI32);
   dlogits_ = acts.Allocate({n, classes});
   labels_ = acts.Allocate({n}, core::DType::kI32);
   loss_ = acts.Allocate({1});
@@ -248,14 +249,13 @@ int64_t ResNet::EvaluateBatch(const float* images, const int32_t* labels, int co
   // Samples are independent in inference mode; zeros keep the padding finite.
   ops::ZeroBytes(input_.f32() + used, device(), input_.bytes() - used * sizeof(float));
   Forward(/*training=*/false);
+  // The predictions are found where the logits are; only they come back.
+  ops::ArgmaxRows(logits_, predicted_);
+  std::vector<int32_t> predicted(static_cast<size_t>(batch_size()));
+  ops::CopyBytes(predicted.data(), core::Device::kCpu, predicted_.data(), device(),
+                 predicted_.bytes());
   int64_t correct = 0;
-  const int64_t classes = config_.num_classes;
-  const std::vector<float> logits = ToHost(logits_);
-  for (int i = 0; i < count; ++i) {
-    const float* z = logits.data() + i * classes;
-    const int64_t guess = std::max_element(z, z + classes) - z;
-    correct += labels[i] >= 0 && guess == labels[i];
-  }
+  for (int i = 0; i < count; ++i) correct += labels[i] >= 0 && predicted[i] == labels[i];
   return correct;
 }
 

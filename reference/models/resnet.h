@@ -113,6 +113,7 @@ class ResNet final : public Model {
   void* staging_ = nullptr;
   size_t staging_bytes_ = 0;
   core::Tensor input_, pooled_, features_, logits_, dlogits_, dfeatures_, labels_;
+  core::Tensor predicted_;  // int32 [batch]: evaluation's predicted classes
   core::Tensor fc_w_, fc_b_, dfc_w_, dfc_b_;
   // Three gradient buffers of the largest activation size, rotated through
   // the blocks on the way back, and the convolutions' shared scratch.

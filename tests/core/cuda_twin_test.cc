@@ -12,6 +12,7 @@
 #include "reference/kernels/cpu/elementwise.h"
 #include "reference/kernels/cpu/gemm.h"
 #include "reference/kernels/cpu/linear.h"
+#include "reference/kernels/cpu/loss.h"
 #include "reference/kernels/cpu/optimizer.h"
 #include "reference/kernels/cpu/softmax.h"
 #include "reference/kernels/cuda/attention.h"
@@ -19,6 +20,7 @@
 #include "reference/kernels/cuda/elementwise.h"
 #include "reference/kernels/cuda/gemm.h"
 #include "reference/kernels/cuda/linear.h"
+#include "reference/kernels/cuda/loss.h"
 #include "reference/kernels/cuda/optimizer.h"
 #include "reference/kernels/cuda/softmax.h"
 #include "reference/kernels/dispatch.h"
@@ -190,6 +192,23 @@ TEST_F(CudaTwinTest, MixedPrecisionRoundsLikeTheCpu) {
     // output one unit of the precision apart.
     ExpectClose(gy.ToHost(), y.data, t == DType::kBF16 ? 8e-3 : 1e-3, "linear, reduced precision");
   }
+}
+
+// BERT's evaluation shape (rows of 30522) with ties and NaN: the same index.
+TEST_F(CudaTwinTest, ArgmaxRowsMatchesTheCpu) {
+  const int64_t rows = 5, vocab = 30522;
+  Buffer logits({rows, vocab});
+  testing::FillRandom(logits, 13, -4.0f, 4.0f);
+  logits[1 * vocab + 100] = logits[1 * vocab + 29000] = 20.0f;  // a tie across threads
+  logits[2 * vocab + 0] = NAN;
+  for (int64_t j = 0; j < vocab; ++j) logits[3 * vocab + j] = NAN;
+  testing::IntBuffer cpu_out({rows});
+  cpu::ArgmaxRows(logits.t(), cpu_out.t());
+  DeviceCopy<float> gl(logits.data, logits.shape);
+  DeviceCopy<int32_t> gout(std::vector<int32_t>(rows), {rows}, DType::kI32);
+  cuda::ArgmaxRows(gl.t(), gout.t());
+  EXPECT_EQ(gout.ToHost(), cpu_out.data);
+  EXPECT_EQ(cpu_out.data[1], 100);
 }
 
 TEST_F(CudaTwinTest, SoftmaxAndGemm) {

@@ -1,8 +1,10 @@
-// Losses: values against closed forms, gradients against central differences.
+// Losses: values against closed forms, gradients against central differences;
+// the evaluation argmax.
 #include "reference/kernels/cpu/loss.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "tests/core/test_util.h"
@@ -138,6 +140,33 @@ TEST(MaskedLmLossTest, WeightsSelectPositionsAndGradientMatches) {
     return static_cast<double>(loss[0]);
   };
   testing::ExpectGradientMatches(logits, grad.data, value, 1e-2, 2e-3, "masked lm");
+}
+
+TEST(ArgmaxRowsTest, FirstLargestSkippingNaN) {
+  // Random rows as std::max_element finds them, then rows with ties, NaN,
+  // -Inf and all-NaN.
+  const int64_t classes = 37;
+  Buffer logits({8, classes});
+  testing::FillRandom(logits, 5, -3.0f, 3.0f);
+  float* row4 = logits.data.data() + 4 * classes;
+  row4[3] = row4[20] = 9.0f;  // tie: the first
+  float* row5 = logits.data.data() + 5 * classes;
+  row5[0] = NAN;
+  row5[11] = 8.0f;  // NaN is never the largest
+  float* row6 = logits.data.data() + 6 * classes;
+  for (int64_t j = 0; j < classes; ++j) row6[j] = j == 30 ? -1e30f : -INFINITY;
+  float* row7 = logits.data.data() + 7 * classes;
+  for (int64_t j = 0; j < classes; ++j) row7[j] = NAN;
+  IntBuffer argmax({8});
+  cpu::ArgmaxRows(logits.t(), argmax.t());
+  for (int r = 0; r < 4; ++r) {
+    const float* z = logits.data.data() + r * classes;
+    EXPECT_EQ(argmax.data[r], std::max_element(z, z + classes) - z) << "row " << r;
+  }
+  EXPECT_EQ(argmax.data[4], 3);
+  EXPECT_EQ(argmax.data[5], 11);
+  EXPECT_EQ(argmax.data[6], 30);
+  EXPECT_EQ(argmax.data[7], 0);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "reference/models/resnet.h"
 #include "reference/trainer/trainer.h"
 #include "tests/core/test_util.h"
+#include "tests/resnet/random_batch.h"
 
 namespace mlperf::models {
 namespace {
@@ -21,20 +22,8 @@ namespace {
 const ResNetConfig kTiny{
     .base_width = 4, .blocks = {1, 1, 1, 1}, .num_classes = 5, .image_size = 32};
 
-struct HostBatch {
-  std::vector<float> images;
-  std::vector<int32_t> labels;
-};
-
-HostBatch RandomBatch(const ResNet& model, uint64_t seed) {
-  HostBatch b{std::vector<float>(model.batch_size() * model.image_elements()),
-              std::vector<int32_t>(model.batch_size())};
-  for (size_t i = 0; i < b.images.size(); ++i)
-    b.images[i] = 2.0f * core::PhiloxUniform(seed, 0, i) - 1.0f;
-  for (size_t i = 0; i < b.labels.size(); ++i)
-    b.labels[i] = static_cast<int32_t>(core::PhiloxBits(seed, 1, i) % model.config().num_classes);
-  return b;
-}
+using test::HostBatch;
+using test::RandomBatch;
 
 const train::TrainerConfig kRecipe{
     .base_lr = 2.0, .warmup_epochs = 1, .train_epochs = 4, .steps_per_epoch = 2};

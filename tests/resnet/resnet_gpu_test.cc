@@ -20,6 +20,7 @@
 #include "reference/models/resnet.h"
 #include "reference/trainer/trainer.h"
 #include "tests/core/test_util.h"
+#include "tests/resnet/random_batch.h"
 
 namespace mlperf::models {
 namespace {
@@ -36,20 +37,8 @@ ResNetConfig Tiny(core::Layout layout, core::Device device) {
           .device = device};
 }
 
-struct Batch {
-  std::vector<float> images;
-  std::vector<int32_t> labels;
-};
-
-Batch RandomBatch(const ResNet& model, uint64_t seed) {
-  Batch b{std::vector<float>(model.batch_size() * model.image_elements()),
-          std::vector<int32_t>(model.batch_size())};
-  for (size_t i = 0; i < b.images.size(); ++i)
-    b.images[i] = 2.0f * core::PhiloxUniform(seed, 0, i) - 1.0f;
-  for (size_t i = 0; i < b.labels.size(); ++i)
-    b.labels[i] = static_cast<int32_t>(core::PhiloxBits(seed, 1, i) % model.config().num_classes);
-  return b;
-}
+using test::HostBatch;
+using test::RandomBatch;
 
 using testing::RelativeError;
 using testing::SliceOf;
@@ -67,7 +56,7 @@ TEST_P(ResNetGpuTest, ForwardAndEveryGradientMatchTheCpu) {
   ASSERT_EQ(w_cpu, gpu_model.ParametersToHost());
   ASSERT_EQ(cpu_model.BuffersToHost(), gpu_model.BuffersToHost());
 
-  const Batch batch = RandomBatch(cpu_model, 4);
+  const HostBatch batch = RandomBatch(cpu_model, 4);
   const float loss_cpu = cpu_model.ForwardTrain(batch.images.data(), batch.labels.data(), 0.1f);
   const float loss_gpu = gpu_model.ForwardTrain(batch.images.data(), batch.labels.data(), 0.1f);
   EXPECT_TRUE(std::isfinite(loss_gpu));
@@ -100,10 +89,10 @@ TEST_P(ResNetGpuTest, InferenceMatchesTheCpu) {
   cpu_model.Initialize(5);
   gpu_model.Initialize(5);
   // Non-trivial running statistics first.
-  const Batch train = RandomBatch(cpu_model, 6);
+  const HostBatch train = RandomBatch(cpu_model, 6);
   cpu_model.ForwardTrain(train.images.data(), train.labels.data(), 0.0f);
   gpu_model.ForwardTrain(train.images.data(), train.labels.data(), 0.0f);
-  Batch eval = RandomBatch(cpu_model, 7);
+  HostBatch eval = RandomBatch(cpu_model, 7);
   eval.labels[6] = -1;  // padding never counts
   const int64_t correct_cpu = cpu_model.EvaluateBatch(eval.images.data(), eval.labels.data(), 7);
   const int64_t correct_gpu = gpu_model.EvaluateBatch(eval.images.data(), eval.labels.data(), 7);
@@ -136,7 +125,7 @@ void ExpectTrainerMatchesCpu(train::OptimizerKind kind, core::Layout layout) {
   train::Trainer gpu_trainer(gpu_model, recipe, *comm);
   const std::vector<float> start = cpu_model.ParametersToHost();
   for (int step = 0; step < 2; ++step) {
-    const Batch batch = RandomBatch(cpu_model, 20 + step);
+    const HostBatch batch = RandomBatch(cpu_model, 20 + step);
     const float loss_cpu = cpu_trainer.TrainStep(
         cpu_model.InputBatch(batch.images.data(), batch.labels.data(), cpu_model.batch_size()));
     const float loss_gpu = gpu_trainer.TrainStep(
@@ -179,7 +168,7 @@ TEST(ResNetGpuTrainerTest, WarmUpRestoresDeviceStateBitwise) {
   model.Initialize(8);
   auto comm = dist::MakeSingleProcessCommunicator();
   train::Trainer trainer(model, {.base_lr = 2.0, .warmup_epochs = 1, .steps_per_epoch = 4}, *comm);
-  const Batch batch = RandomBatch(model, 9);
+  const HostBatch batch = RandomBatch(model, 9);
   trainer.TrainStep(model.InputBatch(batch.images.data(), batch.labels.data(), model.batch_size()));
   const std::vector<float> params = model.ParametersToHost(), buffers = model.BuffersToHost();
   const std::vector<float> momentum = trainer.MomentumToHost();
@@ -195,7 +184,7 @@ TEST(ResNetGpuTest, CheckpointMovesBetweenDevices) {
   SKIP_WITHOUT_DEVICE();
   ResNet gpu_model(Tiny(core::Layout::kNHWC, core::Device::kCuda), 2);
   gpu_model.Initialize(13);
-  const Batch batch = RandomBatch(gpu_model, 14);
+  const HostBatch batch = RandomBatch(gpu_model, 14);
   gpu_model.ForwardTrain(batch.images.data(), batch.labels.data(), 0.1f);  // running stats move
   const std::string path =
       (std::filesystem::temp_directory_path() / "resnet_gpu_test.safetensors").string();
@@ -244,7 +233,7 @@ TEST(ResNetGpuTrainerTest, BucketsAreSentDuringBackwardInArenaOrderFromTheEnd) {
   {
     train::Trainer trainer(model, recipe, comm, comm_stream);
     train::Trainer reference_trainer(reference, recipe, *single);
-    const Batch batch = RandomBatch(model, 3);
+    const HostBatch batch = RandomBatch(model, 3);
     trainer.TrainStep(
         model.InputBatch(batch.images.data(), batch.labels.data(), model.batch_size()));
     reference_trainer.TrainStep(
@@ -275,7 +264,7 @@ TEST(ResNetGpuTrainerTest, BucketsAreSentDuringBackwardInArenaOrderFromTheEnd) {
 // each report covers every gradient that Backward has written.
 TEST(ResNetHookTest, GradientsReadyOffsetsDecreaseToZero) {
   ResNet model(Tiny(core::Layout::kNCHW, core::Device::kCpu), 2);
-  const Batch batch = RandomBatch(model, 1);
+  const HostBatch batch = RandomBatch(model, 1);
   model.ForwardTrain(batch.images.data(), batch.labels.data(), 0.1f);
   std::vector<int64_t> offsets;
   const std::vector<TensorSlice> slices = model.slices();

@@ -15,6 +15,7 @@
 #include "reference/dist/communicator.h"
 #include "reference/kernels/cpu/optimizer.h"
 #include "reference/models/resnet.h"
+#include "tests/resnet/random_batch.h"
 
 namespace mlperf::models {
 namespace {
@@ -22,20 +23,8 @@ namespace {
 const ResNetConfig kTiny{
     .base_width = 4, .blocks = {1, 1, 1, 1}, .num_classes = 5, .image_size = 32};
 
-struct Batch {
-  std::vector<float> images;
-  std::vector<int32_t> labels;
-};
-
-Batch RandomBatch(const ResNet& model, uint64_t seed) {
-  Batch b{std::vector<float>(model.batch_size() * model.image_elements()),
-          std::vector<int32_t>(model.batch_size())};
-  for (size_t i = 0; i < b.images.size(); ++i)
-    b.images[i] = 2.0f * core::PhiloxUniform(seed, 0, i) - 1.0f;
-  for (size_t i = 0; i < b.labels.size(); ++i)
-    b.labels[i] = static_cast<int32_t>(core::PhiloxBits(seed, 1, i) % model.config().num_classes);
-  return b;
-}
+using test::HostBatch;
+using test::RandomBatch;
 
 TEST(ResNetTrainerTest, ScheduleFollowsTheReferenceAtKnownSteps) {
   ResNet model(kTiny, 2);
@@ -75,7 +64,7 @@ TEST(ResNetTrainerTest, ScheduleFollowsTheReferenceAtKnownSteps) {
 void ExpectStepMatchesByHand(train::OptimizerKind kind) {
   ResNet model(kTiny, 4);
   model.Initialize(5);
-  const Batch batch = RandomBatch(model, 6);
+  const HostBatch batch = RandomBatch(model, 6);
   auto comm = dist::MakeSingleProcessCommunicator();
   const train::TrainerConfig recipe{.optimizer = kind,
                                     .base_lr = 3.0,
@@ -134,7 +123,7 @@ TEST(ResNetTrainerTest, SgdStepAddsL2AndUsesTfMomentum) {
 TEST(ResNetTrainerTest, SgdLossIncludesTheL2Term) {
   ResNet model(kTiny, 4);
   model.Initialize(5);
-  const Batch batch = RandomBatch(model, 6);
+  const HostBatch batch = RandomBatch(model, 6);
   double sum_sq = 0.0;
   for (const layers::Parameter& p : model.parameter_tensors())
     if (!p.batch_norm)
@@ -155,7 +144,7 @@ TEST(ResNetTrainerTest, WarmUpRestoresEveryStateBitwise) {
   model.Initialize(8);
   auto comm = dist::MakeSingleProcessCommunicator();
   train::Trainer trainer(model, {.base_lr = 2.0, .warmup_epochs = 1, .steps_per_epoch = 4}, *comm);
-  const Batch batch = RandomBatch(model, 9);
+  const HostBatch batch = RandomBatch(model, 9);
   trainer.TrainStep(model.InputBatch(batch.images.data(), batch.labels.data(),
                                      model.batch_size()));  // non-zero momentum and stats
   const std::vector<float> params(model.parameters().begin(), model.parameters().end());

@@ -148,4 +148,19 @@ void MaskedLmLoss(const Tensor& logits, const Tensor& labels, const Tensor& weig
   loss.f32()[0] = static_cast<float>(total / denom);
 }
 
+void ArgmaxRows(const Tensor& logits, const Tensor& argmax) {
+  const int64_t classes = logits.dim(logits.shape().rank() - 1), rows = logits.numel() / classes;
+  MLPERF_CHECK(argmax.dtype() == core::DType::kI32 && argmax.numel() == rows);
+  const float* z_all = logits.f32();
+  int32_t* out = argmax.as<int32_t>();
+#pragma omp parallel for if (WorthParallel(logits.numel()))
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* z = z_all + r * classes;
+    int64_t best = -1;
+    for (int64_t j = 0; j < classes; ++j)
+      if (!std::isnan(z[j]) && (best < 0 || z[j] > z[best])) best = j;
+    out[r] = static_cast<int32_t>(best < 0 ? 0 : best);
+  }
+}
+
 }  // namespace mlperf::cpu

@@ -34,4 +34,10 @@ void MaskedLmLoss(const core::Tensor& logits, const core::Tensor& labels,
                   const core::Tensor& weights, const core::Tensor& loss,
                   const core::Tensor& dlogits);
 
+// Evaluation: argmax[r] = the first index of the largest value of row r of
+// logits [rows, classes] (int32); NaN never counts as largest, and a row of
+// NaN gives 0. On a device only the indices come back to the host, not the
+// logits (BERT's are [predictions, 30522] per evaluation batch).
+void ArgmaxRows(const core::Tensor& logits, const core::Tensor& argmax);
+
 }  // namespace mlperf::cpu

@@ -154,6 +154,40 @@ __global__ void DiceGradient(const float* prob, const int32_t* labels, const flo
   }
 }
 
+// One block per row: each thread keeps the first largest of its strided
+// elements, then the block keeps the largest, the lower index on a tie.
+__global__ void ArgmaxRowsKernel(const float* logits, int64_t classes, int32_t* argmax) {
+  const float* z = logits + blockIdx.x * classes;
+  float best = 0.0f;
+  int64_t index = -1;
+  for (int64_t j = threadIdx.x; j < classes; j += kThreads) {
+    const float v = z[j];
+    if (!isnan(v) && (index < 0 || v > best)) {
+      best = v;
+      index = j;
+    }
+  }
+  __shared__ float values[kThreads];
+  __shared__ int64_t indices[kThreads];
+  values[threadIdx.x] = best;
+  indices[threadIdx.x] = index;
+  __syncthreads();
+  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) {
+      const float v = values[threadIdx.x + stride];
+      const int64_t i = indices[threadIdx.x + stride];
+      const int64_t mine = indices[threadIdx.x];
+      if (i >= 0 &&
+          (mine < 0 || v > values[threadIdx.x] || (v == values[threadIdx.x] && i < mine))) {
+        values[threadIdx.x] = v;
+        indices[threadIdx.x] = i;
+      }
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) argmax[blockIdx.x] = static_cast<int32_t>(indices[0] < 0 ? 0 : indices[0]);
+}
+
 }  // namespace
 
 void SoftmaxCrossEntropy(float label_smoothing, float normalizer, const Tensor& logits,
@@ -211,6 +245,15 @@ void MaskedLmLoss(const Tensor& logits, const Tensor& labels, const Tensor& weig
       dlogits.f32());
   CUDA_CHECK_LAUNCH();
   FinishLoss<<<1, kThreads, 0, Stream()>>>(scratch + 1, rows, 1.0f, scratch, loss.f32());
+  CUDA_CHECK_LAUNCH();
+}
+
+void ArgmaxRows(const Tensor& logits, const Tensor& argmax) {
+  const int64_t classes = logits.dim(logits.shape().rank() - 1), rows = logits.numel() / classes;
+  MLPERF_CHECK(argmax.dtype() == core::DType::kI32 && argmax.numel() == rows);
+  if (rows == 0) return;
+  ArgmaxRowsKernel<<<static_cast<unsigned>(rows), kThreads, 0, Stream()>>>(logits.f32(), classes,
+                                                                           argmax.as<int32_t>());
   CUDA_CHECK_LAUNCH();
 }
 

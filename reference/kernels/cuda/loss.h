@@ -23,4 +23,6 @@ void MaskedLmLoss(const core::Tensor& logits, const core::Tensor& labels,
                   const core::Tensor& weights, const core::Tensor& loss,
                   const core::Tensor& dlogits);
 
+void ArgmaxRows(const core::Tensor& logits, const core::Tensor& argmax);
+
 }  // namespace mlperf::cuda

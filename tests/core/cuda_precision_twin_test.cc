@@ -1,0 +1,117 @@
+// Label `gpu`: the convolutions and batched GEMMs of ops:: under bf16 and
+// fp16 on the device against the same calls on the CPU (the rounding points
+// of kernels/precision.h on both backends; linear layers are in
+// cuda_twin_test). Both round the same inputs; their fp32 sums may differ in
+// order and so round an output one unit of the precision apart. Skips
+// without a CUDA device.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "reference/kernels/conv_geometry.h"
+#include "reference/kernels/cuda/context.h"
+#include "reference/kernels/dispatch.h"
+#include "reference/kernels/precision.h"
+#include "tests/core/test_util.h"
+
+namespace mlperf {
+namespace {
+
+using core::DType;
+using core::Tensor;
+using testing::Buffer;
+
+// Device copy of a host buffer (fp32), freed at scope end.
+class OnDevice {
+ public:
+  explicit OnDevice(const Buffer& host) : shape_(host.shape), n_(host.data.size()) {
+    EXPECT_EQ(cudaMalloc(&ptr_, n_ * sizeof(float)), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(ptr_, host.data.data(), n_ * sizeof(float), cudaMemcpyHostToDevice),
+              cudaSuccess);
+  }
+  ~OnDevice() { cudaFree(ptr_); }
+  OnDevice(const OnDevice&) = delete;
+  Tensor t() const { return Tensor(ptr_, shape_, DType::kF32, core::Device::kCuda); }
+  float* get() const { return static_cast<float*>(ptr_); }
+  std::vector<float> ToHost() const {
+    cuda::Synchronize();
+    std::vector<float> out(n_);
+    EXPECT_EQ(cudaMemcpy(out.data(), ptr_, n_ * sizeof(float), cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    return out;
+  }
+
+ private:
+  void* ptr_ = nullptr;
+  core::Shape shape_;
+  size_t n_;
+};
+
+// |gpu - cpu| <= one unit of the precision at |cpu| (twice, for the margin).
+void ExpectWithinAUnit(const std::vector<float>& gpu, const std::vector<float>& cpu, DType t,
+                       const std::string& what) {
+  const double unit = t == DType::kBF16 ? 0x1p-7 : 0x1p-10;
+  ASSERT_EQ(gpu.size(), cpu.size()) << what;
+  int off = 0;
+  for (size_t i = 0; i < gpu.size(); ++i)
+    if (std::fabs(gpu[i] - cpu[i]) > 2 * unit * (std::fabs(cpu[i]) + 1e-3) && ++off <= 5)
+      ADD_FAILURE() << what << " at " << i << ": gpu " << gpu[i] << " cpu " << cpu[i];
+  EXPECT_EQ(off, 0) << what;
+}
+
+class CudaPrecisionTwinTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!ops::CudaAvailable()) GTEST_SKIP() << "no CUDA device; the CPU side is tested";
+  }
+};
+
+TEST_F(CudaPrecisionTwinTest, ConvolutionsRoundLikeTheCpu) {
+  const ConvGeometry g = Conv2d(2, 8, 9, 7, 16, 3, 3, 2, 1);
+  Buffer x({g.batch, g.in_channels, g.in[1], g.in[2]});
+  Buffer w({g.out_channels, g.in_channels, g.kernel[1], g.kernel[2]});
+  Buffer dy({g.batch, g.out_channels, g.out(1), g.out(2)});
+  testing::FillRandom(x, 1);
+  testing::FillRandom(w, 2);
+  testing::FillRandom(dy, 3);
+  Buffer ws({ops::ConvWorkspaceElements(g, core::Layout::kNCHW, core::Device::kCpu) + 1});
+  for (DType t : {DType::kBF16, DType::kF16}) {
+    const ops::PrecisionScope scope(t);
+    Buffer y(dy.shape), dx(x.shape), dw(w.shape);
+    ops::ConvForward(g, x.t(), w.t(), y.t(), ws.t());
+    ops::ConvBackwardData(g, dy.t(), w.t(), dx.t(), ws.t());
+    ops::ConvBackwardWeight(g, x.t(), dy.t(), dw.t(), ws.t());
+    OnDevice gx(x), gw(w), gdy(dy), gy(y), gdx(dx), gdw(w);
+    ops::ConvForward(g, gx.t(), gw.t(), gy.t(), Tensor());
+    ops::ConvBackwardData(g, gdy.t(), gw.t(), gdx.t(), Tensor());
+    ops::ConvBackwardWeight(g, gx.t(), gdy.t(), gdw.t(), Tensor());
+    const std::string name(ops::PrecisionName(t));
+    ExpectWithinAUnit(gy.ToHost(), y.data, t, name + " conv forward");
+    ExpectWithinAUnit(gdx.ToHost(), dx.data, t, name + " conv data gradient");
+    ExpectWithinAUnit(gdw.ToHost(), dw.data, t, name + " conv weight gradient");
+  }
+}
+
+TEST_F(CudaPrecisionTwinTest, BatchedGemmRoundsLikeTheCpu) {
+  // Attention's shapes in small: 6 heads of [12 x 16] by the transpose of [12 x 16].
+  const int64_t heads = 6, t = 12, d = 16;
+  Buffer q({heads, t, d}), k({heads, t, d});
+  testing::FillRandom(q, 4);
+  testing::FillRandom(k, 5);
+  for (DType p : {DType::kBF16, DType::kF16}) {
+    const ops::PrecisionScope scope(p);
+    Buffer s({heads, t, t});
+    ops::GemmStridedBatched(core::Device::kCpu, false, true, t, t, d, 0.25f, q.data.data(), t * d,
+                            k.data.data(), t * d, 0.0f, s.data.data(), t * t, heads);
+    OnDevice gq(q), gk(k), gs(s);
+    ops::GemmStridedBatched(core::Device::kCuda, false, true, t, t, d, 0.25f, gq.get(), t * d,
+                            gk.get(), t * d, 0.0f, gs.get(), t * t, heads);
+    ExpectWithinAUnit(gs.ToHost(), s.data, p, std::string(ops::PrecisionName(p)) + " bmm");
+  }
+}
+
+}  // namespace
+}  // namespace mlperf

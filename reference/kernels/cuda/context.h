@@ -19,7 +19,7 @@ cudnnHandle_t Cudnn();
 // Independent scratch buffers, so that one op can hold several at once
 // (e.g. a padded copy of its input plus the cuDNN workspace).
 enum ScratchSlot : int {
-  kScratchTables = 0,     // small tables (optimizer chunk plans)
+  kScratchTables = 0,     // the optimizers' chunk table (uploaded when it changes)
   kScratchWorkspace = 1,  // cuDNN / reduction workspace
   kScratchPadded = 2,     // explicitly padded activations
   kScratchReduce = 3,     // per-row partial results of reductions

@@ -32,6 +32,8 @@ absl::StatusOr<std::vector<RcpReference>> ReadRcpReferences(std::string_view rul
         return absl::DataLossError(fmt::format("embedded RCP table {} is malformed", path));
       out.push_back({.global_batch_size = bs->as_int(), .hyperparameters = *hp});
     }
+    if (out.empty())
+      return absl::DataLossError(fmt::format("embedded RCP table {} is empty", path));
     return out;
   }
   return absl::NotFoundError(fmt::format("no RCP table {} is embedded", path));

@@ -22,8 +22,8 @@ struct RcpReference {
   absl::StatusOr<double> Number(std::string_view key) const;
 };
 
-// The references of `benchmark` in `ruleset`, in the table's order. An
-// unknown table or a malformed one is an error naming it.
+// The references of `benchmark` in `ruleset`, in the table's order (at
+// least one). An unknown, malformed or empty table is an error naming it.
 absl::StatusOr<std::vector<RcpReference>> ReadRcpReferences(std::string_view ruleset,
                                                             std::string_view benchmark);
 

@@ -94,11 +94,12 @@ struct BenchmarkInfo {
   bool attention = false;
 };
 
-// The setup's trainer configuration with what its plan's precision adds:
-// dynamic loss scaling under fp16.
+// The setup's trainer configuration with what its plan adds: dynamic loss
+// scaling under fp16, recorded steps with --cuda_graph.
 inline train::TrainerConfig TrainerConfigFor(const BenchmarkSetup& setup) {
   train::TrainerConfig config = setup.TrainerConfig();
   config.dynamic_loss_scaling = setup.plan().precision == core::DType::kF16;
+  config.cuda_graph = setup.plan().cuda_graph;
   return config;
 }
 

@@ -74,6 +74,7 @@ absl::Status CompletePlan(const RunnerOptions& options, int world_size, int core
     return absl::InvalidArgumentError(
         fmt::format("precision {}: expected fp32, bf16 or fp16", options.precision));
   }
+  plan.cuda_graph = options.cuda_graph;
   if (!options.system.empty()) {
     plan.system_name = options.system;
     // A demonstration package must never pass for a real result.

@@ -31,6 +31,8 @@ struct RunnerOptions {
   // The compute precision of the GEMM-class ops (reference/kernels/precision.h):
   // "fp32", "bf16" or "fp16".
   std::string precision = "fp32";
+  // Record each training step as a CUDA graph (TrainerConfig::cuda_graph).
+  bool cuda_graph = false;
   // Set by run_benchmark only (a closed run always takes the recipe's):
   // which member of the family ("" = by the data: the full model with
   // --data, the embedded default's without; "full"; "small" = the embedded
@@ -101,6 +103,7 @@ struct RunPlan {
   bool rcp_batch_size = false;
   // options.precision, parsed by CompletePlan.
   core::DType precision = core::DType::kF32;
+  bool cuda_graph = false;  // options.cuda_graph
 
   // The last epoch this invocation trains: the schedule's, or --max_epochs.
   int last_epoch() const;

@@ -39,6 +39,9 @@ ABSL_FLAG(std::string, optimizer, "",
 ABSL_FLAG(std::string, precision, "fp32",
           "arithmetic of convolutions, linear layers and attention products: fp32, bf16 or fp16 "
           "(fp32 master weights, optimizer, norms and losses; fp16 adds dynamic loss scaling)");
+ABSL_FLAG(bool, cuda_graph, false,
+          "with --gpus: record each training step once as a CUDA graph and replay it (one "
+          "launch per step instead of one per kernel)");
 ABSL_FLAG(int, threads, 0,
           "compute (OpenMP/BLAS) threads per process; 0 = chosen from the cores per process");
 
@@ -46,8 +49,8 @@ namespace mlperf::closed {
 namespace {
 
 constexpr std::string_view kFlagNames[] = {
-    "bench", "gpus",      "nodes", "data",       "runs",      "submitter", "system",
-    "out",   "cache_dir", "seed",  "max_epochs", "optimizer", "precision", "threads"};
+    "bench",     "gpus", "nodes",      "data",      "runs",      "submitter",  "system", "out",
+    "cache_dir", "seed", "max_epochs", "optimizer", "precision", "cuda_graph", "threads"};
 
 absl::Status Validate(const RunnerOptions& o) {
   // Counts within what any real system and package can use; beyond them a
@@ -94,6 +97,8 @@ absl::Status Validate(const RunnerOptions& o) {
     return absl::InvalidArgumentError(
         fmt::format("--precision={}: expected fp32, bf16 or fp16", o.precision));
   }
+  if (o.cuda_graph && o.gpus == 0)
+    return absl::InvalidArgumentError("--cuda_graph: CUDA graphs need --gpus (the CPU has none)");
   return absl::OkStatus();
 }
 
@@ -104,7 +109,7 @@ std::string UsageText(const BenchmarkRegistry& registry) {
       "Usage: run_closed [--bench NAME] [--gpus N] [--nodes M] [--data DIR] [--runs N]\n"
       "                  [--submitter ORG] [--system NAME] [--out DIR] [--cache_dir DIR]\n"
       "                  [--seed N] [--max_epochs N] [--optimizer NAME] [--precision P]\n"
-      "                  [--threads N]\n"
+      "                  [--cuda_graph] [--threads N]\n"
       "       run_closed --help | --version\n"
       "\n"
       "Runs a closed-division MLPerf Training benchmark the required number of times, each\n"
@@ -155,6 +160,7 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
   o.max_epochs = absl::GetFlag(FLAGS_max_epochs);
   o.optimizer = absl::GetFlag(FLAGS_optimizer);
   o.precision = absl::GetFlag(FLAGS_precision);
+  o.cuda_graph = absl::GetFlag(FLAGS_cuda_graph);
   o.threads = absl::GetFlag(FLAGS_threads);
   if (!cl.help && !cl.version) {
     if (absl::Status s = Validate(o); !s.ok()) return s;

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Verifies the GPU side on a bare GPU machine in one go (well inside 10
 # minutes): every gpu-labelled test, the ResNet-50 and 3D U-Net training
-# steps against PyTorch, the GPU op benchmarks against PyTorch on the same
+# steps against PyTorch (ResNet-50 in fp32, bf16 and fp16, each also as a
+# recorded CUDA graph), the GPU op benchmarks against PyTorch on the same
 # GPU, and the embedded run_closed on the GPU (fp32 through compliance_check,
-# and one bf16 run); one report, OUT_DIR/gpu_report.md and .json (GPU,
-# driver, CUDA/cuDNN/NCCL versions, every test's result, every figure with
-# its peer), with the full output in OUT_DIR/gpu_check.log.
+# and one bf16 run with recorded steps); one report, OUT_DIR/gpu_report.md
+# and .json (GPU, driver, CUDA/cuDNN/NCCL versions, every test's result,
+# every figure with its peer), with the full output in OUT_DIR/gpu_check.log.
 #
 # The binaries come from .gpu_bundle/ (scripts/gpu_bundle.sh, run on a build
 # machine with CUDA; carry the folder) or, failing that, from build/bin. The
@@ -145,11 +146,13 @@ bench() {  # name seconds command...
   cat "$work/bench_$name.txt" >>"$log"
   report
 }
-bench resnet_step 120 "$bin/resnet_gpu_bench" 256 10 both
+bench resnet_step 150 "$bin/resnet_gpu_bench" 256 10 both fp32
+bench resnet_step_mixed 120 "$bin/resnet_gpu_bench" 256 10 nchw bf16,fp16
 bench unet3d_step 170 "$bin/unet3d_gpu_bench" 7 5 both
 bench gpu_ops 120 "$MLPERF_PYTHON" bench/gpu/torch_peer.py --ours "$bin/gpu_ops_bench" --repeats 10
 bench run_closed 90 "$bin/run_closed" --gpus 1 --runs 1 --out "$work/pkg"
 bench compliance_check 30 "$bin/compliance_check" --ruleset 4.0.0 --rcp-bypass "$work/pkg/mlperf-suite"
-bench run_closed_bf16 60 "$bin/run_closed" --gpus 1 --runs 1 --precision bf16 --out "$work/pkg_bf16"
+bench run_closed_bf16_graph 60 "$bin/run_closed" --gpus 1 --runs 1 --precision bf16 --cuda_graph \
+  --out "$work/pkg_bf16"
 say "report: $out/gpu_report.md"
 exit "$status"

@@ -60,6 +60,7 @@ absl::StatusOr<std::unique_ptr<closed::BenchmarkSetup>> ConfigureFor(
   r.member = options.size;
   r.batch_per_rank = config.batch;
   r.precision = config.dtype;
+  r.cuda_graph = options.cuda_graph;
   absl::StatusOr<std::unique_ptr<closed::BenchmarkSetup>> setup =
       benchmark.Configure(r, world_size, share);
   if (!setup.ok()) return setup.status();

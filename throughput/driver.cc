@@ -209,6 +209,7 @@ std::vector<std::string> WorkerCommand(const BenchOptions& o, const Config& c,
   } else if (o.data == DataMode::kGenerated) {
     cmd.push_back("--generated");
   }
+  if (o.cuda_graph) cmd.push_back("--cuda_graph");
   return cmd;
 }
 

@@ -37,6 +37,9 @@ ABSL_FLAG(std::string, size, "full",
           "member of the model family: full (resnet: ResNet-50 v1.5, 224x224) or small (the "
           "embedded default run_closed trains: resnet width 8, 32x32, 10 classes)");
 ABSL_FLAG(std::string, device, "cpu", "cpu or gpu (one process per GPU)");
+ABSL_FLAG(bool, cuda_graph, false,
+          "with --device gpu --mode train: record each training step once as a CUDA graph and "
+          "replay it (run_closed --cuda_graph)");
 ABSL_FLAG(int, threads, 0, "compute threads per process; 0 = the process's share of the cores");
 ABSL_FLAG(std::string, cache_dir, "",
           "where --generated data is kept; empty = $XDG_CACHE_HOME/mlperf-suite or "
@@ -54,9 +57,10 @@ namespace mlperf::throughput {
 namespace {
 
 constexpr std::string_view kFlagNames[] = {
-    "bench",     "mode", "devices",   "batch_sizes", "dtype", "warmup",   "iters",
-    "repeats",   "data", "synthetic", "generated",   "size",  "device",   "threads",
-    "cache_dir", "json", "dllogger",  "markdown",    "plot",  "launcher", "worker_out"};
+    "bench",    "mode",       "devices",  "batch_sizes", "dtype",     "warmup",
+    "iters",    "repeats",    "data",     "synthetic",   "generated", "size",
+    "device",   "cuda_graph", "threads",  "cache_dir",   "json",      "dllogger",
+    "markdown", "plot",       "launcher", "worker_out"};
 // Flags --help lists: all but the internal one, which comes last.
 constexpr std::span<const std::string_view> kHelpNames(kFlagNames, std::size(kFlagNames) - 1);
 
@@ -143,6 +147,9 @@ absl::Status Validate(const BenchOptions& o) {
     return absl::InvalidArgumentError(
         "--threads is for --device cpu (on GPUs the host threads go to the loader)");
   }
+  if (o.cuda_graph && (!o.gpu || o.mode != Mode::kTrain))
+    return absl::InvalidArgumentError(
+        "--cuda_graph records training steps on GPUs: it needs --device gpu and --mode train");
   return absl::OkStatus();
 }
 
@@ -153,8 +160,8 @@ std::string UsageText(const closed::BenchmarkRegistry& registry) {
       "Usage: run_benchmark [--bench NAME] [--mode train|infer] [-n 1,2,4,8] [-b 32,64,128]\n"
       "                     [--dtype fp32,bf16,fp16] [-w 20] [-i 100] [-r 7]\n"
       "                     [--data DIR | --synthetic | --generated] [--size full|small]\n"
-      "                     [--device cpu|gpu] [-o report.json] [--dllogger log.json]\n"
-      "                     [--markdown FILE] [--plot DIR]\n"
+      "                     [--device cpu|gpu] [--cuda_graph] [-o report.json]\n"
+      "                     [--dllogger log.json] [--markdown FILE] [--plot DIR]\n"
       "       run_benchmark --help | --version\n"
       "\n"
       "Measures training or inference throughput (and inference latency) of a model for every\n"
@@ -233,6 +240,7 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
   if (device != "cpu" && device != "gpu")
     return absl::InvalidArgumentError(fmt::format("--device={}: expected cpu or gpu", device));
   o.gpu = device == "gpu";
+  o.cuda_graph = absl::GetFlag(FLAGS_cuda_graph);
   o.threads = absl::GetFlag(FLAGS_threads);
   o.cache_dir = absl::GetFlag(FLAGS_cache_dir);
   if (o.cache_dir.empty()) {

@@ -26,8 +26,9 @@ struct BenchOptions {
   std::string data_dir;
   std::string size = "full";  // the family member: full or small
   bool gpu = false;
-  int threads = 0;        // compute threads per process; 0 = the process's share of the cores
-  std::string cache_dir;  // for --generated; "" = $XDG_CACHE_HOME/mlperf-suite (~/.cache/...)
+  bool cuda_graph = false;  // training steps recorded once as CUDA graphs and replayed
+  int threads = 0;          // compute threads per process; 0 = the process's share of the cores
+  std::string cache_dir;    // for --generated; "" = $XDG_CACHE_HOME/mlperf-suite (~/.cache/...)
   std::string json_path, dllogger_path, markdown_path, plot_dir;
   std::string launcher;  // prefix that starts N processes; "{n}" is replaced
   // Internal: this process group measures exactly one configuration and rank

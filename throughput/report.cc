@@ -149,6 +149,7 @@ json::Value JsonReport(const Job& job) {
       {"benchmark", o.benchmark},
       {"mode", ModeName(o.mode)},
       {"device", o.gpu ? "gpu" : "cpu"},
+      {"cuda_graph", o.cuda_graph},
       {"dtypes", json::Value(std::move(dtypes))},
       {"data", DataModeName(o.data)},
       {"throughput_covers", DataDescription(o)},

@@ -4,14 +4,18 @@
 // AMP bf16 and fp32, channels_last, cudnn.benchmark). Timing: CUDA events
 // on the ops stream around each step, after warm-up, median of the repeats;
 // input on the device (one upload, then the same batch), Philox data, never
-// zeros. Then a per-op profile of our step: every convolution, batch norm
-// and pointwise op of ResNet-50 timed alone with events at the step's shapes,
-// summed per op kind, and the backward time of each bottleneck read from
-// events recorded by the model's gradients-ready hook during a real step.
+// zeros. Each layout and precision is timed twice: steps run as queued, and
+// steps recorded once as a CUDA graph and replayed (TrainerConfig::
+// cuda_graph). bf16 and fp16 are emulated on fp32 storage (the GEMM-class
+// ops round their operands and results; fp16 with dynamic loss scaling), so
+// they cost more than fp32 here; PyTorch's AMP bf16 line is the target.
+// Then, for fp32, a per-op profile of our step: every convolution, batch
+// norm and pointwise op of ResNet-50 timed alone with events at the step's
+// shapes, summed per op kind, and the backward time of each bottleneck read
+// from events recorded by the model's gradients-ready hook during a real step.
 //
-//   build-gpumodel/bin/resnet_gpu_bench [batch] [steps] [nhwc|nchw|both]
-// defaults: 256 20 both. Only fp32 compute exists in the model so far; the
-// bf16 line of PyTorch is the target to compare against.
+//   resnet_gpu_bench [batch] [steps] [nhwc|nchw|both] [precisions]
+// defaults: 256 20 both fp32 (precisions: a comma list of fp32, bf16, fp16).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -26,6 +30,7 @@
 #include "reference/core/philox.h"
 #include "reference/dist/communicator.h"
 #include "reference/kernels/dispatch.h"
+#include "reference/kernels/precision.h"
 #include "reference/layers/conv_norm.h"
 #include "reference/models/resnet.h"
 #include "reference/trainer/trainer.h"
@@ -72,15 +77,23 @@ double MedianMs(int repeats, Fn&& fn) {
 
 struct StepResult {
   double step_ms = 0;
-  std::vector<double> block_backward_ms;  // per bottleneck, last step
+  int64_t replayed = 0;                   // steps replayed from a recording
+  std::vector<double> block_backward_ms;  // per bottleneck, last step (profile only)
 };
 
-StepResult TimeTrainingStep(core::Layout layout, int64_t batch, int steps) {
+StepResult TimeTrainingStep(core::Layout layout, int64_t batch, int steps, core::DType precision,
+                            bool graph, bool profile) {
   const ResNetConfig config{.layout = layout, .device = core::Device::kCuda};
+  const ops::PrecisionScope scope(precision);
   ResNet model(config, batch);
   model.Initialize(1);
   auto comm = dist::MakeSingleProcessCommunicator();
-  train::Trainer trainer(model, {.base_lr = 1.0, .warmup_epochs = 1, .steps_per_epoch = 1000},
+  train::Trainer trainer(model,
+                         {.base_lr = 1.0,
+                          .warmup_epochs = 1,
+                          .steps_per_epoch = 1000,
+                          .dynamic_loss_scaling = precision == core::DType::kF16,
+                          .cuda_graph = graph},
                          *comm);
   std::vector<float> images(batch * model.image_elements());
   std::vector<int32_t> labels(batch);
@@ -92,6 +105,8 @@ StepResult TimeTrainingStep(core::Layout layout, int64_t batch, int steps) {
   for (int i = 0; i < 3; ++i) trainer.TrainStep(models::Batch{});
   StepResult r;
   r.step_ms = MedianMs(steps, [&] { trainer.TrainStep(models::Batch{}); });
+  r.replayed = trainer.replayed_steps();
+  if (!profile) return r;
 
   // Per-block backward: an event at every gradients-ready report.
   std::vector<cudaEvent_t> marks;
@@ -224,7 +239,8 @@ std::map<std::string, double> TorchPeer(int64_t batch, int steps) {
   return out;
 }
 
-void Run(int64_t batch, int steps, const std::string& which) {
+void Run(int64_t batch, int steps, const std::string& which,
+         const std::vector<core::DType>& precisions) {
   cudaDeviceProp prop{};
   BENCH_CUDA(cudaGetDeviceProperties(&prop, 0));
   std::printf("ResNet-50 v1.5 training step on %s, batch %ld per GPU, 224x224, median of %d\n",
@@ -238,13 +254,26 @@ void Run(int64_t batch, int steps, const std::string& which) {
   if (which != "nchw") layouts.push_back(core::Layout::kNHWC);
   if (which != "nhwc") layouts.push_back(core::Layout::kNCHW);
   for (core::Layout layout : layouts) {
-    const char* name = layout == core::Layout::kNHWC ? "fp32 NHWC" : "fp32 NCHW";
-    const StepResult r = TimeTrainingStep(layout, batch, steps);
-    std::printf("  ours  %-22s %8.1f ms/step %8.1f images/s", name, r.step_ms,
-                1000.0 * batch / r.step_ms);
-    for (const auto& [peer, ms] : torch) std::printf("  x%.2f vs %s", ms / r.step_ms, peer.c_str());
-    std::printf("\n    backward per bottleneck (ms):");
-    for (double ms : r.block_backward_ms) std::printf(" %.1f", ms);
+    const char* layout_name = layout == core::Layout::kNHWC ? "NHWC" : "NCHW";
+    StepResult profiled;
+    for (core::DType precision : precisions) {
+      for (bool graph : {false, true}) {
+        const bool profile = precision == core::DType::kF32 && !graph;
+        const StepResult r = TimeTrainingStep(layout, batch, steps, precision, graph, profile);
+        if (profile) profiled = r;
+        const std::string name = fmt::format("{} {}{}", ops::PrecisionName(precision), layout_name,
+                                             graph ? " graph" : "");
+        std::printf("  ours  %-22s %8.1f ms/step %8.1f images/s", name.c_str(), r.step_ms,
+                    1000.0 * batch / r.step_ms);
+        for (const auto& [peer, ms] : torch)
+          std::printf("  x%.2f vs %s", ms / r.step_ms, peer.c_str());
+        if (graph && r.replayed == 0) std::printf("  (not recorded: ran as queued)");
+        std::printf("\n");
+      }
+    }
+    if (profiled.block_backward_ms.empty()) continue;
+    std::printf("    fp32 %s backward per bottleneck (ms):", layout_name);
+    for (double ms : profiled.block_backward_ms) std::printf(" %.1f", ms);
     std::printf("\n    per-op profile (each op alone at the step's shapes, ms per step):\n");
     double total = 0.0;
     const std::map<std::string, double> profile = OpProfile(layout, batch, 5);
@@ -263,14 +292,33 @@ int main(int argc, char** argv) {
   const int64_t batch = argc > 1 ? std::atoll(argv[1]) : 256;
   const int steps = argc > 2 ? std::atoi(argv[2]) : 20;
   const std::string which = argc > 3 ? argv[3] : "both";
-  if (batch <= 0 || steps <= 0 || (which != "both" && which != "nhwc" && which != "nchw")) {
-    std::fprintf(stderr, "usage: resnet_gpu_bench [batch] [steps] [nhwc|nchw|both]\n");
+  std::vector<mlperf::core::DType> precisions;
+  bool usage_error = batch <= 0 || steps <= 0 || argc > 5 ||
+                     (which != "both" && which != "nhwc" && which != "nchw");
+  std::string list = argc > 4 ? argv[4] : "fp32";
+  for (size_t begin = 0; begin <= list.size();) {
+    const size_t end = std::min(list.find(',', begin), list.size());
+    const std::string name = list.substr(begin, end - begin);
+    if (name == "fp32") {
+      precisions.push_back(mlperf::core::DType::kF32);
+    } else if (name == "bf16") {
+      precisions.push_back(mlperf::core::DType::kBF16);
+    } else if (name == "fp16") {
+      precisions.push_back(mlperf::core::DType::kF16);
+    } else {
+      usage_error = true;
+    }
+    begin = end + 1;
+  }
+  if (usage_error) {
+    std::fprintf(stderr,
+                 "usage: resnet_gpu_bench [batch] [steps] [nhwc|nchw|both] [fp32,bf16,fp16]\n");
     return 2;
   }
   if (!mlperf::ops::CudaAvailable()) {
     std::fprintf(stderr, "resnet_gpu_bench: no CUDA device\n");
     return 2;
   }
-  mlperf::models::Run(batch, steps, which);
+  mlperf::models::Run(batch, steps, which, precisions);
   return 0;
 }

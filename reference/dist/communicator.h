@@ -19,6 +19,10 @@ class Communicator {
   virtual void AllReduceAverage(float* data, int64_t count) = 0;
   virtual void Broadcast(float* data, int64_t count, int root) = 0;
   virtual void Barrier() = 0;
+  // Whether the collectives on device buffers can be recorded into a CUDA
+  // graph (ops::DeviceGraph): only what never touches the host. A world of
+  // one has nothing to record.
+  virtual bool CollectivesCapturable() const { return world_size() == 1; }
 };
 
 // World of one: every collective is the identity.

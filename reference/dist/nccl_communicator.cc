@@ -43,6 +43,8 @@ class Nccl final : public Communicator {
         ncclBroadcast(data, data, static_cast<size_t>(count), ncclFloat, root, comm_, stream_));
   }
   // A one-element all-reduce, then wait for it: every rank has reached here.
+  // NCCL records its collectives into graphs (NCCL >= 2.9).
+  bool CollectivesCapturable() const override { return true; }
   void Barrier() override {
     NCCL_CHECK(ncclAllReduce(barrier_, barrier_, 1, ncclFloat, ncclSum, comm_, stream_));
     CUDA_CHECK(cudaStreamSynchronize(stream_));

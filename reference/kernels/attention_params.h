@@ -6,11 +6,13 @@
 namespace mlperf {
 
 // Dropout on the attention probabilities; the mask is drawn from Philox
-// (seed, offset), so both backends drop the same elements.
+// (seed, offset [+ *offset_base]: ops::DropoutForward), so both backends
+// drop the same elements.
 struct AttentionParams {
   float dropout = 0.0f;
   uint64_t seed = 0;
   uint64_t offset = 0;
+  const int64_t* offset_base = nullptr;
 };
 
 }  // namespace mlperf

@@ -52,7 +52,7 @@ void AttentionForward(const AttentionParams& p, const Tensor& q, const Tensor& k
   const float* attn = probs.f32();
   if (p.dropout > 0.0f) {
     DropoutForward(p.dropout, p.seed, p.offset, probs.Reshaped({bh * t * t}),
-                   View(workspace, {bh * t * t}));
+                   View(workspace, {bh * t * t}), p.offset_base);
     attn = workspace.f32();
   }
   GemmStridedBatched(device, false, false, t, d, t, 1.0f, attn, t * t, v.f32(), t * d, 0.0f,
@@ -70,7 +70,8 @@ void AttentionBackward(const AttentionParams& p, const Tensor& q, const Tensor& 
   // dV = dropout(P)^T dO.
   const float* attn = probs.f32();
   if (p.dropout > 0.0f) {
-    DropoutForward(p.dropout, p.seed, p.offset, probs.Reshaped({bh * t * t}), flat_ws);
+    DropoutForward(p.dropout, p.seed, p.offset, probs.Reshaped({bh * t * t}), flat_ws,
+                   p.offset_base);
     attn = workspace.f32();
   }
   GemmStridedBatched(device, true, false, t, d, t, 1.0f, attn, t * t, dout.f32(), t * d, 0.0f,
@@ -78,7 +79,8 @@ void AttentionBackward(const AttentionParams& p, const Tensor& q, const Tensor& 
   // dP = dropout'(dO V^T), then through the softmax (in place).
   GemmStridedBatched(device, false, true, t, t, d, 1.0f, dout.f32(), t * d, v.f32(), t * d, 0.0f,
                      workspace.f32(), t * t, bh);
-  if (p.dropout > 0.0f) DropoutBackward(p.dropout, p.seed, p.offset, flat_ws, flat_ws);
+  if (p.dropout > 0.0f)
+    DropoutBackward(p.dropout, p.seed, p.offset, flat_ws, flat_ws, p.offset_base);
   SoftmaxBackward(probs.Reshaped({bh * t, t}), View(workspace, {bh * t, t}),
                   View(workspace, {bh * t, t}));
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));

@@ -288,14 +288,24 @@ void SoftmaxBackward(const Tensor& y, const Tensor& dy, const Tensor& dx) {
   cpu::SoftmaxBackward(y, dy, dx);
 }
 
-void DropoutForward(float p, uint64_t seed, uint64_t offset, const Tensor& x, const Tensor& y) {
-  if (OnDevice(x, {&y})) return MLPERF_CUDA_TWIN(DropoutForward(p, seed, offset, x, y));
-  cpu::DropoutForward(p, seed, offset, x, y);
+void DropoutForward(float p, uint64_t seed, uint64_t offset, const Tensor& x, const Tensor& y,
+                    const int64_t* offset_base) {
+  if (OnDevice(x, {&y}))
+    return MLPERF_CUDA_TWIN(DropoutForward(p, seed, offset, x, y, offset_base));
+  cpu::DropoutForward(p, seed, offset, x, y, offset_base);
 }
 
-void DropoutBackward(float p, uint64_t seed, uint64_t offset, const Tensor& dy, const Tensor& dx) {
-  if (OnDevice(dy, {&dx})) return MLPERF_CUDA_TWIN(DropoutBackward(p, seed, offset, dy, dx));
-  cpu::DropoutBackward(p, seed, offset, dy, dx);
+void DropoutBackward(float p, uint64_t seed, uint64_t offset, const Tensor& dy, const Tensor& dx,
+                     const int64_t* offset_base) {
+  if (OnDevice(dy, {&dx}))
+    return MLPERF_CUDA_TWIN(DropoutBackward(p, seed, offset, dy, dx, offset_base));
+  cpu::DropoutBackward(p, seed, offset, dy, dx, offset_base);
+}
+
+void AddInt64(const Tensor& x, int64_t amount) {
+  MLPERF_CHECK(x.dtype() == core::DType::kI64);
+  if (OnDevice(x)) return MLPERF_CUDA_TWIN(AddInt64(x, amount));
+  cpu::AddInt64(x, amount);
 }
 
 void AddKeyPaddingMask(const Tensor& scores, const Tensor& mask) {

@@ -111,9 +111,10 @@ void Cast(const core::Tensor& src, const core::Tensor& dst);
 void SoftmaxForward(const core::Tensor& x, const core::Tensor& y);
 void SoftmaxBackward(const core::Tensor& y, const core::Tensor& dy, const core::Tensor& dx);
 void DropoutForward(float p, uint64_t seed, uint64_t offset, const core::Tensor& x,
-                    const core::Tensor& y);
+                    const core::Tensor& y, const int64_t* offset_base = nullptr);
 void DropoutBackward(float p, uint64_t seed, uint64_t offset, const core::Tensor& dy,
-                     const core::Tensor& dx);
+                     const core::Tensor& dx, const int64_t* offset_base = nullptr);
+void AddInt64(const core::Tensor& x, int64_t amount);
 // BERT's additive key padding mask on attention scores (cpu/attention.h).
 void AddKeyPaddingMask(const core::Tensor& scores, const core::Tensor& mask);
 // Token rows <-> attention heads (cpu/attention.h).

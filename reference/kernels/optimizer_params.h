@@ -1,6 +1,10 @@
 // Hyperparameters of the fused optimizer updates, shared by both backends.
 // Parameters, gradients and optimizer state live in flat arenas with the
 // same layout; a TensorSlice names one parameter tensor inside them.
+//
+// lr_at: when set, the rate is read from there (a float in the step's
+// device memory) when the step runs, and `lr` is ignored. A step captured
+// once in a CUDA graph then replays with each step's rate.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +24,7 @@ struct TensorSlice {
 // d + momentum*buf : buf). 3D U-Net uses nesterov=true, wd=0.
 struct SgdParams {
   float lr = 0.0f;
+  const float* lr_at = nullptr;
   float momentum = 0.9f;
   float weight_decay = 0.0f;
   bool nesterov = false;
@@ -33,6 +38,7 @@ struct SgdParams {
 // behaviour (the logged lars_epsilon stays 0.0).
 struct LarsParams {
   float lr = 0.0f;
+  const float* lr_at = nullptr;
   float momentum = 0.9f;
   float weight_decay = 0.0f;
   float eeta = 0.001f;
@@ -46,6 +52,7 @@ struct LarsParams {
 // after clip_by_global_norm(max_grad_norm) of all gradients (0 disables it).
 struct LambParams {
   float lr = 0.0f;
+  const float* lr_at = nullptr;
   float beta1 = 0.9f;
   float beta2 = 0.999f;
   float epsilon = 1e-6f;

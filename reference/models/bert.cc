@@ -133,6 +133,7 @@ void Bert::Build(const layers::ModelArenas& a) {
   mlm_loss_ = acts.Allocate({1});
   nsp_loss_ = acts.Allocate({1});
   loss_ = acts.Allocate({1});
+  dropout_base_ = acts.Allocate({1}, DType::kI64);
   for (Tensor* t : {&dh_, &ds_, &dtmp_}) *t = acts.Allocate({rows_, c.hidden});
   dintermediate_ = acts.Allocate({rows_, c.intermediate});
   for (Tensor* t : {&dgathered_, &dtransform_}) *t = acts.Allocate({predictions_, c.hidden});
@@ -154,7 +155,7 @@ void Bert::Initialize(uint64_t seed) {
   }
   ParametersFromHost(params);
   dropout_seed_ = seed;
-  num_batches_tracked_ = 0;
+  set_num_batches_tracked(0);
 }
 
 void Bert::Upload(const Batch& batch) {
@@ -193,17 +194,21 @@ void Bert::Upload(const Batch& batch) {
 
 void Bert::Dropout(float p, int64_t site, bool training, const Tensor& x, const Tensor& y) const {
   if (!training || p == 0.0f) return ops::Copy(x, y);
-  ops::DropoutForward(p, dropout_seed_, DropoutOffset(site), x, y);
+  ops::DropoutForward(p, dropout_seed_, static_cast<uint64_t>(site), x, y,
+                      dropout_base_.as<int64_t>());
 }
 
 void Bert::DropoutBackward(float p, int64_t site, const Tensor& dy, const Tensor& dx) const {
   if (p == 0.0f) return ops::Copy(dy, dx);
-  ops::DropoutBackward(p, dropout_seed_, DropoutOffset(site), dy, dx);
+  ops::DropoutBackward(p, dropout_seed_, static_cast<uint64_t>(site), dy, dx,
+                       dropout_base_.as<int64_t>());
 }
 
-uint64_t Bert::DropoutOffset(int64_t site) const {
-  const int64_t sites = 1 + kSitesPerLayer * config_.layers;
-  return static_cast<uint64_t>(num_batches_tracked_ * sites + site);
+int64_t Bert::DropoutSites() const { return 1 + kSitesPerLayer * config_.layers; }
+
+void Bert::NumBatchesTrackedSet() {
+  const int64_t base = num_batches_tracked_ * DropoutSites();
+  ops::CopyBytes(dropout_base_.data(), device(), &base, core::Device::kCpu, sizeof(base));
 }
 
 const Tensor& Bert::sequence_output() const {
@@ -225,7 +230,8 @@ void Bert::Forward(bool training) {
     const int64_t site = 1 + kSitesPerLayer * static_cast<int64_t>(l);
     const AttentionParams attention{.dropout = training ? c.attention_dropout : 0.0f,
                                     .seed = dropout_seed_,
-                                    .offset = DropoutOffset(site)};
+                                    .offset = static_cast<uint64_t>(site),
+                                    .offset_base = dropout_base_.as<int64_t>()};
     layer.attention.Forward(*h, mask_, attention);
     Dropout(c.hidden_dropout, site + 1, training, layer.attention.output(), layer.attention_sum);
     ops::Accumulate(*h, layer.attention_sum);
@@ -255,9 +261,12 @@ void Bert::Losses() {
   ops::Add(mlm_loss_, nsp_loss_, loss_);
 }
 
+void Bert::UploadTrainingBatch(const Batch& batch) { Upload(batch); }
+
 void Bert::ForwardTrainAsync(const Batch& batch) {
   Upload(batch);
   ++num_batches_tracked_;
+  ops::AddInt64(dropout_base_, DropoutSites());
   Forward(/*training=*/true);
   Losses();
 }

@@ -67,6 +67,8 @@ class Bert final : public Model {
   // LayerNorm scale 1 and shift 0: the reference's initialiser.
   void Initialize(uint64_t seed) override;
   void ForwardTrainAsync(const Batch& batch) override;
+  bool CapturableStep() const override { return true; }
+  void UploadTrainingBatch(const Batch& batch) override;
   void Backward() override;
   // Masked-LM accuracy sums over the first batch.count samples: weighted
   // correct predictions and the weights (the reference's eval metric).
@@ -101,15 +103,20 @@ class Bert final : public Model {
                const core::Tensor& y) const;
   void DropoutBackward(float p, int64_t site, const core::Tensor& dy, const core::Tensor& dx) const;
   const core::Tensor& sequence_output() const;
-  // The Philox offset of a dropout site in this training step.
-  uint64_t DropoutOffset(int64_t site) const;
+  // Dropout sites per training step.
+  int64_t DropoutSites() const;
+  void NumBatchesTrackedSet() override;
 
   BertConfig config_;
   int64_t rows_ = 0, predictions_ = 0;
   int64_t measured_bytes_ = 0;  // MeasureOnly
   // Dropout streams: from this seed and the training forwards so far
-  // (num_batches_tracked, which the trainer's warm-up restores).
+  // (num_batches_tracked, which the trainer's warm-up restores). Site s of
+  // the n-th training forward uses Philox offset n * DropoutSites() + s; the
+  // first term is counted on the device (dropout_base_, int64), so that a
+  // step recorded as a CUDA graph draws new masks at each replay.
   uint64_t dropout_seed_ = 0;
+  core::Tensor dropout_base_;
 
   layers::Embedding word_, position_, token_type_;
   layers::LayerNorm embedding_norm_;

@@ -87,6 +87,10 @@ size_t Model::MeasureArenas(core::Device device,
   return p.used() + g.used() + b.used() + a.used();
 }
 
+void Model::UploadTrainingBatch(const Batch&) {
+  MLPERF_CHECK_MSG(false, "this model's training step cannot be recorded (CapturableStep)");
+}
+
 float Model::ForwardTrain(const Batch& batch) {
   ForwardTrainAsync(batch);
   float loss = 0.0f;

@@ -66,6 +66,12 @@ class Model {
   // Training mode: uploads the batch, runs the forward pass and leaves the
   // mean loss over the local batch in loss_tensor() without reading it back.
   virtual void ForwardTrainAsync(const Batch& batch) = 0;
+  // A training step that can be recorded once and replayed
+  // (ops::DeviceGraph): its kernels take no argument that changes from step
+  // to step. Such a model uploads a training batch alone with
+  // UploadTrainingBatch, and ForwardTrainAsync(Batch{}) then trains on it.
+  virtual bool CapturableStep() const { return false; }
+  virtual void UploadTrainingBatch(const Batch& batch);
   // Gradients of the last forward's loss; overwrites the gradient arena and
   // calls the gradient-ready hook (see below) as it goes.
   virtual void Backward() = 0;
@@ -112,7 +118,10 @@ class Model {
 
   // Training forward passes so far (PyTorch's BN num_batches_tracked).
   int64_t num_batches_tracked() const { return num_batches_tracked_; }
-  void set_num_batches_tracked(int64_t n) { num_batches_tracked_ = n; }
+  void set_num_batches_tracked(int64_t n) {
+    num_batches_tracked_ = n;
+    NumBatchesTrackedSet();
+  }
 
   // Parameters and buffers under their state_dict names and shapes, plus
   // num_batches_tracked per batch norm (int64 scalars) so that a strict
@@ -143,6 +152,9 @@ class Model {
   // Offset of a registered parameter's gradient in gradients() (after the
   // real arenas exist).
   int64_t GradientOffset(size_t parameter) const;
+  // After set_num_batches_tracked: a model that keeps a copy of the count
+  // on its device (BERT's dropout streams) updates it here.
+  virtual void NumBatchesTrackedSet() {}
   // The first thing Backward does to each loss gradient it starts from.
   void ScaleLossGradient(const core::Tensor& dloss) const;
 

@@ -196,13 +196,16 @@ Batch ResNet::InputBatch(const float* images, const int32_t* labels, int64_t cou
   return b;
 }
 
+void ResNet::UploadTrainingBatch(const Batch& batch) {
+  if (batch.inputs.empty()) return;
+  MLPERF_CHECK(batch.inputs.size() == 2 && batch.count == batch_size());
+  MLPERF_CHECK(batch.inputs[0].numel() == input_.numel());
+  Upload(batch.inputs[0].f32(), static_cast<size_t>(input_.numel()),
+         static_cast<const int32_t*>(batch.inputs[1].data()), static_cast<size_t>(batch_size()));
+}
+
 void ResNet::ForwardTrainAsync(const Batch& batch) {
-  if (!batch.inputs.empty()) {
-    MLPERF_CHECK(batch.inputs.size() == 2 && batch.count == batch_size());
-    MLPERF_CHECK(batch.inputs[0].numel() == input_.numel());
-    Upload(batch.inputs[0].f32(), static_cast<size_t>(input_.numel()),
-           static_cast<const int32_t*>(batch.inputs[1].data()), static_cast<size_t>(batch_size()));
-  }
+  UploadTrainingBatch(batch);
   ForwardLoss(config_.label_smoothing);
 }
 

@@ -65,6 +65,8 @@ class ResNet final : public Model {
   // Mean label-smoothed (config.label_smoothing) cross-entropy over the
   // batch. A CUDA model stages the inputs through pinned memory.
   void ForwardTrainAsync(const Batch& batch) override;
+  bool CapturableStep() const override { return true; }
+  void UploadTrainingBatch(const Batch& batch) override;
   // The hook fires after the FC layer, after each bottleneck and after the stem.
   void Backward() override;
   // Top-1: correct predictions and images.

@@ -172,9 +172,13 @@ void UNet3D::Forward() {
   output_.Forward(*x, workspace_);
 }
 
-void UNet3D::ForwardTrainAsync(const Batch& batch) {
+void UNet3D::UploadTrainingBatch(const Batch& batch) {
   if (!batch.inputs.empty()) MLPERF_CHECK(batch.count == batch_size());
   Upload(batch, /*with_labels=*/true);
+}
+
+void UNet3D::ForwardTrainAsync(const Batch& batch) {
+  UploadTrainingBatch(batch);
   Forward();
   ++num_batches_tracked_;
   ops::DiceCrossEntropy(logits_, labels_, loss_, dlogits_, loss_workspace_);

@@ -54,6 +54,8 @@ class UNet3D final : public Model {
 
   void Initialize(uint64_t seed) override;
   void ForwardTrainAsync(const Batch& batch) override;
+  bool CapturableStep() const override { return true; }
+  void UploadTrainingBatch(const Batch& batch) override;
   // The hook fires after the output layer and after every block.
   void Backward() override;
   // Whole cases of any size (the first `count` of the batch, all of one

@@ -60,6 +60,7 @@ Trainer::Trainer(models::Model& model, const TrainerConfig& config, dist::Commun
     l2_scratch_ = arena.Allocate({largest_l2});
     l2_sums_ = arena.Allocate({std::max<int64_t>(1, static_cast<int64_t>(l2_slices_.size()))});
     reduce_scratch_ = arena.Allocate({4});
+    lr_ = arena.Allocate({1});
     const int64_t scaled = config.dynamic_loss_scaling ? 1 : 0;
     loss_scale_ = arena.Allocate({scaled});
     growth_tracker_ = arena.AllocateZeroed({scaled}, core::DType::kI32);
@@ -81,6 +82,10 @@ Trainer::Trainer(models::Model& model, const TrainerConfig& config, dist::Commun
   // one backward pass, so accumulation reduces after the last micro-batch.
   if (on_device() && comm_.world_size() > 1 && config.gradient_accumulation_steps == 1)
     model_.set_gradients_ready_hook([this](int64_t ready_from) { LaunchReadyBuckets(ready_from); });
+  // A recording cannot join the legacy default stream (comm_stream null).
+  record_steps_ = config.cuda_graph && on_device() && model.CapturableStep() &&
+                  config.gradient_accumulation_steps == 1 && comm_.CollectivesCapturable() &&
+                  (comm_.world_size() == 1 || comm_stream_ != nullptr);
 }
 
 Trainer::~Trainer() {
@@ -141,18 +146,20 @@ void Trainer::DeviceAllReduce(float* data, int64_t count, bool average) {
 double Trainer::AddL2Gradient(float wd) {
   float* w = model_.parameters().data();
   float* g = model_.gradients().data();
-  if (!on_device()) {
-    double sum_sq = 0.0;
-    for (const TensorSlice& s : l2_slices_)
-      for (int64_t i = s.offset; i < s.offset + s.numel; ++i) {
-        sum_sq += static_cast<double>(w[i]) * w[i];
-        g[i] += 2.0f * wd * w[i];
-      }
-    return wd * sum_sq;
-  }
-  // The same with device ops: per slice a dot product w.w (a 1x1 GEMM, in
-  // fp32 whatever the compute precision) into l2_sums_, and g += (2 wd) w
-  // through the scratch copy. One read-back.
+  double sum_sq = 0.0;
+  for (const TensorSlice& s : l2_slices_)
+    for (int64_t i = s.offset; i < s.offset + s.numel; ++i) {
+      sum_sq += static_cast<double>(w[i]) * w[i];
+      g[i] += 2.0f * wd * w[i];
+    }
+  return wd * sum_sq;
+}
+
+void Trainer::QueueL2Gradient(float wd) {
+  // Per slice a dot product w.w (a 1x1 GEMM, in fp32 whatever the compute
+  // precision) into l2_sums_, and g += (2 wd) w through the scratch copy.
+  float* w = model_.parameters().data();
+  float* g = model_.gradients().data();
   const core::Device device = model_.device();
   const ops::PrecisionScope fp32(core::DType::kF32);
   for (size_t k = 0; k < l2_slices_.size(); ++k) {
@@ -166,12 +173,15 @@ double Trainer::AddL2Gradient(float wd) {
     ops::Scale(scratch, 2.0f * wd);
     ops::Accumulate(scratch, gs);
   }
+}
+
+double Trainer::L2LossFromDevice() const {
   std::vector<float> sums(l2_slices_.size());
-  ops::CopyBytes(sums.data(), core::Device::kCpu, l2_sums_.data(), device,
+  ops::CopyBytes(sums.data(), core::Device::kCpu, l2_sums_.data(), model_.device(),
                  sums.size() * sizeof(float));
   double sum_sq = 0.0;
   for (float v : sums) sum_sq += v;
-  return wd * sum_sq;
+  return static_cast<float>(config_.weight_decay) * sum_sq;  // as AddL2Gradient's
 }
 
 double Trainer::LearningRateAt(int64_t step) const {
@@ -231,22 +241,74 @@ float Trainer::AccumulateGradients(std::span<const models::Batch> micro_batches)
 
 float Trainer::TrainStep(std::span<const models::Batch> micro_batches) {
   MLPERF_CHECK(static_cast<int>(micro_batches.size()) == config_.gradient_accumulation_steps);
+  if (!on_device()) return HostStep(micro_batches);
   const core::Device device = model_.device();
-  float loss = AccumulateGradients(micro_batches);
-  if (!on_device()) {
-    dist::AllReduceGradients(comm_, model_.gradients().data(), buckets_);
+  const float lr = static_cast<float>(learning_rate());
+  ops::CopyBytes(lr_.data(), device, &lr, core::Device::kCpu, sizeof(float));
+  if (record_steps_) {
+    RecordedDeviceStep(micro_batches[0]);
   } else {
-    if (comm_.world_size() > 1) {
-      LaunchReadyBuckets(0);
-      MLPERF_CHECK(next_bucket_ == buckets_.size());
-    }
-    const core::Tensor& device_loss = micro_batches.size() == 1 ? model_.loss_tensor() : loss_sum_;
-    // The loss joins the collectives; the optimizer waits for all of them.
-    if (comm_.world_size() > 1) DeviceAllReduce(device_loss.f32(), 1, /*average=*/true);
-    ops::CopyBytes(&loss, core::Device::kCpu, device_loss.data(), device, sizeof(float));
+    QueueDeviceStep(micro_batches);
   }
+  // The one read-back of a step: its loss, averaged with the gradients.
+  const core::Tensor& device_loss = micro_batches.size() == 1 ? model_.loss_tensor() : loss_sum_;
+  float loss = 0.0f;
+  ops::CopyBytes(&loss, core::Device::kCpu, device_loss.data(), device, sizeof(float));
+  if (config_.optimizer == OptimizerKind::kSgd) loss += static_cast<float>(L2LossFromDevice());
+  ++step_;
+  return loss;
+}
+
+float Trainer::HostStep(std::span<const models::Batch> micro_batches) {
+  float loss = AccumulateGradients(micro_batches);
+  dist::AllReduceGradients(comm_, model_.gradients().data(), buckets_);
+  loss += static_cast<float>(UpdateParameters());
+  ++step_;
+  comm_.AllReduceAverage(&loss, 1);
+  return loss;
+}
+
+void Trainer::QueueDeviceStep(std::span<const models::Batch> micro_batches) {
+  AccumulateGradients(micro_batches);
+  if (comm_.world_size() > 1) {
+    LaunchReadyBuckets(0);
+    MLPERF_CHECK(next_bucket_ == buckets_.size());
+    // The loss joins the collectives; the optimizer waits for all of them.
+    const core::Tensor& loss = micro_batches.size() == 1 ? model_.loss_tensor() : loss_sum_;
+    DeviceAllReduce(loss.f32(), 1, /*average=*/true);
+  }
+  UpdateParameters();
+}
+
+void Trainer::RecordedDeviceStep(const models::Batch& batch) {
+  model_.UploadTrainingBatch(batch);
+  const int64_t tracked = model_.num_batches_tracked();
+  const models::Batch uploaded;  // no inputs: the batch on the device
+  const core::DType precision = ops::ComputePrecision();
+  const bool settled =
+      settled_at_ == ops::DeviceGraph::ResourceGeneration() && settled_precision_ == precision;
+  if (!settled) graph_.Reset();
+  // Recording right after a step that ran as queued at the same resource
+  // generation: algorithm choices, scratch sizes and the chunk table are
+  // settled, so the recording allocates and uploads nothing.
+  if (settled && !graph_.Current())
+    graph_.Capture([&] { QueueDeviceStep(std::span(&uploaded, 1)); });
+  if (graph_.Current()) {
+    graph_.Replay();
+    ++replayed_steps_;
+  } else {
+    QueueDeviceStep(std::span(&uploaded, 1));
+    settled_at_ = ops::DeviceGraph::ResourceGeneration();
+    settled_precision_ = precision;
+  }
+  // The host-side count a replay does not advance.
+  model_.set_num_batches_tracked(tracked + 1);
+}
+
+double Trainer::UpdateParameters() {
   // After the all-reduce every rank holds the same sums, so every rank finds
   // the same overflow and skips the same steps.
+  const core::Device device = model_.device();
   const float* found_inf = nullptr;
   if (config_.dynamic_loss_scaling) {
     ops::UnscaleAndCheckFinite(device, model_.gradients().data(),
@@ -254,20 +316,23 @@ float Trainer::TrainStep(std::span<const models::Batch> micro_batches) {
                                found_inf_.f32());
     found_inf = found_inf_.f32();
   }
+  double l2_loss = 0.0;
   if (config_.optimizer == OptimizerKind::kSgd) {
     // SGD: loss += wd * sum(w^2) over non-BN variables, so g += 2 wd w. The
     // parameters are equal on every rank, so adding it after the average is
     // the same as each replica adding it before.
-    loss += static_cast<float>(AddL2Gradient(static_cast<float>(config_.weight_decay)));
+    const float wd = static_cast<float>(config_.weight_decay);
+    if (on_device()) {
+      QueueL2Gradient(wd);
+    } else {
+      l2_loss = AddL2Gradient(wd);
+    }
   }
   ApplyOptimizer(found_inf);
   if (config_.dynamic_loss_scaling)
     ops::UpdateLossScale(device, config_.loss_scale_params, loss_scale_.f32(),
                          growth_tracker_.as<int32_t>(), found_inf);
-  ++step_;
-  // On a device the loss was averaged with the gradients.
-  if (!on_device()) comm_.AllReduceAverage(&loss, 1);
-  return loss;
+  return l2_loss;
 }
 
 void Trainer::ApplyOptimizer(const float* found_inf) {
@@ -275,11 +340,14 @@ void Trainer::ApplyOptimizer(const float* found_inf) {
   float* w = model_.parameters().data();
   const float* g = model_.gradients().data();
   const float lr = static_cast<float>(learning_rate());
+  // On a device the rate is read where TrainStep wrote it.
+  const float* lr_at = on_device() ? lr_.f32() : nullptr;
   const float momentum = static_cast<float>(config_.momentum);
   if (config_.optimizer == OptimizerKind::kNesterov) {
     // Weight decay on every tensor, as torch.optim.SGD's (the U-Net reference's is 0).
     ops::SgdStep(device,
                  {.lr = lr,
+                  .lr_at = lr_at,
                   .momentum = momentum,
                   .weight_decay = static_cast<float>(config_.weight_decay),
                   .nesterov = true},
@@ -288,6 +356,7 @@ void Trainer::ApplyOptimizer(const float* found_inf) {
     // LAMB's skip list (LayerNorm, bias) is the LARS one: model.slices().
     ops::LambStep(device,
                   {.lr = lr,
+                   .lr_at = lr_at,
                    .beta1 = static_cast<float>(config_.lamb_beta1),
                    .beta2 = static_cast<float>(config_.lamb_beta2),
                    .epsilon = static_cast<float>(config_.lamb_epsilon),
@@ -298,6 +367,7 @@ void Trainer::ApplyOptimizer(const float* found_inf) {
   } else if (config_.optimizer == OptimizerKind::kLars) {
     ops::LarsStep(device,
                   {.lr = lr,
+                   .lr_at = lr_at,
                    .momentum = momentum,
                    .weight_decay = static_cast<float>(config_.weight_decay),
                    .eeta = static_cast<float>(config_.lars_eta)},
@@ -305,8 +375,8 @@ void Trainer::ApplyOptimizer(const float* found_inf) {
   } else {
     // tf.keras SGD momentum: v = m v - lr g; w += v, which is LarsStep on
     // excluded slices (the L2 term is already in g).
-    ops::LarsStep(device, {.lr = lr, .momentum = momentum, .weight_decay = 0.0f}, sgd_slices_, w, g,
-                  momentum_.data(), found_inf);
+    ops::LarsStep(device, {.lr = lr, .lr_at = lr_at, .momentum = momentum, .weight_decay = 0.0f},
+                  sgd_slices_, w, g, momentum_.data(), found_inf);
   }
 }
 

@@ -10,7 +10,9 @@
 // buffers (NCCL): each bucket's all-reduce is queued on the communicator's
 // stream as soon as Backward reports its gradients final, so communication
 // overlaps the rest of the backward pass; the optimizer then waits for it on
-// the device, and the host reads back only the loss.
+// the device, and the host reads back only the loss, once, at the step's end.
+// The step's learning rate is written to the device before the step, so with
+// cuda_graph a step is recorded once (ops::DeviceGraph) and replayed.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +25,7 @@
 #include "reference/core/arena.h"
 #include "reference/dist/communicator.h"
 #include "reference/io/safetensors.h"
+#include "reference/kernels/device_graph.h"
 #include "reference/kernels/optimizer_params.h"
 #include "reference/models/model.h"
 #include "reference/optim/schedules.h"
@@ -68,6 +71,11 @@ struct TrainerConfig {
   LossScaleParams loss_scale_params;
   // Gradient all-reduce bucket size in floats (not a hyperparameter).
   int64_t bucket_elements = int64_t{1} << 20;
+  // Record the step once as a CUDA graph and replay it (one launch instead
+  // of one per kernel), where it can be recorded: a device model with a
+  // CapturableStep (all three), one micro-batch, collectives that stay on
+  // the device. Otherwise, and on the CPU, steps run as they are queued.
+  bool cuda_graph = false;
 };
 
 // warmup_steps = warmup_epochs * steps_per_epoch (rounded down),
@@ -110,6 +118,8 @@ class Trainer {
   // (host reads, for tests and reports; 1 and false without scaling).
   float LossScaleToHost() const;
   bool LastStepSkipped() const;
+  // Steps that replayed a recording (cuda_graph), for tests and benchmarks.
+  int64_t replayed_steps() const { return replayed_steps_; }
 
   // Warm-up before run_start: `steps` steps on the model's synthetic batch,
   // then restores parameters, buffers, num_batches_tracked, optimizer state
@@ -151,8 +161,22 @@ class Trainer {
   // Forward and backward of each micro-batch; leaves their mean gradient in
   // the model and their mean loss (device) in loss_sum_ or returns it (host).
   float AccumulateGradients(std::span<const models::Batch> micro_batches);
+  // The step on the CPU; returns its loss.
+  float HostStep(std::span<const models::Batch> micro_batches);
+  // The step on a device, queued with no read-back (what a recording holds).
+  void QueueDeviceStep(std::span<const models::Batch> micro_batches);
+  // The device step replayed from a recording, recorded first when the
+  // previous step ran as queued and no device memory moved since.
+  void RecordedDeviceStep(const models::Batch& batch);
+  // After the all-reduce: unscaling (fp16), SGD's L2 term, the optimizer and
+  // the loss scale's update. Returns the L2 loss on the CPU (a device step
+  // reads it afterwards, L2LossFromDevice).
+  double UpdateParameters();
   // SGD's L2 term: g += 2 wd w on the l2 slices; returns wd * sum(w^2).
   double AddL2Gradient(float wd);
+  // The same on a device, leaving each slice's sum(w^2) in l2_sums_.
+  void QueueL2Gradient(float wd);
+  double L2LossFromDevice() const;
   // found_inf: the skip flag on the device, or null.
   void ApplyOptimizer(const float* found_inf);
 
@@ -177,9 +201,18 @@ class Trainer {
   // (int32) and the skip flag of the step.
   core::Tensor loss_scale_, growth_tracker_, found_inf_;
   core::Tensor grad_sum_, loss_sum_, l2_scratch_, l2_sums_, reduce_scratch_;
+  core::Tensor lr_;  // the step's rate on the device
   void* comm_stream_ = nullptr;
   size_t next_bucket_ = 0;  // buckets_[0, next_bucket_) were sent this step
   int64_t step_ = 0;
+  // cuda_graph: whether steps are recorded, the recording, and the resource
+  // generation and precision of the last step that ran as queued (a
+  // recording made at the same ones allocates and uploads nothing).
+  bool record_steps_ = false;
+  ops::DeviceGraph graph_;
+  std::optional<uint64_t> settled_at_;
+  core::DType settled_precision_ = core::DType::kF32;
+  int64_t replayed_steps_ = 0;
 };
 
 }  // namespace mlperf::train

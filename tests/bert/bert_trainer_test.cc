@@ -195,6 +195,24 @@ TEST(BertTrainerTest, WarmUpLeavesNoTrace) {
   EXPECT_EQ(model.ParametersToHost(), twin.ParametersToHost());
 }
 
+// Each training forward draws new dropout masks (the step count, kept on
+// the model's device too, offsets every site's Philox stream), and setting
+// the count back draws the same masks again.
+TEST(BertTrainerTest, DropoutMasksFollowTheStepCount) {
+  Bert model(Tiny(), 4);
+  model.Initialize(8);
+  const OwnedBatch batch = model.SyntheticBatch();
+  const float first = model.ForwardTrain(batch.batch);
+  const float second = model.ForwardTrain(batch.batch);
+  EXPECT_EQ(model.num_batches_tracked(), 2);
+  EXPECT_NE(first, second);
+  model.set_num_batches_tracked(1);
+  EXPECT_EQ(model.ForwardTrain(batch.batch), second);
+  model.set_num_batches_tracked(0);
+  EXPECT_EQ(model.ForwardTrain(batch.batch), first);
+  EXPECT_NE(model.ForwardInference(batch.batch), first);  // no dropout there
+}
+
 TEST(BertTrainerTest, CheckpointHoldsLambState) {
   auto comm = dist::MakeSingleProcessCommunicator();
   Bert model(Tiny(), 4), restored(Tiny(), 4);

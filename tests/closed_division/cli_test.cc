@@ -105,6 +105,7 @@ TEST_F(RunClosed, UsageErrorsExitTwoWithOneLine) {
       {"--submitter", "a/b"},
       {"--optimizer", "adam"},
       {"--precision", "fp8"},
+      {"--cuda_graph"},
       {"stray"},
       {"--runs"},
       {"--gpus", "1"},
@@ -127,6 +128,7 @@ TEST_F(RunClosed, UsageErrorsExitTwoWithOneLine) {
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.output.find("--submitter"), std::string::npos);
   EXPECT_NE(help.output.find("--precision"), std::string::npos);
+  EXPECT_NE(help.output.find("--cuda_graph"), std::string::npos);
   EXPECT_NE(help.output.find("Exit status"), std::string::npos);
   // The registered benchmarks, in the help and in the error for another.
   EXPECT_NE(help.output.find("resnet   ResNet-50 v1.5"), std::string::npos) << help.output;

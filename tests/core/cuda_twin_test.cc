@@ -131,6 +131,12 @@ TEST_F(CudaTwinTest, PointwiseOps) {
   cpu::DropoutForward(0.1f, 1234, 56, x.t(), y.t());
   cuda::DropoutForward(0.1f, 1234, 56, dx.t(), dy.t());
   ExpectClose(dy.ToHost(), y.data, 0.0, "dropout");
+  // The offset base counted on the device (a recorded step's counter).
+  DeviceCopy<int64_t> base(std::vector<int64_t>{40}, {1}, DType::kI64);
+  cuda::AddInt64(base.t(), 16);
+  EXPECT_EQ(base.ToHost()[0], 56);
+  cuda::DropoutForward(0.1f, 1234, 0, dx.t(), dy.t(), base.get());
+  ExpectClose(dy.ToHost(), y.data, 0.0, "dropout with an offset base");
 }
 
 TEST_F(CudaTwinTest, CastsRoundLikeTheHostConversions) {
@@ -258,31 +264,48 @@ TEST_F(CudaTwinTest, LinearForwardAndBackward) {
 }
 
 TEST_F(CudaTwinTest, FusedOptimizersMatchTheCpuSteps) {
-  // Two tensors, one spanning several chunks, plus an excluded bias.
+  // Two tensors, one spanning several chunks, plus an excluded bias. From
+  // the second step on, the device reads its rate from device memory
+  // (lr_at, as a recorded step does) while `lr` holds a wrong one.
   const int64_t n = 10000 + 37;
   const TensorSlice slices[] = {{0, 10000, false}, {10000, 37, true}};
   Buffer w({n}), g({n});
   testing::FillRandom(w, 10);
   testing::FillRandom(g, 11, -0.1f, 0.1f);
+  const float rates[3][3] = {{0.1f, 0.05f, 0.2f}, {5.0f, 2.5f, 7.0f}, {1e-3f, 2e-3f, 5e-4f}};
   for (int which = 0; which < 3; ++which) {
     std::vector<float> cw = w.data, cs1(n, 0.0f), cs2(n, 0.0f);
     DeviceCopy<float> gw(cw, w.shape), gg(g.data, g.shape), gs1(cs1, w.shape), gs2(cs2, w.shape);
     int32_t cstep = 0;
     DeviceCopy<int32_t> gstep(std::vector<int32_t>{0}, {1}, DType::kI32);
     for (int step = 0; step < 3; ++step) {
+      const float lr = rates[which][step];
+      DeviceCopy<float> rate(std::vector<float>{lr}, {1});
+      const float device_lr = step == 0 ? lr : 1e9f;
+      const float* lr_at = step == 0 ? nullptr : rate.get();
       if (which == 0) {
-        const SgdParams p{.lr = 0.1f, .momentum = 0.9f, .weight_decay = 1e-4f, .nesterov = true};
+        const SgdParams p{.lr = lr, .momentum = 0.9f, .weight_decay = 1e-4f, .nesterov = true};
+        SgdParams d = p;
+        d.lr = device_lr;
+        d.lr_at = lr_at;
         cpu::SgdStep(p, slices, cw.data(), g.data.data(), cs1.data(), nullptr);
-        cuda::SgdStep(p, slices, gw.get(), gg.get(), gs1.get(), nullptr);
+        cuda::SgdStep(d, slices, gw.get(), gg.get(), gs1.get(), nullptr);
       } else if (which == 1) {
-        const LarsParams p{.lr = 5.0f, .momentum = 0.9f, .weight_decay = 5e-5f};
+        const LarsParams p{.lr = lr, .momentum = 0.9f, .weight_decay = 5e-5f};
+        LarsParams d = p;
+        d.lr = device_lr;
+        d.lr_at = lr_at;
         cpu::LarsStep(p, slices, cw.data(), g.data.data(), cs1.data(), nullptr);
-        cuda::LarsStep(p, slices, gw.get(), gg.get(), gs1.get(), nullptr);
+        cuda::LarsStep(d, slices, gw.get(), gg.get(), gs1.get(), nullptr);
       } else {
-        const LambParams p{.lr = 1e-3f};
+        const LambParams p{.lr = lr};
+        LambParams d = p;
+        d.lr = device_lr;
+        d.lr_at = lr_at;
         cpu::LambStep(p, slices, cw.data(), g.data.data(), cs1.data(), cs2.data(), &cstep, nullptr);
-        cuda::LambStep(p, slices, gw.get(), gg.get(), gs1.get(), gs2.get(), gstep.get(), nullptr);
+        cuda::LambStep(d, slices, gw.get(), gg.get(), gs1.get(), gs2.get(), gstep.get(), nullptr);
       }
+      cuda::Synchronize();  // `rate` is freed at the end of the iteration
     }
     ExpectClose(gw.ToHost(), cw, 1e-5, which == 0 ? "sgd" : which == 1 ? "lars" : "lamb");
     if (which == 2) {

@@ -117,6 +117,27 @@ TEST(ElementwiseTest, DropoutMaskIsEachElementsPhiloxUniform) {
   }
 }
 
+// offset_base: the stream offset + *offset_base read when the op runs (a
+// step counter that AddInt64 advances) draws the mask of that sum.
+TEST(ElementwiseTest, DropoutOffsetBaseAddsToTheOffset) {
+  Buffer x({1001}), by_value({1001}), by_base({1001});
+  testing::FillRandom(x, 13, 0.5f, 1.5f);
+  int64_t base_storage = 0;
+  const core::Tensor base(&base_storage, {1}, core::DType::kI64);
+  cpu::AddInt64(base, 40);
+  cpu::AddInt64(base, 60);
+  ASSERT_EQ(base_storage, 100);
+  cpu::DropoutForward(0.3f, 7, 100 + 5, x.t(), by_value.t());
+  cpu::DropoutForward(0.3f, 7, 5, x.t(), by_base.t(), &base_storage);
+  EXPECT_EQ(by_base.data, by_value.data);
+  Buffer other({1001});
+  cpu::DropoutForward(0.3f, 7, 5, x.t(), other.t());
+  EXPECT_NE(other.data, by_value.data);  // the base did change the mask
+  Buffer back = x;
+  cpu::DropoutBackward(0.3f, 7, 5, back.t(), back.t(), &base_storage);
+  EXPECT_EQ(back.data, by_value.data);
+}
+
 // Far from 0 one of the two GELU factors saturates; nothing may overflow.
 TEST(ElementwiseTest, GeluAtExtremes) {
   Buffer x({6}), y({6}), dy({6}, 1.0f), dx({6});

@@ -132,6 +132,42 @@ TEST(LambTest, FirstStepByHand) {
   EXPECT_NEAR(w[1], 4.0 - 0.1 * 5.0 / un * 1.04, 1e-6);
 }
 
+// lr_at: the rate read from memory when the step runs (a recorded CUDA
+// graph's steps) gives the very same update as the rate passed by value.
+TEST(OptimizerRateTest, RateReadFromMemoryEqualsTheRatePassed) {
+  const std::vector<TensorSlice> slices = {{0, 5, false}, {5, 3, true}};
+  std::vector<float> g(8);
+  for (size_t i = 0; i < g.size(); ++i) g[i] = 0.1f * static_cast<float>(i) - 0.35f;
+  const std::vector<float> start = {0.5f, -1.0f, 2.0f, 0.25f, -0.75f, 0.1f, 0.2f, -0.3f};
+  for (int which = 0; which < 3; ++which) {
+    const float rate = 0.37f;
+    std::vector<float> w_value = start, w_memory = start;
+    std::vector<float> m_value(8, 0.0f), m_memory(8, 0.0f), v_value(8, 0.0f), v_memory(8, 0.0f);
+    int32_t t_value = 0, t_memory = 0;
+    for (int step = 0; step < 2; ++step) {
+      if (which == 0) {
+        cpu::SgdStep({.lr = rate, .momentum = 0.9f, .weight_decay = 0.01f}, slices, w_value.data(),
+                     g.data(), m_value.data(), nullptr);
+        cpu::SgdStep({.lr = 99.0f, .lr_at = &rate, .momentum = 0.9f, .weight_decay = 0.01f}, slices,
+                     w_memory.data(), g.data(), m_memory.data(), nullptr);
+      } else if (which == 1) {
+        cpu::LarsStep({.lr = rate, .weight_decay = 0.01f}, slices, w_value.data(), g.data(),
+                      m_value.data(), nullptr);
+        cpu::LarsStep({.lr = 99.0f, .lr_at = &rate, .weight_decay = 0.01f}, slices, w_memory.data(),
+                      g.data(), m_memory.data(), nullptr);
+      } else {
+        cpu::LambStep({.lr = rate}, slices, w_value.data(), g.data(), m_value.data(),
+                      v_value.data(), &t_value, nullptr);
+        cpu::LambStep({.lr = 99.0f, .lr_at = &rate}, slices, w_memory.data(), g.data(),
+                      m_memory.data(), v_memory.data(), &t_memory, nullptr);
+      }
+    }
+    EXPECT_NE(w_value, start) << which;
+    EXPECT_EQ(w_memory, w_value) << which;
+    EXPECT_EQ(m_memory, m_value) << which;
+  }
+}
+
 TEST(LossScalerTest, BacksOffOnOverflowSkipsTheStepAndGrowsAfterTheInterval) {
   const LossScaleParams p{.growth_factor = 2.0f, .backoff_factor = 0.5f, .growth_interval = 3};
   float scale = 1024.0f, found_inf = 0.0f;

@@ -139,6 +139,26 @@ TEST(ResNetTrainerTest, SgdLossIncludesTheL2Term) {
   EXPECT_NEAR(with_l2, plain + 1e-3 * sum_sq, 1e-5 * with_l2);
 }
 
+// The CPU records nothing: with cuda_graph every step still runs as queued,
+// bit for bit the same.
+TEST(ResNetTrainerTest, CudaGraphChangesNothingOnTheCpu) {
+  ResNet plain_model(kTiny, 4), graph_model(kTiny, 4);
+  plain_model.Initialize(12);
+  graph_model.Initialize(12);
+  auto comm = dist::MakeSingleProcessCommunicator();
+  train::TrainerConfig recipe{.base_lr = 2.0, .warmup_epochs = 1, .steps_per_epoch = 2};
+  train::Trainer plain(plain_model, recipe, *comm);
+  recipe.cuda_graph = true;
+  train::Trainer graph(graph_model, recipe, *comm);
+  for (int step = 0; step < 3; ++step) {
+    const HostBatch b = RandomBatch(plain_model, 30 + step);
+    EXPECT_EQ(plain.TrainStep(plain_model.InputBatch(b.images.data(), b.labels.data(), 4)),
+              graph.TrainStep(graph_model.InputBatch(b.images.data(), b.labels.data(), 4)));
+  }
+  EXPECT_EQ(graph.replayed_steps(), 0);
+  EXPECT_EQ(graph_model.ParametersToHost(), plain_model.ParametersToHost());
+}
+
 TEST(ResNetTrainerTest, WarmUpRestoresEveryStateBitwise) {
   ResNet model(kTiny, 4);
   model.Initialize(8);

@@ -46,14 +46,14 @@ report = json.load(open(os.path.join(out, "gpu_report.json")))
 fails = []
 tests = report["tests"]
 for name in ("core_cuda_twin_test", "core_cuda_cnn_twin_test", "dist_nccl_communicator_test",
-             "resnet_gpu_test", "unet3d_gpu_test"):
+             "resnet_gpu_test", "resnet_cuda_graph_test", "unet3d_gpu_test"):
     t = tests.get(name)
     if t is None or "error" in t:
         fails.append(f"{name}: {t}")
     elif t["failed"] or not t["skipped"]:
         fails.append(f"{name}: {len(t['failed'])} failed, {len(t['skipped'])} skipped")
-if set(report["benchmarks"]) != {"gpu_ops", "resnet_step", "unet3d_step", "run_closed",
-                                 "compliance_check", "run_closed_bf16"}:
+if set(report["benchmarks"]) != {"gpu_ops", "resnet_step", "resnet_step_mixed", "unet3d_step",
+                                 "run_closed", "compliance_check", "run_closed_bf16_graph"}:
     fails.append(f"benchmarks: {sorted(report['benchmarks'])}")
 elif report["benchmarks"]["run_closed"]["exit"] == "0":
     fails.append("run_closed --gpus 1 succeeded without a GPU")

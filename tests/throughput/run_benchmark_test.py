@@ -188,6 +188,7 @@ def case_usage(tool, tmp):
         (["-n", "0"], "zero devices"),
         (["-b", "8,x"], "bad batch list"),
         (["--mode", "serve"], "unknown mode"),
+        (["--cuda_graph"], "CUDA graphs on the CPU"),
         (["--data", os.path.join(tmp, "missing")], "missing data folder"),
         (["--data", tmp, "--synthetic"], "two data modes"),
         (["--generated"], "generated data with the full model"),

@@ -85,6 +85,38 @@ TEST_P(UNet3DGpuTest, NesterovStepsMatchTheCpu) {
   EXPECT_LT(RelativeError(gpu_model.ParametersToHost(), cpu_model.ParametersToHost()), 1e-4);
 }
 
+// The step recorded as a CUDA graph (TrainerConfig::cuda_graph) and
+// replayed, against the same steps run as queued, through the epoch
+// warm-up's changing rate.
+TEST_P(UNet3DGpuTest, RecordedStepsMatchStepsAsQueued) {
+  SKIP_WITHOUT_DEVICE();
+  UNet3D queued_model(Small(GetParam(), core::Device::kCuda), 2);
+  UNet3D recorded_model(Small(GetParam(), core::Device::kCuda), 2);
+  queued_model.Initialize(6);
+  recorded_model.Initialize(6);
+  train::TrainerConfig recipe = {.optimizer = train::OptimizerKind::kNesterov,
+                                 .global_batch_size = 2,
+                                 .base_lr = 0.5,
+                                 .warmup_epochs = 3,
+                                 .momentum = 0.9,
+                                 .schedule = train::ScheduleKind::kUnetEpochs,
+                                 .steps_per_epoch = 2};
+  auto comm = dist::MakeSingleProcessCommunicator();
+  train::Trainer queued(queued_model, recipe, *comm);
+  recipe.cuda_graph = true;
+  train::Trainer recorded(recorded_model, recipe, *comm);
+  const OwnedBatch batch = queued_model.SyntheticBatch();
+  for (int step = 1; step <= 6; ++step) {
+    const float loss_queued = queued.TrainStep(batch.batch);
+    const float loss_recorded = recorded.TrainStep(batch.batch);
+    EXPECT_NEAR(loss_recorded, loss_queued, 1e-5 * std::abs(loss_queued)) << "step " << step;
+  }
+  EXPECT_EQ(recorded.replayed_steps(), 5);
+  EXPECT_LT(RelativeError(recorded_model.ParametersToHost(), queued_model.ParametersToHost()),
+            1e-5);
+  EXPECT_LT(RelativeError(recorded.MomentumToHost(), queued.MomentumToHost()), 1e-5);
+}
+
 // A case whose axes take the crop, the overlap and the padding paths, two
 // windows at a time.
 TEST_P(UNet3DGpuTest, SlidingWindowCaseMatchesTheCpu) {

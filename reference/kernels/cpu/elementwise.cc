@@ -207,8 +207,10 @@ void Fill(const Tensor& x, float value) {
   for (int64_t i = 0; i < n; ++i) px[i] = value;
 }
 
-void DropoutForward(float p, uint64_t seed, uint64_t offset, const Tensor& x, const Tensor& y) {
+void DropoutForward(float p, uint64_t seed, uint64_t offset, const Tensor& x, const Tensor& y,
+                    const int64_t* offset_base) {
   MLPERF_CHECK(x.numel() == y.numel() && p >= 0.0f && p < 1.0f);
+  if (offset_base != nullptr) offset += static_cast<uint64_t>(*offset_base);
   const float scale = 1.0f / (1.0f - p);
   // UniformFromBits(b) = (b >> 8) * 2^-24 >= p exactly when (b >> 8) >=
   // ceil(p * 2^24): the same mask from an integer compare.
@@ -235,8 +237,14 @@ void DropoutForward(float p, uint64_t seed, uint64_t offset, const Tensor& x, co
   }
 }
 
-void DropoutBackward(float p, uint64_t seed, uint64_t offset, const Tensor& dy, const Tensor& dx) {
-  DropoutForward(p, seed, offset, dy, dx);
+void DropoutBackward(float p, uint64_t seed, uint64_t offset, const Tensor& dy, const Tensor& dx,
+                     const int64_t* offset_base) {
+  DropoutForward(p, seed, offset, dy, dx, offset_base);
+}
+
+void AddInt64(const Tensor& x, int64_t amount) {
+  int64_t* p = x.as<int64_t>();
+  for (int64_t i = 0; i < x.numel(); ++i) p[i] += amount;
 }
 
 void Cast(const Tensor& src, const Tensor& dst) {

@@ -9,6 +9,11 @@ namespace {
 
 bool Skipped(const float* found_inf) { return found_inf != nullptr && *found_inf != 0.0f; }
 
+template <typename Params>
+float Rate(const Params& p) {
+  return p.lr_at != nullptr ? *p.lr_at : p.lr;
+}
+
 // simd: the reduction may be reordered into vector lanes (fp64 partials, so
 // the order changes nothing that matters for a trust ratio).
 double SquaredNorm(const float* x, int64_t n) {
@@ -35,13 +40,14 @@ void SquaredNorms(const float* w, const float* g, int64_t n, double* w_sq, doubl
 void SgdStep(const SgdParams& p, std::span<const TensorSlice> slices, float* w, const float* g,
              float* momentum, const float* found_inf) {
   if (Skipped(found_inf)) return;
+  const float lr = Rate(p);
   for (const TensorSlice& s : slices) {
     const float wd = s.excluded ? 0.0f : p.weight_decay;
 #pragma omp parallel for if (WorthParallel(s.numel))
     for (int64_t i = s.offset; i < s.offset + s.numel; ++i) {
       const float d = g[i] + wd * w[i];
       momentum[i] = p.momentum * momentum[i] + d;
-      w[i] -= p.lr * (p.nesterov ? d + p.momentum * momentum[i] : momentum[i]);
+      w[i] -= lr * (p.nesterov ? d + p.momentum * momentum[i] : momentum[i]);
     }
   }
 }
@@ -49,8 +55,9 @@ void SgdStep(const SgdParams& p, std::span<const TensorSlice> slices, float* w, 
 void LarsStep(const LarsParams& p, std::span<const TensorSlice> slices, float* w, const float* g,
               float* momentum, const float* found_inf) {
   if (Skipped(found_inf)) return;
+  const float lr = Rate(p);
   for (const TensorSlice& s : slices) {
-    float scaled_lr = p.lr;
+    float scaled_lr = lr;
     float wd = 0.0f;
     if (!s.excluded) {
       double w_sq, g_sq;
@@ -59,7 +66,7 @@ void LarsStep(const LarsParams& p, std::span<const TensorSlice> slices, float* w
       const double trust = (w_norm > 0.0 && g_norm > 0.0)
                                ? p.eeta * w_norm / (g_norm + p.weight_decay * w_norm + p.epsilon)
                                : 1.0;
-      scaled_lr = static_cast<float>(p.lr * trust);
+      scaled_lr = static_cast<float>(lr * trust);
       wd = p.weight_decay;
     }
 #pragma omp parallel for if (WorthParallel(s.numel))
@@ -73,6 +80,7 @@ void LarsStep(const LarsParams& p, std::span<const TensorSlice> slices, float* w
 void LambStep(const LambParams& p, std::span<const TensorSlice> slices, float* w, const float* g,
               float* m, float* v, int32_t* step, const float* found_inf) {
   if (Skipped(found_inf)) return;
+  const float lr = Rate(p);
   const int32_t t = ++*step;
   double global_sq = 0.0;
   for (const TensorSlice& s : slices) global_sq += SquaredNorm(g + s.offset, s.numel);
@@ -99,7 +107,7 @@ void LambStep(const LambParams& p, std::span<const TensorSlice> slices, float* w
     }
     const double w_norm = std::sqrt(w_sq), u_norm = std::sqrt(u_sq);
     const double ratio = (!s.excluded && w_norm > 0.0 && u_norm > 0.0) ? w_norm / u_norm : 1.0;
-    const float step_size = static_cast<float>(p.lr * ratio);
+    const float step_size = static_cast<float>(lr * ratio);
 #pragma omp parallel for if (WorthParallel(s.numel))
     for (int64_t i = s.offset; i < s.offset + s.numel; ++i) {
       const float u = (m[i] / c1) / (std::sqrt(v[i] / c2) + p.epsilon) + wd * w[i];

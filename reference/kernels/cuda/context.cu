@@ -11,6 +11,7 @@ struct ThreadContext {
   cudnnHandle_t cudnn = nullptr;
   void* scratch[kNumScratchSlots] = {};
   size_t scratch_bytes[kNumScratchSlots] = {};
+  uint64_t generation = 0;
   ~ThreadContext() {
     for (void* p : scratch)
       if (p) cudaFree(p);
@@ -55,9 +56,13 @@ void* Scratch(size_t bytes, int slot) {
     if (ctx.scratch[slot]) CUDA_CHECK(cudaFree(ctx.scratch[slot]));
     CUDA_CHECK(cudaMalloc(&ctx.scratch[slot], bytes));
     ctx.scratch_bytes[slot] = bytes;
+    ++ctx.generation;
   }
   return ctx.scratch[slot];
 }
+
+uint64_t ResourceGeneration() { return Get().generation; }
+void NoteResourceChange() { ++Get().generation; }
 
 void Synchronize() { CUDA_CHECK(cudaStreamSynchronize(Stream())); }
 

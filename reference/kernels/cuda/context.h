@@ -7,6 +7,7 @@
 #include <cudnn.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace mlperf::cuda {
 
@@ -31,6 +32,12 @@ enum ScratchSlot : int {
 // first (warm-up) step a training step reuses it without allocating.
 void* Scratch(size_t bytes, int slot = kScratchTables);
 void Synchronize();
+
+// Counts the changes of device memory that captured work (graph.h) reads
+// without naming it in a tensor: a scratch buffer reallocated, the
+// optimizers' chunk table rewritten. Work captured before a change is stale.
+uint64_t ResourceGeneration();
+void NoteResourceChange();
 
 inline int Blocks(long long n, int threads = 256) {
   const long long b = (n + threads - 1) / threads;

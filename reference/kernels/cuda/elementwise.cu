@@ -159,19 +159,27 @@ void Fill(const Tensor& x, float value) {
   Launch(x.numel(), [=] __device__(long long i) { p[i] = value; });
 }
 
-void DropoutForward(float p, uint64_t seed, uint64_t offset, const Tensor& x, const Tensor& y) {
+void DropoutForward(float p, uint64_t seed, uint64_t offset, const Tensor& x, const Tensor& y,
+                    const int64_t* offset_base) {
   MLPERF_CHECK(x.numel() == y.numel() && p >= 0.0f && p < 1.0f);
   const float scale = 1.0f / (1.0f - p);
   const float* in = x.f32();
   float* out = y.f32();
   Launch(x.numel(), [=] __device__(long long i) {
-    const bool keep = core::PhiloxUniform(seed, offset, static_cast<uint64_t>(i)) >= p;
+    const uint64_t stream = offset + (offset_base ? static_cast<uint64_t>(*offset_base) : 0);
+    const bool keep = core::PhiloxUniform(seed, stream, static_cast<uint64_t>(i)) >= p;
     out[i] = keep ? in[i] * scale : 0.0f;
   });
 }
 
-void DropoutBackward(float p, uint64_t seed, uint64_t offset, const Tensor& dy, const Tensor& dx) {
-  DropoutForward(p, seed, offset, dy, dx);
+void DropoutBackward(float p, uint64_t seed, uint64_t offset, const Tensor& dy, const Tensor& dx,
+                     const int64_t* offset_base) {
+  DropoutForward(p, seed, offset, dy, dx, offset_base);
+}
+
+void AddInt64(const Tensor& x, int64_t amount) {
+  int64_t* p = x.as<int64_t>();
+  Launch(x.numel(), [=] __device__(long long i) { p[i] += amount; });
 }
 
 void Cast(const Tensor& src, const Tensor& dst) {

@@ -31,10 +31,14 @@ void Fill(const core::Tensor& x, float value);
 
 // Inverted dropout: element i is kept when Philox uniform (seed, offset, i)
 // is >= p, and scaled by 1/(1-p). The backward regenerates the same mask.
+// offset_base: when set, an int64 on x's device added to offset when the op
+// runs (a step counter there, so that a recorded step draws new masks).
 void DropoutForward(float p, uint64_t seed, uint64_t offset, const core::Tensor& x,
-                    const core::Tensor& y);
+                    const core::Tensor& y, const int64_t* offset_base = nullptr);
 void DropoutBackward(float p, uint64_t seed, uint64_t offset, const core::Tensor& dy,
-                     const core::Tensor& dx);
+                     const core::Tensor& dx, const int64_t* offset_base = nullptr);
+// x += amount on each element of an int64 tensor (that step counter).
+void AddInt64(const core::Tensor& x, int64_t amount);
 
 // Element type conversion between fp32, bf16 and fp16 (round to nearest even).
 void Cast(const core::Tensor& src, const core::Tensor& dst);

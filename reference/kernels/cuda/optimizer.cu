@@ -55,6 +55,7 @@ Plan MakePlan(std::span<const TensorSlice> slices) {
                                cudaMemcpyHostToDevice, Stream()));
     uploaded = host;
     uploaded_to = scratch;
+    NoteResourceChange();
   }
   CUDA_CHECK(cudaMemsetAsync(scratch + table, 0, sums, Stream()));
   float* f = reinterpret_cast<float*>(scratch + table);
@@ -64,15 +65,21 @@ Plan MakePlan(std::span<const TensorSlice> slices) {
 
 __device__ bool Skip(const float* found_inf) { return found_inf != nullptr && *found_inf != 0.0f; }
 
+template <typename Params>
+__device__ float Rate(const Params& p) {
+  return p.lr_at != nullptr ? *p.lr_at : p.lr;
+}
+
 __global__ void SgdKernel(SgdParams p, Plan plan, float* w, const float* g, float* buf,
                           const float* found_inf) {
   if (Skip(found_inf)) return;
   const Chunk c = plan.chunks[blockIdx.x];
   const float wd = c.excluded ? 0.0f : p.weight_decay;
+  const float lr = Rate(p);
   for (long long i = c.begin + threadIdx.x; i < c.end; i += kThreads) {
     const float d = g[i] + wd * w[i];
     buf[i] = p.momentum * buf[i] + d;
-    w[i] -= p.lr * (p.nesterov ? d + p.momentum * buf[i] : buf[i]);
+    w[i] -= lr * (p.nesterov ? d + p.momentum * buf[i] : buf[i]);
   }
 }
 
@@ -98,14 +105,15 @@ __global__ void LarsKernel(LarsParams p, Plan plan, float* w, const float* g, fl
                            const float* found_inf) {
   if (Skip(found_inf)) return;
   const Chunk c = plan.chunks[blockIdx.x];
-  float scaled_lr = p.lr, wd = 0.0f;
+  const float lr = Rate(p);
+  float scaled_lr = lr, wd = 0.0f;
   if (!c.excluded) {
     const float w_norm = sqrtf(plan.slice_sums[2 * c.slice]);
     const float g_norm = sqrtf(plan.slice_sums[2 * c.slice + 1]);
     const float trust = (w_norm > 0.0f && g_norm > 0.0f)
                             ? p.eeta * w_norm / (g_norm + p.weight_decay * w_norm + p.epsilon)
                             : 1.0f;
-    scaled_lr = p.lr * trust;
+    scaled_lr = lr * trust;
     wd = p.weight_decay;
   }
   for (long long i = c.begin + threadIdx.x; i < c.end; i += kThreads) {
@@ -161,8 +169,9 @@ __global__ void LambUpdate(LambParams p, Plan plan, const float* sums, float* w,
   const float wd = c.excluded ? 0.0f : p.weight_decay;
   const float w_norm = sqrtf(sums[2 * c.slice]), u_norm = sqrtf(sums[2 * c.slice + 1]);
   const float ratio = (!c.excluded && w_norm > 0.0f && u_norm > 0.0f) ? w_norm / u_norm : 1.0f;
+  const float lr = Rate(p);
   for (long long i = c.begin + threadIdx.x; i < c.end; i += kThreads)
-    w[i] -= p.lr * ratio * LambDirection(p, m[i], v[i], w[i], wd, c1, c2);
+    w[i] -= lr * ratio * LambDirection(p, m[i], v[i], w[i], wd, c1, c2);
 }
 
 __global__ void Unscale(float* g, long long n, const float* loss_scale, float* found_inf) {

@@ -1,8 +1,10 @@
 // GPU throughput of the CUDA twins on the shapes that dominate the MLPerf
 // references: ResNet-50 convolutions (batch 256, NHWC, bf16/fp16; forward,
 // data and weight gradients), GEMM (bf16 with fp32 accumulation, and plain
-// fp32), BERT-Large attention (fp32) and the fused LAMB/LARS steps over a
-// BERT-Large-sized arena. Each op: warm-up, then the median of CUDA-event
+// fp32), BERT-Large's FFN dense layer with its bias (fp32, forward and
+// backward, the bias in cuBLASLt's epilogue and, as linear_*_unfused, in
+// separate kernels), BERT-Large attention (fp32) and the fused LAMB/LARS
+// steps over a BERT-Large-sized arena. Each op: warm-up, then the median of CUDA-event
 // timings; inputs are Philox random (never zeros). Prints CSV rows
 //   op,shape,dtype,ms,rate,unit
 // which bench/gpu/torch_peer.py joins with PyTorch's numbers on the same GPU.
@@ -25,6 +27,8 @@
 #include "reference/kernels/cuda/context.h"
 #include "reference/kernels/cuda/conv.h"
 #include "reference/kernels/cuda/gemm.h"
+#include "reference/kernels/cuda/gemm_epilogue.h"
+#include "reference/kernels/cuda/linear.h"
 #include "reference/kernels/cuda/optimizer.h"
 
 namespace mlperf {
@@ -137,6 +141,32 @@ void BenchGemm(int64_t m, int64_t n, int64_t k, DType t) {
 }
 
 // BERT-Large self-attention core: batch 8 x 16 heads x 512 x 64, fp32.
+// BERT-Large's FFN up-projection with bias: 8*512 tokens, 1024 -> 4096, fp32.
+void BenchLinear(bool fused) {
+  const int64_t rows = 8 * 512, in = 1024, out = 4096;
+  const std::string shape = "t4096_1024x4096_bias";
+  const std::string suffix = fused ? "" : "_unfused";
+  if (!Selected("linear_fwd" + suffix) && !Selected("linear_bwd" + suffix)) return;
+  Buffer x(rows * in, DType::kF32, 51), w(out * in, DType::kF32, 52), b(out, DType::kF32, 53),
+      y(rows * out, DType::kF32, 54), dy(rows * out, DType::kF32, 55),
+      dx(rows * in, DType::kF32, 56), dw(out * in, DType::kF32, 57), db(out, DType::kF32, 58);
+  const auto t = [](const Buffer& buf, core::Shape s) {
+    return Tensor(buf.ptr, s, DType::kF32, core::Device::kCuda);
+  };
+  cuda::SetGemmEpilogues(fused);
+  const double flops = 2.0 * rows * in * out;
+  Report("linear_fwd" + suffix, shape, "fp32", TimeMs([&] {
+           cuda::LinearForward(t(x, {rows, in}), t(w, {out, in}), t(b, {out}), t(y, {rows, out}));
+         }),
+         flops, "TFLOP/s");
+  Report("linear_bwd" + suffix, shape, "fp32", TimeMs([&] {
+           cuda::LinearBackward(t(x, {rows, in}), t(w, {out, in}), t(dy, {rows, out}),
+                                t(dx, {rows, in}), t(dw, {out, in}), t(db, {out}));
+         }),
+         2 * flops, "TFLOP/s");
+  cuda::SetGemmEpilogues(true);
+}
+
 void BenchAttention() {
   const int64_t b = 8, h = 16, t = 512, d = 64, n = b * h * t * d, nn = b * h * t * t;
   const std::string shape = "b8_h16_t512_d64";
@@ -238,6 +268,8 @@ int Main(int argc, char** argv) {
   BenchGemm(4096, 4096, 4096, DType::kF32);
   // BERT-Large FFN GEMM: tokens 8*512 x 1024 -> 4096.
   BenchGemm(4096, 4096, 1024, DType::kBF16);
+  BenchLinear(/*fused=*/true);
+  BenchLinear(/*fused=*/false);
   BenchAttention();
   BenchOptimizers();
   return 0;

@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
+#include "fmt/format.h"
 #include "reference/core/dtype.h"
 #include "reference/kernels/cpu/attention.h"
 #include "reference/kernels/cpu/elementwise.h"
@@ -19,6 +21,7 @@
 #include "reference/kernels/cuda/context.h"
 #include "reference/kernels/cuda/elementwise.h"
 #include "reference/kernels/cuda/gemm.h"
+#include "reference/kernels/cuda/gemm_epilogue.h"
 #include "reference/kernels/cuda/linear.h"
 #include "reference/kernels/cuda/loss.h"
 #include "reference/kernels/cuda/optimizer.h"
@@ -244,23 +247,43 @@ TEST_F(CudaTwinTest, SoftmaxAndGemm) {
     }
 }
 
+// The cuBLASLt path (the bias added in the GEMM's epilogue, its gradient
+// reduced in the weight gradient's) and the unfused kernels, each against
+// the CPU: a small shape, shapes with several row chunks of the unfused bias
+// gradient, and inputs one float off alignment (cuBLASLt declines them).
 TEST_F(CudaTwinTest, LinearForwardAndBackward) {
-  Buffer x({9, 12}), w({5, 12}), b({5}), y({9, 5}), dy({9, 5}), dx({9, 12}), dw({5, 12}), db({5});
-  testing::FillRandom(x, 6);
-  testing::FillRandom(w, 7);
-  testing::FillRandom(b, 8);
-  testing::FillRandom(dy, 9);
-  DeviceCopy<float> gx(x.data, x.shape), gw(w.data, w.shape), gb(b.data, b.shape),
-      gy(y.data, y.shape), gdy(dy.data, dy.shape), gdx(dx.data, dx.shape), gdw(dw.data, dw.shape),
-      gdb(db.data, db.shape);
-  cpu::LinearForward(x.t(), w.t(), b.t(), y.t());
-  cuda::LinearForward(gx.t(), gw.t(), gb.t(), gy.t());
-  ExpectClose(gy.ToHost(), y.data, kF32Tol, "linear");
-  cpu::LinearBackward(x.t(), w.t(), dy.t(), dx.t(), dw.t(), db.t());
-  cuda::LinearBackward(gx.t(), gw.t(), gdy.t(), gdx.t(), gdw.t(), gdb.t());
-  ExpectClose(gdx.ToHost(), dx.data, kF32Tol, "linear dx");
-  ExpectClose(gdw.ToHost(), dw.data, kF32Tol, "linear dw");
-  ExpectClose(gdb.ToHost(), db.data, kF32Tol, "linear db");
+  struct Shape {
+    int64_t rows, in, out, misalign;
+  };
+  for (const Shape& s :
+       {Shape{9, 12, 5, 0}, Shape{1000, 64, 48, 0}, Shape{300, 33, 17, 0}, Shape{40, 16, 8, 1}}) {
+    Buffer x({s.rows * s.in + s.misalign}), w({s.out, s.in}), b({s.out}), y({s.rows, s.out}),
+        dy({s.rows, s.out}), dx({s.rows, s.in}), dw({s.out, s.in}), db({s.out});
+    testing::FillRandom(x, 6);
+    testing::FillRandom(w, 7);
+    testing::FillRandom(b, 8);
+    testing::FillRandom(dy, 9);
+    const core::Tensor xs(x.data.data() + s.misalign, {s.rows, s.in}, DType::kF32);
+    cpu::LinearForward(xs, w.t(), b.t(), y.t());
+    cpu::LinearBackward(xs, w.t(), dy.t(), dx.t(), dw.t(), db.t());
+    for (bool fused : {true, false}) {
+      cuda::SetGemmEpilogues(fused);
+      DeviceCopy<float> gx(x.data, x.shape), gw(w.data, w.shape), gb(b.data, b.shape),
+          gy(y.data, y.shape), gdy(dy.data, dy.shape), gdx(dx.data, dx.shape),
+          gdw(dw.data, dw.shape), gdb(db.data, db.shape);
+      const core::Tensor gxs(gx.get() + s.misalign, {s.rows, s.in}, DType::kF32,
+                             core::Device::kCuda);
+      const std::string what = fmt::format("linear {}x{}x{} (fused {}, misaligned {})", s.rows,
+                                           s.in, s.out, fused, s.misalign);
+      cuda::LinearForward(gxs, gw.t(), gb.t(), gy.t());
+      ExpectClose(gy.ToHost(), y.data, kF32Tol, (what + " y").c_str());
+      cuda::LinearBackward(gxs, gw.t(), gdy.t(), gdx.t(), gdw.t(), gdb.t());
+      ExpectClose(gdx.ToHost(), dx.data, kF32Tol, (what + " dx").c_str());
+      ExpectClose(gdw.ToHost(), dw.data, kF32Tol, (what + " dw").c_str());
+      ExpectClose(gdb.ToHost(), db.data, kF32Tol, (what + " db").c_str());
+    }
+  }
+  cuda::SetGemmEpilogues(true);
 }
 
 TEST_F(CudaTwinTest, FusedOptimizersMatchTheCpuSteps) {

@@ -6,9 +6,10 @@
 // input on the device (one upload, then the same batch), Philox data, never
 // zeros. Each layout and precision is timed twice: steps run as queued, and
 // steps recorded once as a CUDA graph and replayed (TrainerConfig::
-// cuda_graph). bf16 and fp16 are emulated on fp32 storage (the GEMM-class
-// ops round their operands and results; fp16 with dynamic loss scaling), so
-// they cost more than fp32 here; PyTorch's AMP bf16 line is the target.
+// cuda_graph). Under bf16 and fp16 the convolutions and the FC layer run in
+// that type on the tensor cores (operands converted per op, activations
+// stored in fp32; fp16 with dynamic loss scaling); PyTorch's AMP bf16 line
+// is the target.
 // Then, for fp32, a per-op profile of our step: every convolution, batch
 // norm and pointwise op of ResNet-50 timed alone with events at the step's
 // shapes, summed per op kind, and the backward time of each bottleneck read

@@ -5,6 +5,7 @@
 #include "reference/kernels/cpu/linear.h"
 #include "reference/kernels/dispatch.h"
 #include "reference/kernels/dispatch_backend.h"
+#include "reference/kernels/precision.h"
 #include "reference/kernels/precision_operands.h"
 
 #ifdef MLPERF_HAVE_CUDA
@@ -20,11 +21,19 @@ using core::Tensor;
 using detail::OnDevice;
 
 // Inputs and outputs rounded at the points precision.h names (nothing
-// changes under fp32).
+// changes under fp32). On a CUDA device under bf16/fp16 the operands are
+// converted to that type and the op runs in it (precision_operands.h).
 void ConvForward(const ConvGeometry& g, const Tensor& x, const Tensor& w, const Tensor& y,
                  const Tensor& workspace) {
+  const bool device = OnDevice(x, {&w, &y});
+  if (device && InPrecisionType(x)) {
+    const Tensor hy = PrecisionTypeOutput(y, 2);
+    MLPERF_CUDA_TWIN(
+        ConvForward(g, PrecisionTypeOperand(x, 0), PrecisionTypeOperand(w, 1), hy, workspace));
+    return CopyToFp32(hy, y);
+  }
   const Tensor rx = RoundedOperand(x, 0), rw = RoundedOperand(w, 1);
-  if (OnDevice(x, {&w, &y})) {
+  if (device) {
     MLPERF_CUDA_TWIN(ConvForward(g, rx, rw, y, workspace));
   } else {
     cpu::ConvForward(g, rx, rw, y, workspace);
@@ -34,8 +43,15 @@ void ConvForward(const ConvGeometry& g, const Tensor& x, const Tensor& w, const 
 
 void ConvBackwardData(const ConvGeometry& g, const Tensor& dy, const Tensor& w, const Tensor& dx,
                       const Tensor& workspace) {
+  const bool device = OnDevice(dy, {&w, &dx});
+  if (device && InPrecisionType(dy)) {
+    const Tensor hdx = PrecisionTypeOutput(dx, 2);
+    MLPERF_CUDA_TWIN(ConvBackwardData(g, PrecisionTypeOperand(dy, 0), PrecisionTypeOperand(w, 1),
+                                      hdx, workspace));
+    return CopyToFp32(hdx, dx);
+  }
   const Tensor rdy = RoundedOperand(dy, 0), rw = RoundedOperand(w, 1);
-  if (OnDevice(dy, {&w, &dx})) {
+  if (device) {
     MLPERF_CUDA_TWIN(ConvBackwardData(g, rdy, rw, dx, workspace));
   } else {
     cpu::ConvBackwardData(g, rdy, rw, dx, workspace);
@@ -45,8 +61,15 @@ void ConvBackwardData(const ConvGeometry& g, const Tensor& dy, const Tensor& w, 
 
 void ConvBackwardWeight(const ConvGeometry& g, const Tensor& x, const Tensor& dy, const Tensor& dw,
                         const Tensor& workspace) {
+  const bool device = OnDevice(x, {&dy, &dw});
+  if (device && InPrecisionType(x)) {
+    const Tensor hdw = PrecisionTypeOutput(dw, 2);
+    MLPERF_CUDA_TWIN(ConvBackwardWeight(g, PrecisionTypeOperand(x, 0), PrecisionTypeOperand(dy, 1),
+                                        hdw, workspace));
+    return CopyToFp32(hdw, dw);
+  }
   const Tensor rx = RoundedOperand(x, 0), rdy = RoundedOperand(dy, 1);
-  if (OnDevice(x, {&dy, &dw})) {
+  if (device) {
     MLPERF_CUDA_TWIN(ConvBackwardWeight(g, rx, rdy, dw, workspace));
   } else {
     cpu::ConvBackwardWeight(g, rx, rdy, dw, workspace);
@@ -62,14 +85,23 @@ void GemmStridedBatched(Device device, bool trans_a, bool trans_b, int64_t m, in
     return Tensor(const_cast<float*>(p), {stride * (batch - 1) + matrix}, core::DType::kF32,
                   device);
   };
-  const float* ra = RoundedOperand(flat(a, stride_a, m * k), 0).f32();
-  const float* rb = RoundedOperand(flat(b, stride_b, k * n), 1).f32();
-  if (device == Device::kCuda) {
-    MLPERF_CUDA_TWIN(GemmStridedBatched(trans_a, trans_b, m, n, k, alpha, ra, stride_a, rb,
-                                        stride_b, beta, c, stride_c, batch));
+  const Tensor fa = flat(a, stride_a, m * k), fb = flat(b, stride_b, k * n);
+  if (InPrecisionType(fa)) {
+    // The products in fp32 (beta may add to c), rounded below.
+    MLPERF_CUDA_TWIN(GemmStridedBatchedEx(trans_a, trans_b, m, n, k, alpha,
+                                          PrecisionTypeOperand(fa, 0).data(), stride_a,
+                                          PrecisionTypeOperand(fb, 1).data(), stride_b, beta, c,
+                                          stride_c, batch, ComputePrecision(), core::DType::kF32));
   } else {
-    cpu::GemmStridedBatched(trans_a, trans_b, m, n, k, alpha, ra, stride_a, rb, stride_b, beta, c,
-                            stride_c, batch);
+    const float* ra = RoundedOperand(fa, 0).f32();
+    const float* rb = RoundedOperand(fb, 1).f32();
+    if (device == Device::kCuda) {
+      MLPERF_CUDA_TWIN(GemmStridedBatched(trans_a, trans_b, m, n, k, alpha, ra, stride_a, rb,
+                                          stride_b, beta, c, stride_c, batch));
+    } else {
+      cpu::GemmStridedBatched(trans_a, trans_b, m, n, k, alpha, ra, stride_a, rb, stride_b, beta, c,
+                              stride_c, batch);
+    }
   }
   // Only the products: other elements between them may hold anything.
   if (stride_c == m * n) return RoundOutput(flat(c, stride_c, m * n));
@@ -77,9 +109,15 @@ void GemmStridedBatched(Device device, bool trans_a, bool trans_b, int64_t m, in
     RoundOutput(Tensor(c + i * stride_c, {m * n}, core::DType::kF32, device));
 }
 
+// On a device under bf16/fp16 the linear layers read x, w and dy in that
+// type and write fp32 (the bias, rounded, is added in fp32), rounded below.
 void LinearForward(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y) {
-  const Tensor rx = RoundedOperand(x, 0), rw = RoundedOperand(w, 1), rb = RoundedOperand(bias, 2);
-  if (OnDevice(x, {&w, &bias, &y})) {
+  const bool device = OnDevice(x, {&w, &bias, &y});
+  const bool typed = device && InPrecisionType(x);
+  const Tensor rx = typed ? PrecisionTypeOperand(x, 0) : RoundedOperand(x, 0);
+  const Tensor rw = typed ? PrecisionTypeOperand(w, 1) : RoundedOperand(w, 1);
+  const Tensor rb = RoundedOperand(bias, 2);
+  if (device) {
     MLPERF_CUDA_TWIN(LinearForward(rx, rw, rb, y));
   } else {
     cpu::LinearForward(rx, rw, rb, y);
@@ -89,8 +127,12 @@ void LinearForward(const Tensor& x, const Tensor& w, const Tensor& bias, const T
 
 void LinearBackward(const Tensor& x, const Tensor& w, const Tensor& dy, const Tensor& dx,
                     const Tensor& dw, const Tensor& dbias) {
-  const Tensor rx = RoundedOperand(x, 0), rw = RoundedOperand(w, 1), rdy = RoundedOperand(dy, 2);
-  if (OnDevice(x, {&w, &dy, &dx, &dw, &dbias})) {
+  const bool device = OnDevice(x, {&w, &dy, &dx, &dw, &dbias});
+  const bool typed = device && InPrecisionType(x);
+  const Tensor rx = typed ? PrecisionTypeOperand(x, 0) : RoundedOperand(x, 0);
+  const Tensor rw = typed ? PrecisionTypeOperand(w, 1) : RoundedOperand(w, 1);
+  const Tensor rdy = typed ? PrecisionTypeOperand(dy, 2) : RoundedOperand(dy, 2);
+  if (device) {
     MLPERF_CUDA_TWIN(LinearBackward(rx, rw, rdy, dx, dw, dbias));
   } else {
     cpu::LinearBackward(rx, rw, rdy, dx, dw, dbias);

@@ -86,4 +86,42 @@ void RoundOutput(const core::Tensor& y) {
   if (Reduced(precision) && !y.empty()) RoundToPrecision(precision, y, y);
 }
 
+bool InPrecisionType(const core::Tensor& x) {
+  return x.device() == core::Device::kCuda && Reduced(ComputePrecision());
+}
+
+#ifdef MLPERF_HAVE_CUDA
+
+core::Tensor PrecisionTypeOutput(const core::Tensor& y, int slot) {
+  MLPERF_CHECK(InPrecisionType(y) && slot >= 0 && slot < kOperandSlots);
+  const core::DType type = ComputePrecision();
+  void* data = cuda::Scratch(static_cast<size_t>(y.numel()) * core::DTypeSize(type),
+                             cuda::kScratchOperand0 + slot);
+  return core::Tensor(data, y.shape(), type, y.device(), y.layout());
+}
+
+core::Tensor PrecisionTypeOperand(const core::Tensor& x, int slot) {
+  if (x.empty()) return x;
+  const core::Tensor half = PrecisionTypeOutput(x, slot);
+  cuda::Cast(x, half);
+  return half;
+}
+
+void CopyToFp32(const core::Tensor& half, const core::Tensor& y) { cuda::Cast(half, y); }
+
+#else
+
+core::Tensor PrecisionTypeOutput(const core::Tensor&, int) {
+  MLPERF_CHECK_MSG(false, "ops: device tensor in a build without CUDA");
+  return {};
+}
+core::Tensor PrecisionTypeOperand(const core::Tensor& x, int slot) {
+  return PrecisionTypeOutput(x, slot);
+}
+void CopyToFp32(const core::Tensor&, const core::Tensor&) {
+  MLPERF_CHECK_MSG(false, "ops: device tensor in a build without CUDA");
+}
+
+#endif
+
 }  // namespace mlperf::ops

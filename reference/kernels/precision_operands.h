@@ -15,4 +15,17 @@ core::Tensor RoundedOperand(const core::Tensor& x, int slot);
 // Rounds an op's output in place to the compute precision (nothing under fp32).
 void RoundOutput(const core::Tensor& y);
 
+// The CUDA backend runs the GEMM-class ops in the precision's own type (the
+// tensor cores, fp32 accumulation), where the CPU rounds in fp32 storage:
+// both read the same values and round their outputs the same way.
+// Whether x's op runs so: x on a CUDA device under bf16 or fp16.
+bool InPrecisionType(const core::Tensor& x);
+// x converted to the compute precision's type (bf16 or fp16, round to
+// nearest even) in the device scratch `slot`, until the slot's next use.
+core::Tensor PrecisionTypeOperand(const core::Tensor& x, int slot);
+// A device scratch tensor shaped like y in the compute precision's type, for
+// an op's output; CopyToFp32 then widens it into y (exactly).
+core::Tensor PrecisionTypeOutput(const core::Tensor& y, int slot);
+void CopyToFp32(const core::Tensor& half, const core::Tensor& y);
+
 }  // namespace mlperf::ops

@@ -1,9 +1,9 @@
-// Label `gpu`: the convolutions and batched GEMMs of ops:: under bf16 and
-// fp16 on the device against the same calls on the CPU (the rounding points
-// of kernels/precision.h on both backends; linear layers are in
-// cuda_twin_test). Both round the same inputs; their fp32 sums may differ in
-// order and so round an output one unit of the precision apart. Skips
-// without a CUDA device.
+// Label `gpu`: the convolutions, batched GEMMs and linear layers of ops::
+// under bf16 and fp16 on the device (operands converted to that type, the
+// tensor cores, fp32 accumulation) against the same calls on the CPU (fp32
+// storage, rounded at the points of kernels/precision.h). Both read the same
+// values; their fp32 sums may differ in order and so round an output one
+// unit of the precision apart. Skips without a CUDA device.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -110,6 +110,30 @@ TEST_F(CudaPrecisionTwinTest, BatchedGemmRoundsLikeTheCpu) {
     ops::GemmStridedBatched(core::Device::kCuda, false, true, t, t, d, 0.25f, gq.get(), t * d,
                             gk.get(), t * d, 0.0f, gs.get(), t * t, heads);
     ExpectWithinAUnit(gs.ToHost(), s.data, p, std::string(ops::PrecisionName(p)) + " bmm");
+  }
+}
+
+TEST_F(CudaPrecisionTwinTest, LinearLayersRoundLikeTheCpu) {
+  // Enough rows for several chunks of the bias gradient.
+  const int64_t rows = 300, in = 40, out = 24;
+  Buffer x({rows, in}), w({out, in}), b({out}), dy({rows, out});
+  testing::FillRandom(x, 6);
+  testing::FillRandom(w, 7);
+  testing::FillRandom(b, 8);
+  testing::FillRandom(dy, 9);
+  for (DType p : {DType::kBF16, DType::kF16}) {
+    const ops::PrecisionScope scope(p);
+    Buffer y({rows, out}), dx({rows, in}), dw({out, in}), db({out});
+    ops::LinearForward(x.t(), w.t(), b.t(), y.t());
+    ops::LinearBackward(x.t(), w.t(), dy.t(), dx.t(), dw.t(), db.t());
+    OnDevice gx(x), gw(w), gb(b), gdy(dy), gy(y), gdx(dx), gdw(dw), gdb(db);
+    ops::LinearForward(gx.t(), gw.t(), gb.t(), gy.t());
+    ops::LinearBackward(gx.t(), gw.t(), gdy.t(), gdx.t(), gdw.t(), gdb.t());
+    const std::string name(ops::PrecisionName(p));
+    ExpectWithinAUnit(gy.ToHost(), y.data, p, name + " linear forward");
+    ExpectWithinAUnit(gdx.ToHost(), dx.data, p, name + " linear data gradient");
+    ExpectWithinAUnit(gdw.ToHost(), dw.data, p, name + " linear weight gradient");
+    ExpectWithinAUnit(gdb.ToHost(), db.data, p, name + " linear bias gradient");
   }
 }
 

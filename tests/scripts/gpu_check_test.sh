@@ -3,7 +3,7 @@
 # written. Then behind a stand-in nvidia-smi that claims a GPU (none is
 # there): the binaries are found, the CUDA libraries resolved, every gpu test
 # binary runs (its tests skip), every benchmark is tried, and the report
-# lists them all. Skips (77) on a machine with a real GPU or without the
+# lists them all; with a spent time budget every stage is skipped, said so. Skips (77) on a machine with a real GPU or without the
 # CUDA build.
 #
 # usage: gpu_check_test.sh SOURCE_DIR BIN_DIR
@@ -65,5 +65,18 @@ if "| resnet_gpu_test |" not in md or "### run_closed" not in md:
 for f in fails:
     print("FAIL:", f)
 sys.exit(1 if fails else 0)
+PY
+# A spent budget: every stage is skipped and said so, the exit is 1.
+out=$(GPU_CHECK_BUDGET=0 PATH=$tmp/fake:$PATH "$tmp/repo/scripts/gpu_check.sh" "$tmp/spent" 2>&1)
+code=$?
+[[ $code -eq 1 ]] || fail "exit $code with a spent budget: $out"
+[[ $out == *"skipped: the time budget (0 s) is spent"* ]] || fail "a spent budget unsaid: $out"
+python3 - "$tmp/spent" <<'PY' || exit 1
+import json, os, sys
+report = json.load(open(os.path.join(sys.argv[1], "gpu_report.json")))
+skipped = {n for n, b in report["benchmarks"].items() if b["exit"] == "skipped"}
+if report["tests"] or len(skipped) != 7:
+    print("FAIL: with a spent budget:", report["tests"], sorted(skipped))
+    sys.exit(1)
 PY
 echo "PASS"

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Verifies the GPU side on a bare GPU machine in one go (within a budget, 9
-# minutes by default): every gpu-labelled test, the ResNet-50 and 3D U-Net
-# training steps against PyTorch (ResNet-50 in fp32, bf16 and fp16, each also
-# as a recorded CUDA graph), the GPU op benchmarks against PyTorch on the
-# same GPU, and the embedded run_closed on the GPU (fp32 through
-# compliance_check, and one bf16 run with recorded steps); one report,
-# OUT_DIR/gpu_report.md and .json (GPU, driver, CUDA/cuDNN/NCCL versions,
-# every test's result, every figure with its peer), with the full output in
-# OUT_DIR/gpu_check.log.
+# minutes by default): every gpu-labelled test, the ResNet-50, BERT-Large and
+# 3D U-Net training steps against PyTorch (ResNet-50 in fp32, bf16 and fp16,
+# BERT in fp32 and bf16, each also as a recorded CUDA graph), the GPU op
+# benchmarks against PyTorch on the same GPU, and the embedded run_closed on
+# the GPU (fp32 through compliance_check, and one bf16 run with recorded
+# steps); one report, OUT_DIR/gpu_report.md and .json (GPU, driver,
+# CUDA/cuDNN/NCCL versions, every test's result, every figure with its
+# peer), with the full output in OUT_DIR/gpu_check.log.
 #
 # The binaries come from .gpu_bundle/ (scripts/gpu_bundle.sh, run on a build
 # machine with CUDA; carry the folder) or, failing that, from build/bin. The
@@ -181,6 +181,7 @@ bench compliance_check 30 "$bin/compliance_check" --ruleset 4.0.0 --rcp-bypass "
 bench run_closed_bf16_graph 60 "$bin/run_closed" --gpus 1 --runs 1 --precision bf16 --cuda_graph \
   --out "$work/pkg_bf16"
 bench resnet_step_mixed 120 "$bin/resnet_gpu_bench" 256 10 nchw bf16,fp16
+bench bert_step 120 "$bin/bert_gpu_bench" 8 5 fp32,bf16
 bench unet3d_step 170 "$bin/unet3d_gpu_bench" 7 5 both
 say "report: $out/gpu_report.md"
 exit "$status"

@@ -147,9 +147,12 @@ class ResnetSetup final : public BenchmarkSetup {
     c.image_size = shape_.image_size;
     c.label_smoothing = static_cast<float>(recipe_.label_smoothing);
     c.device = device;
-    // On the GPU NCHW: with fp32 and the OIHW weights the model keeps, that
-    // is cuDNN's native layout. On the CPU NHWC, the fast path (bench/resnet).
-    c.layout = device == core::Device::kCpu ? core::Layout::kNHWC : core::Layout::kNCHW;
+    // On the GPU in fp32 NCHW: with the OIHW weights the model keeps, that is
+    // cuDNN's native fp32 layout; in bf16/fp16 NHWC, the tensor cores' own
+    // (PyTorch's channels_last recipe). On the CPU NHWC, the fast path
+    // (bench/resnet).
+    const bool fp32_gpu = device != core::Device::kCpu && plan_.precision == core::DType::kF32;
+    c.layout = fp32_gpu ? core::Layout::kNCHW : core::Layout::kNHWC;
     return c;
   }
 

@@ -180,7 +180,7 @@ bench run_closed 90 "$bin/run_closed" --gpus 1 --runs 1 --out "$work/pkg"
 bench compliance_check 30 "$bin/compliance_check" --ruleset 4.0.0 --rcp-bypass "$work/pkg/mlperf-suite"
 bench run_closed_bf16_graph 60 "$bin/run_closed" --gpus 1 --runs 1 --precision bf16 --cuda_graph \
   --out "$work/pkg_bf16"
-bench resnet_step_mixed 120 "$bin/resnet_gpu_bench" 256 10 nchw bf16,fp16
+bench resnet_step_mixed 120 "$bin/resnet_gpu_bench" 256 10 nhwc bf16,fp16
 bench bert_step 120 "$bin/bert_gpu_bench" 8 5 fp32,bf16
 bench unet3d_step 170 "$bin/unet3d_gpu_bench" 7 5 both
 say "report: $out/gpu_report.md"

@@ -58,7 +58,7 @@ int64_t ConvWorkspaceElements(const ConvGeometry& g, core::Layout layout, Device
 #ifdef MLPERF_HAVE_CUDA
     return cuda::ConvWorkspaceElements(g, layout);
 #else
-    NoCuda("ConvWorkspaceElements");
+    detail::NoCuda("ConvWorkspaceElements");
 #endif
   }
   return cpu::ConvWorkspaceElements(g, layout);

@@ -185,6 +185,12 @@ int RunBenchmark(const Benchmark& benchmark, const RunnerOptions& options, const
   report.Info(fmt::format("{} run(s) of {} on {}, {} process(es); package {}", runs,
                           plan.demo ? "the demonstration on generated data" : plan.model_name,
                           SystemSummary(), comm.world_size(), paths.org.string()));
+  // A recorded step is one micro-batch (train::TrainerConfig::cuda_graph).
+  if (plan.cuda_graph && plan.gradient_accumulation_steps > 1) {
+    report.Info(fmt::format(
+        "--cuda_graph: the steps run as queued, not recorded ({} micro-batches per step)",
+        plan.gradient_accumulation_steps));
+  }
   std::vector<uint64_t> seeds;
   int missed = 0;
   for (int run = 0; run < runs; ++run) {

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/gpu/step_bench.h"
 #include "fmt/format.h"
 #include "reference/dist/communicator.h"
 #include "reference/kernels/dispatch.h"
@@ -28,16 +29,6 @@
 
 namespace mlperf::models {
 namespace {
-
-#define BENCH_CUDA(call)                                                 \
-  do {                                                                   \
-    const cudaError_t bench_status = (call);                             \
-    if (bench_status != cudaSuccess) {                                   \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, \
-                   cudaGetErrorString(bench_status));                    \
-      std::exit(1);                                                      \
-    }                                                                    \
-  } while (0)
 
 // Median milliseconds of `steps` training steps, CUDA events around each.
 double MedianStepMs(train::Trainer& trainer, int steps) {
@@ -61,29 +52,13 @@ double MedianStepMs(train::Trainer& trainer, int steps) {
   return ms[ms.size() / 2];
 }
 
-// PyTorch's lines "<name> <ms per step>"; empty when torch/CUDA is missing.
-std::map<std::string, double> TorchPeer(int64_t batch, int steps) {
-  std::map<std::string, double> out;
-  const char* python = std::getenv("MLPERF_PYTHON");
-  const char* source = std::getenv("MLPERF_SOURCE_DIR");
-  const std::string cmd = fmt::format("{} {}/bench/bert/bert_gpu_torch_bench.py {} {} 2>/dev/null",
-                                      python != nullptr ? python : "/usr/bin/python3",
-                                      source != nullptr ? source : MLPERF_SOURCE_DIR, batch, steps);
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return out;
-  char name[96];
-  double ms;
-  while (std::fscanf(pipe, "%95s %lf", name, &ms) == 2) out[name] = ms;
-  pclose(pipe);
-  return out;
-}
-
 void Run(int64_t batch, int steps, const std::vector<core::DType>& precisions) {
   cudaDeviceProp prop{};
   BENCH_CUDA(cudaGetDeviceProperties(&prop, 0));
   std::printf("BERT-Large training step on %s, batch %ld per GPU, sequence 512, median of %d\n",
               prop.name, batch, steps);
-  const std::map<std::string, double> torch = TorchPeer(batch, steps);
+  const std::map<std::string, double> torch =
+      bench::TorchPeer("bench/bert/bert_gpu_torch_bench.py", fmt::format("{} {}", batch, steps));
   if (torch.empty()) std::printf("  (PyTorch with CUDA not available: no peer numbers)\n");
   for (const auto& [name, ms] : torch)
     std::printf("  torch %-28s %8.1f ms/step %8.1f sequences/s\n", name.c_str(), ms,
@@ -127,23 +102,10 @@ void Run(int64_t batch, int steps, const std::vector<core::DType>& precisions) {
 int main(int argc, char** argv) {
   const int64_t batch = argc > 1 ? std::atoll(argv[1]) : 8;
   const int steps = argc > 2 ? std::atoi(argv[2]) : 10;
-  const std::string list = argc > 3 ? argv[3] : "fp32,bf16";
   std::vector<mlperf::core::DType> precisions;
-  bool usage_error = batch <= 0 || steps <= 0 || argc > 4;
-  for (size_t begin = 0; begin <= list.size();) {
-    const size_t end = std::min(list.find(',', begin), list.size());
-    const std::string name = list.substr(begin, end - begin);
-    mlperf::core::DType t = mlperf::core::DType::kF32;
-    if (name == "bf16") {
-      t = mlperf::core::DType::kBF16;
-    } else if (name == "fp16") {
-      t = mlperf::core::DType::kF16;
-    } else if (name != "fp32") {
-      usage_error = true;
-    }
-    precisions.push_back(t);
-    begin = end + 1;
-  }
+  const bool usage_error =
+      batch <= 0 || steps <= 0 || argc > 4 ||
+      !mlperf::bench::ParsePrecisions(argc > 3 ? argv[3] : "fp32,bf16", &precisions);
   if (usage_error) {
     std::fprintf(stderr, "usage: bert_gpu_bench [batch] [steps] [fp32,bf16,fp16]\n");
     return 2;

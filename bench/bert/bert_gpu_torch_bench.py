@@ -12,7 +12,7 @@ step>" per line. Exits quietly when torch or CUDA is missing.
 
 usage: bert_gpu_torch_bench.py BATCH STEPS
 """
-import statistics
+import os
 import sys
 
 try:
@@ -21,6 +21,9 @@ try:
     import torch.nn.functional as F
 except ImportError:
     sys.exit(0)
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
+from cuda_timing import median_step_ms  # noqa: E402
 
 VOCAB, HIDDEN, LAYERS, HEADS, FFN, SEQ, PREDICTIONS = 30522, 1024, 24, 16, 4096, 512, 76
 
@@ -95,20 +98,10 @@ def time_steps(batch, steps, amp):
         loss.backward()
         opt.step()
 
-    for _ in range(3):
-        step()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(steps):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        step()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
+    ms = median_step_ms(step, steps, warmup=3)
     del model, opt
     torch.cuda.empty_cache()
-    return kind, statistics.median(times)
+    return kind, ms
 
 
 def main():

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/gpu/step_bench.h"
 #include "fmt/format.h"
 #include "reference/core/arena.h"
 #include "reference/core/philox.h"
@@ -38,16 +39,6 @@
 
 namespace mlperf::models {
 namespace {
-
-#define BENCH_CUDA(call)                                                 \
-  do {                                                                   \
-    const cudaError_t bench_status = (call);                             \
-    if (bench_status != cudaSuccess) {                                   \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, \
-                   cudaGetErrorString(bench_status));                    \
-      std::exit(1);                                                      \
-    }                                                                    \
-  } while (0)
 
 cudaStream_t Stream() { return static_cast<cudaStream_t>(ops::ComputeStream()); }
 
@@ -219,34 +210,14 @@ std::map<std::string, double> OpProfile(core::Layout layout, int64_t n, int repe
   return ms;
 }
 
-// PyTorch's lines "<name> <ms per step>"; empty when torch/CUDA is missing.
-// MLPERF_PYTHON and MLPERF_SOURCE_DIR override the interpreter and the
-// checkout baked in at build time (scripts/gpu_check.sh runs a binary built
-// elsewhere, next to the GPU machine's own PyTorch).
-std::map<std::string, double> TorchPeer(int64_t batch, int steps) {
-  std::map<std::string, double> out;
-  const char* python = std::getenv("MLPERF_PYTHON");
-  const char* source = std::getenv("MLPERF_SOURCE_DIR");
-  const std::string cmd =
-      fmt::format("{} {}/bench/resnet/resnet_gpu_torch_bench.py {} {} 2>/dev/null",
-                  python != nullptr ? python : "/usr/bin/python3",
-                  source != nullptr ? source : MLPERF_SOURCE_DIR, batch, steps);
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return out;
-  char name[64];
-  double ms;
-  while (std::fscanf(pipe, "%63s %lf", name, &ms) == 2) out[name] = ms;
-  pclose(pipe);
-  return out;
-}
-
 void Run(int64_t batch, int steps, const std::string& which,
          const std::vector<core::DType>& precisions) {
   cudaDeviceProp prop{};
   BENCH_CUDA(cudaGetDeviceProperties(&prop, 0));
   std::printf("ResNet-50 v1.5 training step on %s, batch %ld per GPU, 224x224, median of %d\n",
               prop.name, batch, steps);
-  const std::map<std::string, double> torch = TorchPeer(batch, steps);
+  const std::map<std::string, double> torch = bench::TorchPeer(
+      "bench/resnet/resnet_gpu_torch_bench.py", fmt::format("{} {}", batch, steps));
   if (torch.empty()) std::printf("  (PyTorch with CUDA not available: no peer numbers)\n");
   for (const auto& [name, ms] : torch)
     std::printf("  torch %-22s %8.1f ms/step %8.1f images/s\n", name.c_str(), ms,
@@ -294,23 +265,10 @@ int main(int argc, char** argv) {
   const int steps = argc > 2 ? std::atoi(argv[2]) : 20;
   const std::string which = argc > 3 ? argv[3] : "both";
   std::vector<mlperf::core::DType> precisions;
-  bool usage_error = batch <= 0 || steps <= 0 || argc > 5 ||
-                     (which != "both" && which != "nhwc" && which != "nchw");
-  std::string list = argc > 4 ? argv[4] : "fp32";
-  for (size_t begin = 0; begin <= list.size();) {
-    const size_t end = std::min(list.find(',', begin), list.size());
-    const std::string name = list.substr(begin, end - begin);
-    if (name == "fp32") {
-      precisions.push_back(mlperf::core::DType::kF32);
-    } else if (name == "bf16") {
-      precisions.push_back(mlperf::core::DType::kBF16);
-    } else if (name == "fp16") {
-      precisions.push_back(mlperf::core::DType::kF16);
-    } else {
-      usage_error = true;
-    }
-    begin = end + 1;
-  }
+  const bool usage_error =
+      batch <= 0 || steps <= 0 || argc > 5 ||
+      (which != "both" && which != "nhwc" && which != "nchw") ||
+      !mlperf::bench::ParsePrecisions(argc > 4 ? argv[4] : "fp32", &precisions);
   if (usage_error) {
     std::fprintf(stderr,
                  "usage: resnet_gpu_bench [batch] [steps] [nhwc|nchw|both] [fp32,bf16,fp16]\n");

@@ -9,7 +9,7 @@ line. Exits quietly when torch, torchvision or CUDA is missing.
 
 usage: resnet_gpu_torch_bench.py BATCH STEPS
 """
-import statistics
+import os
 import sys
 
 try:
@@ -18,6 +18,9 @@ try:
     import torchvision
 except ImportError:
     sys.exit(0)
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
+from cuda_timing import median_step_ms  # noqa: E402
 
 
 def time_steps(batch, steps, amp):
@@ -38,18 +41,7 @@ def time_steps(batch, steps, amp):
         loss.backward()
         opt.step()
 
-    for _ in range(5):
-        step()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(steps):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        step()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    return statistics.median(times)
+    return median_step_ms(step, steps, warmup=5)
 
 
 def main():

@@ -21,6 +21,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "bench/gpu/step_bench.h"
 #include "fmt/format.h"
 #include "reference/core/philox.h"
 #include "reference/dist/communicator.h"
@@ -40,24 +41,6 @@ double Seconds(Clock::time_point since) {
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
-}
-
-// PyTorch's lines "<name> <ms per step>"; empty when torch/CUDA is missing.
-std::map<std::string, double> TorchPeer(int64_t batch, int steps) {
-  std::map<std::string, double> out;
-  const char* python = std::getenv("MLPERF_PYTHON");
-  const char* source = std::getenv("MLPERF_SOURCE_DIR");
-  const std::string cmd = fmt::format(
-      "{} {}/bench/unet3d/unet3d_gpu_torch_bench.py 32,64,128,256,320 128 {} {} 2>/dev/null",
-      python != nullptr ? python : "/usr/bin/python3",
-      source != nullptr ? source : MLPERF_SOURCE_DIR, batch, steps);
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return out;
-  char name[64];
-  double ms;
-  while (std::fscanf(pipe, "%63s %lf", name, &ms) == 2) out[name] = ms;
-  pclose(pipe);
-  return out;
 }
 
 void Run(core::Layout layout, int64_t batch, int steps, const std::vector<int64_t>& eval_shape) {
@@ -129,7 +112,9 @@ int main(int argc, char** argv) {
   }
   std::printf("3D U-Net training step, reference width, 128^3, batch %ld per GPU, median of %ld\n",
               batch, steps);
-  for (const auto& [name, ms] : TorchPeer(batch, static_cast<int>(steps)))
+  for (const auto& [name, ms] :
+       bench::TorchPeer("bench/unet3d/unet3d_gpu_torch_bench.py",
+                        fmt::format("32,64,128,256,320 128 {} {}", batch, steps)))
     std::printf("  torch %-24s %8.1f ms/step %8.2f samples/s\n", name.c_str(), ms,
                 1000.0 * batch / ms);
   if (which != "ndhwc") Run(core::Layout::kNCDHW, batch, static_cast<int>(steps), shape);

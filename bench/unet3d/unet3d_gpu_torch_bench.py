@@ -11,13 +11,15 @@ when torch or CUDA is missing.
 usage: unet3d_gpu_torch_bench.py FILTERS(comma-separated) ROI BATCH STEPS
 """
 import os
-import statistics
 import sys
 
 try:
     import torch
 except ImportError:
     sys.exit(0)
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
+from cuda_timing import median_step_ms  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests",
                                 "unet3d"))
@@ -44,18 +46,7 @@ def time_steps(filters, roi, batch, steps, amp):
         loss.backward()
         opt.step()
 
-    for _ in range(3):
-        step()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(steps):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        step()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    return statistics.median(times)
+    return median_step_ms(step, steps, warmup=3)
 
 
 def main():

@@ -37,6 +37,19 @@ BertConfig Small(core::Device device) {
           .device = device};
 }
 
+// LAMB under the BERT schedule, 10 steps, at batch 4.
+train::TrainerConfig Lamb(int64_t warmup_steps) {
+  return {.optimizer = train::OptimizerKind::kLamb,
+          .global_batch_size = 4,
+          .base_lr = 1e-3,
+          .poly_power = 1.0,
+          .weight_decay = 0.01,
+          .schedule = train::ScheduleKind::kBert,
+          .train_steps = 10,
+          .warmup_steps = warmup_steps,
+          .start_warmup_step = -1};
+}
+
 TEST(BertGpuTest, LossesLogitsAndEveryGradientMatchTheCpu) {
   SKIP_WITHOUT_DEVICE();
   Bert cpu_model(Small(core::Device::kCpu), 4), gpu_model(Small(core::Device::kCuda), 4);
@@ -70,15 +83,7 @@ TEST(BertGpuTest, RecordedStepsMatchStepsAsQueued) {
   Bert queued_model(Small(core::Device::kCuda), 4), recorded_model(Small(core::Device::kCuda), 4);
   queued_model.Initialize(9);
   recorded_model.Initialize(9);
-  train::TrainerConfig recipe = {.optimizer = train::OptimizerKind::kLamb,
-                                 .global_batch_size = 4,
-                                 .base_lr = 1e-3,
-                                 .poly_power = 1.0,
-                                 .weight_decay = 0.01,
-                                 .schedule = train::ScheduleKind::kBert,
-                                 .train_steps = 10,
-                                 .warmup_steps = 3,
-                                 .start_warmup_step = -1};
+  train::TrainerConfig recipe = Lamb(/*warmup_steps=*/3);
   auto comm = dist::MakeSingleProcessCommunicator();
   train::Trainer queued(queued_model, recipe, *comm);
   recipe.cuda_graph = true;
@@ -103,15 +108,7 @@ TEST(BertGpuTest, LambStepsAndEvaluationMatchTheCpu) {
   Bert cpu_model(Small(core::Device::kCpu), 4), gpu_model(Small(core::Device::kCuda), 4);
   cpu_model.Initialize(5);
   gpu_model.Initialize(5);
-  const train::TrainerConfig recipe = {.optimizer = train::OptimizerKind::kLamb,
-                                       .global_batch_size = 4,
-                                       .base_lr = 1e-3,
-                                       .poly_power = 1.0,
-                                       .weight_decay = 0.01,
-                                       .schedule = train::ScheduleKind::kBert,
-                                       .train_steps = 10,
-                                       .warmup_steps = 2,
-                                       .start_warmup_step = -1};
+  const train::TrainerConfig recipe = Lamb(/*warmup_steps=*/2);
   auto comm_cpu = dist::MakeSingleProcessCommunicator();
   auto comm_gpu = dist::MakeSingleProcessCommunicator();
   train::Trainer cpu_trainer(cpu_model, recipe, *comm_cpu);

@@ -5,8 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "base/crc32c.h"
 #include "example.pb.h"
@@ -50,16 +52,10 @@ absl::Status ReadFully(int fd, const std::string& path, uint64_t offset, char* d
   return absl::OkStatus();
 }
 
-// Reads and checks the 12-byte header at `offset` of a file of `size` bytes.
-absl::StatusOr<uint64_t> ReadHeader(int fd, const std::string& path, uint64_t offset,
-                                    uint64_t size) {
-  if (size - offset < kHeaderBytes) {
-    return absl::DataLossError(
-        fmt::format("{}: truncated record at byte {} ({} bytes left, a header needs 12)", path,
-                    offset, size - offset));
-  }
-  char header[kHeaderBytes];
-  if (absl::Status s = ReadFully(fd, path, offset, header, kHeaderBytes); !s.ok()) return s;
+// Checks the 12 header bytes found at `offset` of a file of `size` bytes
+// (at least 12 bytes left there) and returns the record's data length.
+absl::StatusOr<uint64_t> CheckHeader(const char* header, const std::string& path, uint64_t offset,
+                                     uint64_t size) {
   if (MaskCrc32c(Crc32cExtend(0, header, 8)) != LoadLe32(header + 8)) {
     return absl::DataLossError(
         fmt::format("{}: corrupt record at byte {}: length checksum mismatch", path, offset));
@@ -73,6 +69,59 @@ absl::StatusOr<uint64_t> ReadHeader(int fd, const std::string& path, uint64_t of
   }
   return length;
 }
+
+absl::Status CheckHeaderFits(const std::string& path, uint64_t offset, uint64_t size) {
+  if (size - offset >= kHeaderBytes) return absl::OkStatus();
+  return absl::DataLossError(
+      fmt::format("{}: truncated record at byte {} ({} bytes left, a header needs 12)", path,
+                  offset, size - offset));
+}
+
+// Reads and checks the 12-byte header at `offset` of a file of `size` bytes.
+absl::StatusOr<uint64_t> ReadHeader(int fd, const std::string& path, uint64_t offset,
+                                    uint64_t size) {
+  if (absl::Status s = CheckHeaderFits(path, offset, size); !s.ok()) return s;
+  char header[kHeaderBytes];
+  if (absl::Status s = ReadFully(fd, path, offset, header, kHeaderBytes); !s.ok()) return s;
+  return CheckHeader(header, path, offset, size);
+}
+
+// The headers of a file, read through a window of up to 1 MiB while records
+// are small: with records of a few kilobytes (BERT's) one read brings
+// hundreds of headers, where reading each header alone costs a system call
+// per record. After a record of 64 KiB or more (ImageNet's JPEGs) only the
+// next header is read, so that the data between headers is not.
+class HeaderWindow {
+ public:
+  HeaderWindow(int fd, const std::string& path, uint64_t size)
+      : fd_(fd), path_(path), size_(size) {}
+
+  // The checked data length of the record whose header is at `offset`.
+  absl::StatusOr<uint64_t> LengthAt(uint64_t offset) {
+    if (absl::Status s = CheckHeaderFits(path_, offset, size_); !s.ok()) return s;
+    if (offset < begin_ || offset + kHeaderBytes > begin_ + window_.size()) {
+      const uint64_t want = last_length_ < kLargeRecord ? kWindowBytes : kHeaderBytes;
+      window_.resize(static_cast<size_t>(std::min(want, size_ - offset)));
+      if (absl::Status s = ReadFully(fd_, path_, offset, window_.data(), window_.size()); !s.ok())
+        return s;
+      begin_ = offset;
+    }
+    absl::StatusOr<uint64_t> length =
+        CheckHeader(window_.data() + (offset - begin_), path_, offset, size_);
+    if (length.ok()) last_length_ = *length;
+    return length;
+  }
+
+ private:
+  static constexpr uint64_t kWindowBytes = uint64_t{1} << 20;
+  static constexpr uint64_t kLargeRecord = uint64_t{64} << 10;
+  int fd_;
+  const std::string& path_;
+  uint64_t size_;
+  std::vector<char> window_;
+  uint64_t begin_ = 0;
+  uint64_t last_length_ = 0;
+};
 
 absl::StatusOr<uint64_t> FileSize(int fd, const std::string& path) {
   struct stat st;
@@ -124,8 +173,9 @@ absl::StatusOr<std::vector<TfRecordLocation>> IndexTfRecordFile(const std::strin
   absl::StatusOr<uint64_t> size = FileSize(*fd, path);
   if (!size.ok()) status = size.status();
   std::string data;
+  HeaderWindow headers(*fd, path, size.ok() ? *size : 0);
   for (uint64_t offset = 0; status.ok() && offset < *size;) {
-    absl::StatusOr<uint64_t> length = ReadHeader(*fd, path, offset, *size);
+    absl::StatusOr<uint64_t> length = headers.LengthAt(offset);
     if (!length.ok()) {
       status = length.status();
       break;

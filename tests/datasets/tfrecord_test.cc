@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/crc32c.h"
+#include "fmt/format.h"
 #include "tests/datasets/test_dir.h"
 
 namespace mlperf::datasets {
@@ -148,6 +149,46 @@ TEST_F(TfRecordTest, FlippedLengthByteIsDetected) {
   ASSERT_FALSE(index.ok());
   EXPECT_NE(index.status().message().find("byte 21"), std::string::npos) << index.status();
   EXPECT_NE(index.status().message().find("length checksum"), std::string::npos) << index.status();
+}
+
+// Header-only indexing reads small records' headers a window at a time and
+// a large record's next header alone: a shard of both kinds across several
+// windows indexes exactly like a record-by-record walk, a header broken past
+// the first window is found at its byte, and a cut past it too.
+TEST_F(TfRecordTest, IndexAcrossReadWindowsAndLargeRecords) {
+  std::vector<std::string> records;
+  for (int i = 0; i < 3000; ++i) records.push_back(std::string(700 + i % 300, 'a' + i % 26));
+  records.push_back(std::string(200000, 'L'));  // large: the next header is read alone
+  for (int i = 0; i < 2000; ++i) records.push_back(std::string(i % 50, 'b'));
+  records.push_back(std::string(70000, 'M'));
+  records.push_back("end");
+  const std::string path = dir_ / "shard";
+  WriteRecords(path, records);
+  absl::StatusOr<std::vector<TfRecordLocation>> index = IndexTfRecordFile(path, false);
+  ASSERT_TRUE(index.ok()) << index.status();
+  ASSERT_EQ(index->size(), records.size());
+  uint64_t offset = 0;
+  for (size_t i = 0; i < records.size(); ++i) {
+    ASSERT_EQ((*index)[i].offset, offset) << i;
+    ASSERT_EQ((*index)[i].length, records[i].size()) << i;
+    offset += 16 + records[i].size();
+  }
+  const std::string bytes = ReadAll(path);
+  ASSERT_GT((*index)[2500].offset, uint64_t{1} << 21);  // well past the first window
+  for (const size_t k : {size_t{2500}, size_t{3001}, records.size() - 1}) {
+    std::string broken = bytes;
+    broken[(*index)[k].offset + 3] ^= 0x04;  // a length byte
+    WriteAll(path, broken);
+    absl::StatusOr<std::vector<TfRecordLocation>> bad = IndexTfRecordFile(path, false);
+    ASSERT_FALSE(bad.ok()) << k;
+    EXPECT_NE(bad.status().message().find(fmt::format("byte {}", (*index)[k].offset)),
+              std::string::npos)
+        << bad.status();
+  }
+  WriteAll(path, bytes.substr(0, (*index)[3001].offset + 6));
+  absl::StatusOr<std::vector<TfRecordLocation>> cut = IndexTfRecordFile(path, false);
+  ASSERT_FALSE(cut.ok());
+  EXPECT_NE(cut.status().message().find("truncated"), std::string::npos) << cut.status();
 }
 
 TEST_F(TfRecordTest, TruncatedFileIsDetectedAtEveryCut) {

@@ -20,61 +20,53 @@ using core::Device;
 using core::Tensor;
 using detail::OnDevice;
 
-// Inputs and outputs rounded at the points precision.h names (nothing
-// changes under fp32). On a CUDA device under bf16/fp16 the operands are
-// converted to that type and the op runs in it (precision_operands.h).
+namespace {
+
+// A convolution y = op(a, b) at the rounding points precision.h names
+// (nothing changes under fp32): on a CUDA device under bf16/fp16 the
+// operands are converted to that type and the op writes that type, widened
+// into y (precision_operands.h); otherwise it reads rounded fp32 copies and
+// y is rounded in place. `op(device, a, b, y)` runs the backend's twin.
+template <typename Op>
+void RoundedConvolution(bool device, const Tensor& a, const Tensor& b, const Tensor& y, Op&& op) {
+  if (device && InPrecisionType(a)) {
+    const Tensor typed_y = PrecisionTypeOutput(y, 2);
+    op(true, PrecisionTypeOperand(a, 0), PrecisionTypeOperand(b, 1), typed_y);
+    return CopyToFp32(typed_y, y);
+  }
+  op(device, RoundedOperand(a, 0), RoundedOperand(b, 1), y);
+  RoundOutput(y);
+}
+
+}  // namespace
+
 void ConvForward(const ConvGeometry& g, const Tensor& x, const Tensor& w, const Tensor& y,
                  const Tensor& workspace) {
-  const bool device = OnDevice(x, {&w, &y});
-  if (device && InPrecisionType(x)) {
-    const Tensor hy = PrecisionTypeOutput(y, 2);
-    MLPERF_CUDA_TWIN(
-        ConvForward(g, PrecisionTypeOperand(x, 0), PrecisionTypeOperand(w, 1), hy, workspace));
-    return CopyToFp32(hy, y);
-  }
-  const Tensor rx = RoundedOperand(x, 0), rw = RoundedOperand(w, 1);
-  if (device) {
-    MLPERF_CUDA_TWIN(ConvForward(g, rx, rw, y, workspace));
-  } else {
-    cpu::ConvForward(g, rx, rw, y, workspace);
-  }
-  RoundOutput(y);
+  RoundedConvolution(OnDevice(x, {&w, &y}), x, w, y,
+                     [&](bool device, const Tensor& rx, const Tensor& rw, const Tensor& ry) {
+                       if (device) return MLPERF_CUDA_TWIN(ConvForward(g, rx, rw, ry, workspace));
+                       cpu::ConvForward(g, rx, rw, ry, workspace);
+                     });
 }
 
 void ConvBackwardData(const ConvGeometry& g, const Tensor& dy, const Tensor& w, const Tensor& dx,
                       const Tensor& workspace) {
-  const bool device = OnDevice(dy, {&w, &dx});
-  if (device && InPrecisionType(dy)) {
-    const Tensor hdx = PrecisionTypeOutput(dx, 2);
-    MLPERF_CUDA_TWIN(ConvBackwardData(g, PrecisionTypeOperand(dy, 0), PrecisionTypeOperand(w, 1),
-                                      hdx, workspace));
-    return CopyToFp32(hdx, dx);
-  }
-  const Tensor rdy = RoundedOperand(dy, 0), rw = RoundedOperand(w, 1);
-  if (device) {
-    MLPERF_CUDA_TWIN(ConvBackwardData(g, rdy, rw, dx, workspace));
-  } else {
-    cpu::ConvBackwardData(g, rdy, rw, dx, workspace);
-  }
-  RoundOutput(dx);
+  RoundedConvolution(OnDevice(dy, {&w, &dx}), dy, w, dx,
+                     [&](bool device, const Tensor& rdy, const Tensor& rw, const Tensor& rdx) {
+                       if (device)
+                         return MLPERF_CUDA_TWIN(ConvBackwardData(g, rdy, rw, rdx, workspace));
+                       cpu::ConvBackwardData(g, rdy, rw, rdx, workspace);
+                     });
 }
 
 void ConvBackwardWeight(const ConvGeometry& g, const Tensor& x, const Tensor& dy, const Tensor& dw,
                         const Tensor& workspace) {
-  const bool device = OnDevice(x, {&dy, &dw});
-  if (device && InPrecisionType(x)) {
-    const Tensor hdw = PrecisionTypeOutput(dw, 2);
-    MLPERF_CUDA_TWIN(ConvBackwardWeight(g, PrecisionTypeOperand(x, 0), PrecisionTypeOperand(dy, 1),
-                                        hdw, workspace));
-    return CopyToFp32(hdw, dw);
-  }
-  const Tensor rx = RoundedOperand(x, 0), rdy = RoundedOperand(dy, 1);
-  if (device) {
-    MLPERF_CUDA_TWIN(ConvBackwardWeight(g, rx, rdy, dw, workspace));
-  } else {
-    cpu::ConvBackwardWeight(g, rx, rdy, dw, workspace);
-  }
-  RoundOutput(dw);
+  RoundedConvolution(OnDevice(x, {&dy, &dw}), x, dy, dw,
+                     [&](bool device, const Tensor& rx, const Tensor& rdy, const Tensor& rdw) {
+                       if (device)
+                         return MLPERF_CUDA_TWIN(ConvBackwardWeight(g, rx, rdy, rdw, workspace));
+                       cpu::ConvBackwardWeight(g, rx, rdy, rdw, workspace);
+                     });
 }
 
 void GemmStridedBatched(Device device, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,

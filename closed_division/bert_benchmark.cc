@@ -371,7 +371,6 @@ class BertBenchmark final : public Benchmark {
       recipe = {.base_lr = 5e-2, .train_steps = 300, .warmup_steps = 40, .weight_decay = 0.01};
       plan.global_batch_size = 32;
       interval = 800;
-      plan.system_name = "cpu-demo-generated-data";
     } else if (absl::Status s = WikipediaPlan(world_size, plan, recipe); !s.ok()) {
       return s;
     }

@@ -47,6 +47,8 @@ absl::Status CompletePlan(const RunnerOptions& options, int world_size, int core
                                   ? (std::filesystem::path(options.out_dir) / ".cache").string()
                                   : options.cache_dir;
     plan.data_root = (std::filesystem::path(cache) / generated_name).string();
+    if (plan.system_name.empty())
+      plan.system_name = options.gpus > 0 ? "gpu-demo-generated-data" : "cpu-demo-generated-data";
   } else {
     plan.data_root = options.data_dir;
     plan.system_name = options.gpus > 0

@@ -23,7 +23,7 @@ ABSL_FLAG(std::string, submitter, "mlperf-suite",
           "organisation: the package folder and submission_org");
 ABSL_FLAG(std::string, system, "",
           "system name: results/<system>/ and systems/<system>.json; empty = derived from the "
-          "configuration (the demo is cpu-demo-generated-data)");
+          "configuration (the demo is cpu-demo-generated-data, or gpu-... with --gpus)");
 ABSL_FLAG(std::string, out, "submissions", "where the package <submitter>/ is written");
 ABSL_FLAG(std::string, cache_dir, "",
           "where the generated data set is kept between invocations; empty = <out>/.cache");

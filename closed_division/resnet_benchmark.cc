@@ -378,7 +378,6 @@ class ResnetBenchmark final : public Benchmark {
       plan.global_batch_size = 64;
       plan.train_samples = int64_t{generated.num_classes} * generated.train_per_class;
       plan.eval_samples = int64_t{generated.num_classes} * generated.val_per_class;
-      plan.system_name = "cpu-demo-generated-data";
     } else if (absl::Status s = ImagenetPlan(world_size, plan, recipe); !s.ok()) {
       return s;
     }

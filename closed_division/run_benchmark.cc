@@ -184,7 +184,7 @@ int RunBenchmark(const Benchmark& benchmark, const RunnerOptions& options, const
                             comm.rank() == 0 ? stderr : nullptr);
   report.Info(fmt::format("{} run(s) of {} on {}, {} process(es); package {}", runs,
                           plan.demo ? "the demonstration on generated data" : plan.model_name,
-                          SystemSummary(), comm.world_size(), paths.org.string()));
+                          SystemSummary(options.gpus), comm.world_size(), paths.org.string()));
   // A recorded step is one micro-batch (train::TrainerConfig::cuda_graph).
   if (plan.cuda_graph && plan.gradient_accumulation_steps > 1) {
     report.Info(fmt::format(

@@ -179,9 +179,15 @@ Accelerators QueryAccelerators(int gpus) {
 
 }  // namespace
 
-std::string SystemSummary() {
+std::string SystemSummary(int gpus) {
   const CpuInfo c = ReadCpuInfo();
-  return fmt::format("{}x {} ({} vCPUs), {:.1f} GiB", c.sockets, c.model, c.vcpus, MemoryGiB());
+  std::string summary =
+      fmt::format("{}x {} ({} vCPUs), {:.1f} GiB", c.sockets, c.model, c.vcpus, MemoryGiB());
+  if (gpus > 0) {
+    const Accelerators a = QueryAccelerators(gpus);
+    summary += fmt::format(", {}x {}{}", gpus, a.model, a.memory.empty() ? "" : " " + a.memory);
+  }
+  return summary;
 }
 
 std::string SystemDescriptionJson(const RunPlan& plan) {

@@ -15,7 +15,8 @@ namespace mlperf::closed {
 // labelled in system_name, hw_notes and sw_notes as trained on generated data.
 std::string SystemDescriptionJson(const RunPlan& plan);
 
-// One line for logs and the README: "2x AMD EPYC (2 vCPUs), 23.5 GiB".
-std::string SystemSummary();
+// One line for logs and the README: "2x AMD EPYC (2 vCPUs), 23.5 GiB", and
+// with `gpus`, ", 8x NVIDIA H100 80GB HBM3 85 GB".
+std::string SystemSummary(int gpus = 0);
 
 }  // namespace mlperf::closed

@@ -429,7 +429,6 @@ class UnetBenchmark final : public Benchmark {
       shape = {.filters = {4, 8, 16}, .roi = 16};
       recipe = {.base_lr = 1.0, .warmup_epochs = 2};
       plan.global_batch_size = 2;
-      plan.system_name = "cpu-demo-generated-data";
     } else if (absl::Status s = KitsPlan(world_size, options.gpus > 0, plan, recipe); !s.ok()) {
       return s;
     }

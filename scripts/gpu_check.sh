@@ -14,7 +14,14 @@
 # CUDA libraries are the GPU machine's own: /usr/local/cuda, then PyTorch's
 # nvidia-* wheels. Without a GPU it says so in one line and exits 0.
 #
-# usage: [GPU_CHECK_BUDGET=seconds] scripts/gpu_check.sh OUT_DIR
+# GPU_CHECK_SKIP and GPU_CHECK_ONLY, extended regular expressions over the
+# test binaries' and benchmarks' names, leave stages out: those SKIP
+# matches, and those ONLY does not (say, to split the check in two calls, or
+# to leave out what an earlier check of the same build passed, when device
+# time is short); the report lists them as left out.
+#
+# usage: [GPU_CHECK_BUDGET=seconds] [GPU_TEST_LIMIT=seconds] [GPU_CHECK_SKIP=regex]
+#        [GPU_CHECK_ONLY=regex] scripts/gpu_check.sh OUT_DIR
 # exit: 0 checked (the report says what passed) or no GPU; 1 a test failed
 #       or was skipped for time; 2 usage error or nothing to run.
 set -uo pipefail
@@ -140,19 +147,37 @@ limit_for() {  # stage limit -> seconds to give it (0: skip)
   echo $(($1 < left ? $1 : left))
 }
 
-# Tests: every gpu test binary; gtest writes one JSON each.
+# Tests: every gpu test binary, the kernel twins first (everything else
+# builds on them), each under GPU_TEST_LIMIT seconds (default 240), with
+# cuDNN's algorithm choices in the log; gtest writes one JSON each, and a
+# binary that dies before it is reported with its exit code.
 status=0
 [[ ${#tests[@]} -gt 0 ]] || { say "no gpu test binaries listed"; exit 2; }
+test_limit=${GPU_TEST_LIMIT:-240}
+[[ $test_limit =~ ^[0-9]+$ ]] || { say "GPU_TEST_LIMIT=$test_limit: expected seconds"; exit 2; }
+mapfile -t tests < <(printf '%s\n' "${tests[@]}" | grep '^core_'; printf '%s\n' "${tests[@]}" | grep -v '^core_')
+skip=${GPU_CHECK_SKIP:-}
+only=${GPU_CHECK_ONLY:-}
+skipped() { [[ (-n $skip && $1 =~ ^($skip)$) || (-n $only && ! $1 =~ ^($only)$) ]]; }
 for t in "${tests[@]}"; do
+  if skipped "$t"; then
+    say "left out $t (GPU_CHECK_SKIP/ONLY)"
+    continue
+  fi
   [[ -x $bin/$t ]] || { say "test binary $t is missing"; status=1; continue; }
-  limit=$(limit_for 240)
+  limit=$(limit_for "$test_limit")
   if ((limit == 0)); then
     say "skipped $t: the time budget ($budget s) is spent"
     status=1
     continue
   fi
   say "running $t"
-  timeout "$limit" "$bin/$t" --gtest_output="json:$work/test_$t.json" >>"$log" 2>&1 || status=1
+  started=$SECONDS
+  MLPERF_CUDNN_LOG=1 timeout "$limit" "$bin/$t" --gtest_output="json:$work/test_$t.json" \
+    >>"$log" 2>&1
+  code=$?
+  ((code == 0)) || status=1
+  echo "$code $((SECONDS - started))" >"$work/test_$t.exit"
   report
 done
 
@@ -162,6 +187,12 @@ bench() {  # name seconds command...
   local name=$1 limit
   limit=$(limit_for "$2")
   shift 2
+  if skipped "$name"; then
+    say "left out benchmark $name (GPU_CHECK_SKIP/ONLY)"
+    echo "exit=left out (GPU_CHECK_SKIP/ONLY)" >"$work/bench_$name.txt"
+    report
+    return
+  fi
   if ((limit == 0)); then
     say "benchmark $name skipped: the time budget ($budget s) is spent"
     echo "exit=skipped" >"$work/bench_$name.txt"
@@ -169,19 +200,20 @@ bench() {  # name seconds command...
     return
   fi
   say "benchmark $name"
+  local started=$SECONDS code
   timeout "$limit" "$@" >"$work/bench_$name.txt" 2>&1
-  echo "exit=$?" >>"$work/bench_$name.txt"
+  code=$?
+  echo "exit=$code after $((SECONDS - started)) s of $limit" >>"$work/bench_$name.txt"
   cat "$work/bench_$name.txt" >>"$log"
   report
 }
-bench resnet_step 150 "$bin/resnet_gpu_bench" 256 10 both fp32
+bench resnet_step 300 "$bin/resnet_gpu_bench" 256 10 auto bf16,fp32,fp16
 bench gpu_ops 120 "$MLPERF_PYTHON" bench/gpu/torch_peer.py --ours "$bin/gpu_ops_bench" --repeats 10
-bench run_closed 90 "$bin/run_closed" --gpus 1 --runs 1 --out "$work/pkg"
+bench run_closed 120 "$bin/run_closed" --gpus 1 --out "$work/pkg"
 bench compliance_check 30 "$bin/compliance_check" --ruleset 4.0.0 --rcp-bypass "$work/pkg/mlperf-suite"
 bench run_closed_bf16_graph 60 "$bin/run_closed" --gpus 1 --runs 1 --precision bf16 --cuda_graph \
   --out "$work/pkg_bf16"
-bench resnet_step_mixed 120 "$bin/resnet_gpu_bench" 256 10 nhwc bf16,fp16
 bench bert_step 120 "$bin/bert_gpu_bench" 8 5 fp32,bf16
-bench unet3d_step 170 "$bin/unet3d_gpu_bench" 7 5 both
+bench unet3d_step 240 "$bin/unet3d_gpu_bench" 7 5 both 128,192,192
 say "report: $out/gpu_report.md"
 exit "$status"

@@ -43,7 +43,16 @@ def read_tests(work):
                 else:
                     passed.append(full)
         binaries[name] = {"passed": passed, "skipped": skipped, "failed": failed}
-    return binaries
+    # "<exit code> <seconds>" per binary run; one that died wrote no JSON.
+    for path in sorted(glob.glob(os.path.join(work, "test_*.exit"))):
+        name = os.path.basename(path)[len("test_"):-len(".exit")]
+        with open(path) as f:
+            code, seconds = (int(v) for v in f.read().split())
+        why = {124: "stopped at its time limit", 134: "aborted"}.get(code, f"exit {code}")
+        entry = binaries.setdefault(
+            name, {"error": f"{why} before its gtest report; the log has its output"})
+        entry.update(exit=code, seconds=seconds)
+    return dict(sorted(binaries.items()))
 
 
 def read_benchmarks(work):
@@ -60,12 +69,15 @@ def read_benchmarks(work):
 def markdown(report):
     out = ["# GPU check", ""]
     out += [f"* {k}: {v}" for k, v in report["versions"].items()]
-    out += ["", "## Tests", "", "| binary | passed | skipped | failed |", "|---|---|---|---|"]
+    out += ["", "## Tests", "", "| binary | passed | skipped | failed | seconds |",
+            "|---|---|---|---|---|"]
     for name, t in report["tests"].items():
+        seconds = t.get("seconds", "")
         if "error" in t:
-            out.append(f"| {name} | | | {t['error']} |")
+            out.append(f"| {name} | | | {t['error']} | {seconds} |")
         else:
-            out.append(f"| {name} | {len(t['passed'])} | {len(t['skipped'])} | {len(t['failed'])} |")
+            out.append(f"| {name} | {len(t['passed'])} | {len(t['skipped'])} | {len(t['failed'])}"
+                       f" | {seconds} |")
     failures = [(n, f) for n, t in report["tests"].items() for f in t.get("failed", [])]
     if failures:
         out += ["", "Failed:", ""]

@@ -100,6 +100,7 @@ void Run(int64_t batch, int steps, const std::vector<core::DType>& precisions) {
 }  // namespace mlperf::models
 
 int main(int argc, char** argv) {
+  mlperf::bench::PrintLineByLine();
   const int64_t batch = argc > 1 ? std::atoll(argv[1]) : 8;
   const int steps = argc > 2 ? std::atoi(argv[2]) : 10;
   std::vector<mlperf::core::DType> precisions;

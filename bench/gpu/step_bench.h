@@ -1,6 +1,7 @@
 // What the GPU training-step benchmarks share (bench/resnet, bench/bert,
-// bench/unet3d): a check of CUDA calls, their PyTorch peer, run as a script
-// that prints "<name> <ms per step>" lines, and their precision lists.
+// bench/unet3d): a check of CUDA calls, line-buffered output, their PyTorch
+// peer, run as a script that prints "<name> <ms per step>" lines, and their
+// precision lists.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -27,6 +28,10 @@
   } while (0)
 
 namespace mlperf::bench {
+
+// Line by line to stdout, so that a run stopped at its time limit (as
+// scripts/gpu_check.sh stops a stage) keeps every line it printed.
+inline void PrintLineByLine() { std::setvbuf(stdout, nullptr, _IOLBF, 0); }
 
 // Runs `script` (a path under the checkout) with `args` and reads its
 // "<name> <ms>" lines; empty when torch or CUDA is missing there.

@@ -4,18 +4,17 @@
 // AMP bf16 and fp32, channels_last, cudnn.benchmark). Timing: CUDA events
 // on the ops stream around each step, after warm-up, median of the repeats;
 // input on the device (one upload, then the same batch), Philox data, never
-// zeros. Each layout and precision is timed twice: steps run as queued, and
-// steps recorded once as a CUDA graph and replayed (TrainerConfig::
-// cuda_graph). Under bf16 and fp16 the convolutions and the FC layer run in
-// that type on the tensor cores (operands converted per op, activations
-// stored in fp32; fp16 with dynamic loss scaling); PyTorch's AMP bf16 line
-// is the target.
-// Then, for fp32, a per-op profile of our step: every convolution, batch
-// norm and pointwise op of ResNet-50 timed alone with events at the step's
-// shapes, summed per op kind, and the backward time of each bottleneck read
+// zeros. Each layout and precision asked for (auto: each precision in the
+// layout the models use for it on a GPU, fp32 NCHW, bf16/fp16 NHWC) is timed
+// twice: steps run as queued, and steps recorded once as a CUDA graph and
+// replayed (TrainerConfig::cuda_graph). Under bf16 and fp16 the convolutions and the FC layer run
+// in that type on the tensor cores (operands converted per op, activations stored in fp32; fp16
+// with dynamic loss scaling); PyTorch's AMP bf16 line is the target. Then, for fp32, a per-op
+// profile of our step: every convolution, batch norm and pointwise op of ResNet-50 timed alone with
+// events at the step's shapes, summed per op kind, and the backward time of each bottleneck read
 // from events recorded by the model's gradients-ready hook during a real step.
 //
-//   resnet_gpu_bench [batch] [steps] [nhwc|nchw|both] [precisions]
+//   resnet_gpu_bench [batch] [steps] [nhwc|nchw|both|auto] [precisions]
 // defaults: 256 20 both fp32 (precisions: a comma list of fp32, bf16, fp16).
 #include <cuda_runtime.h>
 
@@ -24,6 +23,7 @@
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/gpu/step_bench.h"
@@ -222,26 +222,37 @@ void Run(int64_t batch, int steps, const std::string& which,
   for (const auto& [name, ms] : torch)
     std::printf("  torch %-22s %8.1f ms/step %8.1f images/s\n", name.c_str(), ms,
                 1000.0 * batch / ms);
-  std::vector<core::Layout> layouts;
-  if (which != "nchw") layouts.push_back(core::Layout::kNHWC);
-  if (which != "nhwc") layouts.push_back(core::Layout::kNCHW);
-  for (core::Layout layout : layouts) {
+  // The (layout, precision) pairs in order: NCHW first, or for "auto" each
+  // precision in the order given and in the layout the models use for it on
+  // a GPU (fp32 NCHW, bf16/fp16 NHWC).
+  std::vector<std::pair<core::Layout, core::DType>> configs;
+  for (core::DType precision : precisions) {
+    if (which == "auto")
+      configs.emplace_back(
+          precision == core::DType::kF32 ? core::Layout::kNCHW : core::Layout::kNHWC, precision);
+  }
+  for (core::Layout layout : {core::Layout::kNCHW, core::Layout::kNHWC}) {
+    for (core::DType precision : precisions) {
+      if (which == "both" || (which == "nchw" && layout == core::Layout::kNCHW) ||
+          (which == "nhwc" && layout == core::Layout::kNHWC))
+        configs.emplace_back(layout, precision);
+    }
+  }
+  for (const auto& [layout, precision] : configs) {
     const char* layout_name = layout == core::Layout::kNHWC ? "NHWC" : "NCHW";
     StepResult profiled;
-    for (core::DType precision : precisions) {
-      for (bool graph : {false, true}) {
-        const bool profile = precision == core::DType::kF32 && !graph;
-        const StepResult r = TimeTrainingStep(layout, batch, steps, precision, graph, profile);
-        if (profile) profiled = r;
-        const std::string name = fmt::format("{} {}{}", ops::PrecisionName(precision), layout_name,
-                                             graph ? " graph" : "");
-        std::printf("  ours  %-22s %8.1f ms/step %8.1f images/s", name.c_str(), r.step_ms,
-                    1000.0 * batch / r.step_ms);
-        for (const auto& [peer, ms] : torch)
-          std::printf("  x%.2f vs %s", ms / r.step_ms, peer.c_str());
-        if (graph && r.replayed == 0) std::printf("  (not recorded: ran as queued)");
-        std::printf("\n");
-      }
+    for (bool graph : {false, true}) {
+      const bool profile = precision == core::DType::kF32 && !graph;
+      const StepResult r = TimeTrainingStep(layout, batch, steps, precision, graph, profile);
+      if (profile) profiled = r;
+      const std::string name =
+          fmt::format("{} {}{}", ops::PrecisionName(precision), layout_name, graph ? " graph" : "");
+      std::printf("  ours  %-22s %8.1f ms/step %8.1f images/s", name.c_str(), r.step_ms,
+                  1000.0 * batch / r.step_ms);
+      for (const auto& [peer, ms] : torch)
+        std::printf("  x%.2f vs %s", ms / r.step_ms, peer.c_str());
+      if (graph && r.replayed == 0) std::printf("  (not recorded: ran as queued)");
+      std::printf("\n");
     }
     if (profiled.block_backward_ms.empty()) continue;
     std::printf("    fp32 %s backward per bottleneck (ms):", layout_name);
@@ -261,17 +272,19 @@ void Run(int64_t batch, int steps, const std::string& which,
 }  // namespace mlperf::models
 
 int main(int argc, char** argv) {
+  mlperf::bench::PrintLineByLine();
   const int64_t batch = argc > 1 ? std::atoll(argv[1]) : 256;
   const int steps = argc > 2 ? std::atoi(argv[2]) : 20;
   const std::string which = argc > 3 ? argv[3] : "both";
   std::vector<mlperf::core::DType> precisions;
   const bool usage_error =
       batch <= 0 || steps <= 0 || argc > 5 ||
-      (which != "both" && which != "nhwc" && which != "nchw") ||
+      (which != "both" && which != "nhwc" && which != "nchw" && which != "auto") ||
       !mlperf::bench::ParsePrecisions(argc > 4 ? argv[4] : "fp32", &precisions);
   if (usage_error) {
     std::fprintf(stderr,
-                 "usage: resnet_gpu_bench [batch] [steps] [nhwc|nchw|both] [fp32,bf16,fp16]\n");
+                 "usage: resnet_gpu_bench [batch] [steps] [nhwc|nchw|both|auto] "
+                 "[fp32,bf16,fp16]\n");
     return 2;
   }
   if (!mlperf::ops::CudaAvailable()) {

@@ -89,6 +89,7 @@ void Run(core::Layout layout, int64_t batch, int steps, const std::vector<int64_
 }  // namespace mlperf
 
 int main(int argc, char** argv) {
+  mlperf::bench::PrintLineByLine();
   using namespace mlperf;
   int64_t batch = 7, steps = 10;
   std::string which = "both";

@@ -69,30 +69,62 @@ class CudaPrecisionTwinTest : public ::testing::Test {
   }
 };
 
-TEST_F(CudaPrecisionTwinTest, ConvolutionsRoundLikeTheCpu) {
-  const ConvGeometry g = Conv2d(2, 8, 9, 7, 16, 3, 3, 2, 1);
-  Buffer x({g.batch, g.in_channels, g.in[1], g.in[2]});
-  Buffer w({g.out_channels, g.in_channels, g.kernel[1], g.kernel[2]});
-  Buffer dy({g.batch, g.out_channels, g.out(1), g.out(2)});
+// x and dy as [N, C, (D,) H, W] or, channels-last, [N, (D,) H, W, C]; the
+// filter [K, C, (kD,) kH, kW] as the models keep it in every layout.
+void ExpectConvolutionsRoundLikeTheCpu(const ConvGeometry& g, core::Layout layout,
+                                       const std::string& what) {
+  const bool three_d = layout == core::Layout::kNCDHW || layout == core::Layout::kNDHWC;
+  const bool last = layout == core::Layout::kNHWC || layout == core::Layout::kNDHWC;
+  auto shape = [&](int64_t n, int64_t c, const int64_t* s) {
+    if (three_d)
+      return last ? core::Shape{n, s[0], s[1], s[2], c} : core::Shape{n, c, s[0], s[1], s[2]};
+    return last ? core::Shape{n, s[1], s[2], c} : core::Shape{n, c, s[1], s[2]};
+  };
+  const int64_t out[3] = {g.out(0), g.out(1), g.out(2)};
+  Buffer x(shape(g.batch, g.in_channels, g.in)), dy(shape(g.batch, g.out_channels, out));
+  Buffer w(three_d
+               ? core::Shape{g.out_channels, g.in_channels, g.kernel[0], g.kernel[1], g.kernel[2]}
+               : core::Shape{g.out_channels, g.in_channels, g.kernel[1], g.kernel[2]});
   testing::FillRandom(x, 1);
   testing::FillRandom(w, 2);
   testing::FillRandom(dy, 3);
-  Buffer ws({ops::ConvWorkspaceElements(g, core::Layout::kNCHW, core::Device::kCpu) + 1});
+  Buffer ws({ops::ConvWorkspaceElements(g, layout, core::Device::kCpu) + 1});
+  auto tagged = [&](Tensor t) { return t.Reshaped(t.shape(), layout); };
   for (DType t : {DType::kBF16, DType::kF16}) {
     const ops::PrecisionScope scope(t);
     Buffer y(dy.shape), dx(x.shape), dw(w.shape);
-    ops::ConvForward(g, x.t(), w.t(), y.t(), ws.t());
-    ops::ConvBackwardData(g, dy.t(), w.t(), dx.t(), ws.t());
-    ops::ConvBackwardWeight(g, x.t(), dy.t(), dw.t(), ws.t());
+    ops::ConvForward(g, tagged(x.t()), w.t(), tagged(y.t()), ws.t());
+    ops::ConvBackwardData(g, tagged(dy.t()), w.t(), tagged(dx.t()), ws.t());
+    ops::ConvBackwardWeight(g, tagged(x.t()), tagged(dy.t()), dw.t(), ws.t());
     OnDevice gx(x), gw(w), gdy(dy), gy(y), gdx(dx), gdw(w);
-    ops::ConvForward(g, gx.t(), gw.t(), gy.t(), Tensor());
-    ops::ConvBackwardData(g, gdy.t(), gw.t(), gdx.t(), Tensor());
-    ops::ConvBackwardWeight(g, gx.t(), gdy.t(), gdw.t(), Tensor());
-    const std::string name(ops::PrecisionName(t));
+    ops::ConvForward(g, tagged(gx.t()), gw.t(), tagged(gy.t()), Tensor());
+    ops::ConvBackwardData(g, tagged(gdy.t()), gw.t(), tagged(gdx.t()), Tensor());
+    ops::ConvBackwardWeight(g, tagged(gx.t()), tagged(gdy.t()), gdw.t(), Tensor());
+    const std::string name = what + " " + std::string(ops::PrecisionName(t));
     ExpectWithinAUnit(gy.ToHost(), y.data, t, name + " conv forward");
     ExpectWithinAUnit(gdx.ToHost(), dx.data, t, name + " conv data gradient");
     ExpectWithinAUnit(gdw.ToHost(), dw.data, t, name + " conv weight gradient");
   }
+}
+
+TEST_F(CudaPrecisionTwinTest, ConvolutionsRoundLikeTheCpu) {
+  const ConvGeometry g = Conv2d(2, 8, 9, 7, 16, 3, 3, 2, 1);
+  ExpectConvolutionsRoundLikeTheCpu(g, core::Layout::kNCHW, "NCHW");
+  ExpectConvolutionsRoundLikeTheCpu(g, core::Layout::kNHWC, "NHWC");
+}
+
+// Channels-last data with the filter in the models' order, and shapes that
+// cuDNN may have no kernel for as given (three input channels, as in an
+// image stem; 3-D): such calls run staged and must still agree.
+TEST_F(CudaPrecisionTwinTest, ChannelsLastConvolutionsOfAnyShapeRoundLikeTheCpu) {
+  ExpectConvolutionsRoundLikeTheCpu(Conv2d(2, 3, 16, 16, 8, 7, 7, 2, 3), core::Layout::kNHWC,
+                                    "stem NHWC");
+  ExpectConvolutionsRoundLikeTheCpu(Conv2d(2, 3, 16, 16, 8, 7, 7, 2, 3), core::Layout::kNCHW,
+                                    "stem NCHW");
+  ExpectConvolutionsRoundLikeTheCpu(Conv3d(1, 4, 6, 6, 6, 8, 3, 1, 1), core::Layout::kNDHWC,
+                                    "3-D NDHWC");
+  ExpectConvolutionsRoundLikeTheCpu(Conv3d(1, 1, 6, 6, 6, 8, 3, 2, 1), core::Layout::kNDHWC,
+                                    "3-D NDHWC, one input channel");
 }
 
 TEST_F(CudaPrecisionTwinTest, BatchedGemmRoundsLikeTheCpu) {

@@ -3,8 +3,10 @@
 # written. Then behind a stand-in nvidia-smi that claims a GPU (none is
 # there): the binaries are found, the CUDA libraries resolved, every gpu test
 # binary runs (its tests skip), every benchmark is tried, and the report
-# lists them all; with a spent time budget every stage is skipped, said so. Skips (77) on a machine with a real GPU or without the
-# CUDA build.
+# lists them all; with a spent time budget every stage is skipped, said so;
+# GPU_CHECK_SKIP and GPU_CHECK_ONLY leave stages out, said so; a test binary that dies before
+# its gtest report is reported with its exit code. Skips (77) on a machine
+# with a real GPU or without the CUDA build.
 #
 # usage: gpu_check_test.sh SOURCE_DIR BIN_DIR
 set -u
@@ -52,11 +54,10 @@ for name in ("core_cuda_twin_test", "core_cuda_cnn_twin_test", "dist_nccl_commun
         fails.append(f"{name}: {t}")
     elif t["failed"] or not t["skipped"]:
         fails.append(f"{name}: {len(t['failed'])} failed, {len(t['skipped'])} skipped")
-if set(report["benchmarks"]) != {"gpu_ops", "resnet_step", "resnet_step_mixed", "bert_step",
-                                 "unet3d_step", "run_closed", "compliance_check",
-                                 "run_closed_bf16_graph"}:
+if set(report["benchmarks"]) != {"gpu_ops", "resnet_step", "bert_step", "unet3d_step",
+                                 "run_closed", "compliance_check", "run_closed_bf16_graph"}:
     fails.append(f"benchmarks: {sorted(report['benchmarks'])}")
-elif report["benchmarks"]["run_closed"]["exit"] == "0":
+elif report["benchmarks"]["run_closed"]["exit"].split()[0] == "0":
     fails.append("run_closed --gpus 1 succeeded without a GPU")
 if not report["versions"].get("libcudart.so.13", "").startswith("/"):
     fails.append(f"libcudart not resolved: {report['versions']}")
@@ -76,8 +77,40 @@ python3 - "$tmp/spent" <<'PY' || exit 1
 import json, os, sys
 report = json.load(open(os.path.join(sys.argv[1], "gpu_report.json")))
 skipped = {n for n, b in report["benchmarks"].items() if b["exit"] == "skipped"}
-if report["tests"] or len(skipped) != 8:
+if report["tests"] or len(skipped) != 7:
     print("FAIL: with a spent budget:", report["tests"], sorted(skipped))
     sys.exit(1)
 PY
+# Stages left out on request: not run, said so, and listed as left out.
+out=$(GPU_CHECK_SKIP='core_cuda_.*|bert_step|gpu_ops' PATH=$tmp/fake:$PATH \
+  "$tmp/repo/scripts/gpu_check.sh" "$tmp/some" 2>&1)
+[[ $out == *"left out core_cuda_twin_test (GPU_CHECK_SKIP/ONLY)"* ]] || fail "a left-out test unsaid: $out"
+[[ $out != *"running core_cuda"* ]] || fail "ran a left-out test: $out"
+python3 - "$tmp/some" <<'PY' || exit 1
+import json, os, sys
+report = json.load(open(os.path.join(sys.argv[1], "gpu_report.json")))
+left = {n for n, b in report["benchmarks"].items() if b["exit"].startswith("left out")}
+if left != {"bert_step", "gpu_ops"} or "core_cuda_twin_test" in report["tests"] \
+        or "resnet_gpu_test" not in report["tests"]:
+    print("FAIL: GPU_CHECK_SKIP:", sorted(left), sorted(report["tests"]))
+    sys.exit(1)
+PY
+# Only the stages asked for.
+out=$(GPU_CHECK_ONLY='resnet_gpu_test|run_closed' PATH=$tmp/fake:$PATH \
+  "$tmp/repo/scripts/gpu_check.sh" "$tmp/only" 2>&1)
+python3 - "$tmp/only" <<'PY' || exit 1
+import json, os, sys
+report = json.load(open(os.path.join(sys.argv[1], "gpu_report.json")))
+ran = {n for n, b in report["benchmarks"].items() if not b["exit"].startswith("left out")}
+if ran != {"run_closed"} or sorted(report["tests"]) != ["resnet_gpu_test"]:
+    print("FAIL: GPU_CHECK_ONLY:", sorted(ran), sorted(report["tests"]))
+    sys.exit(1)
+PY
+# A binary that died (an exit code, no gtest JSON) is an error in the report.
+mkdir "$tmp/work" "$tmp/died"
+echo "gpu=Stand-in" >"$tmp/work/versions"
+echo "134 2" >"$tmp/work/test_dead_test.exit"
+python3 "$root/scripts/gpu_report.py" "$tmp/work" "$tmp/died" || fail "gpu_report.py failed"
+grep -q '| dead_test | | | aborted before its gtest report' "$tmp/died/gpu_report.md" ||
+  fail "a dead test binary is not reported: $(cat "$tmp/died/gpu_report.md")"
 echo "PASS"

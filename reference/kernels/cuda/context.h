@@ -25,7 +25,9 @@ enum ScratchSlot : int {
   kScratchPadded = 2,     // explicitly padded activations
   kScratchReduce = 3,     // per-row partial results of reductions
   kScratchOperand0 = 4,   // operands rounded to the compute precision (3 slots)
-  kNumScratchSlots = 7,
+  kScratchFilter = 7,     // a convolution filter staged channels-last
+  kScratchStaged0 = 8,    // convolution operands staged fp32 channels-first (3 slots)
+  kNumScratchSlots = 11,
 };
 
 // Device scratch of at least `bytes` in `slot`. It only grows, so after the

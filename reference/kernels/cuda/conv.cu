@@ -1,4 +1,9 @@
+#include <cstdio>
+#include <cstdlib>
 #include <map>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "reference/kernels/cuda/check.h"
@@ -80,6 +85,7 @@ struct Choice {
   int algo = 0;
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
   size_t workspace = 0;
+  bool deterministic = true;
 };
 
 // Everything one call needs: descriptors for x, w, y and the convolution, of
@@ -143,6 +149,9 @@ struct Plan {
         conv.d, dtype == DType::kF32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
   }
 
+  // fp32 channels-first: the configuration every convolution has a kernel for.
+  bool canonical() const { return dtype == DType::kF32 && !x_channels_last && !w_channels_last; }
+
   size_t padded_bytes() const {
     return static_cast<size_t>(run.batch * run.in_channels * run.in_spatial()) *
            core::DTypeSize(dtype);
@@ -167,22 +176,53 @@ struct Plan {
   }
 };
 
-// The first successful result, for fp32 preferring FMA math (no TF32).
+// cuDNN's best-ranked kernel that runs the call, preferring deterministic
+// ones: a recorded step must reproduce the step as queued, and a seeded run
+// itself (atomics in a filter gradient do not). fp32 takes FMA math only, no
+// TF32, unless `any_math` (fp32 channels-first, which has nothing to fall
+// back to); none when cuDNN offers nothing acceptable.
 template <typename Perf>
-Choice Pick(const std::vector<Perf>& perf, int returned, bool fp32) {
-  for (int pass = 0; pass < 2; ++pass) {
+std::optional<Choice> Pick(const std::vector<Perf>& perf, int returned, bool fp32, bool any_math) {
+  for (int pass = 0; pass < 3; ++pass) {
     for (int i = 0; i < returned; ++i) {
-      if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
-      if (pass == 0 && fp32 && perf[i].mathType != CUDNN_FMA_MATH) continue;
-      return {static_cast<int>(perf[i].algo), perf[i].mathType, 0};
+      const Perf& r = perf[i];
+      if (r.status != CUDNN_STATUS_SUCCESS) continue;
+      const bool fma = !fp32 || r.mathType == CUDNN_FMA_MATH;
+      if (pass == 0 && !(fma && r.determinism == CUDNN_DETERMINISTIC)) continue;
+      if (pass == 1 && !fma) continue;
+      if (pass == 2 && !any_math) continue;
+      return Choice{static_cast<int>(r.algo), r.mathType, 0, r.determinism == CUDNN_DETERMINISTIC};
     }
   }
-  MLPERF_CHECK_MSG(false, "cuDNN offers no algorithm for this convolution");
-  return {};
+  return std::nullopt;
 }
 
-Choice Choose(Direction dir, const Plan& p) {
-  thread_local std::map<std::vector<int64_t>, Choice> cache;
+const char* DirectionName(Direction dir) {
+  return dir == kForward ? "forward" : dir == kBackwardData ? "data gradient" : "filter gradient";
+}
+
+// E.g. "forward bf16 channels-last (filter channels-first) N=64 C=3->K=8
+// in 1x32x32 kernel 1x3x3 stride 1".
+std::string Describe(Direction dir, const Plan& p) {
+  const ConvGeometry& g = p.run;
+  const std::string_view dtype = core::DTypeName(p.dtype);
+  char text[256];
+  std::snprintf(text, sizeof text,
+                "%s %.*s %s (filter %s) N=%lld C=%lld->K=%lld in %lldx%lldx%lld kernel "
+                "%lldx%lldx%lld stride %lld",
+                DirectionName(dir), static_cast<int>(dtype.size()), dtype.data(),
+                p.x_channels_last ? "channels-last" : "channels-first",
+                p.w_channels_last ? "channels-last" : "channels-first",
+                static_cast<long long>(g.batch), static_cast<long long>(g.in_channels),
+                static_cast<long long>(g.out_channels), static_cast<long long>(g.in[0]),
+                static_cast<long long>(g.in[1]), static_cast<long long>(g.in[2]),
+                static_cast<long long>(g.kernel[0]), static_cast<long long>(g.kernel[1]),
+                static_cast<long long>(g.kernel[2]), static_cast<long long>(g.stride[2]));
+  return text;
+}
+
+std::optional<Choice> Choose(Direction dir, const Plan& p) {
+  thread_local std::map<std::vector<int64_t>, std::optional<Choice>> cache;
   const std::vector<int64_t> key = p.Key(dir);
   auto it = cache.find(key);
   if (it == cache.end()) {
@@ -190,7 +230,7 @@ Choice Choose(Direction dir, const Plan& p) {
     const bool find = g_search == ConvAlgoSearch::kExhaustive;
     cudnnHandle_t h = Cudnn();
     int max_count = 0, returned = 0;
-    Choice c;
+    std::optional<Choice> c;
     if (dir == kForward) {
       CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max_count));
       std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(max_count);
@@ -201,11 +241,13 @@ Choice Choose(Direction dir, const Plan& p) {
         CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, p.x.d, p.w.d, p.conv.d, p.y.d,
                                                            max_count, &returned, perf.data()));
       }
-      c = Pick(perf, returned, fp32);
-      CUDNN_CHECK(cudnnSetConvolutionMathType(p.conv.d, c.math));
-      CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(
-          h, p.x.d, p.w.d, p.conv.d, p.y.d, static_cast<cudnnConvolutionFwdAlgo_t>(c.algo),
-          &c.workspace));
+      c = Pick(perf, returned, fp32, p.canonical());
+      if (c) {
+        CUDNN_CHECK(cudnnSetConvolutionMathType(p.conv.d, c->math));
+        CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(
+            h, p.x.d, p.w.d, p.conv.d, p.y.d, static_cast<cudnnConvolutionFwdAlgo_t>(c->algo),
+            &c->workspace));
+      }
     } else if (dir == kBackwardData) {
       CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max_count));
       std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(max_count);
@@ -216,11 +258,13 @@ Choice Choose(Direction dir, const Plan& p) {
         CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p.w.d, p.y.d, p.conv.d, p.x.d,
                                                                 max_count, &returned, perf.data()));
       }
-      c = Pick(perf, returned, fp32);
-      CUDNN_CHECK(cudnnSetConvolutionMathType(p.conv.d, c.math));
-      CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
-          h, p.w.d, p.y.d, p.conv.d, p.x.d, static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo),
-          &c.workspace));
+      c = Pick(perf, returned, fp32, p.canonical());
+      if (c) {
+        CUDNN_CHECK(cudnnSetConvolutionMathType(p.conv.d, c->math));
+        CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
+            h, p.w.d, p.y.d, p.conv.d, p.x.d, static_cast<cudnnConvolutionBwdDataAlgo_t>(c->algo),
+            &c->workspace));
+      }
     } else {
       CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &max_count));
       std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(max_count);
@@ -231,16 +275,30 @@ Choice Choose(Direction dir, const Plan& p) {
         CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
             h, p.x.d, p.y.d, p.conv.d, p.w.d, max_count, &returned, perf.data()));
       }
-      c = Pick(perf, returned, fp32);
-      CUDNN_CHECK(cudnnSetConvolutionMathType(p.conv.d, c.math));
-      CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
-          h, p.x.d, p.y.d, p.conv.d, p.w.d, static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo),
-          &c.workspace));
+      c = Pick(perf, returned, fp32, p.canonical());
+      if (c) {
+        CUDNN_CHECK(cudnnSetConvolutionMathType(p.conv.d, c->math));
+        CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
+            h, p.x.d, p.y.d, p.conv.d, p.w.d, static_cast<cudnnConvolutionBwdFilterAlgo_t>(c->algo),
+            &c->workspace));
+      }
+    }
+    if (!c && !p.canonical()) {
+      // Once per geometry: the call runs staged (slower), and a user tuning
+      // a model wants to know which layer does.
+      std::fprintf(stderr,
+                   "cuDNN has no algorithm for the %s convolution; it runs in fp32 "
+                   "channels-first copies\n",
+                   Describe(dir, p).c_str());
+    } else if (c && std::getenv("MLPERF_CUDNN_LOG") != nullptr) {
+      std::fprintf(stderr, "cuDNN %s convolution: algorithm %d, math %d, %s\n",
+                   Describe(dir, p).c_str(), c->algo, static_cast<int>(c->math),
+                   c->deterministic ? "deterministic" : "not deterministic");
     }
     it = cache.emplace(key, c).first;
   }
   // The descriptor is rebuilt per call: give it the chosen math type.
-  CUDNN_CHECK(cudnnSetConvolutionMathType(p.conv.d, it->second.math));
+  if (it->second) CUDNN_CHECK(cudnnSetConvolutionMathType(p.conv.d, it->second->math));
   return it->second;
 }
 
@@ -345,6 +403,82 @@ __global__ void BiasGradKernel(const void* dy, DType t, int64_t batch, detail::A
   if (threadIdx.x == 0) dbias[c] = sum;
 }
 
+// Staging: a copy of a convolution operand in another memory order or
+// dtype, for the calls that cuDNN's legacy API has no kernel for as given.
+// Channels-last activations get a channels-last filter (the order its
+// channels-last kernels take); a call still without a kernel runs on fp32
+// channels-first copies, the configuration every convolution has, with the
+// same fp32 accumulation and one rounding of the result to its dtype.
+__global__ void RestageKernel(const void* src, DType src_type, detail::ActivationView from,
+                              void* dst, DType dst_type, detail::ActivationView to, int64_t count) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t n, c, s;
+    if (to.channels_last) {
+      c = i % to.channels;
+      s = (i / to.channels) % to.spatial;
+      n = i / (to.channels * to.spatial);
+    } else {
+      s = i % to.spatial;
+      c = (i / to.spatial) % to.channels;
+      n = i / (to.spatial * to.channels);
+    }
+    detail::StoreAs(dst, dst_type, i, detail::LoadAs(src, src_type, from.Offset(n, c, s)));
+  }
+}
+
+// A scratch tensor holding `t`'s values [N, C, spatial] in `dtype` and the
+// given channel order (contents not yet written).
+Tensor StagedLike(const Tensor& t, DType dtype, bool channels_last, int slot) {
+  const detail::ActivationView v = detail::ViewOf(t);
+  const int rank = t.shape().rank();
+  MLPERF_CHECK_MSG(rank == 4 || rank == 5, "conv: operands are 4-D or 5-D");
+  const int first = v.channels_last ? 1 : 2;  // the first spatial dimension
+  const int64_t a = t.dim(first), b = t.dim(first + 1), n = t.dim(0), c = v.channels;
+  core::Shape shape;
+  if (rank == 4) {
+    shape = channels_last ? core::Shape{n, a, b, c} : core::Shape{n, c, a, b};
+  } else {
+    const int64_t d = t.dim(first + 2);
+    shape = channels_last ? core::Shape{n, a, b, d, c} : core::Shape{n, c, a, b, d};
+  }
+  const bool three_d = Is3d(t);
+  const Layout layout = channels_last ? (three_d ? Layout::kNDHWC : Layout::kNHWC)
+                                      : (three_d ? Layout::kNCDHW : Layout::kNCHW);
+  void* data = Scratch(static_cast<size_t>(t.numel()) * core::DTypeSize(dtype), slot);
+  return Tensor(data, shape, dtype, core::Device::kCuda, layout);
+}
+
+// dst = src, both [N, C, spatial], converting memory order and dtype.
+void CopyStaged(const Tensor& src, const Tensor& dst) {
+  MLPERF_CHECK(src.numel() == dst.numel());
+  RestageKernel<<<Blocks(dst.numel()), 256, 0, Stream()>>>(
+      src.data(), src.dtype(), detail::ViewOf(src), dst.data(), dst.dtype(), detail::ViewOf(dst),
+      dst.numel());
+  CUDA_CHECK_LAUNCH();
+}
+
+Tensor Restaged(const Tensor& t, DType dtype, bool channels_last, int slot) {
+  const Tensor staged = StagedLike(t, dtype, channels_last, slot);
+  CopyStaged(t, staged);
+  return staged;
+}
+
+bool NeedsChannelsLastFilter(const Tensor& x, const Tensor& w) {
+  return detail::ChannelsLast(x) && !detail::ChannelsLast(w);
+}
+
+// A call with no kernel that staging cannot help is a hard error.
+void CheckStageable(Direction dir, const Plan& p) {
+  if (p.canonical()) {
+    const std::string what = "cuDNN has no algorithm for the " + Describe(dir, p) + " convolution";
+    MLPERF_CHECK_MSG(false, what.c_str());
+  }
+}
+
+constexpr int kStagedIn0 = kScratchStaged0, kStagedIn1 = kScratchStaged0 + 1,
+              kStagedOut = kScratchStaged0 + 2;
+
 }  // namespace
 
 int64_t ConvWorkspaceElements(const ConvGeometry&, Layout) { return 0; }
@@ -352,38 +486,68 @@ int64_t ConvWorkspaceElements(const ConvGeometry&, Layout) { return 0; }
 void SetConvAlgoSearch(ConvAlgoSearch search) { g_search = search; }
 
 void ConvForward(const ConvGeometry& g, const Tensor& x, const Tensor& w, const Tensor& y,
-                 const Tensor&) {
+                 const Tensor& workspace) {
+  if (NeedsChannelsLastFilter(x, w))
+    return ConvForward(g, x, Restaged(w, w.dtype(), true, kScratchFilter), y, workspace);
   Plan p(g, x, w, y);
+  const std::optional<Choice> c = Choose(kForward, p);
+  if (!c) {
+    CheckStageable(kForward, p);
+    const Tensor sy = StagedLike(y, DType::kF32, false, kStagedOut);
+    ConvForward(g, Restaged(x, DType::kF32, false, kStagedIn0),
+                Restaged(w, DType::kF32, false, kStagedIn1), sy, workspace);
+    return CopyStaged(sy, y);
+  }
   const void* in = InputFor(p, g, x);
-  const Choice c = Choose(kForward, p);
   const float alpha = 1.0f, beta = 0.0f;
   CUDNN_CHECK(cudnnConvolutionForward(Cudnn(), &alpha, p.x.d, in, p.w.d, w.data(), p.conv.d,
-                                      static_cast<cudnnConvolutionFwdAlgo_t>(c.algo), Workspace(c),
-                                      c.workspace, &beta, p.y.d, y.data()));
+                                      static_cast<cudnnConvolutionFwdAlgo_t>(c->algo),
+                                      Workspace(*c), c->workspace, &beta, p.y.d, y.data()));
 }
 
 void ConvBackwardData(const ConvGeometry& g, const Tensor& dy, const Tensor& w, const Tensor& dx,
-                      const Tensor&) {
+                      const Tensor& workspace) {
+  if (NeedsChannelsLastFilter(dx, w))
+    return ConvBackwardData(g, dy, Restaged(w, w.dtype(), true, kScratchFilter), dx, workspace);
   Plan p(g, dx, w, dy);
+  const std::optional<Choice> c = Choose(kBackwardData, p);
+  if (!c) {
+    CheckStageable(kBackwardData, p);
+    const Tensor sdx = StagedLike(dx, DType::kF32, false, kStagedOut);
+    ConvBackwardData(g, Restaged(dy, DType::kF32, false, kStagedIn0),
+                     Restaged(w, DType::kF32, false, kStagedIn1), sdx, workspace);
+    return CopyStaged(sdx, dx);
+  }
   void* out = p.padded ? Scratch(p.padded_bytes(), kScratchPadded) : dx.data();
-  const Choice c = Choose(kBackwardData, p);
   const float alpha = 1.0f, beta = 0.0f;
   CUDNN_CHECK(cudnnConvolutionBackwardData(Cudnn(), &alpha, p.w.d, w.data(), p.y.d, dy.data(),
                                            p.conv.d,
-                                           static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo),
-                                           Workspace(c), c.workspace, &beta, p.x.d, out));
+                                           static_cast<cudnnConvolutionBwdDataAlgo_t>(c->algo),
+                                           Workspace(*c), c->workspace, &beta, p.x.d, out));
   if (p.padded) LaunchPadOrCrop<false>(p, g, out, dx.data());
 }
 
 void ConvBackwardWeight(const ConvGeometry& g, const Tensor& x, const Tensor& dy, const Tensor& dw,
-                        const Tensor&) {
+                        const Tensor& workspace) {
+  if (NeedsChannelsLastFilter(x, dw)) {
+    const Tensor sdw = StagedLike(dw, dw.dtype(), true, kScratchFilter);
+    ConvBackwardWeight(g, x, dy, sdw, workspace);
+    return CopyStaged(sdw, dw);
+  }
   Plan p(g, x, dw, dy);
+  const std::optional<Choice> c = Choose(kBackwardFilter, p);
+  if (!c) {
+    CheckStageable(kBackwardFilter, p);
+    const Tensor sdw = StagedLike(dw, DType::kF32, false, kStagedOut);
+    ConvBackwardWeight(g, Restaged(x, DType::kF32, false, kStagedIn0),
+                       Restaged(dy, DType::kF32, false, kStagedIn1), sdw, workspace);
+    return CopyStaged(sdw, dw);
+  }
   const void* in = InputFor(p, g, x);
-  const Choice c = Choose(kBackwardFilter, p);
   const float alpha = 1.0f, beta = 0.0f;
   CUDNN_CHECK(cudnnConvolutionBackwardFilter(Cudnn(), &alpha, p.x.d, in, p.y.d, dy.data(), p.conv.d,
-                                             static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo),
-                                             Workspace(c), c.workspace, &beta, p.w.d, dw.data()));
+                                             static_cast<cudnnConvolutionBwdFilterAlgo_t>(c->algo),
+                                             Workspace(*c), c->workspace, &beta, p.w.d, dw.data()));
 }
 
 void BiasAddChannels(const Tensor& bias, const Tensor& y) {

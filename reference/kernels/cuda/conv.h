@@ -4,12 +4,21 @@
 // (or kRowMajor) activations are [N, C, (D,) H, W], kNHWC/kNDHWC ones are
 // [N, (D,) H, W, C]. Weights are [K, C, (kD,) kH, kW] as on the CPU (whose
 // weights keep that order in every layout) unless tagged kNHWC/kNDHWC, then
-// [K, (kD,) kH, kW, C]: cuDNN's fast tensor-core kernels for channels-last
-// data want that filter layout, so a model keeps such a copy for the GPU.
-// x, w and y share one dtype (fp32, bf16
-// or fp16); accumulation is always fp32 (cuDNN's PSEUDO_HALF/PSEUDO_BFLOAT16
-// configurations). fp32 runs with CUDNN_FMA_MATH, i.e. without TF32, so that
-// it agrees tightly with the CPU twin.
+// [K, (kD,) kH, kW, C]. x, w and y share one dtype (fp32, bf16 or fp16);
+// accumulation is always fp32 (cuDNN's PSEUDO_HALF/PSEUDO_BFLOAT16
+// configurations). fp32 runs with FMA math, without TF32, so that it agrees
+// tightly with the CPU twin.
+//
+// Algorithms: cuDNN's best-ranked deterministic one where there is one (so
+// that recorded and queued steps, and seeded runs, reproduce each other).
+// Set MLPERF_CUDNN_LOG to see each choice on stderr.
+//
+// Staging: channels-last activations with a [K, C, ...] filter run with a
+// channels-last copy of the filter, the order cuDNN's channels-last kernels
+// take (for the mixed case cuDNN 9.19 on an H200 offered no algorithm at
+// all, in fp32 or bf16). A call that cuDNN still has no acceptable kernel for
+// runs on fp32 channels-first copies of its operands, with the same fp32
+// accumulation and one rounding of the result, and is named on stderr once.
 //
 // Asymmetric (TF "same") padding is outside the legacy cuDNN API: such calls
 // pad the input explicitly into context scratch and run an unpadded

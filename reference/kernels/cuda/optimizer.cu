@@ -23,44 +23,66 @@ struct Chunk {
   long long end;
 };
 
-// Device copies of the chunk table plus per-slice accumulators (two floats
-// per slice) and one global accumulator, all in the context's scratch.
+// Device copies of the chunk table and of each slice's first chunk, plus
+// the accumulators, all in the context's scratch. Norms are reduced in a
+// fixed order (per chunk, then per slice, then over slices), never with
+// atomics: a step must give the same bits every time it runs, or a recorded
+// step could not reproduce the step as queued, nor a seeded run itself.
 struct Plan {
   const Chunk* chunks;
-  float* slice_sums;
-  float* global_sum;
+  const int* slice_first;  // slice s has chunks [slice_first[s], slice_first[s + 1])
+  float* chunk_sums;       // two floats per chunk
+  float* slice_sums;       // two floats per slice
+  float* global_sum;       // the second floats of every slice, summed
   int num_chunks;
+  int num_slices;
 };
 
 bool SameChunks(const std::vector<Chunk>& a, const std::vector<Chunk>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(Chunk)) == 0;
 }
 
+size_t Aligned(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
 Plan MakePlan(std::span<const TensorSlice> slices) {
   // Reused between steps, so it allocates only while it grows (warm-up).
   thread_local std::vector<Chunk> host, uploaded;
+  thread_local std::vector<int> first, uploaded_first;
   thread_local char* uploaded_to = nullptr;
   host.clear();
-  for (size_t s = 0; s < slices.size(); ++s)
+  first.clear();
+  for (size_t s = 0; s < slices.size(); ++s) {
+    first.push_back(static_cast<int>(host.size()));
     for (int64_t b = slices[s].offset; b < slices[s].offset + slices[s].numel; b += kChunk)
       host.push_back({static_cast<int>(s), slices[s].excluded ? 1 : 0, b,
                       std::min(b + kChunk, slices[s].offset + slices[s].numel)});
-  const size_t table = (host.size() * sizeof(Chunk) + 255) / 256 * 256;
+  }
+  first.push_back(static_cast<int>(host.size()));
+  const size_t table = Aligned(host.size() * sizeof(Chunk));
+  const size_t firsts = Aligned(first.size() * sizeof(int));
+  const size_t chunk_sums = Aligned(2 * host.size() * sizeof(float));
   const size_t sums = (2 * slices.size() + 1) * sizeof(float);
-  char* scratch = static_cast<char*>(Scratch(table + sums));
-  // The table changes only with the slices (only this plan uses the slot),
-  // so a training step sends nothing from the host once it is there.
-  if (scratch != uploaded_to || !SameChunks(host, uploaded)) {
+  char* scratch = static_cast<char*>(Scratch(table + firsts + chunk_sums + sums));
+  // The tables change only with the slices (only this plan uses the slot),
+  // so a training step sends nothing from the host once they are there.
+  if (scratch != uploaded_to || !SameChunks(host, uploaded) || first != uploaded_first) {
     CUDA_CHECK(cudaMemcpyAsync(scratch, host.data(), host.size() * sizeof(Chunk),
                                cudaMemcpyHostToDevice, Stream()));
+    CUDA_CHECK(cudaMemcpyAsync(scratch + table, first.data(), first.size() * sizeof(int),
+                               cudaMemcpyHostToDevice, Stream()));
     uploaded = host;
+    uploaded_first = first;
     uploaded_to = scratch;
     NoteResourceChange();
   }
-  CUDA_CHECK(cudaMemsetAsync(scratch + table, 0, sums, Stream()));
-  float* f = reinterpret_cast<float*>(scratch + table);
-  return {reinterpret_cast<const Chunk*>(scratch), f, f + 2 * slices.size(),
-          static_cast<int>(host.size())};
+  float* f = reinterpret_cast<float*>(scratch + table + firsts + chunk_sums);
+  return {reinterpret_cast<const Chunk*>(scratch),
+          reinterpret_cast<const int*>(scratch + table),
+          reinterpret_cast<float*>(scratch + table + firsts),
+          f,
+          f + 2 * slices.size(),
+          static_cast<int>(host.size()),
+          static_cast<int>(slices.size())};
 }
 
 __device__ bool Skip(const float* found_inf) { return found_inf != nullptr && *found_inf != 0.0f; }
@@ -83,8 +105,8 @@ __global__ void SgdKernel(SgdParams p, Plan plan, float* w, const float* g, floa
   }
 }
 
-// Per-slice sums of a^2 and b^2 (either may be null).
-__global__ void SquaredNorms(Plan plan, const float* a, const float* b, const float* found_inf) {
+// Per-chunk sums of a^2 and b^2 (either may be null).
+__global__ void ChunkSquares(Plan plan, const float* a, const float* b, const float* found_inf) {
   if (Skip(found_inf)) return;
   const Chunk c = plan.chunks[blockIdx.x];
   float sa = 0.0f, sb = 0.0f;
@@ -95,10 +117,43 @@ __global__ void SquaredNorms(Plan plan, const float* a, const float* b, const fl
   sa = detail::BlockSum<kThreads>(sa);
   sb = detail::BlockSum<kThreads>(sb);
   if (threadIdx.x == 0) {
-    atomicAdd(&plan.slice_sums[2 * c.slice], sa);
-    atomicAdd(&plan.slice_sums[2 * c.slice + 1], sb);
-    atomicAdd(plan.global_sum, sb);
+    plan.chunk_sums[2 * blockIdx.x] = sa;
+    plan.chunk_sums[2 * blockIdx.x + 1] = sb;
   }
+}
+
+// One block per slice: the sums of its chunks' pairs.
+__global__ void SliceSums(Plan plan, const float* found_inf) {
+  if (Skip(found_inf)) return;
+  const int s = blockIdx.x;
+  float sa = 0.0f, sb = 0.0f;
+  for (int k = plan.slice_first[s] + threadIdx.x; k < plan.slice_first[s + 1]; k += kThreads) {
+    sa += plan.chunk_sums[2 * k];
+    sb += plan.chunk_sums[2 * k + 1];
+  }
+  sa = detail::BlockSum<kThreads>(sa);
+  sb = detail::BlockSum<kThreads>(sb);
+  if (threadIdx.x == 0) {
+    plan.slice_sums[2 * s] = sa;
+    plan.slice_sums[2 * s + 1] = sb;
+  }
+}
+
+// One block: the second sums of every slice (LAMB's global gradient norm).
+__global__ void GlobalSum(Plan plan, const float* found_inf) {
+  if (Skip(found_inf)) return;
+  float sum = 0.0f;
+  for (int s = threadIdx.x; s < plan.num_slices; s += kThreads) sum += plan.slice_sums[2 * s + 1];
+  sum = detail::BlockSum<kThreads>(sum);
+  if (threadIdx.x == 0) *plan.global_sum = sum;
+}
+
+// Chunk sums of (a^2, b^2), reduced per slice.
+void QueueSliceSums(const Plan& plan, const float* a, const float* b, const float* found_inf) {
+  ChunkSquares<<<plan.num_chunks, kThreads, 0, Stream()>>>(plan, a, b, found_inf);
+  CUDA_CHECK_LAUNCH();
+  SliceSums<<<plan.num_slices, kThreads, 0, Stream()>>>(plan, found_inf);
+  CUDA_CHECK_LAUNCH();
 }
 
 __global__ void LarsKernel(LarsParams p, Plan plan, float* w, const float* g, float* v,
@@ -131,10 +186,9 @@ __device__ float LambDirection(const LambParams& p, float m, float v, float w, f
   return (m / c1) / (sqrtf(v / c2) + p.epsilon) + wd * w;
 }
 
-// Moments with the clipped gradient; per-slice sums of w^2 and u^2 go to a
-// second accumulator block (after the gradient norms).
-__global__ void LambMoments(LambParams p, Plan plan, float* sums, const float* w, const float* g,
-                            float* m, float* v, const int32_t* step, const float* found_inf) {
+// Moments with the clipped gradient, and per-chunk sums of w^2 and u^2.
+__global__ void LambMoments(LambParams p, Plan plan, const float* w, const float* g, float* m,
+                            float* v, const int32_t* step, const float* found_inf) {
   if (Skip(found_inf)) return;
   const Chunk c = plan.chunks[blockIdx.x];
   const float norm = sqrtf(*plan.global_sum);
@@ -155,8 +209,8 @@ __global__ void LambMoments(LambParams p, Plan plan, float* sums, const float* w
   sw = detail::BlockSum<kThreads>(sw);
   su = detail::BlockSum<kThreads>(su);
   if (threadIdx.x == 0) {
-    atomicAdd(&sums[2 * c.slice], sw);
-    atomicAdd(&sums[2 * c.slice + 1], su);
+    plan.chunk_sums[2 * blockIdx.x] = sw;
+    plan.chunk_sums[2 * blockIdx.x + 1] = su;
   }
 }
 
@@ -208,8 +262,7 @@ void LarsStep(const LarsParams& p, std::span<const TensorSlice> slices, float* w
               float* momentum, const float* found_inf) {
   const Plan plan = MakePlan(slices);
   if (plan.num_chunks == 0) return;
-  SquaredNorms<<<plan.num_chunks, kThreads, 0, Stream()>>>(plan, w, g, found_inf);
-  CUDA_CHECK_LAUNCH();
+  QueueSliceSums(plan, w, g, found_inf);
   LarsKernel<<<plan.num_chunks, kThreads, 0, Stream()>>>(p, plan, w, g, momentum, found_inf);
   CUDA_CHECK_LAUNCH();
 }
@@ -220,13 +273,14 @@ void LambStep(const LambParams& p, std::span<const TensorSlice> slices, float* w
   if (plan.num_chunks == 0) return;
   BumpStep<<<1, 1, 0, Stream()>>>(step, found_inf);
   CUDA_CHECK_LAUNCH();
-  SquaredNorms<<<plan.num_chunks, kThreads, 0, Stream()>>>(plan, nullptr, g, found_inf);
+  QueueSliceSums(plan, nullptr, g, found_inf);
+  GlobalSum<<<1, kThreads, 0, Stream()>>>(plan, found_inf);
   CUDA_CHECK_LAUNCH();
-  // The global gradient norm is complete; the per-slice sums are cleared and
+  // The global gradient norm is complete; the chunk and slice sums are
   // reused for (w^2, u^2).
-  CUDA_CHECK(cudaMemsetAsync(plan.slice_sums, 0, 2 * slices.size() * sizeof(float), Stream()));
-  LambMoments<<<plan.num_chunks, kThreads, 0, Stream()>>>(p, plan, plan.slice_sums, w, g, m, v,
-                                                          step, found_inf);
+  LambMoments<<<plan.num_chunks, kThreads, 0, Stream()>>>(p, plan, w, g, m, v, step, found_inf);
+  CUDA_CHECK_LAUNCH();
+  SliceSums<<<plan.num_slices, kThreads, 0, Stream()>>>(plan, found_inf);
   CUDA_CHECK_LAUNCH();
   LambUpdate<<<plan.num_chunks, kThreads, 0, Stream()>>>(p, plan, plan.slice_sums, w, m, v, step,
                                                          found_inf);

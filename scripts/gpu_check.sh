@@ -209,6 +209,7 @@ bench() {  # name seconds command...
 }
 bench resnet_step 300 "$bin/resnet_gpu_bench" 256 10 auto bf16,fp32,fp16
 bench gpu_ops 120 "$MLPERF_PYTHON" bench/gpu/torch_peer.py --ours "$bin/gpu_ops_bench" --repeats 10
+bench conv_graph_api 60 "$bin/gpu_ops_bench" --graph --repeats 10
 bench run_closed 120 "$bin/run_closed" --gpus 1 --out "$work/pkg"
 bench compliance_check 30 "$bin/compliance_check" --ruleset 4.0.0 --rcp-bypass "$work/pkg/mlperf-suite"
 bench run_closed_bf16_graph 60 "$bin/run_closed" --gpus 1 --runs 1 --precision bf16 --cuda_graph \

@@ -221,7 +221,7 @@ def main():
     ours = {}
     if args.ours:
         out = subprocess.run([args.ours, "--repeats", str(REPEATS)], check=True,
-                             capture_output=True, text=True).stdout
+                             stdout=subprocess.PIPE, text=True).stdout
         for row in csv.DictReader(io.StringIO(out)):
             ours[(row["op"], row["shape"], row["dtype"])] = row
     print(f"# device: {torch.cuda.get_device_name()}, torch {torch.__version__}, "

@@ -13,6 +13,7 @@
 
 #include "reference/kernels/conv_geometry.h"
 #include "reference/kernels/cuda/context.h"
+#include "reference/kernels/cuda/conv_graph.h"
 #include "reference/kernels/dispatch.h"
 #include "reference/kernels/precision.h"
 #include "tests/core/test_util.h"
@@ -125,6 +126,23 @@ TEST_F(CudaPrecisionTwinTest, ChannelsLastConvolutionsOfAnyShapeRoundLikeTheCpu)
                                     "3-D NDHWC");
   ExpectConvolutionsRoundLikeTheCpu(Conv3d(1, 1, 6, 6, 6, 8, 3, 2, 1), core::Layout::kNDHWC,
                                     "3-D NDHWC, one input channel");
+}
+
+// cuDNN's graph API (opt-in until it has run on a GPU): it must offer an
+// engine for each call, uneven padding included, and agree the same way.
+TEST_F(CudaPrecisionTwinTest, GraphApiConvolutionsRoundLikeTheCpu) {
+  ConvGeometry uneven = Conv2d(2, 8, 8, 8, 16, 3, 3, 2, 1);
+  uneven.pad_begin[1] = uneven.pad_begin[2] = 0;
+  cuda::SetConvGraphApi(true);
+  const int64_t before = cuda::ConvGraphRuns();
+  ExpectConvolutionsRoundLikeTheCpu(Conv2d(2, 8, 9, 7, 16, 3, 3, 2, 1), core::Layout::kNHWC,
+                                    "graph API NHWC");
+  ExpectConvolutionsRoundLikeTheCpu(Conv2d(2, 8, 9, 7, 16, 3, 3, 2, 1), core::Layout::kNCHW,
+                                    "graph API NCHW");
+  ExpectConvolutionsRoundLikeTheCpu(uneven, core::Layout::kNHWC, "graph API uneven padding");
+  cuda::SetConvGraphApi(false);
+  // 3 geometries x 2 precisions x 3 directions, none through the fallback.
+  EXPECT_EQ(cuda::ConvGraphRuns() - before, 18);
 }
 
 TEST_F(CudaPrecisionTwinTest, BatchedGemmRoundsLikeTheCpu) {

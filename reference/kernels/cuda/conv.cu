@@ -9,6 +9,7 @@
 #include "reference/kernels/cuda/check.h"
 #include "reference/kernels/cuda/context.h"
 #include "reference/kernels/cuda/conv.h"
+#include "reference/kernels/cuda/conv_graph.h"
 #include "reference/kernels/cuda/device_util.cuh"
 
 namespace mlperf::cuda {
@@ -59,24 +60,22 @@ struct ConvDesc {
   ConvDesc(const ConvDesc&) = delete;
 };
 
-// Dimensions N, C, (D,) H, W with the strides of the tensor's memory order.
 void SetActivationDesc(cudnnTensorDescriptor_t desc, DType dtype, bool three_d, bool channels_last,
                        int64_t n, int64_t c, const int64_t spatial[3]) {
-  const int nb = three_d ? 5 : 4;
+  int64_t dims64[5], strides64[5];
+  const int nb = ActivationDims(three_d, channels_last, n, c, spatial, dims64, strides64);
   int dims[5], strides[5];
-  dims[0] = static_cast<int>(n);
-  dims[1] = static_cast<int>(c);
-  for (int i = 2; i < nb; ++i) dims[i] = static_cast<int>(spatial[3 - nb + i]);
-  if (channels_last) {
-    strides[1] = 1;
-    strides[nb - 1] = dims[1];
-    for (int i = nb - 2; i >= 2; --i) strides[i] = strides[i + 1] * dims[i + 1];
-    strides[0] = strides[2] * dims[2];
-  } else {
-    strides[nb - 1] = 1;
-    for (int i = nb - 2; i >= 0; --i) strides[i] = strides[i + 1] * dims[i + 1];
+  for (int i = 0; i < nb; ++i) {
+    dims[i] = static_cast<int>(dims64[i]);
+    strides[i] = static_cast<int>(strides64[i]);
   }
   CUDNN_CHECK(cudnnSetTensorNdDescriptor(desc, CudnnType(dtype), nb, dims, strides));
+}
+
+ConvGraphCall GraphCall(ConvGraphCall::Direction dir, const ConvGeometry& g, const Tensor& x_like,
+                        const Tensor& w_t) {
+  return DescribeConvGraph(dir, g, CudnnType(x_like.dtype()), Is3d(x_like),
+                           detail::ChannelsLast(x_like), detail::ChannelsLast(w_t));
 }
 
 enum Direction { kForward = 0, kBackwardData = 1, kBackwardFilter = 2 };
@@ -489,6 +488,9 @@ void ConvForward(const ConvGeometry& g, const Tensor& x, const Tensor& w, const 
                  const Tensor& workspace) {
   if (NeedsChannelsLastFilter(x, w))
     return ConvForward(g, x, Restaged(w, w.dtype(), true, kScratchFilter), y, workspace);
+  if (ConvGraphApi() &&
+      RunConvGraph(GraphCall(ConvGraphCall::kForward, g, x, w), x.data(), w.data(), y.data()))
+    return;
   Plan p(g, x, w, y);
   const std::optional<Choice> c = Choose(kForward, p);
   if (!c) {
@@ -509,6 +511,9 @@ void ConvBackwardData(const ConvGeometry& g, const Tensor& dy, const Tensor& w, 
                       const Tensor& workspace) {
   if (NeedsChannelsLastFilter(dx, w))
     return ConvBackwardData(g, dy, Restaged(w, w.dtype(), true, kScratchFilter), dx, workspace);
+  if (ConvGraphApi() && RunConvGraph(GraphCall(ConvGraphCall::kBackwardData, g, dx, w), dx.data(),
+                                     w.data(), dy.data()))
+    return;
   Plan p(g, dx, w, dy);
   const std::optional<Choice> c = Choose(kBackwardData, p);
   if (!c) {
@@ -534,6 +539,9 @@ void ConvBackwardWeight(const ConvGeometry& g, const Tensor& x, const Tensor& dy
     ConvBackwardWeight(g, x, dy, sdw, workspace);
     return CopyStaged(sdw, dw);
   }
+  if (ConvGraphApi() && RunConvGraph(GraphCall(ConvGraphCall::kBackwardFilter, g, x, dw), x.data(),
+                                     dw.data(), dy.data()))
+    return;
   Plan p(g, x, dw, dy);
   const std::optional<Choice> c = Choose(kBackwardFilter, p);
   if (!c) {

@@ -1,0 +1,313 @@
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "reference/kernels/cuda/check.h"
+#include "reference/kernels/cuda/context.h"
+#include "reference/kernels/cuda/conv_graph.h"
+
+namespace mlperf::cuda {
+namespace {
+
+// An owned backend descriptor.
+class Desc {
+ public:
+  explicit Desc(cudnnBackendDescriptorType_t type) {
+    if (cudnnBackendCreateDescriptor(type, &d_) != CUDNN_STATUS_SUCCESS) d_ = nullptr;
+  }
+  ~Desc() {
+    if (d_) cudnnBackendDestroyDescriptor(d_);
+  }
+  Desc(const Desc&) = delete;
+  Desc& operator=(const Desc&) = delete;
+  cudnnBackendDescriptor_t get() const { return d_; }
+  explicit operator bool() const { return d_ != nullptr; }
+
+  template <typename T>
+  bool Set(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, int64_t count,
+           const T* values) {
+    return d_ && cudnnBackendSetAttribute(d_, name, type, count, values) == CUDNN_STATUS_SUCCESS;
+  }
+  bool SetDesc(cudnnBackendAttributeName_t name, const Desc& other) {
+    cudnnBackendDescriptor_t o = other.get();
+    return Set(name, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &o);
+  }
+  bool Finalize() { return d_ && cudnnBackendFinalize(d_) == CUDNN_STATUS_SUCCESS; }
+
+ private:
+  cudnnBackendDescriptor_t d_ = nullptr;
+};
+
+// Everything a built plan refers to, kept alive with it.
+struct GraphPlan {
+  std::vector<std::unique_ptr<Desc>> parts;
+  Desc* plan = nullptr;
+  int64_t workspace = 0;
+};
+
+enum Uid : int64_t { kUidX = 1, kUidW = 2, kUidY = 3 };
+
+std::unique_ptr<Desc> TensorDesc(int64_t uid, cudnnDataType_t dtype, int nb, const int64_t* dims,
+                                 const int64_t* strides, int64_t alignment) {
+  auto t = std::make_unique<Desc>(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+  const bool ok = t->Set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dtype) &&
+                  t->Set(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, nb, dims) &&
+                  t->Set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, nb, strides) &&
+                  t->Set(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid) &&
+                  t->Set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment) &&
+                  t->Finalize();
+  return ok ? std::move(t) : nullptr;
+}
+
+// The engine's numerical notes allow it: fp32 takes no tensor-core or
+// down-converting engine (that would be TF32); `deterministic` excludes the
+// non-deterministic ones.
+bool Acceptable(const Desc& config, bool fp32, bool deterministic) {
+  Desc engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+  cudnnBackendDescriptor_t e = engine.get();
+  int64_t n = 0;
+  if (!engine ||
+      cudnnBackendGetAttribute(config.get(), CUDNN_ATTR_ENGINECFG_ENGINE,
+                               CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &e) != CUDNN_STATUS_SUCCESS)
+    return false;
+  cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+  int64_t count = 0;
+  if (cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                               CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &count,
+                               notes) != CUDNN_STATUS_SUCCESS)
+    return false;
+  for (int64_t i = 0; i < count; ++i) {
+    if (fp32 && (notes[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE ||
+                 notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS ||
+                 notes[i] == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION))
+      return false;
+    if (deterministic && notes[i] == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC) return false;
+  }
+  return true;
+}
+
+// The operation of one convolution, with the descriptors it refers to
+// appended to `parts` (the operation last); false when cuDNN refuses it.
+bool DescribeOperation(const ConvGraphCall& c, const int64_t alignment[3],
+                       std::vector<std::unique_ptr<Desc>>& parts) {
+  const int nb = c.nb_dims, spatial = nb - 2;
+  auto x = TensorDesc(kUidX, c.dtype, nb, c.x_dims, c.x_strides, alignment[0]);
+  auto w = TensorDesc(kUidW, c.dtype, nb, c.w_dims, c.w_strides, alignment[1]);
+  auto y = TensorDesc(kUidY, c.dtype, nb, c.y_dims, c.y_strides, alignment[2]);
+  if (!x || !w || !y) return false;
+
+  auto conv = std::make_unique<Desc>(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
+  const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
+  const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+  const int64_t dilation[3] = {1, 1, 1};
+  const int64_t sd = spatial;
+  // The geometry's spatial arrays hold (D, H, W); a 2-D call uses H and W.
+  const int first = 3 - spatial;
+  if (!(conv->Set(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &sd) &&
+        conv->Set(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute) &&
+        conv->Set(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode) &&
+        conv->Set(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, spatial,
+                  c.pre_pad + first) &&
+        conv->Set(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, spatial,
+                  c.post_pad + first) &&
+        conv->Set(CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, spatial, dilation) &&
+        conv->Set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, spatial,
+                  c.stride + first) &&
+        conv->Finalize()))
+    return false;
+  // Each direction names its operands and its alpha/beta attributes.
+  struct Names {
+    cudnnBackendDescriptorType_t op;
+    cudnnBackendAttributeName_t x, w, y, conv, alpha, beta;
+  };
+  static constexpr Names kNames[3] = {
+      {CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA},
+      {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA},
+      {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA}};
+  const Names& names = kNames[c.direction];
+  auto op = std::make_unique<Desc>(names.op);
+  const float alpha = 1.0f, beta = 0.0f;
+  if (!(op->SetDesc(names.x, *x) && op->SetDesc(names.w, *w) && op->SetDesc(names.y, *y) &&
+        op->SetDesc(names.conv, *conv) && op->Set(names.alpha, CUDNN_TYPE_FLOAT, 1, &alpha) &&
+        op->Set(names.beta, CUDNN_TYPE_FLOAT, 1, &beta) && op->Finalize()))
+    return false;
+  for (auto* part : {&x, &w, &y, &conv, &op}) parts.push_back(std::move(*part));
+  return true;
+}
+
+// The operation graph of one convolution and the first engine cuDNN's
+// heuristics rank for it that is acceptable and builds; null when none.
+std::unique_ptr<GraphPlan> Build(const ConvGraphCall& c, const int64_t alignment[3]) {
+  auto out = std::make_unique<GraphPlan>();
+  if (!DescribeOperation(c, alignment, out->parts)) return nullptr;
+  const Desc& op = *out->parts.back();
+
+  cudnnHandle_t handle = Cudnn();
+  auto graph = std::make_unique<Desc>(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+  if (!(graph->SetDesc(CUDNN_ATTR_OPERATIONGRAPH_OPS, op) &&
+        graph->Set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle) &&
+        graph->Finalize()))
+    return nullptr;
+
+  Desc heuristics(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+  const cudnnBackendHeurMode_t heur_mode = CUDNN_HEUR_MODE_A;
+  if (!(heuristics.SetDesc(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, *graph) &&
+        heuristics.Set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &heur_mode) &&
+        heuristics.Finalize()))
+    return nullptr;
+  int64_t count = 0;
+  if (cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                               CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count,
+                               nullptr) != CUDNN_STATUS_SUCCESS ||
+      count <= 0)
+    return nullptr;
+  std::vector<std::unique_ptr<Desc>> configs;
+  std::vector<cudnnBackendDescriptor_t> handles;
+  for (int64_t i = 0; i < count; ++i) {
+    configs.push_back(std::make_unique<Desc>(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
+    if (!*configs.back()) return nullptr;
+    handles.push_back(configs.back()->get());
+  }
+  int64_t returned = 0;
+  if (cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                               CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &returned,
+                               handles.data()) != CUDNN_STATUS_SUCCESS)
+    return nullptr;
+
+  const bool fp32 = c.dtype == CUDNN_DATA_FLOAT;
+  for (const bool deterministic : {true, false}) {
+    for (int64_t i = 0; i < returned; ++i) {
+      if (!Acceptable(*configs[i], fp32, deterministic)) continue;
+      auto plan = std::make_unique<Desc>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+      int64_t workspace = 0;
+      if (!(plan->Set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle) &&
+            plan->SetDesc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, *configs[i]) &&
+            plan->Finalize()))
+        continue;
+      int64_t n = 0;
+      if (cudnnBackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                   CUDNN_TYPE_INT64, 1, &n, &workspace) != CUDNN_STATUS_SUCCESS)
+        continue;
+      out->workspace = workspace;
+      out->plan = plan.get();
+      for (auto* part : {&graph, &configs[i], &plan}) out->parts.push_back(std::move(*part));
+      return out;
+    }
+  }
+  return nullptr;
+}
+
+// The largest of 16, 8, 4, 2 bytes that the address is a multiple of.
+int64_t Alignment(const void* p) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  for (int64_t b = 16; b > 1; b /= 2)
+    if (a % b == 0) return b;
+  return 1;
+}
+
+thread_local int64_t g_runs = 0;
+
+bool g_graph_api = std::getenv("MLPERF_CUDNN_GRAPH") != nullptr &&
+                   std::string_view(std::getenv("MLPERF_CUDNN_GRAPH")) != "0";
+
+}  // namespace
+
+int ActivationDims(bool three_d, bool channels_last, int64_t n, int64_t c, const int64_t spatial[3],
+                   int64_t dims[5], int64_t strides[5]) {
+  const int nb = three_d ? 5 : 4;
+  dims[0] = n;
+  dims[1] = c;
+  for (int i = 2; i < nb; ++i) dims[i] = spatial[3 - nb + i];
+  if (channels_last) {
+    strides[1] = 1;
+    strides[nb - 1] = dims[1];
+    for (int i = nb - 2; i >= 2; --i) strides[i] = strides[i + 1] * dims[i + 1];
+    strides[0] = strides[2] * dims[2];
+  } else {
+    strides[nb - 1] = 1;
+    for (int i = nb - 2; i >= 0; --i) strides[i] = strides[i + 1] * dims[i + 1];
+  }
+  return nb;
+}
+
+ConvGraphCall DescribeConvGraph(ConvGraphCall::Direction direction, const ConvGeometry& g,
+                                cudnnDataType_t dtype, bool three_d, bool x_channels_last,
+                                bool w_channels_last) {
+  ConvGraphCall c{};
+  c.direction = direction;
+  c.dtype = dtype;
+  const int64_t out[3] = {g.out(0), g.out(1), g.out(2)};
+  c.nb_dims =
+      ActivationDims(three_d, x_channels_last, g.batch, g.in_channels, g.in, c.x_dims, c.x_strides);
+  ActivationDims(three_d, x_channels_last, g.batch, g.out_channels, out, c.y_dims, c.y_strides);
+  ActivationDims(three_d, w_channels_last, g.out_channels, g.in_channels, g.kernel, c.w_dims,
+                 c.w_strides);
+  for (int i = 0; i < 3; ++i) {
+    c.pre_pad[i] = g.pad_begin[i];
+    c.post_pad[i] = g.pad_end[i];
+    c.stride[i] = g.stride[i];
+  }
+  return c;
+}
+
+void SetConvGraphApi(bool on) { g_graph_api = on; }
+bool ConvGraphApi() { return g_graph_api; }
+int64_t ConvGraphRuns() { return g_runs; }
+
+bool ConvGraphDescribable(const ConvGraphCall& call) {
+  const int64_t alignment[3] = {16, 16, 16};
+  std::vector<std::unique_ptr<Desc>> parts;
+  return DescribeOperation(call, alignment, parts);
+}
+
+bool RunConvGraph(const ConvGraphCall& c, void* x, void* w, void* y) {
+  const int64_t alignment[3] = {Alignment(x), Alignment(w), Alignment(y)};
+  std::vector<int64_t> key = {c.direction,  c.dtype,      c.nb_dims,
+                              alignment[0], alignment[1], alignment[2]};
+  for (int i = 0; i < c.nb_dims; ++i)
+    key.insert(key.end(), {c.x_dims[i], c.x_strides[i], c.w_dims[i], c.w_strides[i], c.y_dims[i],
+                           c.y_strides[i]});
+  for (int i = 0; i < 3; ++i) key.insert(key.end(), {c.pre_pad[i], c.post_pad[i], c.stride[i]});
+  thread_local std::map<std::vector<int64_t>, std::unique_ptr<GraphPlan>> plans;
+  auto it = plans.find(key);
+  if (it == plans.end()) it = plans.emplace(key, Build(c, alignment)).first;
+  const GraphPlan* plan = it->second.get();
+  if (plan == nullptr) return false;
+
+  void* workspace = plan->workspace > 0
+                        ? Scratch(static_cast<size_t>(plan->workspace), kScratchWorkspace)
+                        : nullptr;
+  void* pointers[3] = {x, w, y};
+  const int64_t uids[3] = {kUidX, kUidW, kUidY};
+  Desc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+  MLPERF_CHECK_MSG(
+      pack.Set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, pointers) &&
+          pack.Set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids) &&
+          pack.Set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace) &&
+          pack.Finalize(),
+      "cuDNN graph API: the variant pack of a convolution could not be built");
+  CUDNN_CHECK(cudnnBackendExecute(Cudnn(), plan->plan->get(), pack.get()));
+  ++g_runs;
+  return true;
+}
+
+}  // namespace mlperf::cuda

@@ -1,0 +1,65 @@
+// One convolution through cuDNN's graph (backend) API: the interface through
+// which cuDNN offers all its engines, where the legacy cudnnConvolution*
+// calls (cuda/conv) reach only part of them. The first GPU check measured
+// the legacy path at 0.26-0.91x of PyTorch's convolutions, which go through
+// the graph API. It has NOT yet run on a GPU, so it is opt-in:
+// SetConvGraphApi(true), or MLPERF_CUDNN_GRAPH=1 in the environment; cuda/conv
+// falls back to the legacy path whenever it returns false.
+#pragma once
+
+#include <cudnn.h>
+
+#include <cstdint>
+
+#include "reference/kernels/conv_geometry.h"
+
+namespace mlperf::cuda {
+
+// A convolution as the graph API describes it: x, w and y with their
+// dimensions ([N, C, (D,) H, W] and [K, C, (kD,) kH, kW]) and strides in
+// elements, any padding before and after each spatial axis.
+struct ConvGraphCall {
+  enum Direction { kForward = 0, kBackwardData = 1, kBackwardFilter = 2 } direction;
+  cudnnDataType_t dtype;  // of x, w and y; the accumulation is always fp32
+  int nb_dims;            // 4 or 5
+  int64_t x_dims[5], x_strides[5];
+  int64_t w_dims[5], w_strides[5];
+  int64_t y_dims[5], y_strides[5];
+  int64_t pre_pad[3], post_pad[3], stride[3];
+};
+
+// Dimensions N, C, (D,) H, W (2-D: `spatial` holds D, H, W and D is left
+// out) with the strides of the memory order, channels-last or not; the
+// number of dimensions. cuda/conv's legacy descriptors use it too.
+int ActivationDims(bool three_d, bool channels_last, int64_t n, int64_t c, const int64_t spatial[3],
+                   int64_t dims[5], int64_t strides[5]);
+
+// The call for geometry `g` (its padding as given, uneven too) on
+// operands of one dtype, x and y in one order and w in its own.
+ConvGraphCall DescribeConvGraph(ConvGraphCall::Direction direction, const ConvGeometry& g,
+                                cudnnDataType_t dtype, bool three_d, bool x_channels_last,
+                                bool w_channels_last);
+
+// Queues the call on the context's stream (workspace from its scratch): the
+// forward reads x and w and writes y; the data gradient reads y (dy) and w
+// and writes x (dx); the filter gradient reads x and y (dy) and writes w
+// (dw). False, with nothing queued, when cuDNN has no acceptable engine
+// (fp32: none using tensor cores or down-converting, so no TF32;
+// deterministic engines first). The plan is built once per call shape,
+// dtype and alignment and kept.
+bool RunConvGraph(const ConvGraphCall& call, void* x, void* w, void* y);
+
+// Whether cuda/conv tries RunConvGraph first (default: MLPERF_CUDNN_GRAPH).
+void SetConvGraphApi(bool on);
+bool ConvGraphApi();
+
+// Whether cuDNN accepts the call's operation (its tensors, the convolution
+// and the direction's operation descriptor), 16-byte aligned: the part of
+// RunConvGraph that needs no device (tests).
+bool ConvGraphDescribable(const ConvGraphCall& call);
+
+// How many convolutions this thread has run through the graph API (tests
+// and benchmarks check that it was used, not the fallback).
+int64_t ConvGraphRuns();
+
+}  // namespace mlperf::cuda

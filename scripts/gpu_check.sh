@@ -3,9 +3,10 @@
 # minutes by default): every gpu-labelled test, the ResNet-50, BERT-Large and
 # 3D U-Net training steps against PyTorch (ResNet-50 in fp32, bf16 and fp16,
 # BERT in fp32 and bf16, each also as a recorded CUDA graph), the GPU op
-# benchmarks against PyTorch on the same GPU, and the embedded run_closed on
-# the GPU (fp32 through compliance_check, and one bf16 run with recorded
-# steps); one report, OUT_DIR/gpu_report.md and .json (GPU, driver,
+# benchmarks against PyTorch on the same GPU (and the bf16 convolutions
+# through cuDNN's graph API, in a process of their own), the embedded
+# run_closed on the GPU (fp32 through compliance_check, and one bf16 run with
+# recorded steps), and the CPU input pipeline on the machine's cores; one report, OUT_DIR/gpu_report.md and .json (GPU, driver,
 # CUDA/cuDNN/NCCL versions, every test's result, every figure with its
 # peer), with the full output in OUT_DIR/gpu_check.log.
 #
@@ -214,6 +215,8 @@ bench run_closed 120 "$bin/run_closed" --gpus 1 --out "$work/pkg"
 bench compliance_check 30 "$bin/compliance_check" --ruleset 4.0.0 --rcp-bypass "$work/pkg/mlperf-suite"
 bench run_closed_bf16_graph 60 "$bin/run_closed" --gpus 1 --runs 1 --precision bf16 --cuda_graph \
   --out "$work/pkg_bf16"
+# The CPU input pipeline on this machine's cores: whether it can feed the GPU.
+bench loader 60 "$bin/datasets_loader_bench" --batches 80 --dir "$work/loader"
 bench bert_step 120 "$bin/bert_gpu_bench" 8 5 fp32,bf16
 bench unet3d_step 240 "$bin/unet3d_gpu_bench" 7 5 both 128,192,192
 say "report: $out/gpu_report.md"

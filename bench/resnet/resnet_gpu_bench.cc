@@ -7,12 +7,15 @@
 // zeros. Each layout and precision asked for (auto: each precision in the
 // layout the models use for it on a GPU, fp32 NCHW, bf16/fp16 NHWC) is timed
 // twice: steps run as queued, and steps recorded once as a CUDA graph and
-// replayed (TrainerConfig::cuda_graph). Under bf16 and fp16 the convolutions and the FC layer run
-// in that type on the tensor cores (operands converted per op, activations stored in fp32; fp16
-// with dynamic loss scaling); PyTorch's AMP bf16 line is the target. Then, for fp32, a per-op
-// profile of our step: every convolution, batch norm and pointwise op of ResNet-50 timed alone with
-// events at the step's shapes, summed per op kind, and the backward time of each bottleneck read
-// from events recorded by the model's gradients-ready hook during a real step.
+// replayed (TrainerConfig::cuda_graph). Under bf16 and fp16 the convolutions
+// and the FC layer run in that type on the tensor cores (operands converted
+// per op, activations stored in fp32; fp16 with dynamic loss scaling);
+// PyTorch's AMP bf16 line is the target.
+// Then, for the first layout and precision, a per-op profile of our step:
+// every convolution, batch norm and pointwise op of ResNet-50 timed alone
+// with events at the step's shapes, summed per op kind, and the backward
+// time of each bottleneck read from events recorded by the model's
+// gradients-ready hook during a real step.
 //
 //   resnet_gpu_bench [batch] [steps] [nhwc|nchw|both|auto] [precisions]
 // defaults: 256 20 both fp32 (precisions: a comma list of fp32, bf16, fp16).
@@ -123,8 +126,10 @@ StepResult TimeTrainingStep(core::Layout layout, int64_t batch, int steps, core:
   return r;
 }
 
-// Every op of the ResNet-50 step at its shapes, timed alone.
-std::map<std::string, double> OpProfile(core::Layout layout, int64_t n, int repeats) {
+// Every op of the ResNet-50 step at its shapes and precision, timed alone.
+std::map<std::string, double> OpProfile(core::Layout layout, core::DType precision, int64_t n,
+                                        int repeats) {
+  const ops::PrecisionScope scope(precision);
   std::map<std::string, double> ms;
   const layers::PaddingMode mode = layers::PaddingMode::kTfSame;
   struct Unit {
@@ -238,11 +243,12 @@ void Run(int64_t batch, int steps, const std::string& which,
         configs.emplace_back(layout, precision);
     }
   }
-  for (const auto& [layout, precision] : configs) {
+  for (size_t k = 0; k < configs.size(); ++k) {
+    const auto [layout, precision] = configs[k];
     const char* layout_name = layout == core::Layout::kNHWC ? "NHWC" : "NCHW";
     StepResult profiled;
     for (bool graph : {false, true}) {
-      const bool profile = precision == core::DType::kF32 && !graph;
+      const bool profile = k == 0 && !graph;
       const StepResult r = TimeTrainingStep(layout, batch, steps, precision, graph, profile);
       if (profile) profiled = r;
       const std::string name =
@@ -255,11 +261,12 @@ void Run(int64_t batch, int steps, const std::string& which,
       std::printf("\n");
     }
     if (profiled.block_backward_ms.empty()) continue;
-    std::printf("    fp32 %s backward per bottleneck (ms):", layout_name);
+    const std::string what = fmt::format("{} {}", ops::PrecisionName(precision), layout_name);
+    std::printf("    %s backward per bottleneck (ms):", what.c_str());
     for (double ms : profiled.block_backward_ms) std::printf(" %.1f", ms);
     std::printf("\n    per-op profile (each op alone at the step's shapes, ms per step):\n");
     double total = 0.0;
-    const std::map<std::string, double> profile = OpProfile(layout, batch, 5);
+    const std::map<std::string, double> profile = OpProfile(layout, precision, batch, 5);
     for (const auto& [op, ms] : profile) total += ms;
     for (const auto& [op, ms] : profile)
       std::printf("      %-22s %8.2f  %5.1f%%\n", op.c_str(), ms, 100.0 * ms / total);

@@ -10,6 +10,7 @@
 #include "reference/kernels/cuda/context.h"
 #include "reference/kernels/cuda/conv.h"
 #include "reference/kernels/cuda/conv_graph.h"
+#include "reference/kernels/cuda/cudnn_type.h"
 #include "reference/kernels/cuda/device_util.cuh"
 
 namespace mlperf::cuda {
@@ -21,20 +22,6 @@ using core::Tensor;
 
 // Process-wide; set once before training (warm-up), read by every thread.
 ConvAlgoSearch g_search = ConvAlgoSearch::kHeuristic;
-
-cudnnDataType_t CudnnType(DType t) {
-  switch (t) {
-    case DType::kF32:
-      return CUDNN_DATA_FLOAT;
-    case DType::kBF16:
-      return CUDNN_DATA_BFLOAT16;
-    case DType::kF16:
-      return CUDNN_DATA_HALF;
-    default:
-      MLPERF_CHECK_MSG(false, "convolutions take fp32, bf16 or fp16 tensors");
-  }
-  return CUDNN_DATA_FLOAT;
-}
 
 bool Is3d(const Tensor& t) {
   return t.layout() == Layout::kNCDHW || t.layout() == Layout::kNDHWC || t.shape().rank() == 5;

@@ -2,6 +2,7 @@
 
 #include "reference/kernels/cuda/check.h"
 #include "reference/kernels/cuda/context.h"
+#include "reference/kernels/cuda/cudnn_type.h"
 #include "reference/kernels/cuda/device_util.cuh"
 #include "reference/kernels/cuda/norm.h"
 
@@ -16,20 +17,6 @@ using detail::LoadAs;
 using detail::StoreAs;
 
 constexpr int kThreads = 256;
-
-cudnnDataType_t CudnnType(DType t) {
-  switch (t) {
-    case DType::kF32:
-      return CUDNN_DATA_FLOAT;
-    case DType::kBF16:
-      return CUDNN_DATA_BFLOAT16;
-    case DType::kF16:
-      return CUDNN_DATA_HALF;
-    default:
-      MLPERF_CHECK_MSG(false, "batch norm takes fp32, bf16 or fp16 activations");
-  }
-  return CUDNN_DATA_FLOAT;
-}
 
 // cuDNN descriptors for x (any rank, either layout, seen as [N, C, S, 1])
 // and the derived [1, C, 1, 1] fp32 statistics descriptor.

@@ -6,9 +6,10 @@
 # benchmarks against PyTorch on the same GPU (and the bf16 convolutions
 # through cuDNN's graph API, in a process of their own), the embedded
 # run_closed on the GPU (fp32 through compliance_check, and one bf16 run with
-# recorded steps), and the CPU input pipeline on the machine's cores; one report, OUT_DIR/gpu_report.md and .json (GPU, driver,
-# CUDA/cuDNN/NCCL versions, every test's result, every figure with its
-# peer), with the full output in OUT_DIR/gpu_check.log.
+# recorded steps), run_benchmark on the GPU (training and inference), and the
+# CPU input pipeline on the machine's cores; one report, OUT_DIR/gpu_report.md
+# and .json (GPU, driver, CUDA/cuDNN/NCCL versions, every test's result, every
+# figure with its peer), with the full output in OUT_DIR/gpu_check.log.
 #
 # The binaries come from .gpu_bundle/ (scripts/gpu_bundle.sh, run on a build
 # machine with CUDA; carry the folder) or, failing that, from build/bin. The
@@ -215,6 +216,12 @@ bench run_closed 120 "$bin/run_closed" --gpus 1 --out "$work/pkg"
 bench compliance_check 30 "$bin/compliance_check" --ruleset 4.0.0 --rcp-bypass "$work/pkg/mlperf-suite"
 bench run_closed_bf16_graph 60 "$bin/run_closed" --gpus 1 --runs 1 --precision bf16 --cuda_graph \
   --out "$work/pkg_bf16"
+# The throughput tool on the GPU: training (recorded steps) and inference
+# with its latency percentiles.
+bench run_benchmark_train 90 "$bin/run_benchmark" --device gpu --mode train -b 128 \
+  --dtype bf16,fp32 --cuda_graph -w 5 -i 10 -r 3 --json "$work/train.json"
+bench run_benchmark_infer 90 "$bin/run_benchmark" --device gpu --mode infer -b 1,32,256 \
+  --dtype bf16 -w 5 -i 20 -r 3 --json "$work/infer.json"
 # The CPU input pipeline on this machine's cores: whether it can feed the GPU.
 bench loader 60 "$bin/datasets_loader_bench" --batches 80 --dir "$work/loader"
 bench bert_step 120 "$bin/bert_gpu_bench" 8 5 fp32,bf16

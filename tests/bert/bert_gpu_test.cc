@@ -23,7 +23,6 @@ namespace {
   if (!ops::CudaAvailable()) GTEST_SKIP() << "no CUDA device (or a build without CUDA)"
 
 using testing::RelativeError;
-using testing::SliceOf;
 
 BertConfig Small(core::Device device) {
   return {.vocab_size = 211,
@@ -66,12 +65,8 @@ TEST(BertGpuTest, LossesLogitsAndEveryGradientMatchTheCpu) {
             1e-4);
   cpu_model.Backward();
   gpu_model.Backward();
-  const std::vector<float> g_cpu = cpu_model.GradientsToHost(), g_gpu = gpu_model.GradientsToHost();
-  const std::vector<TensorSlice> slices = cpu_model.slices();
-  const std::vector<std::string> names = cpu_model.parameter_names();
-  for (size_t k = 0; k < slices.size(); ++k)
-    EXPECT_LT(RelativeError(SliceOf(g_gpu, slices[k]), SliceOf(g_cpu, slices[k])), 1e-3)
-        << names[k];
+  testing::ExpectGradientsClose(gpu_model.GradientsToHost(), cpu_model.GradientsToHost(),
+                                cpu_model.slices(), cpu_model.parameter_names(), 1e-3, 1e-3);
 }
 
 // The step recorded as a CUDA graph (TrainerConfig::cuda_graph) and

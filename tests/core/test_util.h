@@ -1,6 +1,7 @@
 // Helpers shared by the core and model tests: host buffers that hand out
 // Tensors, seeded random fills, the central-difference gradient check, and
-// the whole-vector relative error the device-against-host tests use.
+// the whole-vector relative error the device-against-host tests use, per
+// parameter too.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "reference/core/philox.h"
@@ -85,6 +87,20 @@ inline double RelativeError(const std::vector<float>& a, const std::vector<float
 // One parameter's elements out of the flat vector of all of them.
 inline std::vector<float> SliceOf(const std::vector<float>& flat, const TensorSlice& s) {
   return {flat.begin() + s.offset, flat.begin() + s.offset + s.numel};
+}
+
+// Each parameter's gradient in `got` within `per_parameter` of `want` (the
+// relative error above, the parameter named on failure), and all of them
+// together within `overall`.
+inline void ExpectGradientsClose(const std::vector<float>& got, const std::vector<float>& want,
+                                 const std::vector<TensorSlice>& slices,
+                                 const std::vector<std::string>& names, double per_parameter,
+                                 double overall) {
+  ASSERT_EQ(slices.size(), names.size());
+  for (size_t k = 0; k < slices.size(); ++k)
+    EXPECT_LT(RelativeError(SliceOf(got, slices[k]), SliceOf(want, slices[k])), per_parameter)
+        << names[k];
+  EXPECT_LT(RelativeError(got, want), overall);
 }
 
 }  // namespace mlperf::testing

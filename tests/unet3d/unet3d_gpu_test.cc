@@ -29,7 +29,6 @@ UNet3DConfig Small(core::Layout layout, core::Device device) {
 }
 
 using testing::RelativeError;
-using testing::SliceOf;
 
 class UNet3DGpuTest : public ::testing::TestWithParam<core::Layout> {};
 
@@ -50,13 +49,8 @@ TEST_P(UNet3DGpuTest, ForwardAndEveryGradientMatchTheCpu) {
       1e-4);
   cpu_model.Backward();
   gpu_model.Backward();
-  const std::vector<float> g_cpu = cpu_model.GradientsToHost(), g_gpu = gpu_model.GradientsToHost();
-  const std::vector<TensorSlice> slices = cpu_model.slices();
-  const std::vector<std::string> names = cpu_model.parameter_names();
-  for (size_t k = 0; k < slices.size(); ++k)
-    EXPECT_LT(RelativeError(SliceOf(g_gpu, slices[k]), SliceOf(g_cpu, slices[k])), 1e-3)
-        << names[k];
-  EXPECT_LT(RelativeError(g_gpu, g_cpu), 1e-4);
+  testing::ExpectGradientsClose(gpu_model.GradientsToHost(), cpu_model.GradientsToHost(),
+                                cpu_model.slices(), cpu_model.parameter_names(), 1e-3, 1e-4);
 }
 
 TEST_P(UNet3DGpuTest, NesterovStepsMatchTheCpu) {

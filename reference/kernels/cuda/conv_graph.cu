@@ -287,6 +287,9 @@ bool RunConvGraph(const ConvGraphCall& c, void* x, void* w, void* y) {
     key.insert(key.end(), {c.x_dims[i], c.x_strides[i], c.w_dims[i], c.w_strides[i], c.y_dims[i],
                            c.y_strides[i]});
   for (int i = 0; i < 3; ++i) key.insert(key.end(), {c.pre_pad[i], c.post_pad[i], c.stride[i]});
+  // The context first, so that it outlives the plans at thread exit (thread
+  // locals are destroyed in reverse order of construction).
+  Cudnn();
   thread_local std::map<std::vector<int64_t>, std::unique_ptr<GraphPlan>> plans;
   auto it = plans.find(key);
   if (it == plans.end()) it = plans.emplace(key, Build(c, alignment)).first;

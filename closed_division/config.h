@@ -33,6 +33,8 @@ struct RunnerOptions {
   std::string precision = "fp32";
   // Record each training step as a CUDA graph (TrainerConfig::cuda_graph).
   bool cuda_graph = false;
+  // ResNet with GPUs: decode and augment the images on the GPU (datasets/cuda).
+  bool gpu_decode = false;
   // Set by run_benchmark only (a closed run always takes the recipe's):
   // which member of the family ("" = by the data: the full model with
   // --data, the embedded default's without; "full"; "small" = the embedded

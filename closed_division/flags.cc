@@ -42,15 +42,19 @@ ABSL_FLAG(std::string, precision, "fp32",
 ABSL_FLAG(bool, cuda_graph, false,
           "with --gpus: record each training step once as a CUDA graph and replay it (one "
           "launch per step instead of one per kernel)");
+ABSL_FLAG(bool, gpu_decode, false,
+          "resnet with --gpus: decode the JPEGs (nvJPEG) and crop, flip and resize them on the "
+          "GPU; the loader threads only read files and draw the crops");
 ABSL_FLAG(int, threads, 0,
           "compute (OpenMP/BLAS) threads per process; 0 = chosen from the cores per process");
 
 namespace mlperf::closed {
 namespace {
 
-constexpr std::string_view kFlagNames[] = {
-    "bench",     "gpus", "nodes",      "data",      "runs",      "submitter",  "system", "out",
-    "cache_dir", "seed", "max_epochs", "optimizer", "precision", "cuda_graph", "threads"};
+constexpr std::string_view kFlagNames[] = {"bench",     "gpus",       "nodes",      "data",
+                                           "runs",      "submitter",  "system",     "out",
+                                           "cache_dir", "seed",       "max_epochs", "optimizer",
+                                           "precision", "cuda_graph", "gpu_decode", "threads"};
 
 absl::Status Validate(const RunnerOptions& o) {
   // Counts within what any real system and package can use; beyond them a
@@ -99,6 +103,12 @@ absl::Status Validate(const RunnerOptions& o) {
   }
   if (o.cuda_graph && o.gpus == 0)
     return absl::InvalidArgumentError("--cuda_graph: CUDA graphs need --gpus (the CPU has none)");
+  if (o.gpu_decode && o.gpus == 0)
+    return absl::InvalidArgumentError("--gpu_decode: decoding on the GPU needs --gpus");
+  if (o.gpu_decode && o.benchmark != "resnet") {
+    return absl::InvalidArgumentError(
+        fmt::format("--gpu_decode: only resnet decodes images, not {}", o.benchmark));
+  }
   return absl::OkStatus();
 }
 
@@ -109,7 +119,7 @@ std::string UsageText(const BenchmarkRegistry& registry) {
       "Usage: run_closed [--bench NAME] [--gpus N] [--nodes M] [--data DIR] [--runs N]\n"
       "                  [--submitter ORG] [--system NAME] [--out DIR] [--cache_dir DIR]\n"
       "                  [--seed N] [--max_epochs N] [--optimizer NAME] [--precision P]\n"
-      "                  [--cuda_graph] [--threads N]\n"
+      "                  [--cuda_graph] [--gpu_decode] [--threads N]\n"
       "       run_closed --help | --version\n"
       "\n"
       "Runs a closed-division MLPerf Training benchmark the required number of times, each\n"
@@ -161,6 +171,7 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
   o.optimizer = absl::GetFlag(FLAGS_optimizer);
   o.precision = absl::GetFlag(FLAGS_precision);
   o.cuda_graph = absl::GetFlag(FLAGS_cuda_graph);
+  o.gpu_decode = absl::GetFlag(FLAGS_gpu_decode);
   o.threads = absl::GetFlag(FLAGS_threads);
   if (!cl.help && !cl.version) {
     if (absl::Status s = Validate(o); !s.ok()) return s;

@@ -15,7 +15,11 @@
 #include "fmt/format.h"
 #include "logging/mllog_keys.h"
 #include "quality_targets/benchmark_meta.h"
+#include "reference/kernels/dispatch.h"
 #include "reference/models/resnet.h"
+#ifdef MLPERF_HAVE_NVJPEG
+#include "datasets/cuda/device_batch_queue.h"
+#endif
 
 namespace mlperf::closed {
 namespace {
@@ -93,6 +97,38 @@ class ImagePipeline final : public DataPipeline {
   std::unique_ptr<datasets::ImageLoader> loader_;
   datasets::ImageBatch images_;
 };
+
+#ifdef MLPERF_HAVE_NVJPEG
+// --gpu_decode: the loader's threads read the files and draw the crops; a
+// queue decodes and augments the images on the GPU a few batches ahead
+// (datasets/cuda), and the model copies them from there.
+class DeviceImagePipeline final : public DataPipeline {
+ public:
+  DeviceImagePipeline(std::unique_ptr<datasets::cuda::DeviceBatchQueue> queue, int image_size)
+      : queue_(std::move(queue)), image_size_(image_size) {}
+  int64_t size() const override { return queue_->size(); }
+  void StartEval() override { queue_->StartEval(); }
+  absl::StatusOr<bool> Next(models::Batch* batch) override {
+    // The previous batch's copy into the model must be over before the queue
+    // takes its buffer back.
+    ops::Synchronize(core::Device::kCuda);
+    absl::StatusOr<bool> got = queue_->Next(&images_);
+    if (!got.ok() || !*got) return got;
+    const int64_t n = static_cast<int64_t>(images_.labels.size());
+    batch->count = images_.count;
+    batch->inputs = {core::Tensor(const_cast<float*>(images_.pixels),
+                                  {n, 3 * int64_t{image_size_} * image_size_}, core::DType::kF32,
+                                  core::Device::kCuda),
+                     core::Tensor(images_.labels.data(), {n}, core::DType::kI32)};
+    return true;
+  }
+
+ private:
+  std::unique_ptr<datasets::cuda::DeviceBatchQueue> queue_;
+  const int image_size_;
+  datasets::cuda::DeviceBatch images_;
+};
+#endif
 
 class ResnetSetup final : public BenchmarkSetup {
  public:
@@ -183,6 +219,20 @@ class ResnetSetup final : public BenchmarkSetup {
 
   // Both splits indexed (shard headers, not the images) and counted.
   absl::Status CheckData() const override {
+    if (plan_.options.gpu_decode) {
+#ifndef MLPERF_HAVE_NVJPEG
+      return absl::FailedPreconditionError(
+          "--gpu_decode: this build has no GPU data path (it needs CUDA with nvJPEG; "
+          "scripts/install_deps.sh installs nvJPEG)");
+#endif
+      // Each micro-batch would need its own device buffer.
+      if (plan_.gradient_accumulation_steps > 1) {
+        return absl::FailedPreconditionError(fmt::format(
+            "--gpu_decode: the batch of {} per GPU is taken in {} micro-batches; device "
+            "decoding needs it in one",
+            plan_.batch_per_rank, plan_.gradient_accumulation_steps));
+      }
+    }
     absl::StatusOr<datasets::DatasetFormat> format = datasets::DetectFormat(plan_.data_root);
     if (!format.ok()) return format.status();
     const int classes = plan_.demo ? 0 : shape_.num_classes;
@@ -218,8 +268,19 @@ class ResnetSetup final : public BenchmarkSetup {
         ModelConfig(plan_.options.gpus > 0 ? core::Device::kCuda : core::Device::kCpu).layout;
     o.threads = plan_.loader_threads;
     if (!plan_.demo) o.num_classes = shape_.num_classes;
+    if (plan_.options.gpu_decode) o.output = datasets::ImageOutput::kEncoded;
     absl::StatusOr<std::unique_ptr<datasets::ImageLoader>> loader = datasets::ImageLoader::Open(o);
     if (!loader.ok()) return loader.status();
+#ifdef MLPERF_HAVE_NVJPEG
+    if (plan_.options.gpu_decode) {
+      absl::StatusOr<std::unique_ptr<datasets::cuda::DeviceBatchQueue>> queue =
+          datasets::cuda::DeviceBatchQueue::Create(
+              std::move(*loader), o.split,
+              {.image_size = o.image_size, .layout = o.layout, .mean = o.mean});
+      if (!queue.ok()) return queue.status();
+      return std::make_unique<DeviceImagePipeline>(std::move(*queue), o.image_size);
+    }
+#endif
     return std::make_unique<ImagePipeline>(std::move(*loader));
   }
 

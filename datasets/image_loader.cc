@@ -131,6 +131,7 @@ class ImageLoader::Impl {
     std::swap(batch->pixels, slot.pixels);
     std::swap(batch->labels, slot.labels);
     std::swap(batch->indices, slot.indices);
+    std::swap(batch->encoded, slot.encoded);
     batch->count = slot.count;
     batch->epoch = slot.epoch;
     slot.seq = -1;
@@ -147,6 +148,7 @@ class ImageLoader::Impl {
     std::vector<float> pixels;
     std::vector<int32_t> labels;
     std::vector<int64_t> indices;
+    std::vector<EncodedImage> encoded;
     absl::Status status;
     int error_index = 0;  // lowest failing position, so the reported error is deterministic
   };
@@ -193,9 +195,18 @@ class ImageLoader::Impl {
       slot.status = absl::OkStatus();
       slot.labels.assign(static_cast<size_t>(opt_.batch_size), -1);
       slot.indices.assign(static_cast<size_t>(opt_.batch_size), -1);
-      slot.pixels.resize(static_cast<size_t>(opt_.batch_size) * image_floats_);
-      std::fill(slot.pixels.begin() + static_cast<ptrdiff_t>(count * image_floats_),
-                slot.pixels.end(), 0.0f);
+      if (encoded()) {
+        slot.pixels.clear();
+        slot.encoded.resize(static_cast<size_t>(opt_.batch_size));
+        for (size_t i = static_cast<size_t>(count); i < slot.encoded.size(); ++i) {
+          slot.encoded[i] = EncodedImage();
+        }
+      } else {
+        slot.encoded.clear();
+        slot.pixels.resize(static_cast<size_t>(opt_.batch_size) * image_floats_);
+        std::fill(slot.pixels.begin() + static_cast<ptrdiff_t>(count * image_floats_),
+                  slot.pixels.end(), 0.0f);
+      }
       slot.epoch = opt_.split == Split::kTrain ? TrainPosition(next_batch_, 0) / n_ : 0;
     }
     item->batch = next_batch_;
@@ -224,11 +235,13 @@ class ImageLoader::Impl {
       work_cv_.wait(lock, [&] { return stop_ || TakeItem(&item); });
       if (stop_) return;
       Slot& slot = slots_[static_cast<size_t>(item.batch % opt_.prefetch_batches)];
-      float* out = slot.pixels.data() + static_cast<size_t>(item.position) * image_floats_;
+      const size_t position = static_cast<size_t>(item.position);
+      float* out = encoded() ? nullptr : slot.pixels.data() + position * image_floats_;
+      EncodedImage* left = encoded() ? &slot.encoded[position] : nullptr;
       ++in_flight_;
       lock.unlock();
       int32_t label = -1;
-      absl::Status status = Produce(item, out, &label, &scratch);
+      absl::Status status = Produce(item, out, left, &label, &scratch);
       lock.lock();
       --in_flight_;
       slot.labels[static_cast<size_t>(item.position)] = label;
@@ -241,8 +254,13 @@ class ImageLoader::Impl {
     }
   }
 
-  // Reads, decodes and augments one image into `out`. Runs without the lock.
-  absl::Status Produce(const Item& item, float* out, int32_t* label, Scratch* scratch) {
+  bool encoded() const { return opt_.output == ImageOutput::kEncoded; }
+
+  // Reads, decodes and augments one image into `out`, or, for a device
+  // decoder, reads it and draws its augmentation into `left`. Runs without
+  // the lock.
+  absl::Status Produce(const Item& item, float* out, EncodedImage* left, int32_t* label,
+                       Scratch* scratch) {
     const IndexEntry& entry = index_.entries[static_cast<size_t>(item.image)];
     const std::string& file = index_.files[static_cast<size_t>(entry.file)];
     std::string name = file;
@@ -279,6 +297,7 @@ class ImageLoader::Impl {
     absl::StatusOr<JpegInfo> info = ReadJpegInfo(jpeg, name);
     if (!info.ok()) return info.status();
     const int w = info->width, h = info->height, s = opt_.image_size;
+    const bool scalable = opt_.scaled_decode && info->scalable && left == nullptr;
     AxisMap ax, ay;
     bool flip = false;
     JpegDecodeRequest request;
@@ -286,8 +305,7 @@ class ImageLoader::Impl {
       const uint64_t stream = static_cast<uint64_t>(item.epoch * n_ + item.image);
       const CropWindow crop = SampleDistortedCrop(w, h, opt_.seed, stream);
       flip = SampleFlip(opt_.seed, stream);
-      request.scale_num =
-          opt_.scaled_decode && info->scalable ? ChooseScale(crop.width, crop.height, s, s) : 8;
+      request.scale_num = scalable ? ChooseScale(crop.width, crop.height, s, s) : 8;
       const int sw = ScaledJpegSide(w, request.scale_num),
                 sh = ScaledJpegSide(h, request.scale_num);
       ax = CropAxis(crop.x, crop.width, w, sw, s);
@@ -299,13 +317,19 @@ class ImageLoader::Impl {
             fmt::format("{}: {}x{} image resized to {}x{} is smaller than the {} crop", name, w, h,
                         g.resized_width, g.resized_height, s));
       }
-      request.scale_num = opt_.scaled_decode && info->scalable
-                              ? ChooseScale(w, h, g.resized_width, g.resized_height)
-                              : 8;
+      request.scale_num = scalable ? ChooseScale(w, h, g.resized_width, g.resized_height) : 8;
       const int sw = ScaledJpegSide(w, request.scale_num),
                 sh = ScaledJpegSide(h, request.scale_num);
       ax = CentreCropAxis(g.resized_width, sw, s);
       ay = CentreCropAxis(g.resized_height, sh, s);
+    }
+    if (left != nullptr) {
+      left->bytes.assign(jpeg);
+      left->name = std::move(name);
+      left->x_axis = ax;
+      left->y_axis = ay;
+      left->flip = flip;
+      return absl::OkStatus();
     }
     request.x = ax.First();
     request.width = ax.Last(s) - request.x + 1;

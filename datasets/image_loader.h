@@ -17,10 +17,27 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "datasets/augment.h"
 #include "datasets/dataset_index.h"
 #include "reference/core/tensor.h"
 
 namespace mlperf::datasets {
+
+// What the loader hands out for each image.
+enum class ImageOutput {
+  kPixels,   // decoded and augmented on the loader's threads
+  kEncoded,  // the JPEG bytes and their augmentation, for a device decoder (datasets/cuda/)
+};
+
+// One image left for a device to decode. Decoding `bytes` at full size and
+// resampling with ResampleBilinear(x_axis, y_axis, flip) gives exactly the
+// pixels that kPixels gives with scaled_decode off.
+struct EncodedImage {
+  std::string bytes;
+  std::string name;  // the file, or the shard and record offset, for errors
+  AxisMap x_axis, y_axis;
+  bool flip = false;
+};
 
 struct ImageLoaderOptions {
   std::string root;  // ImageNet tree: root/train/<class>/*.JPEG, root/val/... ; or TFRecord dir
@@ -43,6 +60,9 @@ struct ImageLoaderOptions {
   // large as the output (much faster on full-size photos). Off = always decode
   // at full size, the exact reference geometry.
   bool scaled_decode = true;
+  // kEncoded: the threads only read, parse headers and draw crops (the
+  // decode is at full size, so scaled_decode does not apply).
+  ImageOutput output = ImageOutput::kPixels;
 };
 
 struct ImageBatch {
@@ -52,6 +72,8 @@ struct ImageBatch {
   int count = 0;      // valid images (== batch_size in training; last eval batch may be shorter)
   int64_t epoch = 0;  // training: the epoch of the first image of this batch
   std::vector<int64_t> indices;  // position of each image in index().entries; -1 = padding
+  // kEncoded instead of pixels: batch_size entries, those past count empty.
+  std::vector<EncodedImage> encoded;
 };
 
 class ImageLoader {

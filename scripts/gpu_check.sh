@@ -216,14 +216,18 @@ bench run_closed 120 "$bin/run_closed" --gpus 1 --out "$work/pkg"
 bench compliance_check 30 "$bin/compliance_check" --ruleset 4.0.0 --rcp-bypass "$work/pkg/mlperf-suite"
 bench run_closed_bf16_graph 60 "$bin/run_closed" --gpus 1 --runs 1 --precision bf16 --cuda_graph \
   --out "$work/pkg_bf16"
+# The GPU data path end to end: nvJPEG and the device resample feed training.
+bench run_closed_gpu_decode 60 "$bin/run_closed" --gpus 1 --runs 1 --precision bf16 --gpu_decode \
+  --out "$work/pkg_gpu_decode"
 # The throughput tool on the GPU: training (recorded steps) and inference
 # with its latency percentiles.
 bench run_benchmark_train 90 "$bin/run_benchmark" --device gpu --mode train -b 128 \
   --dtype bf16,fp32 --cuda_graph -w 5 -i 10 -r 3 --json "$work/train.json"
 bench run_benchmark_infer 90 "$bin/run_benchmark" --device gpu --mode infer -b 1,32,256 \
   --dtype bf16 -w 5 -i 20 -r 3 --json "$work/infer.json"
-# The CPU input pipeline on this machine's cores: whether it can feed the GPU.
-bench loader 60 "$bin/datasets_loader_bench" --batches 80 --dir "$work/loader"
+# The input pipeline on this machine's cores, and with decoding on the GPU
+# (nvJPEG): whether it can feed the GPU.
+bench loader 90 "$bin/datasets_loader_bench" --batches 80 --dir "$work/loader" --device
 bench bert_step 120 "$bin/bert_gpu_bench" 8 5 fp32,bf16
 bench unet3d_step 240 "$bin/unet3d_gpu_bench" 7 5 both 128,192,192
 say "report: $out/gpu_report.md"

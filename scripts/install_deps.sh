@@ -32,6 +32,16 @@ debs=(
   zlib1g-dev          # KiTS19's .nii.gz volumes
   python3             # CMake registers the Python-driven tests at configure time
 )
+# nvJPEG for the GPU data path (datasets/cuda) where the CUDA toolkit lacks it:
+# NVIDIA's PyPI wheel, the release series of CUDA 13.0.
+NVJPEG_VERSION=13.0.1.86
+cuda=/usr/local/cuda
+with_nvjpeg=0
+if [ -x $cuda/bin/nvcc ] && [ ! -f $cuda/include/nvjpeg.h ]; then
+  with_nvjpeg=1
+  debs+=(python3-pip)
+fi
+
 if ((with_oracles)); then
   debs+=(
     python3-pip
@@ -60,6 +70,16 @@ if ((${#missing[@]})); then
   [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if ((with_nvjpeg)); then
+  have=$(python3 -c 'import importlib.metadata as m; print(m.version("nvidia-nvjpeg"))' 2>/dev/null || true)
+  if [ "$have" != "$NVJPEG_VERSION" ]; then
+    echo "install_deps: pip install nvidia-nvjpeg==$NVJPEG_VERSION (nvJPEG for the GPU data path)"
+    python3 -m pip install -q --disable-pip-version-check "nvidia-nvjpeg==$NVJPEG_VERSION" ||
+      python3 -m pip install -q --disable-pip-version-check --break-system-packages \
+        "nvidia-nvjpeg==$NVJPEG_VERSION"
+  fi
 fi
 
 ((with_oracles)) || exit 0

@@ -4,9 +4,13 @@
 // 800x800 ones (where scaled decoding pays), and at the
 // small configuration (56 px from 64x64). Peers in the same run: the same
 // pipeline with scaled decoding off (full-size decode as the reference does),
-// and a bare single-thread full-size libjpeg decode of the same files.
+// and a bare single-thread full-size libjpeg decode of the same files. With
+// --device (a GPU and nvJPEG): the GPU data path too, the loader's threads
+// reading and drawing crops and datasets/cuda decoding and resampling on the
+// device, in the same run. The "read + crops only" column is the host's share
+// of that path alone (the loader handing out encoded images).
 //
-//   build-data/bin/datasets_loader_bench [--threads N] [--batches N] [--dir PATH]
+//   build-data/bin/datasets_loader_bench [--threads N] [--batches N] [--dir PATH] [--device]
 #include <time.h>
 
 #include <algorithm>
@@ -23,6 +27,9 @@
 #include "datasets/image_loader.h"
 #include "datasets/jpeg.h"
 #include "datasets/synthetic_image_set.h"
+#ifdef MLPERF_HAVE_NVJPEG
+#include "datasets/cuda/device_batch_queue.h"
+#endif
 
 namespace mlperf::datasets {
 namespace {
@@ -40,8 +47,10 @@ struct Rate {
   double wall = 0, cpu = 0;  // images per wall second, per CPU second
 };
 
+// kEncoded: what is left to the host with --gpu_decode (reading, headers,
+// crop draws).
 Rate PipelineRate(const std::string& root, int image_size, int threads, int batches,
-                  bool scaled_decode) {
+                  bool scaled_decode, ImageOutput output = ImageOutput::kPixels) {
   ImageLoaderOptions o;
   o.root = root;
   o.image_size = image_size;
@@ -49,6 +58,7 @@ Rate PipelineRate(const std::string& root, int image_size, int threads, int batc
   o.threads = threads;
   o.prefetch_batches = 3;
   o.scaled_decode = scaled_decode;
+  o.output = output;
   absl::StatusOr<std::unique_ptr<ImageLoader>> loader = ImageLoader::Open(o);
   if (!loader.ok()) {
     std::fprintf(stderr, "%s\n", std::string(loader.status().message()).c_str());
@@ -72,6 +82,49 @@ Rate PipelineRate(const std::string& root, int image_size, int threads, int batc
   return {batches * 32.0 / s, batches * 32.0 / cpu};
 }
 
+#ifdef MLPERF_HAVE_NVJPEG
+// The GPU data path as training takes it: encoded batches from the loader,
+// decoded on the device by the queue's thread, two batches ahead.
+Rate DeviceRate(const std::string& root, int image_size, int threads, int batches,
+                std::string* backend) {
+  ImageLoaderOptions o;
+  o.root = root;
+  o.image_size = image_size;
+  o.batch_size = 32;
+  o.threads = threads;
+  o.prefetch_batches = 3;
+  o.output = ImageOutput::kEncoded;
+  o.layout = core::Layout::kNHWC;
+  absl::StatusOr<std::unique_ptr<ImageLoader>> loader = ImageLoader::Open(o);
+  absl::StatusOr<std::unique_ptr<cuda::DeviceBatchQueue>> queue =
+      loader.ok() ? cuda::DeviceBatchQueue::Create(std::move(*loader), Split::kTrain,
+                                                   {.image_size = image_size, .layout = o.layout})
+                  : loader.status();
+  if (!queue.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(queue.status().message()).c_str());
+    std::exit(1);
+  }
+  cuda::DeviceBatch batch;
+  double start_cpu = 0;
+  Clock::time_point start;
+  for (int i = -2; i < batches; ++i) {  // 2 warm-up batches: threads, buffers, nvJPEG state
+    if (i == 0) {
+      start = Clock::now();
+      start_cpu = CpuSeconds();
+    }
+    if (absl::StatusOr<bool> got = (*queue)->Next(&batch); !got.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(got.status().message()).c_str());
+      std::exit(1);
+    }
+  }
+  const double wall = std::chrono::duration<double>(Clock::now() - start).count();
+  const double cpu = CpuSeconds() - start_cpu;
+  *backend = (*queue)->decoder().backend_name();
+  if ((*queue)->decoder().host_decoded() > 0) *backend += "+host";
+  return {batches * 32.0 / wall, batches * 32.0 / cpu};
+}
+#endif
+
 Rate BareDecodeRate(const std::string& root) {
   std::vector<std::string> blobs;
   for (const auto& e : std::filesystem::recursive_directory_iterator(root + "/train")) {
@@ -91,26 +144,39 @@ int Main(int argc, char** argv) {
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   int batches = 40;
   std::string dir = (std::filesystem::temp_directory_path() / "mlperf_loader_bench").string();
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--threads"))
-      threads = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--batches"))
-      batches = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--dir"))
-      dir = argv[i + 1];
-    else {
-      std::fprintf(stderr, "usage: %s [--threads N] [--batches N] [--dir PATH]\n", argv[0]);
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each row as it is measured, even if killed
+  bool device = false;
+  for (int i = 1; i < argc; ++i) {
+    const bool has_value = i + 1 < argc;
+    if (!std::strcmp(argv[i], "--device")) {
+      device = true;
+    } else if (has_value && !std::strcmp(argv[i], "--threads")) {
+      threads = std::atoi(argv[++i]);
+    } else if (has_value && !std::strcmp(argv[i], "--batches")) {
+      batches = std::atoi(argv[++i]);
+    } else if (has_value && !std::strcmp(argv[i], "--dir")) {
+      dir = argv[++i];
+    } else {
+      std::fprintf(stderr, "usage: %s [--threads N] [--batches N] [--dir PATH] [--device]\n",
+                   argv[0]);
       return 2;
     }
   }
+#ifndef MLPERF_HAVE_NVJPEG
+  if (device) {
+    std::fprintf(stderr, "--device: this build has no GPU data path (CUDA with nvJPEG)\n");
+    return 2;
+  }
+#endif
   struct Config {
     const char* name;
     int source, out;
   };
   std::printf("threads %d, batch 32, %d timed batches\n", threads, batches);
   std::printf("images/s (wall, best of 3) and images per CPU-second [in brackets]\n");
-  std::printf("%-6s %-9s %22s %22s %22s %8s\n", "config", "source", "pipeline",
-              "pipeline, no scaling", "bare full decode, 1T", "cpu gain");
+  std::printf("%-6s %-9s %22s %22s %22s %8s %22s%s\n", "config", "source", "pipeline",
+              "pipeline, no scaling", "bare full decode, 1T", "cpu gain", "read + crops only",
+              device ? "   device decode [host CPU], backend" : "");
   for (const Config& c : {Config{"224", 400, 224}, Config{"224", 800, 224}, Config{"56", 64, 56}}) {
     const std::string root = dir + "/" + std::to_string(c.source);
     SyntheticImageSetOptions s;
@@ -123,7 +189,8 @@ int Main(int argc, char** argv) {
       return 1;
     }
     // Best of 3 alternating runs: the shared machine's load only ever slows a run down.
-    Rate scaled, full, bare;
+    Rate scaled, full, bare, host_share, on_device;
+    std::string backend;
     auto best = [](Rate* b, Rate r) {
       b->wall = std::max(b->wall, r.wall);
       b->cpu = std::max(b->cpu, r.cpu);
@@ -132,10 +199,16 @@ int Main(int argc, char** argv) {
       best(&scaled, PipelineRate(root, c.out, threads, batches, true));
       best(&full, PipelineRate(root, c.out, threads, batches, false));
       best(&bare, BareDecodeRate(root));
+      best(&host_share, PipelineRate(root, c.out, threads, batches, false, ImageOutput::kEncoded));
+#ifdef MLPERF_HAVE_NVJPEG
+      if (device) best(&on_device, DeviceRate(root, c.out, threads, batches, &backend));
+#endif
     }
-    std::printf("%-6s %4dx%-4d %10.0f [%9.0f] %10.0f [%9.0f] %10.0f [%9.0f] %7.2fx\n", c.name,
-                c.source, c.source, scaled.wall, scaled.cpu, full.wall, full.cpu, bare.wall,
-                bare.cpu, scaled.cpu / full.cpu);
+    std::printf("%-6s %4dx%-4d %10.0f [%9.0f] %10.0f [%9.0f] %10.0f [%9.0f] %7.2fx %10.0f [%9.0f]",
+                c.name, c.source, c.source, scaled.wall, scaled.cpu, full.wall, full.cpu, bare.wall,
+                bare.cpu, scaled.cpu / full.cpu, host_share.wall, host_share.cpu);
+    if (device) std::printf(" %10.0f [%9.0f] %s", on_device.wall, on_device.cpu, backend.c_str());
+    std::printf("\n");
   }
   return 0;
 }

@@ -152,9 +152,10 @@ void ResNet::Initialize(uint64_t seed) {
   num_batches_tracked_ = 0;
 }
 
-void ResNet::Upload(const float* images, size_t image_count, const int32_t* labels,
-                    size_t label_count) {
+void ResNet::Upload(const float* images, core::Device images_on, size_t image_count,
+                    const int32_t* labels, size_t label_count) {
   if (images == nullptr) return;  // the batch already in input_ / labels_
+  MLPERF_CHECK(images_on == core::Device::kCpu || images_on == device());
   const size_t image_bytes = image_count * sizeof(float),
                label_bytes = label_count * sizeof(int32_t);
   if (device() == core::Device::kCpu) {
@@ -165,12 +166,17 @@ void ResNet::Upload(const float* images, size_t image_count, const int32_t* labe
   // The staging buffer may still feed the previous step's upload.
   ops::Synchronize(device());
   char* staging = static_cast<char*>(staging_);
-  std::memcpy(staging, images, image_bytes);
-  if (label_bytes > 0) std::memcpy(staging + image_bytes, labels, label_bytes);
-  ops::CopyBytes(input_.data(), device(), staging, core::Device::kCpu, image_bytes);
-  if (label_bytes > 0)
-    ops::CopyBytes(labels_.data(), device(), staging + image_bytes, core::Device::kCpu,
-                   label_bytes);
+  if (images_on == core::Device::kCpu) {
+    std::memcpy(staging, images, image_bytes);
+    ops::CopyBytes(input_.data(), device(), staging, core::Device::kCpu, image_bytes);
+    staging += image_bytes;
+  } else {
+    ops::CopyBytes(input_.data(), device(), images, images_on, image_bytes);
+  }
+  if (label_bytes > 0) {
+    std::memcpy(staging, labels, label_bytes);
+    ops::CopyBytes(labels_.data(), device(), staging, core::Device::kCpu, label_bytes);
+  }
 }
 
 void ResNet::Forward(bool training) {
@@ -200,7 +206,7 @@ void ResNet::UploadTrainingBatch(const Batch& batch) {
   if (batch.inputs.empty()) return;
   MLPERF_CHECK(batch.inputs.size() == 2 && batch.count == batch_size());
   MLPERF_CHECK(batch.inputs[0].numel() == input_.numel());
-  Upload(batch.inputs[0].f32(), static_cast<size_t>(input_.numel()),
+  Upload(batch.inputs[0].f32(), batch.inputs[0].device(), static_cast<size_t>(input_.numel()),
          static_cast<const int32_t*>(batch.inputs[1].data()), static_cast<size_t>(batch_size()));
 }
 
@@ -210,7 +216,8 @@ void ResNet::ForwardTrainAsync(const Batch& batch) {
 }
 
 float ResNet::ForwardTrain(const float* images, const int32_t* labels, float label_smoothing) {
-  Upload(images, static_cast<size_t>(input_.numel()), labels, static_cast<size_t>(batch_size()));
+  Upload(images, core::Device::kCpu, static_cast<size_t>(input_.numel()), labels,
+         static_cast<size_t>(batch_size()));
   ForwardLoss(label_smoothing);
   float loss = 0.0f;
   ops::CopyBytes(&loss, core::Device::kCpu, loss_.data(), device(), sizeof(float));
@@ -245,10 +252,11 @@ void ResNet::Backward() {
   NotifyGradientsReady(0);
 }
 
-int64_t ResNet::EvaluateBatch(const float* images, const int32_t* labels, int count) {
+int64_t ResNet::EvaluateBatch(const float* images, const int32_t* labels, int count,
+                              core::Device images_on) {
   MLPERF_CHECK(count >= 0 && count <= batch_size());
   const size_t used = static_cast<size_t>(count) * image_elements();
-  Upload(images, used, nullptr, 0);
+  Upload(images, images_on, used, nullptr, 0);
   // Samples are independent in inference mode; zeros keep the padding finite.
   ops::ZeroBytes(input_.f32() + used, device(), input_.bytes() - used * sizeof(float));
   Forward(/*training=*/false);
@@ -266,7 +274,7 @@ MetricSums ResNet::EvaluateBatch(const Batch& batch) {
   MLPERF_CHECK(batch.inputs.size() == 2);
   const int64_t correct =
       EvaluateBatch(batch.inputs[0].f32(), static_cast<const int32_t*>(batch.inputs[1].data()),
-                    static_cast<int>(batch.count));
+                    static_cast<int>(batch.count), batch.inputs[0].device());
   return {.numerator = static_cast<double>(correct),
           .denominator = static_cast<double>(batch.count)};
 }

@@ -78,7 +78,10 @@ class ResNet final : public Model {
   // The same with raw host arrays and an explicit label smoothing (tests).
   float ForwardTrain(const float* images, const int32_t* labels, float label_smoothing);
   // Returns the number of correct top-1 predictions among the first `count`.
-  int64_t EvaluateBatch(const float* images, const int32_t* labels, int count);
+  // The images may be on the model's device already (a device data path);
+  // the labels are on the host.
+  int64_t EvaluateBatch(const float* images, const int32_t* labels, int count,
+                        core::Device images_on = core::Device::kCpu);
   using Model::EvaluateBatch;
   using Model::ForwardTrain;
 
@@ -94,8 +97,10 @@ class ResNet final : public Model {
   void Build(const layers::ModelArenas& arenas);
   void Forward(bool training);
   void ForwardLoss(float label_smoothing);
-  // Copies images and labels (host) into input_ and labels_.
-  void Upload(const float* images, size_t image_count, const int32_t* labels, size_t label_count);
+  // Copies images (on the host or already on the model's device) and labels
+  // (host) into input_ and labels_.
+  void Upload(const float* images, core::Device images_on, size_t image_count,
+              const int32_t* labels, size_t label_count);
 
   ResNetConfig config_;
   BatchNormParams bn_;

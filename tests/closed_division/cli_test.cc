@@ -106,6 +106,8 @@ TEST_F(RunClosed, UsageErrorsExitTwoWithOneLine) {
       {"--optimizer", "adam"},
       {"--precision", "fp8"},
       {"--cuda_graph"},
+      {"--gpu_decode"},
+      {"--gpu_decode", "--gpus", "1", "--bench", "unet3d"},
       {"stray"},
       {"--runs"},
       {"--gpus", "1"},
@@ -129,6 +131,7 @@ TEST_F(RunClosed, UsageErrorsExitTwoWithOneLine) {
   EXPECT_NE(help.output.find("--submitter"), std::string::npos);
   EXPECT_NE(help.output.find("--precision"), std::string::npos);
   EXPECT_NE(help.output.find("--cuda_graph"), std::string::npos);
+  EXPECT_NE(help.output.find("--gpu_decode"), std::string::npos);
   EXPECT_NE(help.output.find("Exit status"), std::string::npos);
   // The registered benchmarks, in the help and in the error for another.
   EXPECT_NE(help.output.find("resnet   ResNet-50 v1.5"), std::string::npos) << help.output;

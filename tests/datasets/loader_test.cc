@@ -14,7 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "datasets/augment.h"
 #include "datasets/image_loader.h"
+#include "datasets/jpeg.h"
 #include "datasets/synthetic_image_set.h"
 #include "tests/datasets/test_dir.h"
 
@@ -303,6 +305,57 @@ TEST_F(LoaderTest, TfRecordAndFolderGiveTheSameBatches) {
     Collect(Open(o).get(), split == Split::kVal, 6, &b, &lb);
     EXPECT_EQ(la, lb);
     EXPECT_EQ(a, b);
+  }
+}
+
+// The device decoder's contract: an encoded batch, decoded at full size and
+// resampled as it says, is the pixel batch of a loader without scaled decode.
+TEST_F(LoaderTest, EncodedBatchesDecodeToThePixelBatches) {
+  for (Split split : {Split::kTrain, Split::kVal}) {
+    for (const char* form : {"folder", "tfrecord"}) {
+      ImageLoaderOptions o = Options(split, form);
+      o.scaled_decode = false;
+      o.layout = core::Layout::kNHWC;
+      auto pixels = Open(o);
+      o.output = ImageOutput::kEncoded;
+      o.threads = 3;
+      auto encoded = Open(o);
+      ASSERT_TRUE(pixels && encoded);
+      if (split == Split::kVal) {
+        pixels->StartEval();
+        encoded->StartEval();
+      }
+      ImageBatch want, got;
+      RgbImage image;
+      const size_t floats = 3 * 16 * 16;
+      int batches = 0;
+      for (;; ++batches) {
+        absl::StatusOr<bool> a = pixels->Next(&want), b = encoded->Next(&got);
+        ASSERT_TRUE(a.ok() && b.ok());
+        ASSERT_EQ(*a, *b);
+        if (!*a || batches == 12) break;
+        ASSERT_EQ(got.count, want.count);
+        EXPECT_EQ(got.labels, want.labels);
+        EXPECT_EQ(got.indices, want.indices);
+        EXPECT_TRUE(got.pixels.empty());
+        ASSERT_EQ(got.encoded.size(), 4u);
+        std::vector<float> decoded(floats);
+        for (size_t i = 0; i < 4; ++i) {
+          const EncodedImage& e = got.encoded[i];
+          if (static_cast<int>(i) >= got.count) {
+            EXPECT_TRUE(e.bytes.empty());
+            continue;
+          }
+          ASSERT_TRUE(DecodeJpeg(e.bytes, e.name, {}, &image).ok()) << e.name;
+          ResampleBilinear(image, e.x_axis, e.y_axis, 16, 16, e.flip, o.mean, o.layout,
+                           decoded.data());
+          ASSERT_TRUE(std::equal(decoded.begin(), decoded.end(),
+                                 want.pixels.begin() + static_cast<ptrdiff_t>(i * floats)))
+              << form << " batch " << batches << " image " << i;
+        }
+      }
+      EXPECT_GE(batches, split == Split::kVal ? 4 : 12);
+    }
   }
 }
 

@@ -6,6 +6,9 @@
 // the backward pass is checked through a recording communicator. Tests that
 // need a device skip cleanly without one (and in builds without CUDA).
 #include <gtest/gtest.h>
+#ifdef MLPERF_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
 
 #include <cmath>
 #include <cstring>
@@ -176,6 +179,45 @@ TEST(ResNetGpuTrainerTest, WarmUpRestoresDeviceStateBitwise) {
   EXPECT_EQ(model.BuffersToHost(), buffers);
   EXPECT_EQ(trainer.MomentumToHost(), momentum);
 }
+
+#ifdef MLPERF_HAVE_CUDA
+// The GPU data path (run_closed --gpu_decode) hands the model batches whose
+// images are on the device already: the same step and the same predictions.
+TEST(ResNetGpuTrainerTest, ImagesOnTheDeviceTrainAndEvaluateAsFromTheHost) {
+  SKIP_WITHOUT_DEVICE();
+  ResNet from_host(Tiny(core::Layout::kNHWC, core::Device::kCuda), 4);
+  ResNet from_device(Tiny(core::Layout::kNHWC, core::Device::kCuda), 4);
+  from_host.Initialize(8);
+  from_device.Initialize(8);
+  auto comm = dist::MakeSingleProcessCommunicator();
+  const train::TrainerConfig config = {.base_lr = 0.1, .warmup_epochs = 1, .steps_per_epoch = 4};
+  train::Trainer host_trainer(from_host, config, *comm), device_trainer(from_device, config, *comm);
+  const HostBatch batch = RandomBatch(from_host, 9);
+  float* images = nullptr;
+  const size_t bytes = batch.images.size() * sizeof(float);
+  ASSERT_EQ(cudaMalloc(&images, bytes), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(images, batch.images.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  Batch on_device =
+      from_device.InputBatch(batch.images.data(), batch.labels.data(), from_device.batch_size());
+  on_device.inputs[0] =
+      core::Tensor(images, on_device.inputs[0].shape(), core::DType::kF32, core::Device::kCuda);
+  for (int step = 0; step < 2; ++step) {
+    host_trainer.TrainStep(
+        from_host.InputBatch(batch.images.data(), batch.labels.data(), from_host.batch_size()));
+    device_trainer.TrainStep(on_device);
+  }
+  // The same inputs: equal up to the device's own run-to-run rounding, if any
+  // (other images would move them by orders of magnitude more).
+  EXPECT_LT(RelativeError(from_device.ParametersToHost(), from_host.ParametersToHost()), 1e-6);
+  EXPECT_LT(RelativeError(from_device.BuffersToHost(), from_host.BuffersToHost()), 1e-6);
+  EXPECT_EQ(from_host.EvaluateBatch(batch.images.data(), batch.labels.data(), 3),
+            from_device.EvaluateBatch(images, batch.labels.data(), 3, core::Device::kCuda));
+  EXPECT_LT(
+      RelativeError(from_device.ToHost(from_device.logits()), from_host.ToHost(from_host.logits())),
+      1e-5);
+  cudaFree(images);
+}
+#endif
 
 TEST(ResNetGpuTest, CheckpointMovesBetweenDevices) {
   SKIP_WITHOUT_DEVICE();

@@ -72,31 +72,25 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-if ((with_nvjpeg)); then
-  have=$(python3 -c 'import importlib.metadata as m; print(m.version("nvidia-nvjpeg"))' 2>/dev/null || true)
-  if [ "$have" != "$NVJPEG_VERSION" ]; then
-    echo "install_deps: pip install nvidia-nvjpeg==$NVJPEG_VERSION (nvJPEG for the GPU data path)"
-    python3 -m pip install -q --disable-pip-version-check "nvidia-nvjpeg==$NVJPEG_VERSION" ||
-      python3 -m pip install -q --disable-pip-version-check --break-system-packages \
-        "nvidia-nvjpeg==$NVJPEG_VERSION"
-  fi
-fi
+# pip_pinned PYTHON PACKAGE VERSION [WHY]: installs PACKAGE==VERSION for PYTHON
+# unless that version is there (with --break-system-packages where Debian
+# marks the system Python as externally managed).
+pip_pinned() {
+  local python=$1 package=$2 version=$3 why=${4:-}
+  local have
+  have=$("$python" -c "import importlib.metadata as m; print(m.version('$package'))" 2>/dev/null || true)
+  [ "$have" = "$version" ] && return 0
+  echo "install_deps: pip install $package==$version${why:+ ($why)}"
+  "$python" -m pip install -q --disable-pip-version-check "$package==$version" ||
+    "$python" -m pip install -q --disable-pip-version-check --break-system-packages \
+      "$package==$version"
+}
+
+((with_nvjpeg)) && pip_pinned python3 nvidia-nvjpeg "$NVJPEG_VERSION" "nvJPEG for the GPU data path"
 
 ((with_oracles)) || exit 0
-have=$(python3 -c 'import importlib.metadata as m; print(m.version("mlperf-logging"))' 2>/dev/null || true)
-if [ "$have" != "$MLPERF_LOGGING_VERSION" ]; then
-  echo "install_deps: pip install mlperf-logging==$MLPERF_LOGGING_VERSION"
-  python3 -m pip install -q --disable-pip-version-check "mlperf-logging==$MLPERF_LOGGING_VERSION" ||
-    python3 -m pip install -q --disable-pip-version-check --break-system-packages \
-      "mlperf-logging==$MLPERF_LOGGING_VERSION"
-fi
+pip_pinned python3 mlperf-logging "$MLPERF_LOGGING_VERSION"
 
 # transformers' BertForPreTraining, the BERT parity oracle, for Debian's
 # PyTorch 1.13 under /usr/bin/python3 (4.40.2 is a release that runs on it).
-TRANSFORMERS_VERSION=4.40.2
-have=$(/usr/bin/python3 -c 'import importlib.metadata as m; print(m.version("transformers"))' 2>/dev/null || true)
-if [ "$have" != "$TRANSFORMERS_VERSION" ]; then
-  echo "install_deps: pip install transformers==$TRANSFORMERS_VERSION (for /usr/bin/python3)"
-  /usr/bin/python3 -m pip install -q --disable-pip-version-check --break-system-packages \
-    "transformers==$TRANSFORMERS_VERSION"
-fi
+pip_pinned /usr/bin/python3 transformers 4.40.2 "for /usr/bin/python3"

@@ -47,39 +47,50 @@ struct Rate {
   double wall = 0, cpu = 0;  // images per wall second, per CPU second
 };
 
-// kEncoded: what is left to the host with --gpu_decode (reading, headers,
-// crop draws).
-Rate PipelineRate(const std::string& root, int image_size, int threads, int batches,
-                  bool scaled_decode, ImageOutput output = ImageOutput::kPixels) {
+ImageLoaderOptions BenchOptions(const std::string& root, int image_size, int threads) {
   ImageLoaderOptions o;
   o.root = root;
   o.image_size = image_size;
   o.batch_size = 32;
   o.threads = threads;
   o.prefetch_batches = 3;
+  return o;
+}
+
+[[noreturn]] void Fail(const absl::Status& s) {
+  std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+  std::exit(1);
+}
+
+// Times `batches` calls of next() after 2 untimed ones (threads, buffers).
+// Prefetching keeps running a little past the last batch; the bias is at most
+// the prefetched batches in the CPU figure.
+template <typename Next>
+Rate TimeBatches(int batches, Next next) {
+  double cpu_start = 0;
+  Clock::time_point start;
+  for (int i = -2; i < batches; ++i) {
+    if (i == 0) {
+      start = Clock::now();
+      cpu_start = CpuSeconds();
+    }
+    if (absl::StatusOr<bool> got = next(); !got.ok()) Fail(got.status());
+  }
+  const double s = std::chrono::duration<double>(Clock::now() - start).count();
+  return {batches * 32.0 / s, batches * 32.0 / (CpuSeconds() - cpu_start)};
+}
+
+// kEncoded: what is left to the host with --gpu_decode (reading, headers,
+// crop draws).
+Rate PipelineRate(const std::string& root, int image_size, int threads, int batches,
+                  bool scaled_decode, ImageOutput output = ImageOutput::kPixels) {
+  ImageLoaderOptions o = BenchOptions(root, image_size, threads);
   o.scaled_decode = scaled_decode;
   o.output = output;
   absl::StatusOr<std::unique_ptr<ImageLoader>> loader = ImageLoader::Open(o);
-  if (!loader.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(loader.status().message()).c_str());
-    std::exit(1);
-  }
+  if (!loader.ok()) Fail(loader.status());
   ImageBatch batch;
-  for (int i = 0; i < 2; ++i) (void)(*loader)->Next(&batch);  // warm-up: threads and buffers
-  const auto start = Clock::now();
-  const double cpu_start = CpuSeconds();
-  for (int i = 0; i < batches; ++i) {
-    absl::StatusOr<bool> got = (*loader)->Next(&batch);
-    if (!got.ok()) {
-      std::fprintf(stderr, "%s\n", std::string(got.status().message()).c_str());
-      std::exit(1);
-    }
-  }
-  const double s = std::chrono::duration<double>(Clock::now() - start).count();
-  // Prefetching workers keep running a little past the last batch; the bias is
-  // at most prefetch_batches batches in the CPU figure.
-  const double cpu = CpuSeconds() - cpu_start;
-  return {batches * 32.0 / s, batches * 32.0 / cpu};
+  return TimeBatches(batches, [&] { return (*loader)->Next(&batch); });
 }
 
 #ifdef MLPERF_HAVE_NVJPEG
@@ -87,41 +98,19 @@ Rate PipelineRate(const std::string& root, int image_size, int threads, int batc
 // decoded on the device by the queue's thread, two batches ahead.
 Rate DeviceRate(const std::string& root, int image_size, int threads, int batches,
                 std::string* backend) {
-  ImageLoaderOptions o;
-  o.root = root;
-  o.image_size = image_size;
-  o.batch_size = 32;
-  o.threads = threads;
-  o.prefetch_batches = 3;
+  ImageLoaderOptions o = BenchOptions(root, image_size, threads);
   o.output = ImageOutput::kEncoded;
   o.layout = core::Layout::kNHWC;
   absl::StatusOr<std::unique_ptr<ImageLoader>> loader = ImageLoader::Open(o);
-  absl::StatusOr<std::unique_ptr<cuda::DeviceBatchQueue>> queue =
-      loader.ok() ? cuda::DeviceBatchQueue::Create(std::move(*loader), Split::kTrain,
-                                                   {.image_size = image_size, .layout = o.layout})
-                  : loader.status();
-  if (!queue.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(queue.status().message()).c_str());
-    std::exit(1);
-  }
+  if (!loader.ok()) Fail(loader.status());
+  absl::StatusOr<std::unique_ptr<cuda::DeviceBatchQueue>> queue = cuda::DeviceBatchQueue::Create(
+      *std::move(loader), Split::kTrain, {.image_size = image_size, .layout = o.layout});
+  if (!queue.ok()) Fail(queue.status());
   cuda::DeviceBatch batch;
-  double start_cpu = 0;
-  Clock::time_point start;
-  for (int i = -2; i < batches; ++i) {  // 2 warm-up batches: threads, buffers, nvJPEG state
-    if (i == 0) {
-      start = Clock::now();
-      start_cpu = CpuSeconds();
-    }
-    if (absl::StatusOr<bool> got = (*queue)->Next(&batch); !got.ok()) {
-      std::fprintf(stderr, "%s\n", std::string(got.status().message()).c_str());
-      std::exit(1);
-    }
-  }
-  const double wall = std::chrono::duration<double>(Clock::now() - start).count();
-  const double cpu = CpuSeconds() - start_cpu;
+  const Rate rate = TimeBatches(batches, [&] { return (*queue)->Next(&batch); });
   *backend = (*queue)->decoder().backend_name();
   if ((*queue)->decoder().host_decoded() > 0) *backend += "+host";
-  return {batches * 32.0 / wall, batches * 32.0 / cpu};
+  return rate;
 }
 #endif
 
@@ -184,10 +173,7 @@ int Main(int argc, char** argv) {
     s.train_per_class = 60;
     s.val_per_class = 1;
     s.image_size = c.source;
-    if (absl::Status st = WriteSyntheticImageSet(root, s); !st.ok()) {
-      std::fprintf(stderr, "%s\n", std::string(st.message()).c_str());
-      return 1;
-    }
+    if (absl::Status st = WriteSyntheticImageSet(root, s); !st.ok()) Fail(st);
     // Best of 3 alternating runs: the shared machine's load only ever slows a run down.
     Rate scaled, full, bare, host_share, on_device;
     std::string backend;

@@ -4,8 +4,11 @@
 
 namespace mlperf::datasets {
 
-AheadQueue::AheadQueue(int depth, Hooks hooks)
-    : hooks_(std::move(hooks)), slots_(static_cast<size_t>(depth < 1 ? 1 : depth) + 1) {
+AheadQueue::AheadQueue(int depth, Hooks hooks, bool wait_for_restart)
+    : hooks_(std::move(hooks)),
+      slots_(static_cast<size_t>(depth < 1 ? 1 : depth) + 1),
+      waiting_(wait_for_restart),
+      ended_(wait_for_restart) {
   thread_ = std::thread([this] { Produce(); });
 }
 
@@ -25,7 +28,7 @@ void AheadQueue::Restart() {
   for (Slot& s : slots_) s = Slot();
   filled_ = taken_ = 0;
   holding_ = false;
-  ended_ = false;
+  waiting_ = ended_ = false;
   if (hooks_.restart) hooks_.restart();
   paused_ = false;
   cv_.notify_all();
@@ -33,6 +36,7 @@ void AheadQueue::Restart() {
 
 absl::StatusOr<std::optional<int>> AheadQueue::Next() {
   std::unique_lock<std::mutex> lock(mu_);
+  if (waiting_) return absl::FailedPreconditionError("no pass has begun: call StartEval() first");
   const int64_t n = static_cast<int64_t>(slots_.size());
   if (holding_) {
     slots_[static_cast<size_t>((taken_ - 1) % n)].ready = false;

@@ -31,8 +31,10 @@ class AheadQueue {
     std::function<void()> restart;
   };
 
-  // depth >= 1 slots are filled ahead of the consumer's.
-  AheadQueue(int depth, Hooks hooks);
+  // depth >= 1 slots are filled ahead of the consumer's. wait_for_restart:
+  // nothing is filled before the first Restart() (validation, whose passes
+  // begin there), and Next() before it is an error.
+  AheadQueue(int depth, Hooks hooks, bool wait_for_restart = false);
   ~AheadQueue();
   AheadQueue(const AheadQueue&) = delete;
   AheadQueue& operator=(const AheadQueue&) = delete;
@@ -57,7 +59,8 @@ class AheadQueue {
   std::condition_variable cv_;
   int64_t filled_ = 0, taken_ = 0;
   bool holding_ = false;  // the consumer holds slot (taken_ - 1)
-  bool busy_ = false, paused_ = false, ended_ = false, stop_ = false;
+  bool waiting_;          // for the first Restart()
+  bool busy_ = false, paused_ = false, ended_, stop_ = false;
   std::thread thread_;
 };
 

@@ -25,11 +25,13 @@ absl::StatusOr<std::unique_ptr<DeviceBatchQueue>> DeviceBatchQueue::Create(
   q->stream_ = stream;
   DeviceBatchQueue* self = q.get();
   q->ahead_ = std::make_unique<AheadQueue>(
-      depth, AheadQueue::Hooks{
-                 .thread_start = [self] { cudaSetDevice(self->device_); },  // per thread
-                 .fill = [self](int slot) { return self->Fill(self->slots_[slot]); },
-                 .restart = [self] { self->loader_->StartEval(); },
-             });
+      depth,
+      AheadQueue::Hooks{
+          .thread_start = [self] { cudaSetDevice(self->device_); },  // per thread
+          .fill = [self](int slot) { return self->Fill(self->slots_[slot]); },
+          .restart = [self] { self->loader_->StartEval(); },
+      },
+      /*wait_for_restart=*/split == Split::kVal);
   return q;
 }
 

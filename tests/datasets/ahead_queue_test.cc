@@ -107,6 +107,16 @@ TEST(AheadQueueTest, PassesEndAndRestartAlsoMidPass) {
   EXPECT_EQ(p.restarts, 4);
 }
 
+TEST(AheadQueueTest, WaitsForTheFirstRestartWhenAsked) {
+  Producer p(2, /*pass_length=*/3);
+  AheadQueue q(2, p.Hooks(), /*wait_for_restart=*/true);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(p.filled, 0);
+  EXPECT_EQ(q.Next().status().code(), absl::StatusCode::kFailedPrecondition);
+  q.Restart();
+  for (int64_t i = 0; i < 3; ++i) EXPECT_EQ(p.values[static_cast<size_t>(Take(q))], i);
+}
+
 TEST(AheadQueueTest, AnErrorIsHandedOutAfterTheItemsBeforeIt) {
   Producer p(3, 0, /*fail_at=*/4);
   AheadQueue q(3, p.Hooks());

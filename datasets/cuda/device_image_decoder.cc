@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <nvjpeg.h>
 
+#include <atomic>
+#include <cstdio>
 #include <utility>
 #include <vector>
 
@@ -86,9 +88,16 @@ class DeviceImageDecoder::Impl {
       (NvjpegCanDecode(batch.encoded[static_cast<size_t>(i)], i) ? on_device : on_host)
           .push_back(i);
     }
-    if (!on_device.empty() && !DecodeOnDevice(batch, on_device, stream).ok()) {
+    if (absl::Status s =
+            on_device.empty() ? absl::OkStatus() : DecodeOnDevice(batch, on_device, stream);
+        !s.ok()) {
       // nvJPEG refused the batch (a file it cannot read): the host decodes
       // it instead, and names the culprit if libjpeg refuses it too.
+      if (!said_refused_) {
+        std::fprintf(stderr, "device decoder: %s; that batch is decoded on the host\n",
+                     std::string(s.message()).c_str());
+        said_refused_ = true;
+      }
       on_host.insert(on_host.end(), on_device.begin(), on_device.end());
       on_device.clear();
       initialized_batch_ = 0;  // nvJPEG asks for a new initialisation after a failure
@@ -221,7 +230,9 @@ class DeviceImageDecoder::Impl {
   std::vector<Surface> surfaces_;
   DeviceResampler resampler_;
   RgbImage host_image_;
-  int64_t device_decoded_ = 0, host_decoded_ = 0;
+  bool said_refused_ = false;  // the first refusal goes to stderr, once
+  // Read by other threads than the decoding one (a queue's consumer).
+  std::atomic<int64_t> device_decoded_{0}, host_decoded_{0};
 };
 
 absl::StatusOr<std::unique_ptr<DeviceImageDecoder>> DeviceImageDecoder::Create(

@@ -211,10 +211,15 @@ TEST_F(DeviceDecoderTest, NvjpegBatchesMatchTheCpuPipeline) {
                   used->backend_name(), split == Split::kTrain ? "train" : "val", c.batches,
                   c.mean_abs, c.max_abs);
       EXPECT_GE(c.batches, split == Split::kTrain ? 6 : 3);
-      // Only the IDCT and chroma upsampling differ: a wrong crop, flip or
-      // channel order moves the mean by tens.
-      EXPECT_LT(c.mean_abs, 1.5);
-      EXPECT_LT(c.max_abs, 40.0);
+      // Only the decoders differ, mostly in chroma upsampling: libjpeg-turbo
+      // against itself without its "fancy" upsampling differs on such
+      // generated JPEGs by 2.0 on average and 74 at most, before the
+      // resample averages. A wrong flip or red/blue swap moves the mean by
+      // 24-43 here (measured on the CPU); the geometry itself is checked bit
+      // for bit by DeviceResampleTest (a crop off by one source pixel would
+      // move the mean by only about 4).
+      EXPECT_LT(c.mean_abs, 4.0);
+      EXPECT_LT(c.max_abs, 128.0);
       EXPECT_EQ(used->host_decoded(), 0) << "every generated JPEG is nvJPEG's";
       EXPECT_GT(used->device_decoded(), 0);
     }

@@ -5,9 +5,10 @@
 # BERT in fp32 and bf16, each also as a recorded CUDA graph), the GPU op
 # benchmarks against PyTorch on the same GPU (and the bf16 convolutions
 # through cuDNN's graph API, in a process of their own), the embedded
-# run_closed on the GPU (fp32 through compliance_check, and one bf16 run with
-# recorded steps), run_benchmark on the GPU (training and inference), and the
-# CPU input pipeline on the machine's cores; one report, OUT_DIR/gpu_report.md
+# run_closed on the GPU (fp32 through compliance_check, one bf16 run with
+# recorded steps, one with the images decoded on the GPU), run_benchmark on
+# the GPU (training and inference), and the input pipeline on the machine's
+# cores and with decoding on the GPU; one report, OUT_DIR/gpu_report.md
 # and .json (GPU, driver, CUDA/cuDNN/NCCL versions, every test's result, every
 # figure with its peer), with the full output in OUT_DIR/gpu_check.log.
 #

@@ -115,12 +115,7 @@ void ExpectTrainerMatchesCpu(train::OptimizerKind kind, core::Layout layout) {
   cpu_model.Initialize(11);
   gpu_model.Initialize(11);
   auto comm = dist::MakeSingleProcessCommunicator();
-  const train::TrainerConfig recipe{.optimizer = kind,
-                                    .base_lr = 0.1,
-                                    .warmup_epochs = 1,
-                                    .train_epochs = 4,
-                                    .weight_decay = 5e-4,
-                                    .steps_per_epoch = 2};
+  const train::TrainerConfig recipe = test::TwoStepRecipe(kind);
   train::Trainer cpu_trainer(cpu_model, recipe, *comm);
   train::Trainer gpu_trainer(gpu_model, recipe, *comm);
   const std::vector<float> start = cpu_model.ParametersToHost();

@@ -50,12 +50,7 @@ TEST(ResNetTrainerTest, TwoStepsAgreeAcrossLayouts) {
     nchw.Initialize(11);
     nhwc.Initialize(11);
     auto comm = dist::MakeSingleProcessCommunicator();
-    const train::TrainerConfig recipe{.optimizer = kind,
-                                      .base_lr = 0.1,
-                                      .warmup_epochs = 1,
-                                      .train_epochs = 4,
-                                      .weight_decay = 5e-4,
-                                      .steps_per_epoch = 2};
+    const train::TrainerConfig recipe = test::TwoStepRecipe(kind);
     train::Trainer a(nchw, recipe, *comm), b(nhwc, recipe, *comm);
     const std::vector<float> start = nchw.ParametersToHost();
     ASSERT_EQ(start, nhwc.ParametersToHost());

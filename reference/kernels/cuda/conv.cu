@@ -462,8 +462,15 @@ void CheckStageable(Direction dir, const Plan& p) {
   }
 }
 
-constexpr int kStagedIn0 = kScratchStaged0, kStagedIn1 = kScratchStaged0 + 1,
-              kStagedOut = kScratchStaged0 + 2;
+// Runs op(a', b', out') on fp32 channels-first copies of the operands and
+// copies out' back into `out`.
+template <typename Op>
+void RunStaged(const Tensor& a, const Tensor& b, const Tensor& out, Op op) {
+  const Tensor staged_out = StagedLike(out, DType::kF32, false, kScratchStaged0 + 2);
+  op(Restaged(a, DType::kF32, false, kScratchStaged0),
+     Restaged(b, DType::kF32, false, kScratchStaged0 + 1), staged_out);
+  CopyStaged(staged_out, out);
+}
 
 }  // namespace
 
@@ -482,10 +489,9 @@ void ConvForward(const ConvGeometry& g, const Tensor& x, const Tensor& w, const 
   const std::optional<Choice> c = Choose(kForward, p);
   if (!c) {
     CheckStageable(kForward, p);
-    const Tensor sy = StagedLike(y, DType::kF32, false, kStagedOut);
-    ConvForward(g, Restaged(x, DType::kF32, false, kStagedIn0),
-                Restaged(w, DType::kF32, false, kStagedIn1), sy, workspace);
-    return CopyStaged(sy, y);
+    return RunStaged(x, w, y, [&](const Tensor& sx, const Tensor& sw, const Tensor& sy) {
+      ConvForward(g, sx, sw, sy, workspace);
+    });
   }
   const void* in = InputFor(p, g, x);
   const float alpha = 1.0f, beta = 0.0f;
@@ -505,10 +511,9 @@ void ConvBackwardData(const ConvGeometry& g, const Tensor& dy, const Tensor& w, 
   const std::optional<Choice> c = Choose(kBackwardData, p);
   if (!c) {
     CheckStageable(kBackwardData, p);
-    const Tensor sdx = StagedLike(dx, DType::kF32, false, kStagedOut);
-    ConvBackwardData(g, Restaged(dy, DType::kF32, false, kStagedIn0),
-                     Restaged(w, DType::kF32, false, kStagedIn1), sdx, workspace);
-    return CopyStaged(sdx, dx);
+    return RunStaged(dy, w, dx, [&](const Tensor& sdy, const Tensor& sw, const Tensor& sdx) {
+      ConvBackwardData(g, sdy, sw, sdx, workspace);
+    });
   }
   void* out = p.padded ? Scratch(p.padded_bytes(), kScratchPadded) : dx.data();
   const float alpha = 1.0f, beta = 0.0f;
@@ -533,10 +538,9 @@ void ConvBackwardWeight(const ConvGeometry& g, const Tensor& x, const Tensor& dy
   const std::optional<Choice> c = Choose(kBackwardFilter, p);
   if (!c) {
     CheckStageable(kBackwardFilter, p);
-    const Tensor sdw = StagedLike(dw, DType::kF32, false, kStagedOut);
-    ConvBackwardWeight(g, Restaged(x, DType::kF32, false, kStagedIn0),
-                       Restaged(dy, DType::kF32, false, kStagedIn1), sdw, workspace);
-    return CopyStaged(sdw, dw);
+    return RunStaged(x, dy, dw, [&](const Tensor& sx, const Tensor& sdy, const Tensor& sdw) {
+      ConvBackwardWeight(g, sx, sdy, sdw, workspace);
+    });
   }
   const void* in = InputFor(p, g, x);
   const float alpha = 1.0f, beta = 0.0f;

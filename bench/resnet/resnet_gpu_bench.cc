@@ -6,11 +6,12 @@
 // input on the device (one upload, then the same batch), Philox data, never
 // zeros. Each layout and precision asked for (auto: each precision in the
 // layout the models use for it on a GPU, fp32 NCHW, bf16/fp16 NHWC) is timed
-// twice: steps run as queued, and steps recorded once as a CUDA graph and
+// as steps run as queued and as steps recorded once as a CUDA graph and
 // replayed (TrainerConfig::cuda_graph). Under bf16 and fp16 the convolutions
-// and the FC layer run in that type on the tensor cores (operands converted
-// per op, activations stored in fp32; fp16 with dynamic loss scaling);
-// PyTorch's AMP bf16 line is the target.
+// and the FC layer run in that type on the tensor cores (fp16 with dynamic
+// loss scaling); those two rows store the activations in fp32 (operands
+// converted per op), and a third, "typed graph", stores them in bf16/fp16
+// (ops::TypedActivationsScope). PyTorch's AMP bf16 line is the target.
 // Then, for the first layout and precision, a per-op profile of our step:
 // every convolution, batch norm and pointwise op of ResNet-50 timed alone
 // with events at the step's shapes, summed per op kind, and the backward
@@ -77,9 +78,10 @@ struct StepResult {
 };
 
 StepResult TimeTrainingStep(core::Layout layout, int64_t batch, int steps, core::DType precision,
-                            bool graph, bool profile) {
+                            bool graph, bool typed, bool profile) {
   const ResNetConfig config{.layout = layout, .device = core::Device::kCuda};
   const ops::PrecisionScope scope(precision);
+  const ops::TypedActivationsScope storage(typed);
   ResNet model(config, batch);
   model.Initialize(1);
   auto comm = dist::MakeSingleProcessCommunicator();
@@ -247,12 +249,21 @@ void Run(int64_t batch, int steps, const std::string& which,
     const auto [layout, precision] = configs[k];
     const char* layout_name = layout == core::Layout::kNHWC ? "NHWC" : "NCHW";
     StepResult profiled;
-    for (bool graph : {false, true}) {
-      const bool profile = k == 0 && !graph;
-      const StepResult r = TimeTrainingStep(layout, batch, steps, precision, graph, profile);
+    // As queued, recorded, and under bf16/fp16 recorded with the
+    // activations stored in that type (ops::TypedActivationsScope).
+    struct Variant {
+      bool graph, typed;
+      const char* suffix;
+    };
+    for (const Variant v : {Variant{false, false, ""}, Variant{true, false, " graph"},
+                            Variant{true, true, " typed graph"}}) {
+      if (v.typed && precision == core::DType::kF32) continue;
+      const bool graph = v.graph, profile = k == 0 && !graph;
+      const StepResult r =
+          TimeTrainingStep(layout, batch, steps, precision, graph, v.typed, profile);
       if (profile) profiled = r;
       const std::string name =
-          fmt::format("{} {}{}", ops::PrecisionName(precision), layout_name, graph ? " graph" : "");
+          fmt::format("{} {}{}", ops::PrecisionName(precision), layout_name, v.suffix);
       std::printf("  ours  %-22s %8.1f ms/step %8.1f images/s", name.c_str(), r.step_ms,
                   1000.0 * batch / r.step_ms);
       for (const auto& [peer, ms] : torch)

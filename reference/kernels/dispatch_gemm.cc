@@ -24,15 +24,18 @@ namespace {
 
 // A convolution y = op(a, b) at the rounding points precision.h names
 // (nothing changes under fp32): on a CUDA device under bf16/fp16 the
-// operands are converted to that type and the op writes that type, widened
+// operands are converted to that type (unless stored in it) and the op
+// writes that type, into y itself when y is stored in it and else widened
 // into y (precision_operands.h); otherwise it reads rounded fp32 copies and
 // y is rounded in place. `op(device, a, b, y)` runs the backend's twin.
 template <typename Op>
 void RoundedConvolution(bool device, const Tensor& a, const Tensor& b, const Tensor& y, Op&& op) {
   if (device && InPrecisionType(a)) {
-    const Tensor typed_y = PrecisionTypeOutput(y, 2);
+    const bool typed = y.dtype() == ComputePrecision();
+    const Tensor typed_y = typed ? y : PrecisionTypeOutput(y, 2);
     op(true, PrecisionTypeOperand(a, 0), PrecisionTypeOperand(b, 1), typed_y);
-    return CopyToFp32(typed_y, y);
+    if (!typed) CopyToFp32(typed_y, y);
+    return;
   }
   op(device, RoundedOperand(a, 0), RoundedOperand(b, 1), y);
   RoundOutput(y);

@@ -1,5 +1,7 @@
 #include "reference/kernels/precision.h"
 
+#include <cstdlib>
+#include <string_view>
 #include <vector>
 
 #include "base/check.h"
@@ -64,6 +66,38 @@ void RoundToPrecision(core::DType precision, const core::Tensor& src, const core
   cpu::RoundToPrecision(precision, src, dst);
 }
 
+namespace {
+// -1: not set, read MLPERF_TYPED_ACTIVATIONS; else 0 or 1.
+int g_typed_activations = -1;
+}  // namespace
+
+bool TypedActivations() {
+  if (g_typed_activations >= 0) return g_typed_activations == 1;
+  const char* env = std::getenv("MLPERF_TYPED_ACTIVATIONS");
+  return env != nullptr && std::string_view(env) == "1";
+}
+
+TypedActivationsScope::TypedActivationsScope(bool on) : previous_(g_typed_activations) {
+  g_typed_activations = on ? 1 : 0;
+}
+
+TypedActivationsScope::~TypedActivationsScope() { g_typed_activations = previous_; }
+
+core::DType ActivationStorageType(core::Device device) {
+  const core::DType precision = ComputePrecision();
+  return device == core::Device::kCuda && Reduced(precision) && TypedActivations()
+             ? precision
+             : core::DType::kF32;
+}
+
+void RoundStored(const core::Tensor& t) {
+  const core::DType precision = ComputePrecision();
+  if (t.empty() || t.dtype() == precision) return;
+  MLPERF_CHECK_MSG(t.dtype() == core::DType::kF32,
+                   "ops: an activation stored in a reduced type, used under another precision");
+  if (Reduced(precision)) RoundToPrecision(precision, t, t);
+}
+
 core::Tensor RoundedOperand(const core::Tensor& x, int slot) {
   const core::DType precision = ComputePrecision();
   if (!Reduced(precision) || x.empty()) return x;
@@ -101,7 +135,7 @@ core::Tensor PrecisionTypeOutput(const core::Tensor& y, int slot) {
 }
 
 core::Tensor PrecisionTypeOperand(const core::Tensor& x, int slot) {
-  if (x.empty()) return x;
+  if (x.empty() || x.dtype() == ComputePrecision()) return x;  // stored in the type
   const core::Tensor half = PrecisionTypeOutput(x, slot);
   cuda::Cast(x, half);
   return half;

@@ -8,9 +8,16 @@
 // to the precision (round to nearest even) into a scratch copy, the product
 // accumulates in fp32, and the op's outputs (activation, input gradient,
 // weight and bias gradients) are rounded in place. Norm statistics, softmax,
-// losses, pointwise ops and the optimizers read and write fp32. Tensors keep
-// fp32 storage, holding values representable in the precision where the
-// rounding points put them.
+// losses, pointwise ops and the optimizers compute in fp32.
+//
+// The storage points: a model that stores its activations in the precision
+// (ResNet: every conv + BN unit's output, the pooled stem, and their
+// gradients) rounds each one where it is written, as PyTorch's autocast
+// does; a batch norm followed by a residual add stores the normalised value
+// before the add too. The CPU keeps fp32 storage and rounds in place
+// (RoundStored); a CUDA device may store those tensors in the precision's
+// own type (ActivationStorageType), where its kernels round as they store.
+// Both read and write the same values.
 #pragma once
 
 #include <string_view>
@@ -37,6 +44,32 @@ class PrecisionScope {
  private:
   core::DType previous_;
 };
+
+// Whether a model stores activations in the precision's own type on a CUDA
+// device under bf16/fp16. Off by default (fp32 storage, rounded in place)
+// until the typed path has run on a GPU; MLPERF_TYPED_ACTIVATIONS=1 or a
+// TypedActivationsScope turns it on.
+bool TypedActivations();
+class TypedActivationsScope {
+ public:
+  explicit TypedActivationsScope(bool on);
+  ~TypedActivationsScope();
+  TypedActivationsScope(const TypedActivationsScope&) = delete;
+  TypedActivationsScope& operator=(const TypedActivationsScope&) = delete;
+
+ private:
+  int previous_;
+};
+
+// The type a model allocates its stored activations in on `device`: the
+// compute precision on a CUDA device with typed activations on, else fp32.
+// Read when the model is built, under the precision it trains in.
+core::DType ActivationStorageType(core::Device device);
+
+// Rounds a stored activation or activation gradient in place at its storage
+// point: nothing under fp32 or when t is already stored in the precision's
+// type (its kernel rounded it).
+void RoundStored(const core::Tensor& t);
 
 // dst = src rounded to `precision` (bf16 or fp16, nearest even, Inf beyond
 // the range, NaN kept), both fp32 tensors on the same device; in place when

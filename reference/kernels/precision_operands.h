@@ -21,7 +21,8 @@ void RoundOutput(const core::Tensor& y);
 // Whether x's op runs so: x on a CUDA device under bf16 or fp16.
 bool InPrecisionType(const core::Tensor& x);
 // x converted to the compute precision's type (bf16 or fp16, round to
-// nearest even) in the device scratch `slot`, until the slot's next use.
+// nearest even) in the device scratch `slot`, until the slot's next use; x
+// itself when it is stored in that type.
 core::Tensor PrecisionTypeOperand(const core::Tensor& x, int slot);
 // A device scratch tensor shaped like y in the compute precision's type, for
 // an op's output; CopyToFp32 then widens it into y (exactly).

@@ -1,6 +1,7 @@
 #include "reference/layers/conv_norm.h"
 
 #include "reference/kernels/dispatch.h"
+#include "reference/kernels/precision.h"
 
 namespace mlperf::layers {
 
@@ -41,8 +42,9 @@ void ConvBn::Allocate(const ConvGeometry& g, core::Layout layout, bool relu,
   registry->batch_norms.push_back(bn_name);
 
   const core::Shape out = ActivationShape(layout, g.batch, k, g.out(1), g.out(2));
-  z_ = arenas.activations->Allocate(out, core::DType::kF32, layout);
-  y_ = arenas.activations->Allocate(out, core::DType::kF32, layout);
+  const core::DType stored = ops::ActivationStorageType(arenas.activations->device());
+  z_ = arenas.activations->Allocate(out, stored, layout);
+  y_ = arenas.activations->Allocate(out, stored, layout);
   save_mean_ = arenas.activations->Allocate({k});
   save_inv_std_ = arenas.activations->Allocate({k});
 }
@@ -50,12 +52,25 @@ void ConvBn::Allocate(const ConvGeometry& g, core::Layout layout, bool relu,
 void ConvBn::Forward(const Tensor& x, bool training, const BatchNormParams& bn,
                      const Tensor& workspace, const Tensor& residual) {
   ops::ConvForward(g_, x, w_, z_, workspace);
+  // Under bf16/fp16 the normalised value is stored (rounded) before the
+  // residual add, as a typed y_ is by the fused op's two passes; fp32
+  // storage splits the op to round at the same point.
+  const bool split = !residual.empty() && ops::ComputePrecision() != core::DType::kF32 &&
+                     y_.dtype() == core::DType::kF32;
+  const Tensor fused_residual = split ? Tensor() : residual;
+  const bool fused_relu = relu_ && !split;
   if (training) {
-    ops::BatchNormActForwardTraining(bn, relu_, z_, residual, gamma_, beta_, y_, save_mean_,
-                                     save_inv_std_, running_mean_, running_var_);
+    ops::BatchNormActForwardTraining(bn, fused_relu, z_, fused_residual, gamma_, beta_, y_,
+                                     save_mean_, save_inv_std_, running_mean_, running_var_);
   } else {
-    ops::BatchNormActForwardInference(bn, relu_, z_, residual, gamma_, beta_, running_mean_,
-                                      running_var_, y_);
+    ops::BatchNormActForwardInference(bn, fused_relu, z_, fused_residual, gamma_, beta_,
+                                      running_mean_, running_var_, y_);
+  }
+  ops::RoundStored(y_);
+  if (split) {
+    ops::Accumulate(residual, y_);
+    ops::RoundStored(y_);
+    if (relu_) ops::ReluForward(y_, y_);  // exact on rounded values
   }
 }
 
@@ -63,8 +78,10 @@ void ConvBn::Backward(const Tensor& x, const Tensor& dy, const Tensor& dz, const
                       const Tensor& workspace) {
   const Tensor dy_view = ViewAs(dy, y_);
   const Tensor dz_view = ViewAs(dz, z_);
+  // The masked dy stays representable; dz is stored.
   ops::BatchNormActBackward(relu_, z_, y_, dy_view, gamma_, save_mean_, save_inv_std_, dz_view,
                             dgamma_, dbeta_);
+  ops::RoundStored(dz_view);
   ops::ConvBackwardWeight(g_, x, dz_view, dw_, workspace);
   if (!dx.empty()) ops::ConvBackwardData(g_, dz_view, w_, ViewAs(dx, x), workspace);
 }

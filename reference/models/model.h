@@ -106,7 +106,7 @@ class Model {
   std::vector<float> BuffersToHost() const;
   void ParametersFromHost(std::span<const float> values);
   void BuffersFromHost(std::span<const float> values);
-  // Any tensor of this model copied to the host (fp32).
+  // Any float tensor of this model copied to the host (bf16/fp16 widened).
   std::vector<float> ToHost(const core::Tensor& t) const;
   int64_t num_parameters() const;
   // One per parameter tensor, offsets into parameters(); excluded = the

@@ -8,6 +8,7 @@
 #include "reference/core/init.h"
 #include "reference/core/philox.h"
 #include "reference/kernels/dispatch.h"
+#include "reference/kernels/precision.h"
 
 namespace mlperf::models {
 
@@ -71,8 +72,10 @@ void ResNet::Build(const layers::ModelArenas& arenas) {
   pool_ = Conv2d(n, base, stem.out(1), stem.out(2), base, 3, 3, 2, 1);
   if (config_.padding == layers::PaddingMode::kTfSame) SetSamePadding(&pool_);
   int64_t h = pool_.out(1), w = pool_.out(2), channels = base;
-  pooled_ =
-      acts.Allocate(layers::ActivationShape(layout, n, base, h, w), core::DType::kF32, layout);
+  // Stored activations (precision.h): the stem's pooled output, the units'
+  // outputs (layers::ConvBn) and the gradient buffers.
+  const core::DType stored = ops::ActivationStorageType(acts.device());
+  pooled_ = acts.Allocate(layers::ActivationShape(layout, n, base, h, w), stored, layout);
 
   int64_t largest = n * base * stem.out(1) * stem.out(2);
   int64_t workspace = stem_.workspace_elements();
@@ -121,7 +124,7 @@ void ResNet::Build(const layers::ModelArenas& arenas) {
   dlogits_ = acts.Allocate({n, classes});
   labels_ = acts.Allocate({n}, core::DType::kI32);
   loss_ = acts.Allocate({1});
-  for (Tensor& t : grad_scratch_) t = acts.Allocate({largest});
+  for (Tensor& t : grad_scratch_) t = acts.Allocate({largest}, stored);
   workspace_ = acts.Allocate({std::max<int64_t>(workspace, 1)});
 }
 
@@ -238,7 +241,9 @@ void ResNet::Backward() {
   ops::LinearBackward(features_, fc_w_, dlogits_, dfeatures_, dfc_w_, dfc_b_);
   NotifyGradientsReady(fc_grad_offset_);
   Tensor dout = grad_scratch_[0], scratch = grad_scratch_[1], dx = grad_scratch_[2];
-  ops::GlobalAvgPoolBackward(dfeatures_, layers::ViewAs(dout, blocks_.back().output()));
+  const Tensor dlast = layers::ViewAs(dout, blocks_.back().output());
+  ops::GlobalAvgPoolBackward(dfeatures_, dlast);
+  ops::RoundStored(dlast);
   for (size_t i = blocks_.size(); i-- > 0;) {
     const Tensor& x = i > 0 ? blocks_[i - 1].output() : pooled_;
     blocks_[i].Backward(x, dout, scratch, dx, workspace_);
@@ -248,6 +253,7 @@ void ResNet::Backward() {
   }
   const Tensor dstem = layers::ViewAs(scratch, stem_.output());
   ops::MaxPoolBackward(pool_, stem_.output(), layers::ViewAs(dout, pooled_), dstem);
+  ops::RoundStored(dstem);  // overlapping windows sum
   stem_.Backward(input_, dstem, dx, Tensor(), workspace_);
   NotifyGradientsReady(0);
 }

@@ -4,6 +4,7 @@
 
 #include "base/check.h"
 #include "reference/kernels/dispatch.h"
+#include "reference/kernels/precision.h"
 
 namespace mlperf::models {
 
@@ -68,6 +69,7 @@ void Bottleneck::Backward(const Tensor& x, const Tensor& dout, const Tensor& scr
   } else {
     ops::Accumulate(dsum, dx_view);
   }
+  ops::RoundStored(dx_view);
 }
 
 }  // namespace mlperf::models

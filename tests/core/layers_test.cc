@@ -1,9 +1,11 @@
 // The layers in reference/layers/ against central finite differences: a
 // scalar loss sum(output * r) through linear + GELU, layer norm, embedding
 // and self-attention (with a padding mask), with respect to the input and to
-// parameters of every kind.
+// parameters of every kind; and where conv + BN stores its values under
+// mixed precision.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <vector>
@@ -11,7 +13,9 @@
 #include "reference/core/arena.h"
 #include "reference/core/philox.h"
 #include "reference/kernels/dispatch.h"
+#include "reference/kernels/precision.h"
 #include "reference/layers/attention.h"
+#include "reference/layers/conv_norm.h"
 #include "reference/layers/embedding.h"
 #include "reference/layers/layer_norm.h"
 #include "reference/layers/linear.h"
@@ -131,6 +135,65 @@ TEST(LayersTest, EmbeddingGradientSumsRowsAtTheirIds) {
   EXPECT_EQ(grad.f32()[1 * 3], 2.0f);  // ids 1 and 3 point at row 1
   EXPECT_EQ(grad.f32()[2 * 3], 3.0f);  // ids 0, 2 and 4 at row 2
   EXPECT_EQ(grad.f32()[3 * 3], 0.0f);
+}
+
+// Under bf16 a conv + BN unit with a residual stores the normalised value
+// rounded, then the rounded sum (PyTorch's autocast, and cuDNN's BN followed
+// by the add on a device storing bf16): bit for bit relu(round(round(BN(z))
+// + residual)). Its backward stores dz rounded, and the conv rounds dx.
+TEST(LayersTest, ConvBnUnderBf16RoundsBeforeAndAfterTheResidualAdd) {
+  const ops::PrecisionScope scope(core::DType::kBF16);
+  const core::Layout nhwc = core::Layout::kNHWC;
+  const ConvGeometry g = Conv2dPadded(2, 4, 6, 6, 8, 3, 1, PaddingMode::kSymmetric);
+  ConvBn unit, plain;  // plain: the same unit without residual or ReLU
+  Tensor x, residual, reference_out, dy, dz, dx, workspace;
+  TestArenas arenas([&](const ModelArenas& a, ParameterRegistry* r) {
+    unit.Allocate(g, nhwc, true, "conv", "bn", a, r);
+    plain.Allocate(g, nhwc, false, "plain_conv", "plain_bn", a, r);
+    const core::Shape in = ActivationShape(nhwc, 2, 4, 6, 6),
+                      out = ActivationShape(nhwc, 2, 8, 6, 6);
+    x = a.activations->Allocate(in, core::DType::kF32, nhwc);
+    residual = a.activations->Allocate(out, core::DType::kF32, nhwc);
+    dy = a.activations->Allocate(out, core::DType::kF32, nhwc);
+    dz = a.activations->Allocate(out, core::DType::kF32, nhwc);
+    dx = a.activations->Allocate(in, core::DType::kF32, nhwc);
+    workspace = a.activations->Allocate({std::max<int64_t>(unit.workspace_elements(), 1)});
+  });
+  const std::vector<Parameter>& p = arenas.registry.parameters;
+  ASSERT_EQ(p.size(), 6u);
+  for (size_t k = 0; k < 3; ++k)
+    std::copy_n(p[k].value.f32(), p[k].value.numel(), p[k + 3].value.f32());
+  Randomize(x, 4);
+  Randomize(residual, 5);
+  // Stored values: x and the residual come from earlier storage points.
+  ops::RoundToPrecision(core::DType::kBF16, x, x);
+  ops::RoundToPrecision(core::DType::kBF16, residual, residual);
+  const BatchNormParams bn;
+  unit.Forward(x, true, bn, workspace, residual);
+  plain.Forward(x, true, bn, workspace);
+  const auto bf16 = [](float v) { return core::Bf16ToFloat(core::FloatToBf16(v)); };
+  int differs_from_fp32 = 0;
+  for (int64_t i = 0; i < residual.numel(); ++i) {
+    const float normalised = plain.output().f32()[i];
+    ASSERT_EQ(normalised, bf16(normalised)) << i;
+    const float want = std::max(bf16(normalised + residual.f32()[i]), 0.0f);
+    ASSERT_EQ(unit.output().f32()[i], want) << i;
+  }
+  // The same values in fp32 differ: the rounding points matter.
+  {
+    const ops::PrecisionScope fp32(core::DType::kF32);
+    plain.Forward(x, true, bn, workspace);
+    for (int64_t i = 0; i < residual.numel(); ++i)
+      differs_from_fp32 += unit.output().f32()[i] !=
+                           std::max(bf16(plain.output().f32()[i] + residual.f32()[i]), 0.0f);
+  }
+  EXPECT_GT(differs_from_fp32, 0);
+
+  Randomize(dy, 6);
+  ops::RoundToPrecision(core::DType::kBF16, dy, dy);
+  unit.Backward(x, dy, dz, dx, workspace);
+  for (const Tensor* t : {&dz, &dx})
+    for (int64_t i = 0; i < t->numel(); ++i) ASSERT_EQ(t->f32()[i], bf16(t->f32()[i])) << i;
 }
 
 }  // namespace

@@ -146,5 +146,46 @@ TEST(ResNetMixedPrecisionTest, UnscaledFp16GradientsMatchTheScaledOnes) {
   EXPECT_GT(error, 0.0);
 }
 
+// The stage outputs are stored activations (precision.h): under bf16/fp16
+// the CPU keeps them in fp32, holding values of the precision, even with
+// typed activations on (a device-only storage).
+TEST(ResNetMixedPrecisionTest, StageOutputsHoldValuesOfThePrecision) {
+  const ops::TypedActivationsScope typed(true);
+  for (core::DType precision : {core::DType::kBF16, core::DType::kF16}) {
+    const ops::PrecisionScope scope(precision);
+    ResNet model(kTiny, 4);
+    model.Initialize(9);
+    const HostBatch batch = RandomBatch(model, 10);
+    model.ForwardTrain(batch.images.data(), batch.labels.data(), 0.1f);
+    for (int s = 0; s < 4; ++s) {
+      const core::Tensor& out = model.stage_output(s);
+      ASSERT_EQ(out.dtype(), core::DType::kF32);
+      std::vector<float> stored(out.f32(), out.f32() + out.numel()), rounded(out.numel());
+      ops::RoundToPrecision(precision, out,
+                            core::Tensor(rounded.data(), out.shape(), core::DType::kF32));
+      EXPECT_EQ(stored, rounded) << ops::PrecisionName(precision) << " stage " << s;
+    }
+  }
+}
+
+// One step in NCHW and in NHWC on the CPU, the same values summed in
+// another order, in bf16 and fp16: what the device comparisons' tolerances
+// (random_batch.h) leave for rounding. (Two LARS steps amplify such a
+// difference to 5-85% of the update in bf16, too much for a comparison.)
+TEST(ResNetMixedPrecisionTest, OneStepAgreesAcrossLayouts) {
+  for (core::DType precision : {core::DType::kBF16, core::DType::kF16}) {
+    const ops::PrecisionScope scope(precision);
+    const test::OneStep nchw = test::RunOneStep(core::Layout::kNCHW, core::Device::kCpu);
+    const test::OneStep nhwc = test::RunOneStep(core::Layout::kNHWC, core::Device::kCpu);
+    const std::string_view name = ops::PrecisionName(precision);
+    EXPECT_NEAR(nhwc.loss, nchw.loss, 1e-3 * nchw.loss) << name;
+    EXPECT_LT(testing::RelativeError(nhwc.logits, nchw.logits), test::kReducedLogitsTolerance / 3)
+        << name;
+    EXPECT_LT(testing::RelativeError(nhwc.gradients, nchw.gradients),
+              test::kReducedGradientTolerance / 3)
+        << name;
+  }
+}
+
 }  // namespace
 }  // namespace mlperf::models

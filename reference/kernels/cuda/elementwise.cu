@@ -138,10 +138,14 @@ void Add(const Tensor& a, const Tensor& b, const Tensor& y) {
   Launch(a.numel(), [=] __device__(long long i) { out[i] = pa[i] + pb[i]; });
 }
 
+// Any mix of fp32/bf16/fp16: a sum stored in a reduced type is rounded once.
 void Accumulate(const Tensor& x, const Tensor& y) {
-  const float* in = x.f32();
-  float* out = y.f32();
-  Launch(x.numel(), [=] __device__(long long i) { out[i] += in[i]; });
+  MLPERF_CHECK(x.numel() == y.numel());
+  const void* in = x.data();
+  void* out = y.data();
+  const DType xt = x.dtype(), yt = y.dtype();
+  Launch(x.numel(),
+         [=] __device__(long long i) { Store(out, yt, i, Load(out, yt, i) + Load(in, xt, i)); });
 }
 
 void Scale(const Tensor& x, float alpha) {

@@ -21,7 +21,8 @@ void TanhBackward(const core::Tensor& y, const core::Tensor& dy, const core::Ten
 
 // y = a + b (residual connections). Its backward hands dy to both inputs.
 void Add(const core::Tensor& a, const core::Tensor& b, const core::Tensor& y);
-// y += x (gradient accumulation where a tensor feeds two consumers).
+// y += x (gradient accumulation where a tensor feeds two consumers); each
+// fp32, bf16 or fp16.
 void Accumulate(const core::Tensor& x, const core::Tensor& y);
 void Scale(const core::Tensor& x, float alpha);
 // x *= *alpha, alpha a scalar on x's device (the dynamic loss scale, which

@@ -110,36 +110,16 @@ INSTANTIATE_TEST_SUITE_P(Layouts, ResNetGpuTest,
 // TwoStepsAgreeAcrossLayouts: at 2.0 two CPU runs in different layouts end
 // 1.5e-2 apart).
 void ExpectTrainerMatchesCpu(train::OptimizerKind kind, core::Layout layout) {
-  ResNet cpu_model(Tiny(layout, core::Device::kCpu), 4);
-  ResNet gpu_model(Tiny(layout, core::Device::kCuda), 4);
-  cpu_model.Initialize(11);
-  gpu_model.Initialize(11);
-  auto comm = dist::MakeSingleProcessCommunicator();
-  const train::TrainerConfig recipe = test::TwoStepRecipe(kind);
-  train::Trainer cpu_trainer(cpu_model, recipe, *comm);
-  train::Trainer gpu_trainer(gpu_model, recipe, *comm);
-  const std::vector<float> start = cpu_model.ParametersToHost();
-  for (int step = 0; step < 2; ++step) {
-    const HostBatch batch = RandomBatch(cpu_model, 20 + step);
-    const float loss_cpu = cpu_trainer.TrainStep(
-        cpu_model.InputBatch(batch.images.data(), batch.labels.data(), cpu_model.batch_size()));
-    const float loss_gpu = gpu_trainer.TrainStep(
-        gpu_model.InputBatch(batch.images.data(), batch.labels.data(), gpu_model.batch_size()));
-    EXPECT_NEAR(loss_gpu, loss_cpu, 1e-4 * std::abs(loss_cpu)) << "step " << step;
-  }
-  EXPECT_EQ(gpu_trainer.step(), 2);
-  const std::vector<float> w_cpu = cpu_model.ParametersToHost(),
-                           w_gpu = gpu_model.ParametersToHost();
+  const test::TwoSteps cpu = test::RunTwoSteps(layout, core::Device::kCpu, kind);
+  const test::TwoSteps gpu = test::RunTwoSteps(layout, core::Device::kCuda, kind);
+  ASSERT_EQ(gpu.start, cpu.start);
+  for (int step = 0; step < 2; ++step)
+    EXPECT_NEAR(gpu.loss[step], cpu.loss[step], 1e-4 * std::abs(cpu.loss[step])) << "step " << step;
   // The update itself must be reproduced, not just the (shared) start.
-  std::vector<float> dw_cpu(w_cpu.size()), dw_gpu(w_cpu.size());
-  for (size_t i = 0; i < w_cpu.size(); ++i) {
-    dw_cpu[i] = w_cpu[i] - start[i];
-    dw_gpu[i] = w_gpu[i] - start[i];
-  }
-  EXPECT_GT(RelativeError(start, w_cpu), 1e-4);
-  EXPECT_LT(RelativeError(dw_gpu, dw_cpu), 1e-3);
-  EXPECT_LT(RelativeError(gpu_trainer.MomentumToHost(), cpu_trainer.MomentumToHost()), 1e-3);
-  EXPECT_LT(RelativeError(gpu_model.BuffersToHost(), cpu_model.BuffersToHost()), 1e-4);
+  EXPECT_GT(RelativeError(cpu.start, cpu.end), 1e-4);
+  EXPECT_LT(RelativeError(gpu.update, cpu.update), 1e-3);
+  EXPECT_LT(RelativeError(gpu.momentum, cpu.momentum), 1e-3);
+  EXPECT_LT(RelativeError(gpu.buffers, cpu.buffers), 1e-4);
 }
 
 TEST(ResNetGpuTrainerTest, LarsStepsMatchTheCpuNchw) {

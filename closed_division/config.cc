@@ -42,11 +42,11 @@ absl::Status CompletePlan(const RunnerOptions& options, int world_size, int core
   }
   plan.world_size = world_size;
   plan.batch_per_rank = plan.global_batch_size / split;
+  plan.cache_dir = options.cache_dir.empty()
+                       ? (std::filesystem::path(options.out_dir) / ".cache").string()
+                       : options.cache_dir;
   if (plan.demo) {
-    const std::string cache = options.cache_dir.empty()
-                                  ? (std::filesystem::path(options.out_dir) / ".cache").string()
-                                  : options.cache_dir;
-    plan.data_root = (std::filesystem::path(cache) / generated_name).string();
+    plan.data_root = (std::filesystem::path(plan.cache_dir) / generated_name).string();
     if (plan.system_name.empty())
       plan.system_name = options.gpus > 0 ? "gpu-demo-generated-data" : "cpu-demo-generated-data";
   } else {

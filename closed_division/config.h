@@ -90,6 +90,7 @@ struct RunPlan {
   int64_t eval_samples = 0;
   Schedule schedule;
   std::string data_root;  // the real data set, or where the generated set lives
+  std::string cache_dir;  // --cache_dir, or <out>/.cache: generated and prepared data, indexes
   std::string system_name;
   // For the package's labels: "ImageNet", "ResNet-50".
   std::string data_name;

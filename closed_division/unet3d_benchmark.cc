@@ -450,10 +450,7 @@ class UnetBenchmark final : public Benchmark {
     } else if (IsRawKits19Tree(options.data_dir)) {
       // A NIfTI tree is prepared once into the cache (untimed).
       raw_dir = options.data_dir;
-      const std::string cache = options.cache_dir.empty()
-                                    ? (fs::path(options.out_dir) / ".cache").string()
-                                    : options.cache_dir;
-      plan.data_root = (fs::path(cache) / "kits19-prepared").string();
+      plan.data_root = (fs::path(plan.cache_dir) / "kits19-prepared").string();
     }
     // Samples per epoch as the reference's loaders give them (drop_last on
     // the sampler and the loader); evaluations from ceil(1000 * 168 / spe)

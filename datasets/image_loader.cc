@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "datasets/augment.h"
+#include "datasets/index_cache.h"
 #include "datasets/jpeg.h"
 #include "datasets/shuffle.h"
 #include "datasets/tfrecord.h"
@@ -389,9 +390,10 @@ absl::StatusOr<std::unique_ptr<ImageLoader>> ImageLoader::Open(const ImageLoader
     if (!detected.ok()) return detected.status();
     format = *detected;
   }
-  absl::StatusOr<DatasetIndex> index = format == DatasetFormat::kImageFolder
-                                           ? IndexImageFolder(o.root, o.split)
-                                           : IndexTfRecords(o.root, o.split, o.num_classes);
+  absl::StatusOr<DatasetIndex> index =
+      !o.index_file.empty() ? CachedIndex(o.root, format, o.split, o.num_classes, o.index_file)
+      : format == DatasetFormat::kImageFolder ? IndexImageFolder(o.root, o.split)
+                                              : IndexTfRecords(o.root, o.split, o.num_classes);
   if (!index.ok()) return index.status();
   if (o.num_classes > 0 && format == DatasetFormat::kImageFolder &&
       o.num_classes != index->num_classes) {

@@ -63,6 +63,9 @@ struct ImageLoaderOptions {
   // kEncoded: the threads only read, parse headers and draw crops (the
   // decode is at full size, so scaled_decode does not apply).
   ImageOutput output = ImageOutput::kPixels;
+  // An index file (index_cache.h) that Open reads instead of indexing root
+  // when it is current (else it indexes and rewrites it); "" always indexes.
+  std::string index_file;
 };
 
 struct ImageBatch {

@@ -31,15 +31,6 @@ namespace {
 #define SKIP_WITHOUT_DEVICE() \
   if (!ops::CudaAvailable()) GTEST_SKIP() << "no CUDA device (or a build without CUDA)"
 
-ResNetConfig Tiny(core::Layout layout, core::Device device) {
-  return {.base_width = 8,
-          .blocks = {1, 1, 1, 1},
-          .num_classes = 10,
-          .image_size = 32,
-          .layout = layout,
-          .device = device};
-}
-
 using test::HostBatch;
 using test::RandomBatch;
 
@@ -49,8 +40,8 @@ class ResNetGpuTest : public ::testing::TestWithParam<core::Layout> {};
 
 TEST_P(ResNetGpuTest, ForwardAndEveryGradientMatchTheCpu) {
   SKIP_WITHOUT_DEVICE();
-  ResNet cpu_model(Tiny(GetParam(), core::Device::kCpu), 4);
-  ResNet gpu_model(Tiny(GetParam(), core::Device::kCuda), 4);
+  ResNet cpu_model(test::TwinModel(GetParam(), core::Device::kCpu), 4);
+  ResNet gpu_model(test::TwinModel(GetParam(), core::Device::kCuda), 4);
   cpu_model.Initialize(3);
   gpu_model.Initialize(3);
   // Initialisation happens on the host for both: bitwise equal.
@@ -81,8 +72,8 @@ TEST_P(ResNetGpuTest, ForwardAndEveryGradientMatchTheCpu) {
 
 TEST_P(ResNetGpuTest, InferenceMatchesTheCpu) {
   SKIP_WITHOUT_DEVICE();
-  ResNet cpu_model(Tiny(GetParam(), core::Device::kCpu), 8);
-  ResNet gpu_model(Tiny(GetParam(), core::Device::kCuda), 8);
+  ResNet cpu_model(test::TwinModel(GetParam(), core::Device::kCpu), 8);
+  ResNet gpu_model(test::TwinModel(GetParam(), core::Device::kCuda), 8);
   cpu_model.Initialize(5);
   gpu_model.Initialize(5);
   // Non-trivial running statistics first.
@@ -139,7 +130,7 @@ TEST(ResNetGpuTrainerTest, SgdStepsWithL2MatchTheCpu) {
 
 TEST(ResNetGpuTrainerTest, WarmUpRestoresDeviceStateBitwise) {
   SKIP_WITHOUT_DEVICE();
-  ResNet model(Tiny(core::Layout::kNHWC, core::Device::kCuda), 4);
+  ResNet model(test::TwinModel(core::Layout::kNHWC, core::Device::kCuda), 4);
   model.Initialize(8);
   auto comm = dist::MakeSingleProcessCommunicator();
   train::Trainer trainer(model, {.base_lr = 2.0, .warmup_epochs = 1, .steps_per_epoch = 4}, *comm);
@@ -160,8 +151,8 @@ TEST(ResNetGpuTrainerTest, WarmUpRestoresDeviceStateBitwise) {
 // images are on the device already: the same step and the same predictions.
 TEST(ResNetGpuTrainerTest, ImagesOnTheDeviceTrainAndEvaluateAsFromTheHost) {
   SKIP_WITHOUT_DEVICE();
-  ResNet from_host(Tiny(core::Layout::kNHWC, core::Device::kCuda), 4);
-  ResNet from_device(Tiny(core::Layout::kNHWC, core::Device::kCuda), 4);
+  ResNet from_host(test::TwinModel(core::Layout::kNHWC, core::Device::kCuda), 4);
+  ResNet from_device(test::TwinModel(core::Layout::kNHWC, core::Device::kCuda), 4);
   from_host.Initialize(8);
   from_device.Initialize(8);
   auto comm = dist::MakeSingleProcessCommunicator();
@@ -196,19 +187,19 @@ TEST(ResNetGpuTrainerTest, ImagesOnTheDeviceTrainAndEvaluateAsFromTheHost) {
 
 TEST(ResNetGpuTest, CheckpointMovesBetweenDevices) {
   SKIP_WITHOUT_DEVICE();
-  ResNet gpu_model(Tiny(core::Layout::kNHWC, core::Device::kCuda), 2);
+  ResNet gpu_model(test::TwinModel(core::Layout::kNHWC, core::Device::kCuda), 2);
   gpu_model.Initialize(13);
   const HostBatch batch = RandomBatch(gpu_model, 14);
   gpu_model.ForwardTrain(batch.images.data(), batch.labels.data(), 0.1f);  // running stats move
   const std::string path =
       (std::filesystem::temp_directory_path() / "resnet_gpu_test.safetensors").string();
   ASSERT_TRUE(gpu_model.SaveSafetensors(path).ok());
-  ResNet cpu_model(Tiny(core::Layout::kNHWC, core::Device::kCpu), 2);
+  ResNet cpu_model(test::TwinModel(core::Layout::kNHWC, core::Device::kCpu), 2);
   ASSERT_TRUE(cpu_model.LoadSafetensors(path).ok());
   EXPECT_EQ(cpu_model.ParametersToHost(), gpu_model.ParametersToHost());
   EXPECT_EQ(cpu_model.BuffersToHost(), gpu_model.BuffersToHost());
   EXPECT_EQ(cpu_model.num_batches_tracked(), 1);
-  ResNet back(Tiny(core::Layout::kNHWC, core::Device::kCuda), 2);
+  ResNet back(test::TwinModel(core::Layout::kNHWC, core::Device::kCuda), 2);
   ASSERT_TRUE(back.LoadSafetensors(path).ok());
   EXPECT_EQ(back.BuffersToHost(), gpu_model.BuffersToHost());
   std::filesystem::remove(path);
@@ -234,9 +225,9 @@ class RecordingCommunicator final : public dist::Communicator {
 
 TEST(ResNetGpuTrainerTest, BucketsAreSentDuringBackwardInArenaOrderFromTheEnd) {
   SKIP_WITHOUT_DEVICE();
-  ResNet model(Tiny(core::Layout::kNHWC, core::Device::kCuda), 4);
+  ResNet model(test::TwinModel(core::Layout::kNHWC, core::Device::kCuda), 4);
   model.Initialize(2);
-  ResNet reference(Tiny(core::Layout::kNHWC, core::Device::kCuda), 4);
+  ResNet reference(test::TwinModel(core::Layout::kNHWC, core::Device::kCuda), 4);
   reference.Initialize(2);
   RecordingCommunicator comm;
   auto single = dist::MakeSingleProcessCommunicator();
@@ -277,7 +268,7 @@ TEST(ResNetGpuTrainerTest, BucketsAreSentDuringBackwardInArenaOrderFromTheEnd) {
 // Host-only: the hook reports offsets that only decrease and end at 0, and
 // each report covers every gradient that Backward has written.
 TEST(ResNetHookTest, GradientsReadyOffsetsDecreaseToZero) {
-  ResNet model(Tiny(core::Layout::kNCHW, core::Device::kCpu), 2);
+  ResNet model(test::TwinModel(core::Layout::kNCHW, core::Device::kCpu), 2);
   const HostBatch batch = RandomBatch(model, 1);
   model.ForwardTrain(batch.images.data(), batch.labels.data(), 0.1f);
   std::vector<int64_t> offsets;

@@ -2,17 +2,19 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
+#include <istream>
 #include <set>
 #include <system_error>
 #include <vector>
 
 #include "base/crc32c.h"
 #include "base/files.h"
+#include "base/parallel_for.h"
 
 namespace mlperf::datasets {
 namespace fs = std::filesystem;
@@ -68,32 +70,79 @@ void Put(std::string* out, std::string_view s) {
   out->append(s);
 }
 
-// Bounds-checked reads over the file's bytes; any overrun sets `bad`.
-struct Cursor {
-  std::string_view data;
-  size_t at = 0;
+// An index may be gigabytes (BERT's training set), so it is read through
+// a buffer, never whole: the first `limit` bytes of `in`, bounds-checked (a
+// read past them sets `bad`).
+constexpr size_t kChunk = size_t{1} << 20;
+
+class Cursor {
+ public:
+  Cursor(std::istream& in, uint64_t limit) : in_(in), left_(limit) {}
   bool bad = false;
-  uint64_t U64() {
-    if (data.size() - at < 8) {
-      bad = true;
-      return 0;
+  uint64_t remaining() const { return left_ + (buf_.size() - at_); }
+  void Read(char* out, uint64_t n) {
+    while (n > 0 && !bad) {
+      if (at_ == buf_.size() && !Refill()) {
+        bad = true;
+        return;
+      }
+      const size_t k = static_cast<size_t>(std::min<uint64_t>(n, buf_.size() - at_));
+      std::memcpy(out, buf_.data() + at_, k);
+      at_ += k;
+      out += k;
+      n -= k;
     }
+  }
+  uint64_t U64() {
+    unsigned char b[8] = {};
+    Read(reinterpret_cast<char*>(b), 8);
     uint64_t v = 0;
-    for (int i = 0; i < 8; ++i) v |= uint64_t{static_cast<unsigned char>(data[at + i])} << (8 * i);
-    at += 8;
+    for (int i = 0; i < 8; ++i) v |= uint64_t{b[i]} << (8 * i);
     return v;
   }
   std::string Str() {
     const uint64_t n = U64();
-    if (bad || data.size() - at < n) {
+    if (bad || n > remaining()) {
       bad = true;
       return {};
     }
-    std::string s(data.substr(at, n));
-    at += n;
+    std::string s(static_cast<size_t>(n), '\0');
+    Read(s.data(), n);
     return s;
   }
+
+ private:
+  bool Refill() {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(left_, kChunk));
+    if (n == 0) return false;
+    buf_.resize(n);
+    in_.read(buf_.data(), static_cast<std::streamsize>(n));
+    if (in_.gcount() != static_cast<std::streamsize>(n)) return false;
+    left_ -= n;
+    at_ = 0;
+    return true;
+  }
+  std::istream& in_;
+  uint64_t left_;
+  std::string buf_;
+  size_t at_ = 0;
 };
+
+// Whether the CRC-32C of the first `size - 8` bytes is the one stored in
+// the last 8, read in chunks.
+bool CrcMatches(std::istream& in, uint64_t size) {
+  Cursor c(in, size);
+  uint32_t crc = 0;
+  std::string chunk;
+  for (uint64_t left = size - 8; left > 0;) {
+    chunk.resize(static_cast<size_t>(std::min<uint64_t>(left, kChunk)));
+    c.Read(chunk.data(), chunk.size());
+    if (c.bad) return false;
+    crc = base::Crc32cExtend(crc, chunk.data(), chunk.size());
+    left -= chunk.size();
+  }
+  return c.U64() == crc && !c.bad;
+}
 
 std::string Canonical(const std::string& root) {
   std::error_code ec;
@@ -139,16 +188,20 @@ absl::Status WriteIndexFile(const DatasetIndex& index, const std::string& root, 
 absl::StatusOr<DatasetIndex> ReadIndexFile(const std::string& path, const std::string& root,
                                            Split split) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(fmt::format("{}: no index file", path));
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::error_code ec;
+  const uint64_t size = fs::file_size(path, ec);
+  if (!in || ec) return absl::NotFoundError(fmt::format("{}: no index file", path));
   const auto corrupt = [&] {
     return absl::DataLossError(fmt::format("{}: corrupt index file", path));
   };
-  if (bytes.size() < kMagic.size() + 8 || !bytes.starts_with(kMagic)) return corrupt();
-  Cursor tail{std::string_view(bytes).substr(bytes.size() - 8)};
-  if (tail.U64() != base::Crc32c(std::string_view(bytes).substr(0, bytes.size() - 8)))
-    return corrupt();
-  Cursor c{std::string_view(bytes).substr(0, bytes.size() - 8), kMagic.size()};
+  // The checksum first, so that damage is never read as a stale index.
+  if (size < kMagic.size() + 8 || !CrcMatches(in, size)) return corrupt();
+  in.clear();
+  in.seekg(0);
+  Cursor c(in, size - 8);
+  std::string magic(kMagic.size(), '\0');
+  c.Read(magic.data(), magic.size());
+  if (magic != kMagic) return corrupt();
   const std::string built_for = c.Str();
   const uint64_t built_split = c.U64();
   DatasetIndex index;
@@ -172,7 +225,7 @@ absl::StatusOr<DatasetIndex> ReadIndexFile(const std::string& path, const std::s
   for (uint64_t n = c.U64(); n > 0 && !c.bad; --n) index.files.push_back(c.Str());
   for (uint64_t n = c.U64(); n > 0 && !c.bad; --n) index.class_names.push_back(c.Str());
   const uint64_t entries = c.U64();
-  if (c.bad || entries > (c.data.size() - c.at) / 24) return corrupt();
+  if (c.bad || entries > c.remaining() / 24) return corrupt();
   index.entries.resize(entries);
   for (IndexEntry& e : index.entries) {
     const uint64_t packed = c.U64();
@@ -182,7 +235,7 @@ absl::StatusOr<DatasetIndex> ReadIndexFile(const std::string& path, const std::s
     e.length = c.U64();
     if (e.file < 0 || static_cast<size_t>(e.file) >= index.files.size()) return corrupt();
   }
-  if (c.bad || c.at != c.data.size()) return corrupt();
+  if (c.bad || c.remaining() != 0) return corrupt();
   return index;
 }
 
@@ -200,6 +253,35 @@ absl::StatusOr<DatasetIndex> CachedIndex(const std::string& root, DatasetFormat 
   absl::StatusOr<DatasetIndex> fresh = format == DatasetFormat::kImageFolder
                                            ? IndexImageFolder(root, split)
                                            : IndexTfRecords(root, split, num_classes);
+  if (fresh.ok()) WriteIndexFile(*fresh, root, split, path).IgnoreError();
+  return fresh;
+}
+
+absl::StatusOr<DatasetIndex> IndexRecordFiles(const std::vector<std::string>& files,
+                                              const RecordWalker& walk, int threads) {
+  std::vector<absl::StatusOr<std::vector<TfRecordLocation>>> walked(
+      files.size(), absl::UnknownError("not walked"));
+  base::ParallelFor(files.size(), threads, [&](size_t i) { walked[i] = walk(files[i]); });
+  DatasetIndex index;
+  index.format = DatasetFormat::kTfRecord;
+  index.files = files;
+  for (size_t f = 0; f < files.size(); ++f) {
+    if (!walked[f].ok()) return walked[f].status();
+    for (const TfRecordLocation& loc : *walked[f])
+      index.entries.push_back({static_cast<int32_t>(f), -1, loc.offset, loc.length});
+    walked[f]->clear();
+    walked[f]->shrink_to_fit();
+  }
+  return index;
+}
+
+absl::StatusOr<DatasetIndex> CachedRecordIndex(const std::string& root, Split split,
+                                               const std::vector<std::string>& files,
+                                               const RecordWalker& walk, int threads,
+                                               const std::string& path) {
+  absl::StatusOr<DatasetIndex> cached = ReadIndexFile(path, root, split);
+  if (cached.ok() && cached->files == files) return cached;
+  absl::StatusOr<DatasetIndex> fresh = IndexRecordFiles(files, walk, threads);
   if (fresh.ok()) WriteIndexFile(*fresh, root, split, path).IgnoreError();
   return fresh;
 }

@@ -7,10 +7,13 @@
 // them changed, appeared or vanished, the file is stale and is rebuilt.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "datasets/dataset_index.h"
+#include "datasets/tfrecord.h"
 
 namespace mlperf::datasets {
 
@@ -30,5 +33,20 @@ absl::StatusOr<DatasetIndex> ReadIndexFile(const std::string& path, const std::s
 // only the cache: the fresh index is returned.
 absl::StatusOr<DatasetIndex> CachedIndex(const std::string& root, DatasetFormat format, Split split,
                                          int num_classes, const std::string& path);
+
+// Data sets listed by their reader (BERT's shards): the records of TFRecord
+// `files`, all in `root`, as one index (format kTfRecord, labels -1), each
+// file walked by `walk` on up to `threads` threads (0: every core); an error
+// names the first bad file in the list's order.
+using RecordWalker =
+    std::function<absl::StatusOr<std::vector<TfRecordLocation>>(const std::string&)>;
+absl::StatusOr<DatasetIndex> IndexRecordFiles(const std::vector<std::string>& files,
+                                              const RecordWalker& walk, int threads);
+// The same from the index file at `path` when it is current and lists
+// exactly `files`, else walked and written there.
+absl::StatusOr<DatasetIndex> CachedRecordIndex(const std::string& root, Split split,
+                                               const std::vector<std::string>& files,
+                                               const RecordWalker& walk, int threads,
+                                               const std::string& path);
 
 }  // namespace mlperf::datasets

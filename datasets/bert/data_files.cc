@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "base/parallel_for.h"
+#include "datasets/index_cache.h"
 #include "fmt/format.h"
 
 namespace mlperf::datasets::bert {
@@ -89,35 +90,42 @@ absl::StatusOr<BertFiles> ListBertData(const std::string& dir) {
   return files;
 }
 
+std::string BertIndexFile(const std::string& index_dir, bool train) {
+  return (std::filesystem::path(index_dir) / (train ? "train.idx" : "eval.idx")).string();
+}
+
 absl::Status CheckBertData(const BertFiles& files, PretrainingShape shape,
                            int64_t expected_eval_samples, int64_t* train_samples,
-                           int64_t* eval_samples) {
-  std::vector<std::string> all = files.train;
-  all.insert(all.end(), files.eval.begin(), files.eval.end());
-  std::vector<absl::Status> errors(all.size());
-  std::vector<int64_t> counts(all.size());
-  base::ParallelFor(all.size(), 0, [&](size_t i) {
-    absl::StatusOr<std::vector<TfRecordLocation>> records = IndexBertFile(all[i]);
-    if (!records.ok()) {
-      errors[i] = records.status();
-      return;
-    }
-    counts[i] = static_cast<int64_t>(records->size());
-    errors[i] = CheckFirstRecord(all[i], records->front(), shape);
-  });
+                           int64_t* eval_samples, const std::string& index_dir) {
   if (files.train.empty()) return absl::NotFoundError("BERT data: no training files");
   if (files.eval.empty()) return absl::NotFoundError("BERT data: no evaluation files");
-  for (const absl::Status& e : errors) {
-    if (!e.ok()) return e;  // the first bad file in listing order
+  int64_t counts[2] = {0, 0};  // train, eval
+  for (const bool train : {true, false}) {
+    const std::vector<std::string>& list = train ? files.train : files.eval;
+    const std::string root = std::filesystem::path(list.front()).parent_path().string();
+    absl::StatusOr<DatasetIndex> index =
+        index_dir.empty() ? IndexRecordFiles(list, IndexBertFile, 0)
+                          : CachedRecordIndex(root, train ? Split::kTrain : Split::kVal, list,
+                                              IndexBertFile, 0, BertIndexFile(index_dir, train));
+    if (!index.ok()) return index.status();
+    // The first record of each file (entries are in file order).
+    std::vector<TfRecordLocation> first(list.size());
+    for (auto e = index->entries.rbegin(); e != index->entries.rend(); ++e)
+      first[e->file] = {e->offset, e->length};
+    std::vector<absl::Status> errors(list.size());
+    base::ParallelFor(list.size(), 0,
+                      [&](size_t i) { errors[i] = CheckFirstRecord(list[i], first[i], shape); });
+    for (const absl::Status& e : errors) {
+      if (!e.ok()) return e;  // the first bad file in listing order
+    }
+    counts[train ? 0 : 1] = static_cast<int64_t>(index->entries.size());
   }
-  int64_t train = 0, eval = 0;
-  for (size_t i = 0; i < all.size(); ++i) (i < files.train.size() ? train : eval) += counts[i];
-  if (expected_eval_samples > 0 && eval != expected_eval_samples) {
+  if (expected_eval_samples > 0 && counts[1] != expected_eval_samples) {
     return absl::DataLossError(fmt::format("{}: {} evaluation samples, expected {}",
-                                           files.eval.front(), eval, expected_eval_samples));
+                                           files.eval.front(), counts[1], expected_eval_samples));
   }
-  if (train_samples != nullptr) *train_samples = train;
-  if (eval_samples != nullptr) *eval_samples = eval;
+  if (train_samples != nullptr) *train_samples = counts[0];
+  if (eval_samples != nullptr) *eval_samples = counts[1];
   return absl::OkStatus();
 }
 

@@ -29,10 +29,14 @@ absl::StatusOr<BertFiles> ListBertData(const std::string& dir);
 // Indexes every file (headers only) and parses the first record of each, so
 // a file of another schema or with other sequence/prediction sizes fails
 // naming the file and the feature. expected_eval_samples: 0 = any. Either
-// count pointer may be null.
+// count pointer may be null. With `index_dir`, the indexes come from (or
+// go to) its train.idx and eval.idx (datasets/index_cache.h).
 absl::Status CheckBertData(const BertFiles& files, PretrainingShape shape,
                            int64_t expected_eval_samples, int64_t* train_samples,
-                           int64_t* eval_samples);
+                           int64_t* eval_samples, const std::string& index_dir = "");
+
+// The index file of the training or the evaluation files in `index_dir`.
+std::string BertIndexFile(const std::string& index_dir, bool train);
 
 // The record index of one file, which must be a regular, non-empty TFRecord
 // file whose headers all check (data CRCs are left to the reader).

@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <future>
 #include <utility>
 
 #include "base/parallel_for.h"
+#include "datasets/index_cache.h"
 #include "datasets/shuffle.h"
 #include "datasets/tfrecord.h"
 #include "fmt/format.h"
@@ -212,25 +214,23 @@ absl::StatusOr<std::unique_ptr<BertLoader>> BertLoader::Open(const BertLoaderOpt
     return absl::InvalidArgumentError(
         fmt::format("BertLoader: no {} files given", o.train ? "training" : "evaluation"));
   }
+  const std::string root = std::filesystem::path(o.files.front()).parent_path().string();
+  absl::StatusOr<DatasetIndex> index =
+      o.index_file.empty() ? IndexRecordFiles(o.files, IndexBertFile, o.threads)
+                           : CachedRecordIndex(root, o.train ? Split::kTrain : Split::kVal, o.files,
+                                               IndexBertFile, o.threads, o.index_file);
+  if (!index.ok()) return index.status();
   std::vector<File> files(o.files.size());
-  std::vector<absl::Status> errors(files.size());
-  base::ParallelFor(files.size(), o.threads, [&](size_t i) {
+  for (const IndexEntry& e : index->entries) files[e.file].records.push_back({e.offset, e.length});
+  index->entries = {};
+  absl::Status first_error;
+  for (size_t i = 0; i < files.size() && first_error.ok(); ++i) {
     files[i].path = o.files[i];
-    absl::StatusOr<std::vector<TfRecordLocation>> records = IndexBertFile(o.files[i]);
-    if (!records.ok()) {
-      errors[i] = records.status();
-      return;
-    }
-    files[i].records = std::move(*records);
     files[i].fd = ::open(o.files[i].c_str(), O_RDONLY | O_CLOEXEC);
     if (files[i].fd < 0) {
-      errors[i] =
+      first_error =
           absl::NotFoundError(fmt::format("{}: cannot open: {}", o.files[i], std::strerror(errno)));
     }
-  });
-  absl::Status first_error;
-  for (const absl::Status& e : errors) {
-    if (!e.ok() && first_error.ok()) first_error = e;
   }
   int64_t total = 0;
   for (const File& f : files) total += static_cast<int64_t>(f.records.size());

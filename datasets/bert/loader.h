@@ -1,7 +1,8 @@
 // The BERT pretraining input pipeline over the reference's TFRecord files
 // (training shards part-XXXXX-of-NNNNN, evaluation file eval_10k).
 //
-// Open indexes every file (record headers and their CRCs); each record's
+// Open indexes every file (record headers and their CRCs), or reads the
+// index written earlier (BertLoaderOptions::index_file); each record's
 // data CRC is checked when it is read (pread), then it is parsed
 // (pretraining_example.h). The samples of the listed files are numbered in
 // file order, records in file order within each.
@@ -47,6 +48,10 @@ struct BertLoaderOptions {
   // Reading threads; with more than one, training also reads the next batch
   // while the current one is in use.
   int threads = 1;
+  // An index file (datasets/index_cache.h; its root is the files' folder)
+  // that Open reads instead of walking every file when it is current (else
+  // it walks them and rewrites it); "" always walks.
+  std::string index_file;
 };
 
 // One batch in models::Bert's input order, host memory owned by the loader,

@@ -23,6 +23,7 @@
 #include "datasets/bert/generated.h"
 #include "datasets/bert/loader.h"
 #include "datasets/bert/pretraining_example.h"
+#include "datasets/index_cache.h"
 #include "datasets/shuffle.h"
 #include "datasets/tfrecord.h"
 #include "tests/datasets/test_dir.h"
@@ -258,15 +259,16 @@ TEST(BertLoaderTest, BadFilesAreOneLineErrorsNamingFileAndRecord) {
 // Training batches of one rank: the sample numbers of `batches` batches.
 std::vector<std::vector<int32_t>> TrainSamples(const std::vector<std::string>& files, int rank,
                                                int world, int batch, uint64_t seed, int64_t batches,
-                                               int threads,
-                                               std::vector<int64_t>* epochs = nullptr) {
+                                               int threads, std::vector<int64_t>* epochs = nullptr,
+                                               const std::string& index_file = "") {
   absl::StatusOr<std::unique_ptr<BertLoader>> loader = BertLoader::Open({.files = files,
                                                                          .batch_size = batch,
                                                                          .rank = rank,
                                                                          .world_size = world,
                                                                          .seed = seed,
                                                                          .shape = kShape,
-                                                                         .threads = threads});
+                                                                         .threads = threads,
+                                                                         .index_file = index_file});
   EXPECT_TRUE(loader.ok()) << loader.status();
   std::vector<std::vector<int32_t>> out;
   BertBatch b;
@@ -319,6 +321,38 @@ TEST(BertLoaderTest, TrainingShardsEachEpochOverRanksWithoutDuplicates) {
   EXPECT_EQ(TrainSamples(files, 1, world, batch, seed, 16, 3), a);
   EXPECT_NE(TrainSamples(files, 1, world, batch, seed + 1, 16, 1), a);
   EXPECT_NE(std::vector(a.begin(), a.begin() + 8), std::vector(a.begin() + 8, a.end()));
+}
+
+// The index file written once stands in for walking every shard: the same
+// batches, and what it says rather than what walking would find.
+TEST(BertLoaderTest, AnIndexFileStandsInForWalkingTheShards) {
+  TempDir data("bert_index_data"), cache("bert_index_cache");
+  const std::vector<std::string> files = WriteNumbered(data, 40, 3);
+  const std::string index_file = cache / "train.idx";
+  const auto walked = TrainSamples(files, 0, 2, 4, 9, 6, 1);
+  EXPECT_EQ(TrainSamples(files, 0, 2, 4, 9, 6, 1, nullptr, index_file), walked);  // writes it
+  ASSERT_TRUE(std::filesystem::exists(index_file));
+  EXPECT_EQ(TrainSamples(files, 0, 2, 4, 9, 6, 2, nullptr, index_file), walked);  // reads it
+  absl::StatusOr<DatasetIndex> index = ReadIndexFile(index_file, data.path(), Split::kTrain);
+  ASSERT_TRUE(index.ok()) << index.status();
+  EXPECT_EQ(index->files, files);
+  EXPECT_EQ(index->entries.size(), 40u);
+  index->entries.resize(32);
+  ASSERT_TRUE(WriteIndexFile(*index, data.path(), Split::kTrain, index_file).ok());
+  absl::StatusOr<std::unique_ptr<BertLoader>> loader = BertLoader::Open(
+      {.files = files, .batch_size = 4, .shape = kShape, .index_file = index_file});
+  ASSERT_TRUE(loader.ok()) << loader.status();
+  EXPECT_EQ((*loader)->size(), 32);
+  // CheckBertData counts from the index directory's files too.
+  std::vector<std::string> eval_records;
+  for (int i = 0; i < 5; ++i) eval_records.push_back(MakePretrainingExample(Sample(i)));
+  WriteShard(data / "eval_10k", eval_records);
+  const BertFiles listed{.train = files, .eval = {data / "eval_10k"}};
+  int64_t train = 0, eval = 0;
+  ASSERT_TRUE(CheckBertData(listed, kShape, 5, &train, &eval, cache.path()).ok());
+  EXPECT_EQ(train, 40);  // eval_10k changed the folder: train.idx was stale, walked again
+  EXPECT_EQ(eval, 5);
+  ASSERT_TRUE(ReadIndexFile(BertIndexFile(cache.path(), false), data.path(), Split::kVal).ok());
 }
 
 TEST(BertLoaderTest, EvaluationScoresEverySampleOnceAcrossRanks) {

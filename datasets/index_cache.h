@@ -1,7 +1,7 @@
 // A data set's index (dataset_index.h) written once to a file and read back:
 // the one-time part of opening ImageNet (walking the record headers of every
-// TFRecord shard, or listing 1.28M image files), kept off each run's clock
-// like any offline conversion. The file records what the index was built
+// TFRecord shard, or listing 1.28M image files) or BERT's shards, kept off
+// each run's clock like any offline conversion. The file records what the index was built
 // from: the root, and the size and modification time of every shard, of
 // every directory listed and of the validation labels file. When any of
 // them changed, appeared or vanished, the file is stale and is rebuilt.

@@ -1,6 +1,7 @@
 // ResNet test inputs: a batch of images uniform in [-1, 1) and labels below
 // the model's class count, drawn from Philox streams of `seed`; and the
-// recipe and run of the two-step trainer comparisons.
+// model, runs, recipe and tolerances of the twin comparisons (layouts,
+// devices, activation storage).
 #pragma once
 
 #include <cstdint>

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "reference/core/dtype.h"
 #include "reference/kernels/cpu/attention.h"
 #include "reference/kernels/cpu/conv.h"
 #include "reference/kernels/cpu/elementwise.h"
@@ -388,6 +389,21 @@ void CopyBytes(void* dst, Device dst_device, const void* src, Device src_device,
 #else
   MLPERF_CHECK_MSG(false, "ops::CopyBytes: device memory in a build without CUDA");
 #endif
+}
+
+std::vector<float> ToHostFloats(const Tensor& t) {
+  std::vector<float> host(static_cast<size_t>(t.numel()));
+  if (t.dtype() == core::DType::kF32) {
+    CopyBytes(host.data(), Device::kCpu, t.data(), t.device(), t.bytes());
+    return host;
+  }
+  MLPERF_CHECK(t.dtype() == core::DType::kBF16 || t.dtype() == core::DType::kF16);
+  std::vector<uint16_t> half(host.size());
+  CopyBytes(half.data(), Device::kCpu, t.data(), t.device(), t.bytes());
+  for (size_t i = 0; i < half.size(); ++i)
+    host[i] =
+        t.dtype() == core::DType::kBF16 ? core::Bf16ToFloat(half[i]) : core::HalfToFloat(half[i]);
+  return host;
 }
 
 void Copy(const Tensor& src, const Tensor& dst) {

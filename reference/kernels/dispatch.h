@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "reference/core/tensor.h"
 #include "reference/kernels/conv_geometry.h"
@@ -175,6 +176,9 @@ void UpdateLossScale(core::Device device, const LossScaleParams& p, float* loss_
 void Copy(const core::Tensor& src, const core::Tensor& dst);
 void CopyBytes(void* dst, core::Device dst_device, const void* src, core::Device src_device,
                size_t bytes);
+// A float tensor of any device copied to the host as fp32 (bf16/fp16
+// widened exactly).
+std::vector<float> ToHostFloats(const core::Tensor& t);
 // Zeroes `bytes` at `dst` (tensor padding, gradient arenas).
 void ZeroBytes(void* dst, core::Device device, size_t bytes);
 // Waits for all queued device work of this thread (no-op on the CPU).

@@ -1,12 +1,10 @@
 #include "reference/models/model.h"
 
-#include <cstdint>
 #include <cstring>
 #include <utility>
 
 #include "base/check.h"
 #include "fmt/format.h"
-#include "reference/core/dtype.h"
 #include "reference/kernels/dispatch.h"
 
 namespace mlperf::models {
@@ -109,21 +107,7 @@ std::vector<float> Model::BuffersToHost() const { return ArenaToHost(*buffers_);
 void Model::ParametersFromHost(std::span<const float> values) { ArenaFromHost(*params_, values); }
 void Model::BuffersFromHost(std::span<const float> values) { ArenaFromHost(*buffers_, values); }
 
-std::vector<float> Model::ToHost(const core::Tensor& t) const {
-  std::vector<float> host(static_cast<size_t>(t.numel()));
-  if (t.dtype() == core::DType::kF32) {
-    ops::CopyBytes(host.data(), core::Device::kCpu, t.data(), t.device(), t.bytes());
-    return host;
-  }
-  // An activation stored in bf16 or fp16 (ops::ActivationStorageType), widened.
-  MLPERF_CHECK(t.dtype() == core::DType::kBF16 || t.dtype() == core::DType::kF16);
-  std::vector<uint16_t> half(host.size());
-  ops::CopyBytes(half.data(), core::Device::kCpu, t.data(), t.device(), t.bytes());
-  for (size_t i = 0; i < half.size(); ++i)
-    host[i] =
-        t.dtype() == core::DType::kBF16 ? core::Bf16ToFloat(half[i]) : core::HalfToFloat(half[i]);
-  return host;
-}
+std::vector<float> Model::ToHost(const core::Tensor& t) const { return ops::ToHostFloats(t); }
 
 int64_t Model::num_parameters() const {
   int64_t total = 0;

@@ -122,7 +122,7 @@ void BuildUnit(const ConvGeometry& g, core::Device device, UnitSide* s) {
   build({&s->arenas[0], &s->arenas[1], &s->arenas[2], &s->arenas[3]}, &s->registry);
 }
 
-// Host values into t (narrowed to its dtype) and back (widened).
+// Host values into t (narrowed to its dtype); ops::ToHostFloats reads back.
 void Put(const std::vector<float>& host, const core::Tensor& t) {
   if (t.dtype() == core::DType::kF32) {
     ops::CopyBytes(t.data(), t.device(), host.data(), core::Device::kCpu, t.bytes());
@@ -136,20 +136,6 @@ void Put(const std::vector<float>& host, const core::Tensor& t) {
   ops::Synchronize(t.device());
   cudaFree(staging);
 #endif
-}
-
-std::vector<float> Get(const core::Tensor& t) {
-  std::vector<float> host(static_cast<size_t>(t.numel()));
-  if (t.dtype() == core::DType::kF32) {
-    ops::CopyBytes(host.data(), core::Device::kCpu, t.data(), t.device(), t.bytes());
-    return host;
-  }
-  std::vector<uint16_t> half(host.size());
-  ops::CopyBytes(half.data(), core::Device::kCpu, t.data(), t.device(), t.bytes());
-  for (size_t i = 0; i < half.size(); ++i)
-    host[i] =
-        t.dtype() == core::DType::kBF16 ? core::Bf16ToFloat(half[i]) : core::HalfToFloat(half[i]);
-  return host;
 }
 
 // The unit alone, where the ResNet comparison above is too coarse to see a
@@ -192,16 +178,20 @@ TEST_P(TypedStepTest, ConvBnUnitMatchesTheCpu) {
   cpu.unit.Forward(cpu.x, true, bn, cpu.workspace, cpu.residual);
   gpu.unit.Forward(gpu.x, true, bn, gpu.workspace, gpu.residual);
   const double unit = precision == core::DType::kBF16 ? 0x1p-7 : 0x1p-10;
-  EXPECT_LT(RelativeError(Get(gpu.unit.output()), Get(cpu.unit.output())), 2 * unit) << "y";
+  EXPECT_LT(
+      RelativeError(ops::ToHostFloats(gpu.unit.output()), ops::ToHostFloats(cpu.unit.output())),
+      2 * unit)
+      << "y";
   cpu.unit.Backward(cpu.x, cpu.dy, cpu.dz, cpu.dx, cpu.workspace);
   gpu.unit.Backward(gpu.x, gpu.dy, gpu.dz, gpu.dx, gpu.workspace);
-  EXPECT_LT(RelativeError(Get(gpu.dy), Get(cpu.dy)), 2 * unit) << "masked dy";
-  EXPECT_LT(RelativeError(Get(gpu.dz), Get(cpu.dz)), 4 * unit) << "dz";
-  EXPECT_LT(RelativeError(Get(gpu.dx), Get(cpu.dx)), 4 * unit) << "dx";
+  EXPECT_LT(RelativeError(ops::ToHostFloats(gpu.dy), ops::ToHostFloats(cpu.dy)), 2 * unit)
+      << "masked dy";
+  EXPECT_LT(RelativeError(ops::ToHostFloats(gpu.dz), ops::ToHostFloats(cpu.dz)), 4 * unit) << "dz";
+  EXPECT_LT(RelativeError(ops::ToHostFloats(gpu.dx), ops::ToHostFloats(cpu.dx)), 4 * unit) << "dx";
   for (size_t k = 0; k < cpu.registry.parameters.size(); ++k)
-    EXPECT_LT(
-        RelativeError(Get(gpu.registry.parameters[k].grad), Get(cpu.registry.parameters[k].grad)),
-        4 * unit)
+    EXPECT_LT(RelativeError(ops::ToHostFloats(gpu.registry.parameters[k].grad),
+                            ops::ToHostFloats(cpu.registry.parameters[k].grad)),
+              4 * unit)
         << cpu.registry.parameters[k].name;
 }
 

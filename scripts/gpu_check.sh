@@ -3,12 +3,11 @@
 # minutes by default): every gpu-labelled test, the ResNet-50, BERT-Large and
 # 3D U-Net training steps against PyTorch (ResNet-50 in fp32, bf16 and fp16,
 # BERT in fp32 and bf16, each also as a recorded CUDA graph, ResNet-50's
-# bf16/fp16 also with its activations stored in that type), the GPU op
-# benchmarks against PyTorch on the same GPU (and the bf16 convolutions
-# through cuDNN's graph API, in a process of their own), the embedded
-# run_closed on the GPU (fp32 through compliance_check, one bf16 run with
-# recorded steps, the same with bf16 activation storage, one with the images
-# decoded on the GPU), run_benchmark on
+# bf16/fp16 also with fp32 activation storage), the GPU op benchmarks against
+# PyTorch on the same GPU (and the bf16 convolutions through cuDNN's legacy
+# API, in a process of their own), the embedded run_closed on the GPU (fp32
+# through compliance_check, one bf16 run with recorded steps, one with the
+# images decoded on the GPU), run_benchmark on
 # the GPU (training and inference), and the input pipeline on the machine's
 # cores and with decoding on the GPU; one report, OUT_DIR/gpu_report.md
 # and .json (GPU, driver, CUDA/cuDNN/NCCL versions, every test's result, every
@@ -214,14 +213,11 @@ bench() {  # name seconds command...
 }
 bench resnet_step 300 "$bin/resnet_gpu_bench" 256 10 auto bf16,fp32,fp16
 bench gpu_ops 120 "$MLPERF_PYTHON" bench/gpu/torch_peer.py --ours "$bin/gpu_ops_bench" --repeats 10
-bench conv_graph_api 60 "$bin/gpu_ops_bench" --graph --repeats 10
+bench conv_legacy_api 60 "$bin/gpu_ops_bench" --legacy --repeats 10
 bench run_closed 120 "$bin/run_closed" --gpus 1 --out "$work/pkg"
 bench compliance_check 30 "$bin/compliance_check" --ruleset 4.0.0 --rcp-bypass "$work/pkg/mlperf-suite"
 bench run_closed_bf16_graph 60 "$bin/run_closed" --gpus 1 --runs 1 --precision bf16 --cuda_graph \
   --out "$work/pkg_bf16"
-# The same with the activations stored in bf16 (opt-in until it has run here).
-bench run_closed_bf16_typed 60 env MLPERF_TYPED_ACTIVATIONS=1 "$bin/run_closed" --gpus 1 --runs 1 \
-  --precision bf16 --cuda_graph --out "$work/pkg_bf16_typed"
 # The GPU data path end to end: nvJPEG and the device resample feed training.
 bench run_closed_gpu_decode 60 "$bin/run_closed" --gpus 1 --runs 1 --precision bf16 --gpu_decode \
   --out "$work/pkg_gpu_decode"

@@ -1,16 +1,15 @@
 // GPU throughput of the CUDA twins on the shapes that dominate the MLPerf
 // references: ResNet-50 convolutions (batch 256, NHWC, bf16/fp16; forward,
-// data and weight gradients; with --graph, in bf16 through cuDNN's graph
-// API instead of its legacy one), GEMM (bf16 with fp32 accumulation, and plain
-// fp32), BERT-Large's FFN dense layer with its bias (fp32, forward and
-// backward, the bias in cuBLASLt's epilogue and, as linear_*_unfused, in
-// separate kernels), BERT-Large attention (fp32) and the fused LAMB/LARS
-// steps over a BERT-Large-sized arena. Each op: warm-up, then the median of CUDA-event
-// timings; inputs are Philox random (never zeros). Prints CSV rows
+// data and weight gradients, through cuDNN's graph API as the models run
+// them; with --legacy, in bf16 through its legacy API), GEMM (bf16 with fp32 accumulation, and
+// plain fp32), BERT-Large's FFN dense layer with its bias (fp32, forward and backward, the bias in
+// cuBLASLt's epilogue and, as linear_*_unfused, in separate kernels), BERT-Large attention (fp32)
+// and the fused LAMB/LARS steps over a BERT-Large-sized arena. Each op: warm-up, then the median of
+// CUDA-event timings; inputs are Philox random (never zeros). Prints CSV rows
 //   op,shape,dtype,ms,rate,unit
 // which bench/gpu/torch_peer.py joins with PyTorch's numbers on the same GPU.
 //
-//   build-gpu/bin/gpu_ops_bench [--repeats N] [--only SUBSTRING] [--graph]
+//   build-gpu/bin/gpu_ops_bench [--repeats N] [--only SUBSTRING] [--legacy]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -107,9 +106,9 @@ const char* Name(DType t) {
 }
 
 // One ResNet-50 convolution: N=256, C->K, HxW input, RxR kernel, stride, pad;
-// through cuDNN's legacy API, or with `graph` its graph API (rows
-// conv_*_graph; none where the graph API offers no engine).
-void BenchConv(int64_t c, int64_t hw, int64_t k, int64_t r, int64_t stride, DType t, bool graph) {
+// through cuDNN's graph API (none where it offers no engine), or with
+// `legacy` its legacy API (rows conv_*_legacy).
+void BenchConv(int64_t c, int64_t hw, int64_t k, int64_t r, int64_t stride, DType t, bool legacy) {
   const ConvGeometry g = Conv2d(256, c, hw, hw, k, r, r, stride, r / 2);
   const std::string shape = "n256_c" + std::to_string(c) + "_h" + std::to_string(hw) + "_k" +
                             std::to_string(k) + "_r" + std::to_string(r) + "_s" +
@@ -126,8 +125,9 @@ void BenchConv(int64_t c, int64_t hw, int64_t k, int64_t r, int64_t stride, DTyp
   const Tensor ty(y.ptr, {g.batch, p, q, k}, t, core::Device::kCuda, Layout::kNHWC);
   const Tensor tdy(dy.ptr, {g.batch, p, q, k}, t, core::Device::kCuda, Layout::kNHWC);
   const double flops = 2.0 * g.batch * k * c * r * r * p * q;
+  const bool graph = !legacy, was = cuda::ConvGraphApi();
   cuda::SetConvGraphApi(graph);
-  const std::string suffix = graph ? "_graph" : "";
+  const std::string suffix = legacy ? "_legacy" : "";
   const auto report = [&](const std::string& op, const std::function<void()>& run) {
     const int64_t before = cuda::ConvGraphRuns();
     const double ms = TimeMs(run);
@@ -141,7 +141,7 @@ void BenchConv(int64_t c, int64_t hw, int64_t k, int64_t r, int64_t stride, DTyp
   report("conv_fwd", [&] { cuda::ConvForward(g, tx, tw, ty, Tensor()); });
   report("conv_dgrad", [&] { cuda::ConvBackwardData(g, tdy, tw, tdx, Tensor()); });
   report("conv_wgrad", [&] { cuda::ConvBackwardWeight(g, tx, tdy, tdw, Tensor()); });
-  cuda::SetConvGraphApi(false);
+  cuda::SetConvGraphApi(was);
 }
 
 void BenchGemm(int64_t m, int64_t n, int64_t k, DType t) {
@@ -245,20 +245,20 @@ void BenchOptimizers() {
 }
 
 int Main(int argc, char** argv) {
-  bool graph = false;
+  bool legacy = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--repeats") == 0 && i + 1 < argc) {
       g_repeats = std::max(1, std::atoi(argv[++i]));
     } else if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
       g_only = argv[++i];
-    } else if (std::strcmp(argv[i], "--graph") == 0) {
-      graph = true;
+    } else if (std::strcmp(argv[i], "--legacy") == 0) {
+      legacy = true;
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--repeats N] [--only SUBSTRING] [--graph]\n"
+                   "usage: %s [--repeats N] [--only SUBSTRING] [--legacy]\n"
                    "Times the CUDA twins (median of N CUDA-event timings) and prints CSV\n"
                    "op,shape,dtype,ms,rate,unit. Compare with bench/gpu/torch_peer.py.\n"
-                   "--graph: only the bf16 convolutions, through cuDNN's graph API.\n",
+                   "--legacy: only the bf16 convolutions, through cuDNN's legacy API.\n",
                    argv[0]);
       return 2;
     }
@@ -271,21 +271,21 @@ int Main(int argc, char** argv) {
   cuda::SetConvAlgoSearch(cuda::ConvAlgoSearch::kExhaustive);
   std::printf("op,shape,dtype,ms,rate,unit\n");
   // ResNet-50 v1.5: the 3x3 convs of each stage (one strided) and 1x1 convs.
-  // --graph: bf16 through the graph API only (a separate run, as that path
-  // has yet to run on a GPU, so that a failure there spares the rest).
+  // --legacy: bf16 through the legacy API only (a separate run, for the
+  // comparison with the graph API the models use).
   for (DType t : {DType::kBF16, DType::kF16}) {
-    if (graph && t != DType::kBF16) continue;
-    BenchConv(64, 56, 64, 3, 1, t, graph);
-    BenchConv(128, 56, 128, 3, 2, t, graph);
-    BenchConv(128, 28, 128, 3, 1, t, graph);
-    BenchConv(256, 14, 256, 3, 1, t, graph);
-    BenchConv(512, 7, 512, 3, 1, t, graph);
-    BenchConv(256, 56, 64, 1, 1, t, graph);
-    BenchConv(64, 56, 256, 1, 1, t, graph);
-    BenchConv(1024, 14, 256, 1, 1, t, graph);
-    BenchConv(512, 7, 2048, 1, 1, t, graph);
+    if (legacy && t != DType::kBF16) continue;
+    BenchConv(64, 56, 64, 3, 1, t, legacy);
+    BenchConv(128, 56, 128, 3, 2, t, legacy);
+    BenchConv(128, 28, 128, 3, 1, t, legacy);
+    BenchConv(256, 14, 256, 3, 1, t, legacy);
+    BenchConv(512, 7, 512, 3, 1, t, legacy);
+    BenchConv(256, 56, 64, 1, 1, t, legacy);
+    BenchConv(64, 56, 256, 1, 1, t, legacy);
+    BenchConv(1024, 14, 256, 1, 1, t, legacy);
+    BenchConv(512, 7, 2048, 1, 1, t, legacy);
   }
-  if (graph) return 0;
+  if (legacy) return 0;
   BenchGemm(8192, 8192, 8192, DType::kBF16);
   BenchGemm(4096, 4096, 4096, DType::kF32);
   // BERT-Large FFN GEMM: tokens 8*512 x 1024 -> 4096.

@@ -9,14 +9,13 @@
 // as steps run as queued and as steps recorded once as a CUDA graph and
 // replayed (TrainerConfig::cuda_graph). Under bf16 and fp16 the convolutions
 // and the FC layer run in that type on the tensor cores (fp16 with dynamic
-// loss scaling); those two rows store the activations in fp32 (operands
-// converted per op), and a third, "typed graph", stores them in bf16/fp16
-// (ops::TypedActivationsScope). PyTorch's AMP bf16 line is the target.
-// Then, for the first layout and precision, a per-op profile of our step:
-// every convolution, batch norm and pointwise op of ResNet-50 timed alone
-// with events at the step's shapes, summed per op kind, and the backward
-// time of each bottleneck read from events recorded by the model's
-// gradients-ready hook during a real step.
+// loss scaling), with the activations stored in that type. PyTorch's AMP
+// bf16 line is the target. Then, for the first layout and precision, a
+// per-op profile of our step: every convolution, batch norm and pointwise
+// op of ResNet-50 timed alone with events at the step's shapes and storage
+// type, summed per op kind (channels-last: cuDNN's batch norm timed beside
+// ours), and the backward time of each bottleneck read from events recorded
+// by the model's gradients-ready hook during a real step.
 //
 //   resnet_gpu_bench [batch] [steps] [nhwc|nchw|both|auto] [precisions]
 // defaults: 256 20 both fp32 (precisions: a comma list of fp32, bf16, fp16).
@@ -35,6 +34,7 @@
 #include "reference/core/arena.h"
 #include "reference/core/philox.h"
 #include "reference/dist/communicator.h"
+#include "reference/kernels/cuda/norm_channels_last.h"
 #include "reference/kernels/dispatch.h"
 #include "reference/kernels/precision.h"
 #include "reference/layers/conv_norm.h"
@@ -78,10 +78,9 @@ struct StepResult {
 };
 
 StepResult TimeTrainingStep(core::Layout layout, int64_t batch, int steps, core::DType precision,
-                            bool graph, bool typed, bool profile) {
+                            bool graph, bool profile) {
   const ResNetConfig config{.layout = layout, .device = core::Device::kCuda};
   const ops::PrecisionScope scope(precision);
-  const ops::TypedActivationsScope storage(typed);
   ResNet model(config, batch);
   model.Initialize(1);
   auto comm = dist::MakeSingleProcessCommunicator();
@@ -132,6 +131,8 @@ StepResult TimeTrainingStep(core::Layout layout, int64_t batch, int steps, core:
 std::map<std::string, double> OpProfile(core::Layout layout, core::DType precision, int64_t n,
                                         int repeats) {
   const ops::PrecisionScope scope(precision);
+  const core::DType stored = ops::ActivationStorageType(core::Device::kCuda);
+  const bool channels_last = layout == core::Layout::kNHWC;
   std::map<std::string, double> ms;
   const layers::PaddingMode mode = layers::PaddingMode::kTfSame;
   struct Unit {
@@ -188,7 +189,7 @@ std::map<std::string, double> OpProfile(core::Layout layout, core::DType precisi
     const core::Shape ys =
         layers::ActivationShape(layout, g.batch, g.out_channels, g.out(1), g.out(2));
     const auto act = [&](const core::Tensor& b, const core::Shape& s) {
-      return core::Tensor(b.data(), s, core::DType::kF32, core::Device::kCuda, layout);
+      return core::Tensor(b.data(), s, stored, core::Device::kCuda, layout);
     };
     const core::Tensor x = act(bx, xs), dx = act(bdx, xs), y = act(by, ys), dy = act(bdy, ys);
     const core::Shape wshape{g.out_channels, g.in_channels, g.kernel[1], g.kernel[2]};
@@ -209,6 +210,18 @@ std::map<std::string, double> OpProfile(core::Layout layout, core::DType precisi
     ms["bn backward"] += MedianMs(repeats, [&] {
       ops::BatchNormBackward(y, dy, stat(2), stat(4), stat(5), act(bdx, ys), stat(0), stat(1));
     });
+    if (channels_last) {  // the same through cuDNN, for comparison
+      const bool own = cuda::ChannelsLastNormKernels();
+      cuda::SetChannelsLastNormKernels(false);
+      ms["(cuDNN bn forward)"] += MedianMs(repeats, [&] {
+        ops::BatchNormForwardTraining({}, y, stat(2), stat(0), y, stat(4), stat(5), stat(1),
+                                      stat(3));
+      });
+      ms["(cuDNN bn backward)"] += MedianMs(repeats, [&] {
+        ops::BatchNormBackward(y, dy, stat(2), stat(4), stat(5), act(bdx, ys), stat(0), stat(1));
+      });
+      cuda::SetChannelsLastNormKernels(own);
+    }
     if (u.relu) {
       ms["relu forward"] += MedianMs(repeats, [&] { ops::ReluForward(y, y); });
       ms["relu backward"] += MedianMs(repeats, [&] { ops::ReluBackward(y, dy, dy); });
@@ -249,21 +262,13 @@ void Run(int64_t batch, int steps, const std::string& which,
     const auto [layout, precision] = configs[k];
     const char* layout_name = layout == core::Layout::kNHWC ? "NHWC" : "NCHW";
     StepResult profiled;
-    // As queued, recorded, and under bf16/fp16 recorded with the
-    // activations stored in that type (ops::TypedActivationsScope).
-    struct Variant {
-      bool graph, typed;
-      const char* suffix;
-    };
-    for (const Variant v : {Variant{false, false, ""}, Variant{true, false, " graph"},
-                            Variant{true, true, " typed graph"}}) {
-      if (v.typed && precision == core::DType::kF32) continue;
-      const bool graph = v.graph, profile = k == 0 && !graph;
-      const StepResult r =
-          TimeTrainingStep(layout, batch, steps, precision, graph, v.typed, profile);
+    // As queued, and recorded once and replayed.
+    for (const bool graph : {false, true}) {
+      const bool profile = k == 0 && !graph;
+      const StepResult r = TimeTrainingStep(layout, batch, steps, precision, graph, profile);
       if (profile) profiled = r;
       const std::string name =
-          fmt::format("{} {}{}", ops::PrecisionName(precision), layout_name, v.suffix);
+          fmt::format("{} {}{}", ops::PrecisionName(precision), layout_name, graph ? " graph" : "");
       std::printf("  ours  %-22s %8.1f ms/step %8.1f images/s", name.c_str(), r.step_ms,
                   1000.0 * batch / r.step_ms);
       for (const auto& [peer, ms] : torch)
@@ -278,11 +283,15 @@ void Run(int64_t batch, int steps, const std::string& which,
     std::printf("\n    per-op profile (each op alone at the step's shapes, ms per step):\n");
     double total = 0.0;
     const std::map<std::string, double> profile = OpProfile(layout, precision, batch, 5);
-    for (const auto& [op, ms] : profile) total += ms;
     for (const auto& [op, ms] : profile)
-      std::printf("      %-22s %8.2f  %5.1f%%\n", op.c_str(), ms, 100.0 * ms / total);
+      if (op[0] != '(') total += ms;
+    for (const auto& [op, ms] : profile)
+      if (op[0] != '(')
+        std::printf("      %-22s %8.2f  %5.1f%%\n", op.c_str(), ms, 100.0 * ms / total);
     std::printf("      %-22s %8.2f (the rest of the step: pooling, FC, loss, LARS, adds)\n", "sum",
                 total);
+    for (const auto& [op, ms] : profile)
+      if (op[0] == '(') std::printf("      %-22s %8.2f\n", op.c_str(), ms);
   }
 }
 

@@ -5,8 +5,11 @@
 // (bench/unet3d/unet3d_gpu_torch_bench.py: AMP bf16 and fp32,
 // channels_last_3d, cudnn.benchmark). Each step ends in the loss on the host,
 // so wall time per step is device time; median after two warm-up steps.
-// Then the sliding-window evaluation of 42 generated volumes (the validation
-// set's count) of one preprocessed-case shape, `batch` windows at a time.
+// Ours first, each line printed as it is measured (with the warm-up's time,
+// so that a run stopped at its limit still tells where the time went), then
+// the peer, then the sliding-window evaluation of 42 generated volumes (the
+// validation set's count) of one preprocessed-case shape, `batch` windows
+// at a time.
 //
 //   unet3d_gpu_bench [batch] [steps] [ncdhw|ndhwc|both] [D,H,W of the eval volumes]
 // defaults: 7 10 both 192,256,256. MLPERF_PYTHON and MLPERF_SOURCE_DIR
@@ -43,12 +46,18 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-void Run(core::Layout layout, int64_t batch, int steps, const std::vector<int64_t>& eval_shape) {
-  const char* name = layout == core::Layout::kNDHWC ? "ndhwc" : "ncdhw";
+models::UNet3DConfig Config(core::Layout layout) {
   models::UNet3DConfig config;  // the reference network, 128^3
   config.layout = layout;
   config.device = core::Device::kCuda;
-  models::UNet3D model(config, batch);
+  return config;
+}
+
+const char* Name(core::Layout layout) { return layout == core::Layout::kNDHWC ? "ndhwc" : "ncdhw"; }
+
+void Train(core::Layout layout, int64_t batch, int steps) {
+  const char* name = Name(layout);
+  models::UNet3D model(Config(layout), batch);
   model.Initialize(1);
   auto comm = dist::MakeSingleProcessCommunicator();
   train::Trainer trainer(model,
@@ -60,16 +69,24 @@ void Run(core::Layout layout, int64_t batch, int steps, const std::vector<int64_
                           .steps_per_epoch = 100},
                          *comm);
   const models::OwnedBatch data = model.SyntheticBatch();
+  const Clock::time_point warm = Clock::now();
   std::vector<double> seconds;
   for (int s = 0; s < steps + 2; ++s) {
     const Clock::time_point start = Clock::now();
     trainer.TrainStep(data.batch);
     if (s >= 2) seconds.push_back(Seconds(start));
+    if (s == 1)
+      std::printf("  ours  fp32 %s: two warm-up steps took %.1f s\n", name, Seconds(warm));
   }
   const double step = Median(seconds);
   std::printf("  ours  fp32 %s             %8.1f ms/step %8.2f samples/s\n", name, 1e3 * step,
               batch / step);
+}
 
+void Evaluate(core::Layout layout, int64_t batch, const std::vector<int64_t>& eval_shape) {
+  const models::UNet3DConfig config = Config(layout);
+  models::UNet3D model(config, batch);
+  model.Initialize(1);
   const int64_t d = eval_shape[0], h = eval_shape[1], w = eval_shape[2], voxels = d * h * w;
   std::vector<float> image(voxels);
   std::vector<int32_t> labels(voxels);
@@ -81,8 +98,8 @@ void Run(core::Layout layout, int64_t batch, int steps, const std::vector<int64_
   const core::Tensor labels_t(labels.data(), {1, d, h, w}, core::DType::kI32);
   const Clock::time_point start = Clock::now();
   for (int c = 0; c < 42; ++c) model.EvaluateCase(image_t, labels_t, {.roi = config.roi});
-  std::printf("  ours  fp32 %s evaluation of 42 volumes of %ldx%ldx%ld: %.1f s\n", name, d, h, w,
-              Seconds(start));
+  std::printf("  ours  fp32 %s evaluation of 42 volumes of %ldx%ldx%ld: %.1f s\n", Name(layout), d,
+              h, w, Seconds(start));
 }
 
 }  // namespace
@@ -113,12 +130,15 @@ int main(int argc, char** argv) {
   }
   std::printf("3D U-Net training step, reference width, 128^3, batch %ld per GPU, median of %ld\n",
               batch, steps);
+  std::vector<core::Layout> layouts;
+  if (which != "ndhwc") layouts.push_back(core::Layout::kNCDHW);
+  if (which != "ncdhw") layouts.push_back(core::Layout::kNDHWC);
+  for (core::Layout layout : layouts) Train(layout, batch, static_cast<int>(steps));
   for (const auto& [name, ms] :
        bench::TorchPeer("bench/unet3d/unet3d_gpu_torch_bench.py",
                         fmt::format("32,64,128,256,320 128 {} {}", batch, steps)))
     std::printf("  torch %-24s %8.1f ms/step %8.2f samples/s\n", name.c_str(), ms,
                 1000.0 * batch / ms);
-  if (which != "ndhwc") Run(core::Layout::kNCDHW, batch, static_cast<int>(steps), shape);
-  if (which != "ncdhw") Run(core::Layout::kNDHWC, batch, static_cast<int>(steps), shape);
+  for (core::Layout layout : layouts) Evaluate(layout, batch, shape);
   return 0;
 }

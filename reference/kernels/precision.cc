@@ -74,7 +74,7 @@ int g_typed_activations = -1;
 bool TypedActivations() {
   if (g_typed_activations >= 0) return g_typed_activations == 1;
   const char* env = std::getenv("MLPERF_TYPED_ACTIVATIONS");
-  return env != nullptr && std::string_view(env) == "1";
+  return env == nullptr || std::string_view(env) != "0";
 }
 
 TypedActivationsScope::TypedActivationsScope(bool on) : previous_(g_typed_activations) {

@@ -46,9 +46,9 @@ class PrecisionScope {
 };
 
 // Whether a model stores activations in the precision's own type on a CUDA
-// device under bf16/fp16. Off by default (fp32 storage, rounded in place)
-// until the typed path has run on a GPU; MLPERF_TYPED_ACTIVATIONS=1 or a
-// TypedActivationsScope turns it on.
+// device under bf16/fp16: yes, unless MLPERF_TYPED_ACTIVATIONS=0 or a
+// TypedActivationsScope(false) asks for fp32 storage rounded in place (the
+// CPU's way; tests and benchmarks compare the two).
 bool TypedActivations();
 class TypedActivationsScope {
  public:

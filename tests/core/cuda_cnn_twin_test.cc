@@ -1,7 +1,8 @@
 // Label `gpu`: the cuDNN-backed and own-kernel CUDA twins added for the CNN,
 // U-Net and BERT models against their CPU twins on Philox random inputs:
 // convolutions (2-D, 3-D, transposed, uneven "same" padding, NCHW and NHWC,
-// fp32/bf16/fp16), batch/instance/layer norm, pooling, embedding, losses,
+// fp32/bf16/fp16), instance and layer norm (batch norm: cuda_norm_twin_test),
+// pooling, embedding, losses,
 // attention and mixed-precision GEMM. Half-precision cases feed the CPU twin
 // the same rounded inputs, so only accumulation/rounding differences remain.
 // NaN/Inf positions must agree exactly. Skips without a CUDA device.
@@ -31,124 +32,12 @@
 #include "reference/kernels/cuda/loss.h"
 #include "reference/kernels/cuda/norm.h"
 #include "reference/kernels/cuda/pool.h"
+#include "tests/core/cuda_twin_util.h"
 
 namespace mlperf {
 namespace {
 
-using core::DType;
-using core::Layout;
-using core::Shape;
-using core::Tensor;
-using Floats = std::vector<float>;
-
-Floats Random(int64_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
-  Floats v(n);
-  for (int64_t i = 0; i < n; ++i)
-    v[i] = lo + (hi - lo) * core::PhiloxUniform(seed, 7, static_cast<uint64_t>(i));
-  return v;
-}
-
-float RoundTo(float x, DType t) {
-  if (t == DType::kBF16) return core::Bf16ToFloat(core::FloatToBf16(x));
-  if (t == DType::kF16) return core::HalfToFloat(core::FloatToHalf(x));
-  return x;
-}
-
-Floats Rounded(Floats v, DType t) {
-  for (float& x : v) x = RoundTo(x, t);
-  return v;
-}
-
-// [n, c, s] <-> [n, s, c].
-Floats ToChannelsLast(const Floats& v, int64_t n, int64_t c) {
-  const int64_t s = static_cast<int64_t>(v.size()) / (n * c);
-  Floats out(v.size());
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < c; ++j)
-      for (int64_t q = 0; q < s; ++q) out[(i * s + q) * c + j] = v[(i * c + j) * s + q];
-  return out;
-}
-Floats FromChannelsLast(const Floats& v, int64_t n, int64_t c) {
-  const int64_t s = static_cast<int64_t>(v.size()) / (n * c);
-  Floats out(v.size());
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < c; ++j)
-      for (int64_t q = 0; q < s; ++q) out[(i * c + j) * s + q] = v[(i * s + q) * c + j];
-  return out;
-}
-
-// Device memory holding a host vector converted to `dtype`; freed at scope end.
-class Dev {
- public:
-  Dev(const Floats& host, Shape shape, DType dtype = DType::kF32, Layout layout = Layout::kRowMajor)
-      : shape_(shape), dtype_(dtype), layout_(layout), n_(host.size()) {
-    EXPECT_EQ(static_cast<int64_t>(host.size()), shape.numel());
-    std::vector<uint16_t> half;
-    const void* src = host.data();
-    if (dtype != DType::kF32) {
-      half.resize(n_);
-      for (size_t i = 0; i < n_; ++i)
-        half[i] = dtype == DType::kBF16 ? core::FloatToBf16(host[i]) : core::FloatToHalf(host[i]);
-      src = half.data();
-    }
-    Upload(src, n_ * core::DTypeSize(dtype));
-  }
-  Dev(const std::vector<int32_t>& host, Shape shape)
-      : shape_(shape), dtype_(DType::kI32), n_(host.size()) {
-    Upload(host.data(), n_ * sizeof(int32_t));
-  }
-  ~Dev() { cudaFree(ptr_); }
-  Dev(const Dev&) = delete;
-
-  Tensor t() const { return Tensor(ptr_, shape_, dtype_, core::Device::kCuda, layout_); }
-  Floats Get() const {
-    cuda::Synchronize();
-    Floats out(n_);
-    if (dtype_ == DType::kF32) {
-      EXPECT_EQ(cudaMemcpy(out.data(), ptr_, n_ * 4, cudaMemcpyDeviceToHost), cudaSuccess);
-      return out;
-    }
-    std::vector<uint16_t> half(n_);
-    EXPECT_EQ(cudaMemcpy(half.data(), ptr_, n_ * 2, cudaMemcpyDeviceToHost), cudaSuccess);
-    for (size_t i = 0; i < n_; ++i)
-      out[i] = dtype_ == DType::kBF16 ? core::Bf16ToFloat(half[i]) : core::HalfToFloat(half[i]);
-    return out;
-  }
-
- private:
-  void Upload(const void* src, size_t bytes) {
-    EXPECT_EQ(cudaMalloc(&ptr_, bytes), cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(ptr_, src, bytes, cudaMemcpyHostToDevice), cudaSuccess);
-  }
-  void* ptr_ = nullptr;
-  Shape shape_;
-  DType dtype_;
-  Layout layout_ = Layout::kRowMajor;
-  size_t n_;
-};
-
-Tensor Host(Floats& v, Shape shape) { return Tensor(v.data(), shape, DType::kF32); }
-
-// |gpu - cpu| <= tol * (1 + |cpu|), NaN and Inf in the same places.
-void ExpectClose(const Floats& gpu, const Floats& cpu, double tol, const std::string& what) {
-  ASSERT_EQ(gpu.size(), cpu.size()) << what;
-  int failures = 0;
-  for (size_t i = 0; i < gpu.size(); ++i) {
-    const bool ok =
-        std::isnan(gpu[i]) == std::isnan(cpu[i]) && std::isinf(gpu[i]) == std::isinf(cpu[i]) &&
-        (!std::isfinite(cpu[i]) ? (std::isnan(cpu[i]) || gpu[i] == cpu[i])
-                                : std::fabs(gpu[i] - cpu[i]) <= tol * (1.0 + std::fabs(cpu[i])));
-    if (!ok && ++failures <= 5)
-      ADD_FAILURE() << what << " element " << i << ": gpu " << gpu[i] << " cpu " << cpu[i];
-  }
-  EXPECT_EQ(failures, 0) << what;
-}
-
-double Tolerance(DType t) { return t == DType::kBF16 ? 1.5e-2 : t == DType::kF16 ? 3e-3 : 1e-4; }
-
-const char* Name(DType t) {
-  return t == DType::kBF16 ? "bf16" : t == DType::kF16 ? "fp16" : "fp32";
-}
+using namespace twin;  // NOLINT: the shared helpers of the twin tests
 
 class CudaCnnTwinTest : public ::testing::Test {
  protected:
@@ -287,100 +176,6 @@ TEST_F(CudaCnnTwinTest, TransposedConv3dAndBias) {
     cuda::BiasBackwardChannels(gdyb.t(), gdb.t());
     ExpectClose(cl ? FromChannelsLast(gyb.Get(), 2, 4) : gyb.Get(), yb, 1e-6, "bias add");
     ExpectClose(gdb.Get(), db, 1e-5, "bias grad");
-  }
-}
-
-TEST_F(CudaCnnTwinTest, BatchNormTrainingInferenceBackward) {
-  const int64_t n = 4, c = 6, h = 5, w = 5, total = n * c * h * w;
-  const cpu::BatchNormParams p{.epsilon = 1e-5f, .momentum = 0.1f};
-  for (DType dtype : {DType::kF32, DType::kBF16})
-    for (bool cl : {false, true}) {
-      const std::string what = std::string("batch norm ") + Name(dtype) + (cl ? " nhwc" : " nchw");
-      Floats x = Rounded(Random(total, 8, -2.0f, 3.0f), dtype),
-             dy = Rounded(Random(total, 9), dtype);
-      Floats gamma = Random(c, 10, 0.5f, 1.5f), beta = Random(c, 11);
-      Floats y(total), mean(c), istd(c), rm(c, 0.5f), rv(c, 2.0f), yi(total), dx(total), dg(c),
-          db(c);
-      const Shape shape{n, c, h, w};
-      cpu::BatchNormForwardTraining(p, Host(x, shape), Host(gamma, {c}), Host(beta, {c}),
-                                    Host(y, shape), Host(mean, {c}), Host(istd, {c}), Host(rm, {c}),
-                                    Host(rv, {c}));
-      cpu::BatchNormForwardInference(p, Host(x, shape), Host(gamma, {c}), Host(beta, {c}),
-                                     Host(rm, {c}), Host(rv, {c}), Host(yi, shape));
-      cpu::BatchNormBackward(Host(x, shape), Host(dy, shape), Host(gamma, {c}), Host(mean, {c}),
-                             Host(istd, {c}), Host(dx, shape), Host(dg, {c}), Host(db, {c}));
-      const Shape gshape = cl ? Shape{n, h, w, c} : shape;
-      const Layout layout = cl ? Layout::kNHWC : Layout::kNCHW;
-      auto put = [&](const Floats& v) {
-        return std::make_unique<Dev>(cl ? ToChannelsLast(v, n, c) : v, gshape, dtype, layout);
-      };
-      auto get = [&](const Dev& d) { return cl ? FromChannelsLast(d.Get(), n, c) : d.Get(); };
-      auto gx = put(x), gdy = put(dy), gy = put(Floats(total)), gyi = put(Floats(total)),
-           gdx = put(Floats(total));
-      Dev ggamma(gamma, {c}), gbeta(beta, {c}), gmean(Floats(c), {c}), gistd(Floats(c), {c}),
-          grm(Floats(c, 0.5f), {c}), grv(Floats(c, 2.0f), {c}), gdg(Floats(c), {c}),
-          gdb(Floats(c), {c});
-      cuda::BatchNormForwardTraining(p, gx->t(), ggamma.t(), gbeta.t(), gy->t(), gmean.t(),
-                                     gistd.t(), grm.t(), grv.t());
-      cuda::BatchNormForwardInference(p, gx->t(), ggamma.t(), gbeta.t(), grm.t(), grv.t(),
-                                      gyi->t());
-      cuda::BatchNormBackward(gx->t(), gdy->t(), ggamma.t(), gmean.t(), gistd.t(), gdx->t(),
-                              gdg.t(), gdb.t());
-      const double tol = Tolerance(dtype);
-      ExpectClose(get(*gy), y, tol, what + " y");
-      ExpectClose(gmean.Get(), mean, 1e-4, what + " saved mean");
-      ExpectClose(gistd.Get(), istd, 1e-4, what + " saved inv std");
-      // Running variance: unbiased, weight `momentum` on the batch value.
-      ExpectClose(grm.Get(), rm, 1e-4, what + " running mean");
-      ExpectClose(grv.Get(), rv, 1e-4, what + " running var");
-      ExpectClose(get(*gyi), yi, tol, what + " inference y");
-      ExpectClose(get(*gdx), dx, tol, what + " dx");
-      ExpectClose(gdg.Get(), dg, 1e-3, what + " dgamma");
-      ExpectClose(gdb.Get(), db, 1e-3, what + " dbeta");
-    }
-}
-
-// The fused batch norm + residual add + ReLU and its backward, which also
-// leaves the masked gradient in dy.
-TEST_F(CudaCnnTwinTest, BatchNormActFusedWithResidualAndRelu) {
-  const int64_t n = 4, c = 6, h = 5, w = 5, total = n * c * h * w;
-  const cpu::BatchNormParams p{.epsilon = 1e-5f, .momentum = 0.1f};
-  for (bool cl : {false, true}) {
-    const std::string what = std::string("fused batch norm") + (cl ? " nhwc" : " nchw");
-    const Shape shape = cl ? Shape{n, h, w, c} : Shape{n, c, h, w};
-    const Layout layout = cl ? Layout::kNHWC : Layout::kNCHW;
-    Floats x = Random(total, 18, -2.0f, 3.0f), res = Random(total, 19), dy = Random(total, 20);
-    Floats gamma = Random(c, 21, 0.5f, 1.5f), beta = Random(c, 22);
-    Floats y(total), yi(total), mean(c), istd(c), rm(c, 0.5f), rv(c, 2.0f), dx(total), dg(c), db(c);
-    Dev gx(x, shape, DType::kF32, layout), gres(res, shape, DType::kF32, layout),
-        gdy(dy, shape, DType::kF32, layout), gy(Floats(total), shape, DType::kF32, layout),
-        gyi(Floats(total), shape, DType::kF32, layout),
-        gdx(Floats(total), shape, DType::kF32, layout);
-    Dev ggamma(gamma, {c}), gbeta(beta, {c}), gmean(Floats(c), {c}), gistd(Floats(c), {c}),
-        grm(rm, {c}), grv(rv, {c}), gdg(Floats(c), {c}), gdb(Floats(c), {c});
-    auto host = [&](Floats& v) {
-      return Tensor(v.data(), shape, DType::kF32, core::Device::kCpu, layout);
-    };
-    cpu::BatchNormActForwardTraining(p, true, host(x), host(res), Host(gamma, {c}), Host(beta, {c}),
-                                     host(y), Host(mean, {c}), Host(istd, {c}), Host(rm, {c}),
-                                     Host(rv, {c}));
-    cpu::BatchNormActForwardInference(p, true, host(x), host(res), Host(gamma, {c}),
-                                      Host(beta, {c}), Host(rm, {c}), Host(rv, {c}), host(yi));
-    cpu::BatchNormActBackward(true, host(x), host(y), host(dy), Host(gamma, {c}), Host(mean, {c}),
-                              Host(istd, {c}), host(dx), Host(dg, {c}), Host(db, {c}));
-    cuda::BatchNormActForwardTraining(p, true, gx.t(), gres.t(), ggamma.t(), gbeta.t(), gy.t(),
-                                      gmean.t(), gistd.t(), grm.t(), grv.t());
-    cuda::BatchNormActForwardInference(p, true, gx.t(), gres.t(), ggamma.t(), gbeta.t(), grm.t(),
-                                       grv.t(), gyi.t());
-    cuda::BatchNormActBackward(true, gx.t(), gy.t(), gdy.t(), ggamma.t(), gmean.t(), gistd.t(),
-                               gdx.t(), gdg.t(), gdb.t());
-    ExpectClose(gy.Get(), y, 1e-4, what + " y");
-    ExpectClose(gyi.Get(), yi, 1e-4, what + " inference y");
-    ExpectClose(grv.Get(), rv, 1e-4, what + " running var");
-    ExpectClose(gdy.Get(), dy, 1e-6, what + " masked dy");
-    ExpectClose(gdx.Get(), dx, 1e-4, what + " dx");
-    ExpectClose(gdg.Get(), dg, 1e-3, what + " dgamma");
-    ExpectClose(gdb.Get(), db, 1e-3, what + " dbeta");
   }
 }
 

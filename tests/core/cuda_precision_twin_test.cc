@@ -63,11 +63,18 @@ void ExpectWithinAUnit(const std::vector<float>& gpu, const std::vector<float>& 
   EXPECT_EQ(off, 0) << what;
 }
 
+// Convolutions take cuDNN's legacy API here unless a test asks for the
+// graph API (the default), so that both are checked.
 class CudaPrecisionTwinTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!ops::CudaAvailable()) GTEST_SKIP() << "no CUDA device; the CPU side is tested";
+    cuda::SetConvGraphApi(false);
   }
+  void TearDown() override { cuda::SetConvGraphApi(graph_api_); }
+
+ private:
+  const bool graph_api_ = cuda::ConvGraphApi();
 };
 
 // x and dy as [N, C, (D,) H, W] or, channels-last, [N, (D,) H, W, C]; the
@@ -128,8 +135,8 @@ TEST_F(CudaPrecisionTwinTest, ChannelsLastConvolutionsOfAnyShapeRoundLikeTheCpu)
                                     "3-D NDHWC, one input channel");
 }
 
-// cuDNN's graph API (opt-in until it has run on a GPU): it must offer an
-// engine for each call, uneven padding included, and agree the same way.
+// cuDNN's graph API (the models' default): it must offer an engine for each
+// call, uneven padding included, and agree the same way.
 TEST_F(CudaPrecisionTwinTest, GraphApiConvolutionsRoundLikeTheCpu) {
   ConvGeometry uneven = Conv2d(2, 8, 8, 8, 16, 3, 3, 2, 1);
   uneven.pad_begin[1] = uneven.pad_begin[2] = 0;
@@ -140,7 +147,6 @@ TEST_F(CudaPrecisionTwinTest, GraphApiConvolutionsRoundLikeTheCpu) {
   ExpectConvolutionsRoundLikeTheCpu(Conv2d(2, 8, 9, 7, 16, 3, 3, 2, 1), core::Layout::kNCHW,
                                     "graph API NCHW");
   ExpectConvolutionsRoundLikeTheCpu(uneven, core::Layout::kNHWC, "graph API uneven padding");
-  cuda::SetConvGraphApi(false);
   // 3 geometries x 2 precisions x 3 directions, none through the fallback.
   EXPECT_EQ(cuda::ConvGraphRuns() - before, 18);
 }

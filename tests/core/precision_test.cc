@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -98,6 +99,23 @@ TEST(PrecisionTest, RoundToPrecisionIsTheConversionAndBackBitForBit) {
   EXPECT_TRUE(std::isinf(out[0]));
   ops::RoundToPrecision(DType::kBF16, big.t(), out.t());
   EXPECT_EQ(out[0], 70144.0f);
+}
+
+// A CUDA device stores activations in bf16/fp16 by default (the typed path
+// passed the third GPU check); the CPU always stores fp32, rounded in place.
+TEST(PrecisionTest, ActivationsAreStoredInThePrecisionOnCudaByDefault) {
+  if (std::getenv("MLPERF_TYPED_ACTIVATIONS") != nullptr)
+    GTEST_SKIP() << "MLPERF_TYPED_ACTIVATIONS overrides the default";
+  EXPECT_TRUE(ops::TypedActivations());
+  const ops::PrecisionScope bf16(DType::kBF16);
+  EXPECT_EQ(ops::ActivationStorageType(core::Device::kCuda), DType::kBF16);
+  EXPECT_EQ(ops::ActivationStorageType(core::Device::kCpu), DType::kF32);
+  {
+    const ops::TypedActivationsScope fp32_storage(false);
+    EXPECT_EQ(ops::ActivationStorageType(core::Device::kCuda), DType::kF32);
+  }
+  const ops::PrecisionScope fp32(DType::kF32);
+  EXPECT_EQ(ops::ActivationStorageType(core::Device::kCuda), DType::kF32);
 }
 
 TEST(PrecisionTest, ScopeSetsAndRestores) {

@@ -1,5 +1,5 @@
-// ResNet with its activations stored in bf16/fp16 on a CUDA device (ops::
-// TypedActivationsScope; opt-in until this has run on a GPU): the storage
+// ResNet with its activations stored in bf16/fp16 on a CUDA device (the
+// default there; ops::TypedActivationsScope chooses here): the storage
 // type, and one training step against the CPU twin, which keeps fp32
 // storage rounded at the same points, and against fp32 storage on the
 // device (the tolerances come from two CPU layouts, random_batch.h); and

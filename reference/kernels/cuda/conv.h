@@ -11,10 +11,9 @@
 //
 // Algorithms: cuDNN's best-ranked deterministic one where there is one (so
 // that recorded and queued steps, and seeded runs, reproduce each other).
-// Set MLPERF_CUDNN_LOG to see each choice on stderr. With the graph API on
-// (cuda/conv_graph: MLPERF_CUDNN_GRAPH=1 or SetConvGraphApi), each call goes
-// through cuDNN's graph API first and through the legacy one where that
-// offers no engine.
+// Set MLPERF_CUDNN_LOG to see each choice on stderr. Each call goes through
+// cuDNN's graph API first (cuda/conv_graph; MLPERF_CUDNN_GRAPH=0 turns it
+// off) and through the legacy one where that offers no engine.
 //
 // Staging: channels-last activations with a [K, C, ...] filter run with a
 // channels-last copy of the filter, the order cuDNN's channels-last kernels

@@ -226,7 +226,7 @@ int64_t Alignment(const void* p) {
 
 thread_local int64_t g_runs = 0;
 
-bool g_graph_api = std::getenv("MLPERF_CUDNN_GRAPH") != nullptr &&
+bool g_graph_api = std::getenv("MLPERF_CUDNN_GRAPH") == nullptr ||
                    std::string_view(std::getenv("MLPERF_CUDNN_GRAPH")) != "0";
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include "reference/kernels/cuda/cudnn_type.h"
 #include "reference/kernels/cuda/device_util.cuh"
 #include "reference/kernels/cuda/norm.h"
+#include "reference/kernels/cuda/norm_channels_last.h"
 
 namespace mlperf::cuda {
 namespace {
@@ -17,6 +18,19 @@ using detail::LoadAs;
 using detail::StoreAs;
 
 constexpr int kThreads = 256;
+
+// Channels-last tensors go to the own kernels of cuda/norm_channels_last
+// (unless SetChannelsLastNormKernels(false)): batch norm as one group of
+// N * spatial rows, instance norm as N groups of spatial rows.
+bool OwnKernels(const Tensor& x) { return detail::ChannelsLast(x) && ChannelsLastNormKernels(); }
+ChannelsLastGroups BatchGroups(const Tensor& x) {
+  const ActivationView v = detail::ViewOf(x);
+  return {1, x.dim(0) * v.spatial, v.channels};
+}
+ChannelsLastGroups InstanceGroups(const Tensor& x) {
+  const ActivationView v = detail::ViewOf(x);
+  return {x.dim(0), v.spatial, v.channels};
+}
 
 // cuDNN descriptors for x (any rank, either layout, seen as [N, C, S, 1])
 // and the derived [1, C, 1, 1] fp32 statistics descriptor.
@@ -227,6 +241,14 @@ void BatchNormForwardTraining(const BatchNormParams& p, const Tensor& x, const T
                               const Tensor& save_inv_std, const Tensor& running_mean,
                               const Tensor& running_var) {
   MLPERF_CHECK(x.numel() == y.numel() && x.dtype() == y.dtype());
+  if (OwnKernels(x)) {
+    const ChannelsLastGroups s = BatchGroups(x);
+    ChannelsLastMoments(s, x, p.epsilon, p.momentum, save_mean.f32(), save_inv_std.f32(),
+                        running_mean.f32(), running_var.f32());
+    ChannelsLastNormalize(s, x, save_mean.f32(), save_inv_std.f32(), gamma.f32(), beta.f32(),
+                          Tensor(), /*relu=*/false, y);
+    return;
+  }
   MLPERF_CHECK(p.epsilon >= CUDNN_BN_MIN_EPSILON);
   const BnDescs d(x);
   const float one = 1.0f, zero = 0.0f;
@@ -240,6 +262,13 @@ void BatchNormForwardInference(const BatchNormParams& p, const Tensor& x, const 
                                const Tensor& beta, const Tensor& running_mean,
                                const Tensor& running_var, const Tensor& y) {
   MLPERF_CHECK(x.numel() == y.numel() && x.dtype() == y.dtype());
+  if (OwnKernels(x)) {
+    const ChannelsLastGroups s = BatchGroups(x);
+    ChannelsLastNormalize(s, x, running_mean.f32(),
+                          InferenceInvStd(running_var.f32(), s.channels, p.epsilon), gamma.f32(),
+                          beta.f32(), Tensor(), /*relu=*/false, y);
+    return;
+  }
   const BnDescs d(x);
   const float one = 1.0f, zero = 0.0f;
   CUDNN_CHECK(cudnnBatchNormalizationForwardInference(
@@ -252,6 +281,10 @@ void BatchNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                        const Tensor& dgamma, const Tensor& dbeta) {
   MLPERF_CHECK(x.numel() == dy.numel() && x.numel() == dx.numel());
   MLPERF_CHECK(x.dtype() == dy.dtype() && x.dtype() == dx.dtype());
+  if (OwnKernels(x))
+    return ChannelsLastNormBackward(BatchGroups(x), /*relu=*/false, x, Tensor(), dy, gamma.f32(),
+                                    save_mean.f32(), save_inv_std.f32(), dx, dgamma.f32(),
+                                    dbeta.f32());
   const BnDescs d(x);
   const float one = 1.0f, zero = 0.0f;
   // With the saved mean and inverse std given, cuDNN does not recompute the
@@ -269,6 +302,13 @@ void InstanceNormForward(float epsilon, const Tensor& x, const Tensor& gamma, co
   const ActivationView v = detail::ViewOf(x);
   const int64_t groups = x.dim(0) * v.channels;
   MLPERF_CHECK(x.numel() == y.numel() && x.dtype() == y.dtype() && save_mean.numel() == groups);
+  if (OwnKernels(x)) {
+    const ChannelsLastGroups s = InstanceGroups(x);
+    ChannelsLastMoments(s, x, epsilon, 0.0f, save_mean.f32(), save_inv_std.f32(), nullptr, nullptr);
+    ChannelsLastNormalize(s, x, save_mean.f32(), save_inv_std.f32(), gamma.f32(), beta.f32(),
+                          Tensor(), /*relu=*/false, y);
+    return;
+  }
   InstanceNormForwardKernel<<<static_cast<unsigned>(groups), kThreads, 0, Stream()>>>(
       epsilon, x.data(), x.dtype(), v, gamma.f32(), beta.f32(), y.data(), save_mean.f32(),
       save_inv_std.f32());
@@ -281,6 +321,10 @@ void InstanceNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma
   const ActivationView v = detail::ViewOf(x);
   const int64_t groups = x.dim(0) * v.channels;
   MLPERF_CHECK(dy.dtype() == x.dtype() && dx.dtype() == x.dtype());
+  if (OwnKernels(x))
+    return ChannelsLastNormBackward(InstanceGroups(x), /*relu=*/false, x, Tensor(), dy, gamma.f32(),
+                                    save_mean.f32(), save_inv_std.f32(), dx, dgamma.f32(),
+                                    dbeta.f32());
   float* sums = static_cast<float*>(Scratch(2 * groups * sizeof(float), kScratchReduce));
   InstanceNormBackwardKernel<<<static_cast<unsigned>(groups), kThreads, 0, Stream()>>>(
       x.data(), dy.data(), x.dtype(), v, gamma.f32(), save_mean.f32(), save_inv_std.f32(),
@@ -329,6 +373,15 @@ void BatchNormActForwardTraining(const BatchNormParams& p, bool relu, const Tens
                                  const Tensor& y, const Tensor& save_mean,
                                  const Tensor& save_inv_std, const Tensor& running_mean,
                                  const Tensor& running_var) {
+  if (OwnKernels(x)) {
+    MLPERF_CHECK(x.numel() == y.numel() && x.dtype() == y.dtype());
+    const ChannelsLastGroups s = BatchGroups(x);
+    ChannelsLastMoments(s, x, p.epsilon, p.momentum, save_mean.f32(), save_inv_std.f32(),
+                        running_mean.f32(), running_var.f32());
+    ChannelsLastNormalize(s, x, save_mean.f32(), save_inv_std.f32(), gamma.f32(), beta.f32(),
+                          residual, relu, y);
+    return;
+  }
   // Qualified: BatchNormParams is cpu::'s, so ADL would also find cpu::.
   cuda::BatchNormForwardTraining(p, x, gamma, beta, y, save_mean, save_inv_std, running_mean,
                                  running_var);
@@ -339,6 +392,14 @@ void BatchNormActForwardInference(const BatchNormParams& p, bool relu, const Ten
                                   const Tensor& residual, const Tensor& gamma, const Tensor& beta,
                                   const Tensor& running_mean, const Tensor& running_var,
                                   const Tensor& y) {
+  if (OwnKernels(x)) {
+    MLPERF_CHECK(x.numel() == y.numel() && x.dtype() == y.dtype());
+    const ChannelsLastGroups s = BatchGroups(x);
+    ChannelsLastNormalize(s, x, running_mean.f32(),
+                          InferenceInvStd(running_var.f32(), s.channels, p.epsilon), gamma.f32(),
+                          beta.f32(), residual, relu, y);
+    return;
+  }
   cuda::BatchNormForwardInference(p, x, gamma, beta, running_mean, running_var, y);
   AddAct(relu, residual, y);
 }
@@ -346,6 +407,9 @@ void BatchNormActForwardInference(const BatchNormParams& p, bool relu, const Ten
 void BatchNormActBackward(bool relu, const Tensor& x, const Tensor& y, const Tensor& dy,
                           const Tensor& gamma, const Tensor& save_mean, const Tensor& save_inv_std,
                           const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta) {
+  if (OwnKernels(x))
+    return ChannelsLastNormBackward(BatchGroups(x), relu, x, y, dy, gamma.f32(), save_mean.f32(),
+                                    save_inv_std.f32(), dx, dgamma.f32(), dbeta.f32());
   if (relu) {
     MLPERF_CHECK(y.numel() == dy.numel() && y.dtype() == dy.dtype());
     ReluMaskKernel<<<Blocks(dy.numel()), kThreads, 0, Stream()>>>(dy.numel(), y.data(), dy.data(),

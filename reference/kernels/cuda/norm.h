@@ -1,5 +1,7 @@
-// CUDA twins of cpu/norm.h. Batch norm runs on cuDNN (spatial mode); instance
-// and layer norm are own kernels (one block per normalised group). x, y, dy
+// CUDA twins of cpu/norm.h. Channels-last batch and instance norms run on
+// the own kernels of cuda/norm_channels_last; channels-first batch norm runs
+// on cuDNN (spatial mode), channels-first instance norm and layer norm on own
+// kernels with one block per normalised group. x, y, dy
 // and dx may be fp32, bf16 or fp16 (activations tagged kNHWC/kNDHWC are
 // channels-last); gamma, beta, the saved and running statistics are fp32 and
 // all statistics accumulate in fp32.
@@ -30,9 +32,10 @@ void BatchNormBackward(const core::Tensor& x, const core::Tensor& dy, const core
                        const core::Tensor& dx, const core::Tensor& dgamma,
                        const core::Tensor& dbeta);
 
-// Twins of cpu::BatchNormAct*: cuDNN's batch norm, then one pointwise pass
-// for the residual add and ReLU (forward) or the ReLU mask written back into
-// dy (backward). residual (optional), y and dy share x's dtype and layout.
+// Twins of cpu::BatchNormAct*: channels-last, one fused pass; otherwise
+// cuDNN's batch norm, then one pointwise pass for the residual add and ReLU
+// (forward) or the ReLU mask written back into dy (backward). residual (optional), y and dy share
+// x's dtype and layout.
 void BatchNormActForwardTraining(const BatchNormParams& p, bool relu, const core::Tensor& x,
                                  const core::Tensor& residual, const core::Tensor& gamma,
                                  const core::Tensor& beta, const core::Tensor& y,

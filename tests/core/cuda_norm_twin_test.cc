@@ -1,0 +1,225 @@
+// Label `gpu`: the CUDA batch and instance norms against their CPU twins on
+// Philox inputs (rounded to the dtype first, so that only the order of the
+// sums and the output rounding differ): channels-first through cuDNN,
+// channels-last through the own kernels of cuda/norm_channels_last and,
+// for comparison, through cuDNN. The shapes include channel counts that are
+// not a multiple of a warp and enough rows for many partial sums per
+// channel. Skips without a CUDA device.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "reference/kernels/cpu/norm.h"
+#include "reference/kernels/cuda/norm.h"
+#include "reference/kernels/cuda/norm_channels_last.h"
+#include "tests/core/cuda_twin_util.h"
+
+namespace mlperf {
+namespace {
+
+using namespace twin;  // NOLINT: the shared helpers of the twin tests
+
+struct NormShape {
+  int64_t n, c, h, w;
+  int64_t total() const { return n * c * h * w; }
+};
+
+// Parameter: whether channels-last tensors take the own kernels (true) or
+// cuDNN's batch norm (false).
+class CudaNormTwinTest : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    if (!cuda::DeviceAvailable()) GTEST_SKIP() << "no CUDA device; the CPU twins are tested";
+    cuda::SetChannelsLastNormKernels(GetParam());
+  }
+  void TearDown() override { cuda::SetChannelsLastNormKernels(own_); }
+
+ private:
+  const bool own_ = cuda::ChannelsLastNormKernels();
+};
+
+// Training, inference and backward of the plain batch norm in one dtype and
+// layout; with the own kernels, a second run gives the same bits.
+void CheckBatchNorm(const NormShape& s, DType dtype, bool cl) {
+  const int64_t n = s.n, c = s.c, h = s.h, w = s.w, total = s.total();
+  const std::string what = std::string("batch norm ") + Name(dtype) + (cl ? " nhwc " : " nchw ") +
+                           std::to_string(n) + "x" + std::to_string(c) + "x" + std::to_string(h) +
+                           "x" + std::to_string(w);
+  const cpu::BatchNormParams p{.epsilon = 1e-5f, .momentum = 0.1f};
+  Floats x = Rounded(Random(total, 8, -2.0f, 3.0f), dtype), dy = Rounded(Random(total, 9), dtype);
+  Floats gamma = Random(c, 10, 0.5f, 1.5f), beta = Random(c, 11);
+  Floats y(total), mean(c), istd(c), rm(c, 0.5f), rv(c, 2.0f), yi(total), dx(total), dg(c), db(c);
+  const Shape shape{n, c, h, w};
+  cpu::BatchNormForwardTraining(p, Host(x, shape), Host(gamma, {c}), Host(beta, {c}),
+                                Host(y, shape), Host(mean, {c}), Host(istd, {c}), Host(rm, {c}),
+                                Host(rv, {c}));
+  cpu::BatchNormForwardInference(p, Host(x, shape), Host(gamma, {c}), Host(beta, {c}),
+                                 Host(rm, {c}), Host(rv, {c}), Host(yi, shape));
+  cpu::BatchNormBackward(Host(x, shape), Host(dy, shape), Host(gamma, {c}), Host(mean, {c}),
+                         Host(istd, {c}), Host(dx, shape), Host(dg, {c}), Host(db, {c}));
+  const Shape gshape = cl ? Shape{n, h, w, c} : shape;
+  const Layout layout = cl ? Layout::kNHWC : Layout::kNCHW;
+  auto put = [&](const Floats& v) {
+    return std::make_unique<Dev>(cl ? ToChannelsLast(v, n, c) : v, gshape, dtype, layout);
+  };
+  auto get = [&](const Dev& d) { return cl ? FromChannelsLast(d.Get(), n, c) : d.Get(); };
+  auto gx = put(x), gdy = put(dy), gy = put(Floats(total)), gyi = put(Floats(total)),
+       gdx = put(Floats(total));
+  Dev ggamma(gamma, {c}), gbeta(beta, {c}), gmean(Floats(c), {c}), gistd(Floats(c), {c}),
+      grm(Floats(c, 0.5f), {c}), grv(Floats(c, 2.0f), {c}), gdg(Floats(c), {c}),
+      gdb(Floats(c), {c});
+  auto run = [&] {
+    cuda::BatchNormForwardTraining(p, gx->t(), ggamma.t(), gbeta.t(), gy->t(), gmean.t(), gistd.t(),
+                                   grm.t(), grv.t());
+    cuda::BatchNormForwardInference(p, gx->t(), ggamma.t(), gbeta.t(), grm.t(), grv.t(), gyi->t());
+    cuda::BatchNormBackward(gx->t(), gdy->t(), ggamma.t(), gmean.t(), gistd.t(), gdx->t(), gdg.t(),
+                            gdb.t());
+  };
+  run();
+  const double tol = Tolerance(dtype);
+  const Floats first_y = gy->Get(), first_dx = gdx->Get(), first_dg = gdg.Get();
+  ExpectClose(get(*gy), y, tol, what + " y");
+  ExpectClose(gmean.Get(), mean, 1e-4, what + " saved mean");
+  ExpectClose(gistd.Get(), istd, 1e-4, what + " saved inv std");
+  // Running variance: unbiased, weight `momentum` on the batch value.
+  ExpectClose(grm.Get(), rm, 1e-4, what + " running mean");
+  ExpectClose(grv.Get(), rv, 1e-4, what + " running var");
+  ExpectClose(get(*gyi), yi, tol, what + " inference y");
+  ExpectClose(get(*gdx), dx, tol, what + " dx");
+  ExpectClose(gdg.Get(), dg, 1e-3, what + " dgamma");
+  ExpectClose(gdb.Get(), db, 1e-3, what + " dbeta");
+  if (!cl || !cuda::ChannelsLastNormKernels()) return;
+  run();  // the running statistics move on; the batch's results must not
+  EXPECT_EQ(gy->Get(), first_y) << what << ": y differs between two runs";
+  EXPECT_EQ(gdx->Get(), first_dx) << what << ": dx differs between two runs";
+  EXPECT_EQ(gdg.Get(), first_dg) << what << ": dgamma differs between two runs";
+}
+
+TEST_P(CudaNormTwinTest, BatchNormTrainingInferenceBackward) {
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16})
+    for (bool cl : {false, true}) {
+      CheckBatchNorm({4, 6, 5, 5}, dtype, cl);
+      // 70 channels: a warp and a part; 3,136 rows: many partial sums.
+      CheckBatchNorm({16, 70, 14, 14}, dtype, cl);
+    }
+  // A large mean against a small spread: the shifted sums must not cancel.
+  const int64_t n = 8, c = 40, total = n * c * 9 * 9;
+  Floats x = Random(total, 30, 999.0f, 1001.0f), gamma(c, 1.0f), beta(c, 0.0f);
+  Floats y(total), mean(c), istd(c), rm(c), rv(c);
+  const Shape shape{n, c, 9, 9};
+  cpu::BatchNormForwardTraining({}, Host(x, shape), Host(gamma, {c}), Host(beta, {c}),
+                                Host(y, shape), Host(mean, {c}), Host(istd, {c}), Host(rm, {c}),
+                                Host(rv, {c}));
+  const Shape last{n, 9, 9, c};
+  Dev gx(ToChannelsLast(x, n, c), last, DType::kF32, Layout::kNHWC),
+      gy(Floats(total), last, DType::kF32, Layout::kNHWC), ggamma(gamma, {c}), gbeta(beta, {c}),
+      gmean(Floats(c), {c}), gistd(Floats(c), {c}), grm(Floats(c), {c}), grv(Floats(c), {c});
+  cuda::BatchNormForwardTraining({}, gx.t(), ggamma.t(), gbeta.t(), gy.t(), gmean.t(), gistd.t(),
+                                 grm.t(), grv.t());
+  ExpectClose(gistd.Get(), istd, 1e-3, "batch norm around 1000: inv std");
+  ExpectClose(FromChannelsLast(gy.Get(), n, c), y, 1e-3, "batch norm around 1000: y");
+}
+
+// The fused batch norm + residual add + ReLU and its backward, which also
+// leaves the masked gradient in dy.
+void CheckFusedBatchNorm(const NormShape& s, DType dtype, bool cl) {
+  const int64_t n = s.n, c = s.c, h = s.h, w = s.w, total = s.total();
+  const std::string what = std::string("fused batch norm ") + Name(dtype) +
+                           (cl ? " nhwc c=" : " nchw c=") + std::to_string(c);
+  const cpu::BatchNormParams p{.epsilon = 1e-5f, .momentum = 0.1f};
+  const Shape shape = cl ? Shape{n, h, w, c} : Shape{n, c, h, w};
+  const Layout layout = cl ? Layout::kNHWC : Layout::kNCHW;
+  Floats x = Rounded(Random(total, 18, -2.0f, 3.0f), dtype),
+         res = Rounded(Random(total, 19), dtype), dy = Rounded(Random(total, 20), dtype);
+  Floats gamma = Random(c, 21, 0.5f, 1.5f), beta = Random(c, 22);
+  Floats y(total), yi(total), mean(c), istd(c), rm(c, 0.5f), rv(c, 2.0f), dx(total), dg(c), db(c);
+  Dev gx(x, shape, dtype, layout), gres(res, shape, dtype, layout), gdy(dy, shape, dtype, layout),
+      gy(Floats(total), shape, dtype, layout), gyi(Floats(total), shape, dtype, layout),
+      gdx(Floats(total), shape, dtype, layout);
+  Dev ggamma(gamma, {c}), gbeta(beta, {c}), gmean(Floats(c), {c}), gistd(Floats(c), {c}),
+      grm(rm, {c}), grv(rv, {c}), gdg(Floats(c), {c}), gdb(Floats(c), {c});
+  auto host = [&](Floats& v) {
+    return Tensor(v.data(), shape, DType::kF32, core::Device::kCpu, layout);
+  };
+  cpu::BatchNormActForwardTraining(p, true, host(x), host(res), Host(gamma, {c}), Host(beta, {c}),
+                                   host(y), Host(mean, {c}), Host(istd, {c}), Host(rm, {c}),
+                                   Host(rv, {c}));
+  cpu::BatchNormActForwardInference(p, true, host(x), host(res), Host(gamma, {c}), Host(beta, {c}),
+                                    Host(rm, {c}), Host(rv, {c}), host(yi));
+  const Floats y_cpu = y;
+  cpu::BatchNormActBackward(true, host(x), host(y), host(dy), Host(gamma, {c}), Host(mean, {c}),
+                            Host(istd, {c}), host(dx), Host(dg, {c}), Host(db, {c}));
+  cuda::BatchNormActForwardTraining(p, true, gx.t(), gres.t(), ggamma.t(), gbeta.t(), gy.t(),
+                                    gmean.t(), gistd.t(), grm.t(), grv.t());
+  cuda::BatchNormActForwardInference(p, true, gx.t(), gres.t(), ggamma.t(), gbeta.t(), grm.t(),
+                                     grv.t(), gyi.t());
+  cuda::BatchNormActBackward(true, gx.t(), gy.t(), gdy.t(), ggamma.t(), gmean.t(), gistd.t(),
+                             gdx.t(), gdg.t(), gdb.t());
+  const double tol = Tolerance(dtype);
+  ExpectClose(gy.Get(), y, tol, what + " y");
+  ExpectClose(gyi.Get(), yi, tol, what + " inference y");
+  ExpectClose(grv.Get(), rv, 1e-4, what + " running var");
+  // The mask: exact wherever y is clearly off zero (a y within rounding of
+  // zero may fall on either side on the two devices).
+  const Floats masked = gdy.Get();
+  int off = 0;
+  for (int64_t i = 0; i < total; ++i)
+    if (std::fabs(y_cpu[i]) > 1e-3f && masked[i] != dy[i] && ++off <= 5)
+      ADD_FAILURE() << what << " masked dy at " << i << ": gpu " << masked[i] << " cpu " << dy[i];
+  EXPECT_EQ(off, 0) << what;
+  ExpectClose(gdx.Get(), dx, tol, what + " dx");
+  ExpectClose(gdg.Get(), dg, 1e-3, what + " dgamma");
+  ExpectClose(gdb.Get(), db, 1e-3, what + " dbeta");
+}
+
+TEST_P(CudaNormTwinTest, BatchNormActFusedWithResidualAndRelu) {
+  for (bool cl : {false, true}) {
+    CheckFusedBatchNorm({4, 6, 5, 5}, DType::kF32, cl);
+    for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16})
+      CheckFusedBatchNorm({16, 70, 14, 14}, dtype, cl);
+  }
+}
+
+// Instance norm, channels-last against the CPU's channels-first results:
+// N groups of spatial rows each.
+TEST_P(CudaNormTwinTest, ChannelsLastInstanceNorm) {
+  const int64_t n = 3, c = 40, d = 6, h = 7, w = 8, total = n * c * d * h * w;
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    const std::string what = std::string("instance norm ndhwc ") + Name(dtype);
+    Floats x = Rounded(Random(total, 40, -2.0f, 2.0f), dtype),
+           dy = Rounded(Random(total, 41), dtype);
+    Floats gamma = Random(c, 42, 0.5f, 1.5f), beta = Random(c, 43);
+    Floats y(total), mean(n * c), istd(n * c), dx(total), dg(c), db(c);
+    const Shape shape{n, c, d, h, w}, last{n, d, h, w, c};
+    cpu::InstanceNormForward(1e-5f, Host(x, shape), Host(gamma, {c}), Host(beta, {c}),
+                             Host(y, shape), Host(mean, {n * c}), Host(istd, {n * c}));
+    cpu::InstanceNormBackward(Host(x, shape), Host(dy, shape), Host(gamma, {c}),
+                              Host(mean, {n * c}), Host(istd, {n * c}), Host(dx, shape),
+                              Host(dg, {c}), Host(db, {c}));
+    Dev gx(ToChannelsLast(x, n, c), last, dtype, Layout::kNDHWC),
+        gdy(ToChannelsLast(dy, n, c), last, dtype, Layout::kNDHWC),
+        gy(Floats(total), last, dtype, Layout::kNDHWC),
+        gdx(Floats(total), last, dtype, Layout::kNDHWC), ggamma(gamma, {c}), gbeta(beta, {c}),
+        gmean(Floats(n * c), {n * c}), gistd(Floats(n * c), {n * c}), gdg(Floats(c), {c}),
+        gdb(Floats(c), {c});
+    cuda::InstanceNormForward(1e-5f, gx.t(), ggamma.t(), gbeta.t(), gy.t(), gmean.t(), gistd.t());
+    cuda::InstanceNormBackward(gx.t(), gdy.t(), ggamma.t(), gmean.t(), gistd.t(), gdx.t(), gdg.t(),
+                               gdb.t());
+    const double tol = Tolerance(dtype);
+    ExpectClose(gmean.Get(), mean, 1e-4, what + " mean");
+    ExpectClose(gistd.Get(), istd, 1e-4, what + " inv std");
+    ExpectClose(FromChannelsLast(gy.Get(), n, c), y, tol, what + " y");
+    ExpectClose(FromChannelsLast(gdx.Get(), n, c), dx, tol, what + " dx");
+    ExpectClose(gdg.Get(), dg, 1e-3, what + " dgamma");
+    ExpectClose(gdb.Get(), db, 1e-3, what + " dbeta");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(ChannelsLast, CudaNormTwinTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "OwnKernels" : "Cudnn";
+                         });
+
+}  // namespace
+}  // namespace mlperf

@@ -231,6 +231,6 @@ bench run_benchmark_infer 90 "$bin/run_benchmark" --device gpu --mode infer -b 1
 # (nvJPEG): whether it can feed the GPU.
 bench loader 90 "$bin/datasets_loader_bench" --batches 80 --dir "$work/loader" --device
 bench bert_step 120 "$bin/bert_gpu_bench" 8 5 fp32,bf16
-bench unet3d_step 240 "$bin/unet3d_gpu_bench" 7 5 both 128,192,192
+bench unet3d_step 240 "$bin/unet3d_gpu_bench" 7 5 auto 128,192,192 bf16,fp32
 say "report: $out/gpu_report.md"
 exit "$status"

@@ -1,7 +1,9 @@
 // Samples/s per GPU of the 3D U-Net training step (forward, DiceCE loss,
 // backward, Nesterov SGD) at the reference's shapes (128^3 patches, batch 7
-// per GPU as in the MLPerf submissions), fp32, against the same network in
-// PyTorch on the same device in the same run
+// per GPU as in the MLPerf submissions), in each precision asked for (bf16
+// and fp16: the convolutions in that type on the tensor cores, fp16 with
+// dynamic loss scaling), against the same network in PyTorch on the same
+// device in the same run
 // (bench/unet3d/unet3d_gpu_torch_bench.py: AMP bf16 and fp32,
 // channels_last_3d, cudnn.benchmark). Each step ends in the loss on the host,
 // so wall time per step is device time; median after two warm-up steps.
@@ -11,8 +13,11 @@
 // validation set's count) of one preprocessed-case shape, `batch` windows
 // at a time.
 //
-//   unet3d_gpu_bench [batch] [steps] [ncdhw|ndhwc|both] [D,H,W of the eval volumes]
-// defaults: 7 10 both 192,256,256. MLPERF_PYTHON and MLPERF_SOURCE_DIR
+//   unet3d_gpu_bench [batch] [steps] [ncdhw|ndhwc|both|auto] [D,H,W of the eval volumes]
+//                    [precisions]
+// defaults: 7 10 both 192,256,256 fp32 (auto: each precision in the layout
+// the model takes for it on a GPU, fp32 NCDHW, bf16/fp16 NDHWC; the
+// evaluation runs in fp32). MLPERF_PYTHON and MLPERF_SOURCE_DIR
 // override the peer's interpreter and the checkout baked in at build time.
 #include <algorithm>
 #include <chrono>
@@ -29,6 +34,7 @@
 #include "reference/core/philox.h"
 #include "reference/dist/communicator.h"
 #include "reference/kernels/dispatch.h"
+#include "reference/kernels/precision.h"
 #include "reference/models/unet3d.h"
 #include "reference/trainer/trainer.h"
 
@@ -55,8 +61,9 @@ models::UNet3DConfig Config(core::Layout layout) {
 
 const char* Name(core::Layout layout) { return layout == core::Layout::kNDHWC ? "ndhwc" : "ncdhw"; }
 
-void Train(core::Layout layout, int64_t batch, int steps) {
-  const char* name = Name(layout);
+void Train(core::Layout layout, core::DType precision, int64_t batch, int steps) {
+  const ops::PrecisionScope scope(precision);
+  const std::string name = fmt::format("{} {}", ops::PrecisionName(precision), Name(layout));
   models::UNet3D model(Config(layout), batch);
   model.Initialize(1);
   auto comm = dist::MakeSingleProcessCommunicator();
@@ -66,7 +73,8 @@ void Train(core::Layout layout, int64_t batch, int steps) {
                           .base_lr = 0.5,
                           .warmup_epochs = 0,
                           .schedule = train::ScheduleKind::kUnetEpochs,
-                          .steps_per_epoch = 100},
+                          .steps_per_epoch = 100,
+                          .dynamic_loss_scaling = precision == core::DType::kF16},
                          *comm);
   const models::OwnedBatch data = model.SyntheticBatch();
   const Clock::time_point warm = Clock::now();
@@ -76,10 +84,10 @@ void Train(core::Layout layout, int64_t batch, int steps) {
     trainer.TrainStep(data.batch);
     if (s >= 2) seconds.push_back(Seconds(start));
     if (s == 1)
-      std::printf("  ours  fp32 %s: two warm-up steps took %.1f s\n", name, Seconds(warm));
+      std::printf("  ours  %s: two warm-up steps took %.1f s\n", name.c_str(), Seconds(warm));
   }
   const double step = Median(seconds);
-  std::printf("  ours  fp32 %s             %8.1f ms/step %8.2f samples/s\n", name, 1e3 * step,
+  std::printf("  ours  %-22s %8.1f ms/step %8.2f samples/s\n", name.c_str(), 1e3 * step,
               batch / step);
 }
 
@@ -111,8 +119,10 @@ int main(int argc, char** argv) {
   int64_t batch = 7, steps = 10;
   std::string which = "both";
   std::vector<int64_t> shape;
+  std::vector<core::DType> precisions;
   bool ok = (argc <= 1 || absl::SimpleAtoi(argv[1], &batch)) &&
-            (argc <= 2 || absl::SimpleAtoi(argv[2], &steps));
+            (argc <= 2 || absl::SimpleAtoi(argv[2], &steps)) && argc <= 6 &&
+            bench::ParsePrecisions(argc > 5 ? argv[5] : "fp32", &precisions);
   if (argc > 3) which = argv[3];
   for (absl::string_view v : absl::StrSplit(argc > 4 ? argv[4] : "192,256,256", ',')) {
     int64_t x = 0;
@@ -120,8 +130,10 @@ int main(int argc, char** argv) {
     shape.push_back(x);
   }
   if (!ok || batch <= 0 || steps <= 0 || shape.size() != 3 ||
-      (which != "both" && which != "ncdhw" && which != "ndhwc")) {
-    std::fprintf(stderr, "usage: unet3d_gpu_bench [batch] [steps] [ncdhw|ndhwc|both] [D,H,W]\n");
+      (which != "both" && which != "ncdhw" && which != "ndhwc" && which != "auto")) {
+    std::fprintf(stderr,
+                 "usage: unet3d_gpu_bench [batch] [steps] [ncdhw|ndhwc|both|auto] [D,H,W] "
+                 "[fp32,bf16,fp16]\n");
     return 2;
   }
   if (!ops::CudaAvailable()) {
@@ -131,9 +143,18 @@ int main(int argc, char** argv) {
   std::printf("3D U-Net training step, reference width, 128^3, batch %ld per GPU, median of %ld\n",
               batch, steps);
   std::vector<core::Layout> layouts;
-  if (which != "ndhwc") layouts.push_back(core::Layout::kNCDHW);
-  if (which != "ncdhw") layouts.push_back(core::Layout::kNDHWC);
-  for (core::Layout layout : layouts) Train(layout, batch, static_cast<int>(steps));
+  for (core::DType precision : precisions) {
+    std::vector<core::Layout> these;
+    if (which == "auto")
+      these = {precision == core::DType::kF32 ? core::Layout::kNCDHW : core::Layout::kNDHWC};
+    if (which == "both" || which == "ncdhw") these.push_back(core::Layout::kNCDHW);
+    if (which == "both" || which == "ndhwc") these.push_back(core::Layout::kNDHWC);
+    for (core::Layout layout : these) {
+      Train(layout, precision, batch, static_cast<int>(steps));
+      if (std::find(layouts.begin(), layouts.end(), layout) == layouts.end())
+        layouts.push_back(layout);
+    }
+  }
   for (const auto& [name, ms] :
        bench::TorchPeer("bench/unet3d/unet3d_gpu_torch_bench.py",
                         fmt::format("32,64,128,256,320 128 {} {}", batch, steps)))

@@ -2,21 +2,25 @@
 // oracle), in both layouts: identical initial weights, then the DiceCE loss,
 // the logits and every gradient, Nesterov trainer steps, and a whole case
 // through the sliding window agree within fp32 tolerances (cuDNN sums in
-// other orders than the CPU's GEMMs). Skips without a device (and in builds
-// without CUDA).
+// other orders than the CPU's GEMMs); and one pass under bf16 and fp16
+// within the tolerances measured across the CPU's two layouts (one_step.h).
+// Skips without a device (and in builds without CUDA).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "reference/core/philox.h"
 #include "reference/dist/communicator.h"
 #include "reference/kernels/dispatch.h"
+#include "reference/kernels/precision.h"
 #include "reference/models/unet3d.h"
 #include "reference/trainer/trainer.h"
 #include "tests/core/test_util.h"
+#include "tests/unet3d/one_step.h"
 
 namespace mlperf::models {
 namespace {
@@ -140,6 +144,32 @@ INSTANTIATE_TEST_SUITE_P(Layouts, UNet3DGpuTest,
                          [](const auto& info) {
                            return info.param == core::Layout::kNCDHW ? "NCDHW" : "NDHWC";
                          });
+
+// (layout, reduced precision): the convolutions in that type on the device,
+// rounded at the same points on the CPU.
+class UNet3DReducedPrecisionTest
+    : public ::testing::TestWithParam<std::tuple<core::Layout, core::DType>> {};
+
+TEST_P(UNet3DReducedPrecisionTest, OnePassMatchesTheCpu) {
+  SKIP_WITHOUT_DEVICE();
+  const auto [layout, precision] = GetParam();
+  const ops::PrecisionScope scope(precision);
+  const test::UNetStep cpu = test::RunUNetStep(layout, core::Device::kCpu);
+  const test::UNetStep gpu = test::RunUNetStep(layout, core::Device::kCuda);
+  ASSERT_TRUE(std::isfinite(gpu.loss));
+  EXPECT_LT(std::fabs(gpu.loss - cpu.loss) / std::fabs(cpu.loss), test::kUNetReducedLossTolerance);
+  EXPECT_LT(RelativeError(gpu.logits, cpu.logits), test::kUNetReducedLogitsTolerance);
+  EXPECT_LT(RelativeError(gpu.gradients, cpu.gradients), test::kUNetReducedGradientTolerance);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Precisions, UNet3DReducedPrecisionTest,
+    ::testing::Combine(::testing::Values(core::Layout::kNCDHW, core::Layout::kNDHWC),
+                       ::testing::Values(core::DType::kBF16, core::DType::kF16)),
+    [](const ::testing::TestParamInfo<std::tuple<core::Layout, core::DType>>& info) {
+      return std::string(std::get<0>(info.param) == core::Layout::kNDHWC ? "Ndhwc" : "Ncdhw") +
+             std::string(ops::PrecisionName(std::get<1>(info.param)));
+    });
 
 }  // namespace
 }  // namespace mlperf::models

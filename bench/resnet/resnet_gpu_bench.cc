@@ -11,7 +11,7 @@
 // and the FC layer run in that type on the tensor cores (fp16 with dynamic
 // loss scaling), with the activations stored in that type. PyTorch's AMP
 // bf16 line is the target. Then, for the first layout and precision, a
-// per-op profile of our step: every convolution, batch norm and pointwise
+// per-op profile of our step: every convolution, batch norm, pooling and pointwise
 // op of ResNet-50 timed alone with events at the step's shapes and storage
 // type, summed per op kind (channels-last: cuDNN's batch norm timed beside
 // ours), and the backward time of each bottleneck read from events recorded
@@ -138,6 +138,7 @@ std::map<std::string, double> OpProfile(core::Layout layout, core::DType precisi
   struct Unit {
     ConvGeometry g;
     bool relu;
+    bool residual = false;  // a bottleneck's last conv: the shortcut is added to its output
   };
   std::vector<Unit> units{{Conv2d(n, 3, 224, 224, 64, 7, 7, 2, 3), true}};
   int64_t h = 56, w = 56, channels = 64;
@@ -152,7 +153,7 @@ std::map<std::string, double> OpProfile(core::Layout layout, core::DType precisi
           layers::Conv2dPadded(n, width, g2.out(1), g2.out(2), 4 * width, 1, 1, mode);
       units.push_back({g1, true});
       units.push_back({g2, true});
-      units.push_back({g3, false});
+      units.push_back({g3, false, true});
       if (b == 0)
         units.push_back(
             {layers::Conv2dPadded(n, channels, h, w, 4 * width, 1, stride, mode), false});
@@ -226,7 +227,25 @@ std::map<std::string, double> OpProfile(core::Layout layout, core::DType precisi
       ms["relu forward"] += MedianMs(repeats, [&] { ops::ReluForward(y, y); });
       ms["relu backward"] += MedianMs(repeats, [&] { ops::ReluBackward(y, dy, dy); });
     }
+    if (u.residual)
+      ms["residual adds"] += MedianMs(repeats, [&] { ops::Accumulate(y, act(bdx, ys)); });
   }
+  // The stem's max pool and the global average pool, at the step's shapes.
+  const ConvGeometry pool = Conv2d(n, 64, 112, 112, 64, 3, 3, 2, 1);
+  const auto shaped = [&](const core::Tensor& b, int64_t c, int64_t h) {
+    return core::Tensor(b.data(), layers::ActivationShape(layout, n, c, h, h), stored,
+                        core::Device::kCuda, layout);
+  };
+  ms["max pool forward"] += MedianMs(
+      repeats, [&] { ops::MaxPoolForward(pool, shaped(bx, 64, 112), shaped(by, 64, 56)); });
+  ms["max pool backward"] += MedianMs(repeats, [&] {
+    ops::MaxPoolBackward(pool, shaped(bx, 64, 112), shaped(bdy, 64, 56), shaped(bdx, 64, 112));
+  });
+  const core::Tensor features(by.data(), {n, 2048}, core::DType::kF32, core::Device::kCuda);
+  ms["global pool forward"] +=
+      MedianMs(repeats, [&] { ops::GlobalAvgPoolForward(shaped(bx, 2048, 7), features); });
+  ms["global pool backward"] +=
+      MedianMs(repeats, [&] { ops::GlobalAvgPoolBackward(features, shaped(bdx, 2048, 7)); });
   return ms;
 }
 
@@ -288,7 +307,7 @@ void Run(int64_t batch, int steps, const std::string& which,
     for (const auto& [op, ms] : profile)
       if (op[0] != '(')
         std::printf("      %-22s %8.2f  %5.1f%%\n", op.c_str(), ms, 100.0 * ms / total);
-    std::printf("      %-22s %8.2f (the rest of the step: pooling, FC, loss, LARS, adds)\n", "sum",
+    std::printf("      %-22s %8.2f (the rest of the step: FC, loss, LARS, conversions)\n", "sum",
                 total);
     for (const auto& [op, ms] : profile)
       if (op[0] == '(') std::printf("      %-22s %8.2f\n", op.c_str(), ms);

@@ -31,6 +31,24 @@ ChannelsLastGroups InstanceGroups(const Tensor& x) {
   const ActivationView v = detail::ViewOf(x);
   return {x.dim(0), v.spatial, v.channels};
 }
+void OwnBatchNormTraining(const BatchNormParams& p, const Tensor& x, const Tensor& residual,
+                          bool relu, const Tensor& gamma, const Tensor& beta, const Tensor& y,
+                          const Tensor& save_mean, const Tensor& save_inv_std,
+                          const Tensor& running_mean, const Tensor& running_var) {
+  const ChannelsLastGroups s = BatchGroups(x);
+  ChannelsLastMoments(s, x, p.epsilon, p.momentum, save_mean.f32(), save_inv_std.f32(),
+                      running_mean.f32(), running_var.f32());
+  ChannelsLastNormalize(s, x, save_mean.f32(), save_inv_std.f32(), gamma.f32(), beta.f32(),
+                        residual, relu, y);
+}
+void OwnBatchNormInference(const BatchNormParams& p, const Tensor& x, const Tensor& residual,
+                           bool relu, const Tensor& gamma, const Tensor& beta,
+                           const Tensor& running_mean, const Tensor& running_var, const Tensor& y) {
+  const ChannelsLastGroups s = BatchGroups(x);
+  ChannelsLastNormalize(s, x, running_mean.f32(),
+                        InferenceInvStd(running_var.f32(), s.channels, p.epsilon), gamma.f32(),
+                        beta.f32(), residual, relu, y);
+}
 
 // cuDNN descriptors for x (any rank, either layout, seen as [N, C, S, 1])
 // and the derived [1, C, 1, 1] fp32 statistics descriptor.
@@ -241,14 +259,9 @@ void BatchNormForwardTraining(const BatchNormParams& p, const Tensor& x, const T
                               const Tensor& save_inv_std, const Tensor& running_mean,
                               const Tensor& running_var) {
   MLPERF_CHECK(x.numel() == y.numel() && x.dtype() == y.dtype());
-  if (OwnKernels(x)) {
-    const ChannelsLastGroups s = BatchGroups(x);
-    ChannelsLastMoments(s, x, p.epsilon, p.momentum, save_mean.f32(), save_inv_std.f32(),
-                        running_mean.f32(), running_var.f32());
-    ChannelsLastNormalize(s, x, save_mean.f32(), save_inv_std.f32(), gamma.f32(), beta.f32(),
-                          Tensor(), /*relu=*/false, y);
-    return;
-  }
+  if (OwnKernels(x))
+    return OwnBatchNormTraining(p, x, Tensor(), /*relu=*/false, gamma, beta, y, save_mean,
+                                save_inv_std, running_mean, running_var);
   MLPERF_CHECK(p.epsilon >= CUDNN_BN_MIN_EPSILON);
   const BnDescs d(x);
   const float one = 1.0f, zero = 0.0f;
@@ -262,13 +275,9 @@ void BatchNormForwardInference(const BatchNormParams& p, const Tensor& x, const 
                                const Tensor& beta, const Tensor& running_mean,
                                const Tensor& running_var, const Tensor& y) {
   MLPERF_CHECK(x.numel() == y.numel() && x.dtype() == y.dtype());
-  if (OwnKernels(x)) {
-    const ChannelsLastGroups s = BatchGroups(x);
-    ChannelsLastNormalize(s, x, running_mean.f32(),
-                          InferenceInvStd(running_var.f32(), s.channels, p.epsilon), gamma.f32(),
-                          beta.f32(), Tensor(), /*relu=*/false, y);
-    return;
-  }
+  if (OwnKernels(x))
+    return OwnBatchNormInference(p, x, Tensor(), /*relu=*/false, gamma, beta, running_mean,
+                                 running_var, y);
   const BnDescs d(x);
   const float one = 1.0f, zero = 0.0f;
   CUDNN_CHECK(cudnnBatchNormalizationForwardInference(
@@ -373,15 +382,9 @@ void BatchNormActForwardTraining(const BatchNormParams& p, bool relu, const Tens
                                  const Tensor& y, const Tensor& save_mean,
                                  const Tensor& save_inv_std, const Tensor& running_mean,
                                  const Tensor& running_var) {
-  if (OwnKernels(x)) {
-    MLPERF_CHECK(x.numel() == y.numel() && x.dtype() == y.dtype());
-    const ChannelsLastGroups s = BatchGroups(x);
-    ChannelsLastMoments(s, x, p.epsilon, p.momentum, save_mean.f32(), save_inv_std.f32(),
-                        running_mean.f32(), running_var.f32());
-    ChannelsLastNormalize(s, x, save_mean.f32(), save_inv_std.f32(), gamma.f32(), beta.f32(),
-                          residual, relu, y);
-    return;
-  }
+  if (OwnKernels(x))
+    return OwnBatchNormTraining(p, x, residual, relu, gamma, beta, y, save_mean, save_inv_std,
+                                running_mean, running_var);
   // Qualified: BatchNormParams is cpu::'s, so ADL would also find cpu::.
   cuda::BatchNormForwardTraining(p, x, gamma, beta, y, save_mean, save_inv_std, running_mean,
                                  running_var);
@@ -392,14 +395,8 @@ void BatchNormActForwardInference(const BatchNormParams& p, bool relu, const Ten
                                   const Tensor& residual, const Tensor& gamma, const Tensor& beta,
                                   const Tensor& running_mean, const Tensor& running_var,
                                   const Tensor& y) {
-  if (OwnKernels(x)) {
-    MLPERF_CHECK(x.numel() == y.numel() && x.dtype() == y.dtype());
-    const ChannelsLastGroups s = BatchGroups(x);
-    ChannelsLastNormalize(s, x, running_mean.f32(),
-                          InferenceInvStd(running_var.f32(), s.channels, p.epsilon), gamma.f32(),
-                          beta.f32(), residual, relu, y);
-    return;
-  }
+  if (OwnKernels(x))
+    return OwnBatchNormInference(p, x, residual, relu, gamma, beta, running_mean, running_var, y);
   cuda::BatchNormForwardInference(p, x, gamma, beta, running_mean, running_var, y);
   AddAct(relu, residual, y);
 }

@@ -300,21 +300,25 @@ TEST_F(CudaCnnTwinTest, PoolingMatchesIncludingSamePaddingAndNonFinite) {
         ExpectClose(get(*gdx), dx, 1e-6, what + " avg backward");
       }
     }
-  // Global average pooling.
-  const int64_t n = 3, c = 5, s = 49;
-  Floats x = Random(n * c * s, 22), dy = Random(n * c, 23), y(n * c), dx(n * c * s);
-  cpu::GlobalAvgPoolForward(Host(x, {n, c, 7, 7}), Host(y, {n, c}));
-  cpu::GlobalAvgPoolBackward(Host(dy, {n, c}), Host(dx, {n, c, 7, 7}));
-  for (bool cl : {false, true}) {
-    const Shape shape = cl ? Shape{n, 7, 7, c} : Shape{n, c, 7, 7};
-    const Layout layout = cl ? Layout::kNHWC : Layout::kNCHW;
-    Dev gx(cl ? ToChannelsLast(x, n, c) : x, shape, DType::kF32, layout), gy(Floats(n * c), {n, c}),
-        gdy(dy, {n, c}), gdx(Floats(n * c * s), shape, DType::kF32, layout);
-    cuda::GlobalAvgPoolForward(gx.t(), gy.t());
-    cuda::GlobalAvgPoolBackward(gdy.t(), gdx.t());
-    ExpectClose(gy.Get(), y, 1e-5, "global avg forward");
-    ExpectClose(cl ? FromChannelsLast(gdx.Get(), n, c) : gdx.Get(), dx, 1e-6,
-                "global avg backward");
+  // Global average pooling (channels-last: a thread per channel, 70 of them
+  // spanning more than one warp).
+  for (const int64_t c : {5, 70}) {
+    const int64_t n = 3, s = 49;
+    Floats x = Random(n * c * s, 22), dy = Random(n * c, 23), y(n * c), dx(n * c * s);
+    cpu::GlobalAvgPoolForward(Host(x, {n, c, 7, 7}), Host(y, {n, c}));
+    cpu::GlobalAvgPoolBackward(Host(dy, {n, c}), Host(dx, {n, c, 7, 7}));
+    for (bool cl : {false, true}) {
+      const Shape shape = cl ? Shape{n, 7, 7, c} : Shape{n, c, 7, 7};
+      const Layout layout = cl ? Layout::kNHWC : Layout::kNCHW;
+      Dev gx(cl ? ToChannelsLast(x, n, c) : x, shape, DType::kF32, layout),
+          gy(Floats(n * c), {n, c}), gdy(dy, {n, c}),
+          gdx(Floats(n * c * s), shape, DType::kF32, layout);
+      cuda::GlobalAvgPoolForward(gx.t(), gy.t());
+      cuda::GlobalAvgPoolBackward(gdy.t(), gdx.t());
+      ExpectClose(gy.Get(), y, 1e-5, "global avg forward");
+      ExpectClose(cl ? FromChannelsLast(gdx.Get(), n, c) : gdx.Get(), dx, 1e-6,
+                  "global avg backward");
+    }
   }
 }
 

@@ -112,21 +112,44 @@ __global__ void MomentsPartial(const T* x, int64_t rows, int64_t channels, int64
   WritePartial(s1, s2, c, channels, partial);
 }
 
-// One thread per (group, channel): the chunks' sums, in fp64 and in order.
+// The (group, channel) of this thread's warp, one warp per pair: -1 past
+// the last (a whole warp at once, so that its shuffles stay complete).
+__device__ __forceinline__ int64_t WarpPair(int64_t pairs) {
+  const int64_t w = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) / kLanes;
+  return w < pairs ? w : -1;
+}
+
+// The sums of the (a, b) partials of pair (g, c) over the chunks, in fp64:
+// lane l adds chunks l, l + 32, ..., then a fixed shuffle tree adds the
+// lanes (the same order every run); the result is lane 0's.
+__device__ __forceinline__ void SumChunks(const float* partial, int64_t g, int64_t c,
+                                          int64_t chunks, int64_t channels, double* a, double* b) {
+  double sa = 0.0, sb = 0.0;
+  for (int64_t k = threadIdx.x % kLanes; k < chunks; k += kLanes) {
+    const float* p = partial + (g * chunks + k) * 2 * channels;
+    sa += p[c];
+    sb += p[channels + c];
+  }
+  for (int offset = kLanes / 2; offset > 0; offset /= 2) {
+    sa += __shfl_down_sync(0xffffffffu, sa, offset);
+    sb += __shfl_down_sync(0xffffffffu, sb, offset);
+  }
+  *a = sa;
+  *b = sb;
+}
+
+// One warp per (group, channel): the statistics from the chunks' sums.
 template <typename T>
 __global__ void MomentsFinal(const T* x, int64_t groups, int64_t rows, int64_t channels,
                              int64_t chunks, const float* partial, float epsilon, float momentum,
                              float* save_mean, float* save_inv_std, float* running_mean,
                              float* running_var) {
-  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (i >= groups * channels) return;
+  const int64_t i = WarpPair(groups * channels);
+  if (i < 0) return;
   const int64_t g = i / channels, c = i % channels;
-  double s1 = 0.0, s2 = 0.0;
-  for (int64_t k = 0; k < chunks; ++k) {
-    const float* p = partial + (g * chunks + k) * 2 * channels;
-    s1 += p[c];
-    s2 += p[channels + c];
-  }
+  double s1, s2;
+  SumChunks(partial, g, c, chunks, channels, &s1, &s2);
+  if (threadIdx.x % kLanes != 0) return;
   const double n = static_cast<double>(rows), shifted = s1 / n;
   const double var = fmax(s2 / n - shifted * shifted, 0.0);
   const double mean = ToFloat(x[g * rows * channels + c]) + shifted;
@@ -210,30 +233,37 @@ __global__ void BackwardPartial(const T* x, const T* y, T* dy, int64_t rows, int
   WritePartial(s1, s2, c, channels, partial);
 }
 
-// One thread per channel: dgamma and dbeta over every group and chunk, in
-// order, and the coefficients of dx = a * dy - b * (x - mean) - d per
-// (group, channel) into coef[0..2][groups * channels].
+// One warp per (group, channel): the coefficients of
+// dx = a * dy - b * (x - mean) - d into coef[0..2][groups * channels], and
+// the pair's shares of dgamma and dbeta into coef[3..4].
 __global__ void BackwardFinal(int64_t groups, int64_t rows, int64_t channels, int64_t chunks,
                               const float* partial, const float* gamma, const float* inv_std,
-                              float* dgamma, float* dbeta, float* coef) {
+                              float* coef) {
+  const int64_t gc_count = groups * channels, gc = WarpPair(gc_count);
+  if (gc < 0) return;
+  const int64_t c = gc % channels;
+  double s1, s2;
+  SumChunks(partial, gc / channels, c, chunks, channels, &s1, &s2);
+  if (threadIdx.x % kLanes != 0) return;
+  const double is = inv_std[gc], a = gamma[c] * is, n = static_cast<double>(rows);
+  coef[gc] = static_cast<float>(a);
+  coef[gc_count + gc] = static_cast<float>(a * is * (s2 * is / n));
+  coef[2 * gc_count + gc] = static_cast<float>(a * (s1 / n));
+  coef[3 * gc_count + gc] = static_cast<float>(s2 * is);
+  coef[4 * gc_count + gc] = static_cast<float>(s1);
+}
+
+// One thread per channel: dgamma and dbeta, the groups' shares added in
+// order.
+__global__ void ParamGrads(int64_t groups, int64_t channels, const float* coef, float* dgamma,
+                           float* dbeta) {
   const int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (c >= channels) return;
   const int64_t gc_count = groups * channels;
   double dg = 0.0, db = 0.0;
   for (int64_t g = 0; g < groups; ++g) {
-    double s1 = 0.0, s2 = 0.0;
-    for (int64_t k = 0; k < chunks; ++k) {
-      const float* p = partial + (g * chunks + k) * 2 * channels;
-      s1 += p[c];
-      s2 += p[channels + c];
-    }
-    const int64_t gc = g * channels + c;
-    const double is = inv_std[gc], a = gamma[c] * is, n = static_cast<double>(rows);
-    dg += s2 * is;
-    db += s1;
-    coef[gc] = static_cast<float>(a);
-    coef[gc_count + gc] = static_cast<float>(a * is * (s2 * is / n));
-    coef[2 * gc_count + gc] = static_cast<float>(a * (s1 / n));
+    dg += coef[3 * gc_count + g * channels + c];
+    db += coef[4 * gc_count + g * channels + c];
   }
   dgamma[c] = static_cast<float>(dg);
   dbeta[c] = static_cast<float>(db);
@@ -288,9 +318,11 @@ Grid Pointwise(const ChannelsLastGroups& s) {
 const dim3 kBlock(kLanes, kRowsPerStep);
 
 void CheckShape(const ChannelsLastGroups& s, const Tensor& t) {
+  // The final kernels take a warp per (group, channel), in at most 65535
+  // blocks of 256 threads.
   MLPERF_CHECK(s.groups > 0 && s.rows > 0 && s.channels > 0 &&
                t.numel() == s.groups * s.rows * s.channels && s.groups <= 65535 &&
-               (s.channels + kLanes - 1) / kLanes <= 65535);
+               s.groups * s.channels <= int64_t{65535} * 256 / kLanes);
 }
 
 // Calls fn(T{}) with the device type of dtype t.
@@ -330,7 +362,7 @@ void ChannelsLastMoments(const ChannelsLastGroups& s, const Tensor& x, float eps
     MomentsPartial<T><<<grid.blocks, kBlock, 0, Stream()>>>(xp, s.rows, s.channels,
                                                             grid.rows_per_chunk, partial);
     CUDA_CHECK_LAUNCH();
-    MomentsFinal<T><<<Blocks(s.groups * s.channels), 256, 0, Stream()>>>(
+    MomentsFinal<T><<<Blocks(s.groups * s.channels * kLanes), 256, 0, Stream()>>>(
         xp, s.groups, s.rows, s.channels, grid.blocks.x, partial, epsilon, momentum, save_mean,
         save_inv_std, running_mean, running_var);
     CUDA_CHECK_LAUNCH();
@@ -372,10 +404,10 @@ void ChannelsLastNormBackward(const ChannelsLastGroups& s, bool relu, const Tens
   MLPERF_CHECK(!relu || (y.numel() == x.numel() && y.dtype() == x.dtype()));
   const Grid reduce = Reduction(s), apply = Pointwise(s);
   const int64_t gc = s.groups * s.channels;
-  // [coefficients: 3 * groups * channels][partial sums]
+  // [coefficients and parameter-gradient shares: 5 * groups * channels][partial sums]
   float* coef = static_cast<float*>(
-      Scratch(sizeof(float) * (3 * gc + 2 * reduce.blocks.x * gc), kScratchReduce));
-  float* partial = coef + 3 * gc;
+      Scratch(sizeof(float) * (5 * gc + 2 * reduce.blocks.x * gc), kScratchReduce));
+  float* partial = coef + 5 * gc;
   ByType(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* xp = static_cast<const T*>(x.data());
@@ -384,9 +416,10 @@ void ChannelsLastNormBackward(const ChannelsLastGroups& s, bool relu, const Tens
         xp, relu ? static_cast<const T*>(y.data()) : nullptr, dyp, s.rows, s.channels,
         reduce.rows_per_chunk, mean, partial);
     CUDA_CHECK_LAUNCH();
-    BackwardFinal<<<Blocks(s.channels), 256, 0, Stream()>>>(s.groups, s.rows, s.channels,
-                                                            reduce.blocks.x, partial, gamma,
-                                                            inv_std, dgamma, dbeta, coef);
+    BackwardFinal<<<Blocks(gc * kLanes), 256, 0, Stream()>>>(
+        s.groups, s.rows, s.channels, reduce.blocks.x, partial, gamma, inv_std, coef);
+    CUDA_CHECK_LAUNCH();
+    ParamGrads<<<Blocks(s.channels), 256, 0, Stream()>>>(s.groups, s.channels, coef, dgamma, dbeta);
     CUDA_CHECK_LAUNCH();
     BackwardApply<T><<<apply.blocks, kBlock, 0, Stream()>>>(
         xp, dyp, s.rows, s.channels, apply.rows_per_chunk, mean, coef, static_cast<T*>(dx.data()));

@@ -2,14 +2,14 @@
 # Verifies the GPU side on a bare GPU machine in one go (within a budget, 9
 # minutes by default): every gpu-labelled test, the ResNet-50, BERT-Large and
 # 3D U-Net training steps against PyTorch (ResNet-50 in fp32, bf16 and fp16,
-# BERT in fp32 and bf16, each also as a recorded CUDA graph, ResNet-50's
-# bf16/fp16 also with fp32 activation storage), the GPU op benchmarks against
-# PyTorch on the same GPU (and the bf16 convolutions through cuDNN's legacy
-# API, in a process of their own), the embedded run_closed on the GPU (fp32
-# through compliance_check, one bf16 run with recorded steps, one with the
-# images decoded on the GPU), run_benchmark on
-# the GPU (training and inference), and the input pipeline on the machine's
-# cores and with decoding on the GPU; one report, OUT_DIR/gpu_report.md
+# BERT in fp32 and bf16, each also as a recorded CUDA graph; the U-Net in
+# bf16 and fp32), the GPU op benchmarks against PyTorch on the same GPU
+# (and the bf16 convolutions through cuDNN's legacy API, in a process of
+# their own), the embedded run_closed on the GPU (fp32 through
+# compliance_check, one bf16 run with recorded steps, one with the images
+# decoded on the GPU), run_benchmark on the GPU (training and inference),
+# and the input pipeline on the machine's cores and with decoding on the
+# GPU; one report, OUT_DIR/gpu_report.md
 # and .json (GPU, driver, CUDA/cuDNN/NCCL versions, every test's result, every
 # figure with its peer), with the full output in OUT_DIR/gpu_check.log.
 #

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <utility>
 
 #include "fmt/format.h"
 
@@ -14,25 +15,39 @@ namespace mlperf::base {
 namespace fs = std::filesystem;
 
 absl::Status WriteFileAtomically(const fs::path& path, std::string_view text) {
-  const fs::path tmp = fmt::format("{}.tmp.{}", path.string(), getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    out.flush();
-    if (!out) {
-      std::error_code ignored;
-      fs::remove(tmp, ignored);
-      return absl::ResourceExhaustedError(
-          fmt::format("{}: write failed (missing folder, disk full or read-only?)", path.string()));
-    }
+  AtomicFileWriter out(path);
+  out.Write(text);
+  return out.Commit();
+}
+
+AtomicFileWriter::AtomicFileWriter(fs::path path)
+    : path_(std::move(path)),
+      tmp_(fmt::format("{}.tmp.{}", path_.string(), getpid())),
+      out_(tmp_, std::ios::binary | std::ios::trunc) {}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (committed_) return;
+  out_.close();
+  std::error_code ignored;
+  fs::remove(tmp_, ignored);
+}
+
+void AtomicFileWriter::Write(std::string_view bytes) {
+  if (out_) out_.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+absl::Status AtomicFileWriter::Commit() {
+  out_.flush();
+  const bool written = static_cast<bool>(out_);
+  out_.close();
+  if (!written || !out_) {
+    return absl::ResourceExhaustedError(
+        fmt::format("{}: write failed (missing folder, disk full or read-only?)", path_.string()));
   }
   std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    return absl::InternalError(fmt::format("{}: {}", path.string(), ec.message()));
-  }
+  fs::rename(tmp_, path_, ec);
+  if (ec) return absl::InternalError(fmt::format("{}: {}", path_.string(), ec.message()));
+  committed_ = true;
   return absl::OkStatus();
 }
 

@@ -45,13 +45,14 @@ Stamp StampOf(const std::string& path) {
 
 // The paths an index of `root` depends on: the listed directories and the
 // labels files (an image folder), or the root and every shard (TFRecord).
-std::vector<std::string> Inputs(const DatasetIndex& index, const std::string& root, Split split) {
+std::vector<std::string> Inputs(DatasetFormat format, const std::vector<std::string>& files,
+                                const std::string& root, Split split) {
   std::set<std::string> paths{root};
-  if (index.format == DatasetFormat::kTfRecord) {
-    paths.insert(index.files.begin(), index.files.end());
+  if (format == DatasetFormat::kTfRecord) {
+    paths.insert(files.begin(), files.end());
   } else {
     paths.insert((fs::path(root) / (split == Split::kTrain ? "train" : "val")).string());
-    for (const std::string& f : index.files) paths.insert(fs::path(f).parent_path().string());
+    for (const std::string& f : files) paths.insert(fs::path(f).parent_path().string());
     if (split == Split::kVal) {
       paths.insert((fs::path(root) / "val_labels.txt").string());
       paths.insert((fs::path(root) / "LOC_val_solution.csv").string());
@@ -60,20 +61,55 @@ std::vector<std::string> Inputs(const DatasetIndex& index, const std::string& ro
   return {paths.begin(), paths.end()};
 }
 
-void Put(std::string* out, uint64_t v) {
-  char b[8];
-  for (int i = 0; i < 8; ++i) b[i] = static_cast<char>(v >> (8 * i));
-  out->append(b, 8);
-}
-void Put(std::string* out, std::string_view s) {
-  Put(out, s.size());
-  out->append(s);
-}
-
-// An index may be gigabytes (BERT's training set), so it is read through
-// a buffer, never whole: the first `limit` bytes of `in`, bounds-checked (a
-// read past them sets `bad`).
+// An index may be gigabytes (BERT's training set), so it is written and
+// read through a buffer, never whole.
 constexpr size_t kChunk = size_t{1} << 20;
+
+// Writes an index file through a buffer, with the CRC-32C of everything
+// before it as the last 8 bytes.
+class Writer {
+ public:
+  explicit Writer(const std::string& path) : file_(path) {}
+  void Raw(std::string_view bytes) {
+    buf_.append(bytes);
+    if (buf_.size() >= kChunk) Flush();
+  }
+  void U64(uint64_t v) {
+    char b[8];
+    for (int i = 0; i < 8; ++i) b[i] = static_cast<char>(v >> (8 * i));
+    Raw({b, 8});
+  }
+  void Str(std::string_view s) {
+    U64(s.size());
+    Raw(s);
+  }
+  void Entry(int32_t file, int32_t label, const TfRecordLocation& at) {
+    U64(static_cast<uint64_t>(static_cast<uint32_t>(file)) |
+        static_cast<uint64_t>(static_cast<uint32_t>(label)) << 32);
+    U64(at.offset);
+    U64(at.length);
+  }
+  absl::Status Finish() {
+    Flush();
+    const uint32_t crc = crc_;
+    U64(crc);
+    file_.Write(buf_);
+    return file_.Commit();
+  }
+
+ private:
+  void Flush() {
+    crc_ = base::Crc32cExtend(crc_, buf_.data(), buf_.size());
+    file_.Write(buf_);
+    buf_.clear();
+  }
+  base::AtomicFileWriter file_;
+  std::string buf_;
+  uint32_t crc_ = 0;
+};
+
+// The first `limit` bytes of `in`, read through a buffer and
+// bounds-checked (a read past them sets `bad`).
 
 class Cursor {
  public:
@@ -150,43 +186,51 @@ std::string Canonical(const std::string& root) {
   return ec ? root : p.string();
 }
 
-}  // namespace
+// What an index file says before its entries.
+struct Header {
+  DatasetFormat format = DatasetFormat::kImageFolder;
+  int num_classes = 0;
+  std::vector<std::string> files, class_names;
+  uint64_t entries = 0;
+};
 
-absl::Status WriteIndexFile(const DatasetIndex& index, const std::string& root, Split split,
-                            const std::string& path) {
-  std::string out(kMagic);
-  Put(&out, Canonical(root));
-  Put(&out, static_cast<uint64_t>(split));
-  Put(&out, static_cast<uint64_t>(index.format));
-  Put(&out, static_cast<uint64_t>(index.num_classes));
-  const std::vector<std::string> inputs = Inputs(index, root, split);
-  Put(&out, inputs.size());
-  for (const std::string& p : inputs) {
-    const Stamp s = StampOf(p);
-    Put(&out, s.path);
-    Put(&out, s.exists ? 1 : 0);
-    Put(&out, s.size);
-    Put(&out, static_cast<uint64_t>(s.mtime));
-  }
-  Put(&out, index.files.size());
-  for (const std::string& f : index.files) Put(&out, f);
-  Put(&out, index.class_names.size());
-  for (const std::string& c : index.class_names) Put(&out, c);
-  Put(&out, index.entries.size());
-  for (const IndexEntry& e : index.entries) {
-    Put(&out, static_cast<uint64_t>(static_cast<uint32_t>(e.file)) |
-                  static_cast<uint64_t>(static_cast<uint32_t>(e.label)) << 32);
-    Put(&out, e.offset);
-    Put(&out, e.length);
-  }
-  Put(&out, base::Crc32c(out));
+// Streams an index file of `root`'s split: the header, then `put` writes
+// its h.entries entries.
+absl::Status WriteIndex(const std::string& path, const std::string& root, Split split,
+                        const Header& h, const std::function<void(Writer&)>& put) {
   std::error_code ec;
   fs::create_directories(fs::path(path).parent_path(), ec);
-  return base::WriteFileAtomically(path, out);
+  Writer w(path);
+  w.Raw(kMagic);
+  w.Str(Canonical(root));
+  w.U64(static_cast<uint64_t>(split));
+  w.U64(static_cast<uint64_t>(h.format));
+  w.U64(static_cast<uint64_t>(h.num_classes));
+  const std::vector<std::string> inputs = Inputs(h.format, h.files, root, split);
+  w.U64(inputs.size());
+  for (const std::string& p : inputs) {
+    const Stamp s = StampOf(p);
+    w.Str(s.path);
+    w.U64(s.exists ? 1 : 0);
+    w.U64(s.size);
+    w.U64(static_cast<uint64_t>(s.mtime));
+  }
+  w.U64(h.files.size());
+  for (const std::string& f : h.files) w.Str(f);
+  w.U64(h.class_names.size());
+  for (const std::string& c : h.class_names) w.Str(c);
+  w.U64(h.entries);
+  put(w);
+  return w.Finish();
 }
 
-absl::StatusOr<DatasetIndex> ReadIndexFile(const std::string& path, const std::string& root,
-                                           Split split) {
+// Reads an index file of `root`'s split: checks it whole (CRC), then its
+// header and stamps; `header` may refuse the file (false: FailedPrecondition)
+// before `entry` is called for each entry, in order. Errors as ReadIndexFile.
+absl::Status ReadIndex(
+    const std::string& path, const std::string& root, Split split,
+    const std::function<bool(const Header&)>& header,
+    const std::function<void(int32_t file, int32_t label, const TfRecordLocation& at)>& entry) {
   std::ifstream in(path, std::ios::binary);
   std::error_code ec;
   const uint64_t size = fs::file_size(path, ec);
@@ -204,9 +248,9 @@ absl::StatusOr<DatasetIndex> ReadIndexFile(const std::string& path, const std::s
   if (magic != kMagic) return corrupt();
   const std::string built_for = c.Str();
   const uint64_t built_split = c.U64();
-  DatasetIndex index;
-  index.format = static_cast<DatasetFormat>(c.U64());
-  index.num_classes = static_cast<int>(c.U64());
+  Header h;
+  h.format = static_cast<DatasetFormat>(c.U64());
+  h.num_classes = static_cast<int>(c.U64());
   if (c.bad) return corrupt();
   if (built_for != Canonical(root) || built_split != static_cast<uint64_t>(split)) {
     return absl::FailedPreconditionError(
@@ -222,20 +266,59 @@ absl::StatusOr<DatasetIndex> ReadIndexFile(const std::string& path, const std::s
           fmt::format("{}: stale, {} changed since it was indexed", path, s.path));
     }
   }
-  for (uint64_t n = c.U64(); n > 0 && !c.bad; --n) index.files.push_back(c.Str());
-  for (uint64_t n = c.U64(); n > 0 && !c.bad; --n) index.class_names.push_back(c.Str());
-  const uint64_t entries = c.U64();
-  if (c.bad || entries > c.remaining() / 24) return corrupt();
-  index.entries.resize(entries);
-  for (IndexEntry& e : index.entries) {
+  for (uint64_t n = c.U64(); n > 0 && !c.bad; --n) h.files.push_back(c.Str());
+  for (uint64_t n = c.U64(); n > 0 && !c.bad; --n) h.class_names.push_back(c.Str());
+  h.entries = c.U64();
+  if (c.bad || h.entries > c.remaining() / 24) return corrupt();
+  if (!header(h)) {
+    return absl::FailedPreconditionError(
+        fmt::format("{}: the index of other files than those given", path));
+  }
+  for (uint64_t n = 0; n < h.entries; ++n) {
     const uint64_t packed = c.U64();
-    e.file = static_cast<int32_t>(static_cast<uint32_t>(packed));
-    e.label = static_cast<int32_t>(static_cast<uint32_t>(packed >> 32));
-    e.offset = c.U64();
-    e.length = c.U64();
-    if (e.file < 0 || static_cast<size_t>(e.file) >= index.files.size()) return corrupt();
+    const auto file = static_cast<int32_t>(static_cast<uint32_t>(packed));
+    const auto label = static_cast<int32_t>(static_cast<uint32_t>(packed >> 32));
+    TfRecordLocation at;
+    at.offset = c.U64();
+    at.length = c.U64();
+    if (c.bad || file < 0 || static_cast<size_t>(file) >= h.files.size()) return corrupt();
+    entry(file, label, at);
   }
   if (c.bad || c.remaining() != 0) return corrupt();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status WriteIndexFile(const DatasetIndex& index, const std::string& root, Split split,
+                            const std::string& path) {
+  const Header h{.format = index.format,
+                 .num_classes = index.num_classes,
+                 .files = index.files,
+                 .class_names = index.class_names,
+                 .entries = index.entries.size()};
+  return WriteIndex(path, root, split, h, [&](Writer& w) {
+    for (const IndexEntry& e : index.entries) w.Entry(e.file, e.label, {e.offset, e.length});
+  });
+}
+
+absl::StatusOr<DatasetIndex> ReadIndexFile(const std::string& path, const std::string& root,
+                                           Split split) {
+  DatasetIndex index;
+  const absl::Status read = ReadIndex(
+      path, root, split,
+      [&](const Header& h) {
+        index.format = h.format;
+        index.num_classes = h.num_classes;
+        index.files = h.files;
+        index.class_names = h.class_names;
+        index.entries.reserve(h.entries);
+        return true;
+      },
+      [&](int32_t file, int32_t label, const TfRecordLocation& at) {
+        index.entries.push_back({file, label, at.offset, at.length});
+      });
+  if (!read.ok()) return read;
   return index;
 }
 
@@ -257,32 +340,57 @@ absl::StatusOr<DatasetIndex> CachedIndex(const std::string& root, DatasetFormat 
   return fresh;
 }
 
-absl::StatusOr<DatasetIndex> IndexRecordFiles(const std::vector<std::string>& files,
-                                              const RecordWalker& walk, int threads) {
+int64_t RecordIndex::size() const {
+  int64_t n = 0;
+  for (const std::vector<TfRecordLocation>& r : records) n += static_cast<int64_t>(r.size());
+  return n;
+}
+
+absl::StatusOr<RecordIndex> IndexRecordFiles(const std::vector<std::string>& files,
+                                             const RecordWalker& walk, int threads) {
   std::vector<absl::StatusOr<std::vector<TfRecordLocation>>> walked(
       files.size(), absl::UnknownError("not walked"));
   base::ParallelFor(files.size(), threads, [&](size_t i) { walked[i] = walk(files[i]); });
-  DatasetIndex index;
-  index.format = DatasetFormat::kTfRecord;
-  index.files = files;
-  for (size_t f = 0; f < files.size(); ++f) {
-    if (!walked[f].ok()) return walked[f].status();
-    for (const TfRecordLocation& loc : *walked[f])
-      index.entries.push_back({static_cast<int32_t>(f), -1, loc.offset, loc.length});
-    walked[f]->clear();
-    walked[f]->shrink_to_fit();
+  RecordIndex index{.files = files, .records = {}};
+  index.records.reserve(files.size());
+  for (absl::StatusOr<std::vector<TfRecordLocation>>& w : walked) {
+    if (!w.ok()) return w.status();
+    index.records.push_back(*std::move(w));
   }
   return index;
 }
 
-absl::StatusOr<DatasetIndex> CachedRecordIndex(const std::string& root, Split split,
-                                               const std::vector<std::string>& files,
-                                               const RecordWalker& walk, int threads,
-                                               const std::string& path) {
-  absl::StatusOr<DatasetIndex> cached = ReadIndexFile(path, root, split);
-  if (cached.ok() && cached->files == files) return cached;
-  absl::StatusOr<DatasetIndex> fresh = IndexRecordFiles(files, walk, threads);
-  if (fresh.ok()) WriteIndexFile(*fresh, root, split, path).IgnoreError();
+absl::StatusOr<RecordIndex> CachedRecordIndex(const std::string& root, Split split,
+                                              const std::vector<std::string>& files,
+                                              const RecordWalker& walk, int threads,
+                                              const std::string& path) {
+  RecordIndex cached{.files = files,
+                     .records = std::vector<std::vector<TfRecordLocation>>(files.size())};
+  int32_t last = 0;  // entries come in file order: a file's vector is done when the next begins
+  const absl::Status read = ReadIndex(
+      path, root, split,
+      [&](const Header& h) { return h.format == DatasetFormat::kTfRecord && h.files == files; },
+      [&](int32_t file, int32_t, const TfRecordLocation& at) {
+        if (file != last) cached.records[last].shrink_to_fit();
+        last = file;
+        cached.records[file].push_back(at);
+      });
+  if (read.ok()) {
+    if (!files.empty()) cached.records[last].shrink_to_fit();
+    return cached;
+  }
+  cached = {};
+  absl::StatusOr<RecordIndex> fresh = IndexRecordFiles(files, walk, threads);
+  if (!fresh.ok()) return fresh;
+  const Header h{.format = DatasetFormat::kTfRecord,
+                 .num_classes = 0,
+                 .files = files,
+                 .class_names = {},
+                 .entries = static_cast<uint64_t>(fresh->size())};
+  WriteIndex(path, root, split, h, [&](Writer& w) {
+    for (size_t f = 0; f < fresh->records.size(); ++f)
+      for (const TfRecordLocation& at : fresh->records[f]) w.Entry(static_cast<int32_t>(f), -1, at);
+  }).IgnoreError();
   return fresh;
 }
 

@@ -18,7 +18,8 @@
 namespace mlperf::datasets {
 
 // Writes the index of `root` (built by IndexImageFolder / IndexTfRecords)
-// to `path` atomically, with the stamps of what it was built from.
+// to `path` atomically, with the stamps of what it was built from; the
+// file is streamed out, never held whole.
 absl::Status WriteIndexFile(const DatasetIndex& index, const std::string& root, Split split,
                             const std::string& path);
 
@@ -34,19 +35,29 @@ absl::StatusOr<DatasetIndex> ReadIndexFile(const std::string& path, const std::s
 absl::StatusOr<DatasetIndex> CachedIndex(const std::string& root, DatasetFormat format, Split split,
                                          int num_classes, const std::string& path);
 
-// Data sets listed by their reader (BERT's shards): the records of TFRecord
-// `files`, all in `root`, as one index (format kTfRecord, labels -1), each
-// file walked by `walk` on up to `threads` threads (0: every core); an error
-// names the first bad file in the list's order.
+// Data sets listed by their reader (BERT's shards): the records of TfRecord
+// files, per file in the list's order (16 bytes a record: BERT's training
+// set has about 144 million, so they are never flattened into a
+// DatasetIndex, whose entries take 24).
+struct RecordIndex {
+  std::vector<std::string> files;
+  std::vector<std::vector<TfRecordLocation>> records;  // records[f]: file f's, in order
+  int64_t size() const;
+};
+
+// The records of `files`, all in one folder, each file walked by `walk` on
+// up to `threads` threads (0: every core); an error names the first bad file
+// in the list's order.
 using RecordWalker =
     std::function<absl::StatusOr<std::vector<TfRecordLocation>>(const std::string&)>;
-absl::StatusOr<DatasetIndex> IndexRecordFiles(const std::vector<std::string>& files,
-                                              const RecordWalker& walk, int threads);
-// The same from the index file at `path` when it is current and lists
-// exactly `files`, else walked and written there.
-absl::StatusOr<DatasetIndex> CachedRecordIndex(const std::string& root, Split split,
-                                               const std::vector<std::string>& files,
-                                               const RecordWalker& walk, int threads,
-                                               const std::string& path);
+absl::StatusOr<RecordIndex> IndexRecordFiles(const std::vector<std::string>& files,
+                                             const RecordWalker& walk, int threads);
+// The same from the index file at `path` (the format of WriteIndexFile,
+// streamed in both directions) when it is current and lists exactly
+// `files`, else walked and written there.
+absl::StatusOr<RecordIndex> CachedRecordIndex(const std::string& root, Split split,
+                                              const std::vector<std::string>& files,
+                                              const RecordWalker& walk, int threads,
+                                              const std::string& path);
 
 }  // namespace mlperf::datasets

@@ -103,22 +103,22 @@ absl::Status CheckBertData(const BertFiles& files, PretrainingShape shape,
   for (const bool train : {true, false}) {
     const std::vector<std::string>& list = train ? files.train : files.eval;
     const std::string root = std::filesystem::path(list.front()).parent_path().string();
-    absl::StatusOr<DatasetIndex> index =
+    absl::StatusOr<RecordIndex> index =
         index_dir.empty() ? IndexRecordFiles(list, IndexBertFile, 0)
                           : CachedRecordIndex(root, train ? Split::kTrain : Split::kVal, list,
                                               IndexBertFile, 0, BertIndexFile(index_dir, train));
     if (!index.ok()) return index.status();
-    // The first record of each file (entries are in file order).
+    // The first record of each file.
     std::vector<TfRecordLocation> first(list.size());
-    for (auto e = index->entries.rbegin(); e != index->entries.rend(); ++e)
-      first[e->file] = {e->offset, e->length};
+    for (size_t i = 0; i < list.size(); ++i)
+      if (!index->records[i].empty()) first[i] = index->records[i].front();
     std::vector<absl::Status> errors(list.size());
     base::ParallelFor(list.size(), 0,
                       [&](size_t i) { errors[i] = CheckFirstRecord(list[i], first[i], shape); });
     for (const absl::Status& e : errors) {
       if (!e.ok()) return e;  // the first bad file in listing order
     }
-    counts[train ? 0 : 1] = static_cast<int64_t>(index->entries.size());
+    counts[train ? 0 : 1] = index->size();
   }
   if (expected_eval_samples > 0 && counts[1] != expected_eval_samples) {
     return absl::DataLossError(fmt::format("{}: {} evaluation samples, expected {}",

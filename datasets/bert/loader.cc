@@ -215,14 +215,13 @@ absl::StatusOr<std::unique_ptr<BertLoader>> BertLoader::Open(const BertLoaderOpt
         fmt::format("BertLoader: no {} files given", o.train ? "training" : "evaluation"));
   }
   const std::string root = std::filesystem::path(o.files.front()).parent_path().string();
-  absl::StatusOr<DatasetIndex> index =
+  absl::StatusOr<RecordIndex> index =
       o.index_file.empty() ? IndexRecordFiles(o.files, IndexBertFile, o.threads)
                            : CachedRecordIndex(root, o.train ? Split::kTrain : Split::kVal, o.files,
                                                IndexBertFile, o.threads, o.index_file);
   if (!index.ok()) return index.status();
   std::vector<File> files(o.files.size());
-  for (const IndexEntry& e : index->entries) files[e.file].records.push_back({e.offset, e.length});
-  index->entries = {};
+  for (size_t i = 0; i < files.size(); ++i) files[i].records = std::move(index->records[i]);
   absl::Status first_error;
   for (size_t i = 0; i < files.size() && first_error.ok(); ++i) {
     files[i].path = o.files[i];

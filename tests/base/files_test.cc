@@ -1,6 +1,6 @@
-// base/files and base/file_lock: atomic writes keep the old file on failure,
-// IsWithin resolves paths, and a lock refuses a second holder by pid and
-// hands over when released.
+// base/files and base/file_lock: atomic writes (whole or in pieces) keep the
+// old file on failure, IsWithin resolves paths, and a lock refuses a second
+// holder by pid and hands over when released.
 #include "base/files.h"
 
 #include <gtest/gtest.h>
@@ -45,6 +45,30 @@ TEST(Files, AtomicWriteReplacesWholeOrNothing) {
   EXPECT_FALSE(missing.ok());
   EXPECT_NE(missing.message().find("no/such/folder.txt"), std::string::npos) << missing;
   EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);  // no .tmp
+  fs::remove_all(dir);
+}
+
+// A file written in pieces appears whole on Commit, and not at all (the old
+// one kept, no temporary left) without it.
+TEST(Files, AtomicWriterAppearsOnlyOnCommit) {
+  const fs::path dir = TempDir("atomic_writer");
+  ASSERT_TRUE(WriteFileAtomically(dir / "a.txt", "old").ok());
+  {
+    AtomicFileWriter out(dir / "a.txt");
+    out.Write("new ");
+    out.Write("text");
+    EXPECT_EQ(Slurp(dir / "a.txt"), "old");
+  }  // dropped without Commit
+  EXPECT_EQ(Slurp(dir / "a.txt"), "old");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);
+  AtomicFileWriter out(dir / "a.txt");
+  out.Write("new ");
+  out.Write("text");
+  ASSERT_TRUE(out.Commit().ok());
+  EXPECT_EQ(Slurp(dir / "a.txt"), "new text");
+  AtomicFileWriter nowhere(dir / "no/such/folder.txt");
+  nowhere.Write("x");
+  EXPECT_TRUE(absl::IsResourceExhausted(nowhere.Commit()));
   fs::remove_all(dir);
 }
 

@@ -10,6 +10,7 @@
 #include <istream>
 #include <set>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "base/crc32c.h"
@@ -186,12 +187,17 @@ std::string Canonical(const std::string& root) {
   return ec ? root : p.string();
 }
 
-// What an index file says before its entries.
+// What an index file says before its entries. Writing points at the
+// caller's lists; reading fills `read_files` and `read_class_names`, which
+// the header callback may take (an image folder lists 1.28M files, so they
+// are never copied).
 struct Header {
   DatasetFormat format = DatasetFormat::kImageFolder;
   int num_classes = 0;
-  std::vector<std::string> files, class_names;
+  const std::vector<std::string>* files = nullptr;
+  const std::vector<std::string>* class_names = nullptr;
   uint64_t entries = 0;
+  std::vector<std::string> read_files, read_class_names;
 };
 
 // Streams an index file of `root`'s split: the header, then `put` writes
@@ -206,7 +212,7 @@ absl::Status WriteIndex(const std::string& path, const std::string& root, Split 
   w.U64(static_cast<uint64_t>(split));
   w.U64(static_cast<uint64_t>(h.format));
   w.U64(static_cast<uint64_t>(h.num_classes));
-  const std::vector<std::string> inputs = Inputs(h.format, h.files, root, split);
+  const std::vector<std::string> inputs = Inputs(h.format, *h.files, root, split);
   w.U64(inputs.size());
   for (const std::string& p : inputs) {
     const Stamp s = StampOf(p);
@@ -215,10 +221,10 @@ absl::Status WriteIndex(const std::string& path, const std::string& root, Split 
     w.U64(s.size);
     w.U64(static_cast<uint64_t>(s.mtime));
   }
-  w.U64(h.files.size());
-  for (const std::string& f : h.files) w.Str(f);
-  w.U64(h.class_names.size());
-  for (const std::string& c : h.class_names) w.Str(c);
+  w.U64(h.files->size());
+  for (const std::string& f : *h.files) w.Str(f);
+  w.U64(h.class_names->size());
+  for (const std::string& c : *h.class_names) w.Str(c);
   w.U64(h.entries);
   put(w);
   return w.Finish();
@@ -229,7 +235,7 @@ absl::Status WriteIndex(const std::string& path, const std::string& root, Split 
 // before `entry` is called for each entry, in order. Errors as ReadIndexFile.
 absl::Status ReadIndex(
     const std::string& path, const std::string& root, Split split,
-    const std::function<bool(const Header&)>& header,
+    const std::function<bool(Header&)>& header,
     const std::function<void(int32_t file, int32_t label, const TfRecordLocation& at)>& entry) {
   std::ifstream in(path, std::ios::binary);
   std::error_code ec;
@@ -266,10 +272,11 @@ absl::Status ReadIndex(
           fmt::format("{}: stale, {} changed since it was indexed", path, s.path));
     }
   }
-  for (uint64_t n = c.U64(); n > 0 && !c.bad; --n) h.files.push_back(c.Str());
-  for (uint64_t n = c.U64(); n > 0 && !c.bad; --n) h.class_names.push_back(c.Str());
+  for (uint64_t n = c.U64(); n > 0 && !c.bad; --n) h.read_files.push_back(c.Str());
+  for (uint64_t n = c.U64(); n > 0 && !c.bad; --n) h.read_class_names.push_back(c.Str());
   h.entries = c.U64();
   if (c.bad || h.entries > c.remaining() / 24) return corrupt();
+  const size_t files = h.read_files.size();
   if (!header(h)) {
     return absl::FailedPreconditionError(
         fmt::format("{}: the index of other files than those given", path));
@@ -281,7 +288,7 @@ absl::Status ReadIndex(
     TfRecordLocation at;
     at.offset = c.U64();
     at.length = c.U64();
-    if (c.bad || file < 0 || static_cast<size_t>(file) >= h.files.size()) return corrupt();
+    if (c.bad || file < 0 || static_cast<size_t>(file) >= files) return corrupt();
     entry(file, label, at);
   }
   if (c.bad || c.remaining() != 0) return corrupt();
@@ -294,8 +301,8 @@ absl::Status WriteIndexFile(const DatasetIndex& index, const std::string& root, 
                             const std::string& path) {
   const Header h{.format = index.format,
                  .num_classes = index.num_classes,
-                 .files = index.files,
-                 .class_names = index.class_names,
+                 .files = &index.files,
+                 .class_names = &index.class_names,
                  .entries = index.entries.size()};
   return WriteIndex(path, root, split, h, [&](Writer& w) {
     for (const IndexEntry& e : index.entries) w.Entry(e.file, e.label, {e.offset, e.length});
@@ -307,11 +314,11 @@ absl::StatusOr<DatasetIndex> ReadIndexFile(const std::string& path, const std::s
   DatasetIndex index;
   const absl::Status read = ReadIndex(
       path, root, split,
-      [&](const Header& h) {
+      [&](Header& h) {
         index.format = h.format;
         index.num_classes = h.num_classes;
-        index.files = h.files;
-        index.class_names = h.class_names;
+        index.files = std::move(h.read_files);
+        index.class_names = std::move(h.read_class_names);
         index.entries.reserve(h.entries);
         return true;
       },
@@ -369,7 +376,7 @@ absl::StatusOr<RecordIndex> CachedRecordIndex(const std::string& root, Split spl
   int32_t last = 0;  // entries come in file order: a file's vector is done when the next begins
   const absl::Status read = ReadIndex(
       path, root, split,
-      [&](const Header& h) { return h.format == DatasetFormat::kTfRecord && h.files == files; },
+      [&](Header& h) { return h.format == DatasetFormat::kTfRecord && h.read_files == files; },
       [&](int32_t file, int32_t, const TfRecordLocation& at) {
         if (file != last) cached.records[last].shrink_to_fit();
         last = file;
@@ -382,10 +389,11 @@ absl::StatusOr<RecordIndex> CachedRecordIndex(const std::string& root, Split spl
   cached = {};
   absl::StatusOr<RecordIndex> fresh = IndexRecordFiles(files, walk, threads);
   if (!fresh.ok()) return fresh;
+  const std::vector<std::string> no_classes;
   const Header h{.format = DatasetFormat::kTfRecord,
                  .num_classes = 0,
-                 .files = files,
-                 .class_names = {},
+                 .files = &files,
+                 .class_names = &no_classes,
                  .entries = static_cast<uint64_t>(fresh->size())};
   WriteIndex(path, root, split, h, [&](Writer& w) {
     for (size_t f = 0; f < fresh->records.size(); ++f)

@@ -155,27 +155,33 @@ void BenchGemm(int64_t m, int64_t n, int64_t k, DType t) {
 }
 
 // BERT-Large self-attention core: batch 8 x 16 heads x 512 x 64, fp32.
-// BERT-Large's FFN up-projection with bias: 8*512 tokens, 1024 -> 4096, fp32.
-void BenchLinear(bool fused) {
+// BERT-Large's FFN up-projection with bias: 8*512 tokens, 1024 -> 4096, in
+// fp32, or in bf16 as BERT's typed storage runs it (x, w, bias, y, dy and dx
+// in bf16; dw and dbias fp32).
+void BenchLinear(DType t, bool fused) {
   const int64_t rows = 8 * 512, in = 1024, out = 4096;
   const std::string shape = "t4096_1024x4096_bias";
   const std::string suffix = fused ? "" : "_unfused";
   if (!Selected("linear_fwd" + suffix) && !Selected("linear_bwd" + suffix)) return;
-  Buffer x(rows * in, DType::kF32, 51), w(out * in, DType::kF32, 52), b(out, DType::kF32, 53),
-      y(rows * out, DType::kF32, 54), dy(rows * out, DType::kF32, 55),
-      dx(rows * in, DType::kF32, 56), dw(out * in, DType::kF32, 57), db(out, DType::kF32, 58);
-  const auto t = [](const Buffer& buf, core::Shape s) {
+  Buffer x(rows * in, t, 51), w(out * in, t, 52), b(out, t, 53), y(rows * out, t, 54),
+      dy(rows * out, t, 55), dx(rows * in, t, 56), dw(out * in, DType::kF32, 57),
+      db(out, DType::kF32, 58);
+  const auto in_t = [t](const Buffer& buf, core::Shape s) {
+    return Tensor(buf.ptr, s, t, core::Device::kCuda);
+  };
+  const auto f32 = [](const Buffer& buf, core::Shape s) {
     return Tensor(buf.ptr, s, DType::kF32, core::Device::kCuda);
   };
   cuda::SetGemmEpilogues(fused);
   const double flops = 2.0 * rows * in * out;
-  Report("linear_fwd" + suffix, shape, "fp32", TimeMs([&] {
-           cuda::LinearForward(t(x, {rows, in}), t(w, {out, in}), t(b, {out}), t(y, {rows, out}));
+  Report("linear_fwd" + suffix, shape, Name(t), TimeMs([&] {
+           cuda::LinearForward(in_t(x, {rows, in}), in_t(w, {out, in}), in_t(b, {out}),
+                               in_t(y, {rows, out}));
          }),
          flops, "TFLOP/s");
-  Report("linear_bwd" + suffix, shape, "fp32", TimeMs([&] {
-           cuda::LinearBackward(t(x, {rows, in}), t(w, {out, in}), t(dy, {rows, out}),
-                                t(dx, {rows, in}), t(dw, {out, in}), t(db, {out}));
+  Report("linear_bwd" + suffix, shape, Name(t), TimeMs([&] {
+           cuda::LinearBackward(in_t(x, {rows, in}), in_t(w, {out, in}), in_t(dy, {rows, out}),
+                                in_t(dx, {rows, in}), f32(dw, {out, in}), f32(db, {out}));
          }),
          2 * flops, "TFLOP/s");
   cuda::SetGemmEpilogues(true);
@@ -290,8 +296,10 @@ int Main(int argc, char** argv) {
   BenchGemm(4096, 4096, 4096, DType::kF32);
   // BERT-Large FFN GEMM: tokens 8*512 x 1024 -> 4096.
   BenchGemm(4096, 4096, 1024, DType::kBF16);
-  BenchLinear(/*fused=*/true);
-  BenchLinear(/*fused=*/false);
+  for (DType t : {DType::kF32, DType::kBF16}) {
+    BenchLinear(t, /*fused=*/true);
+    BenchLinear(t, /*fused=*/false);
+  }
   BenchAttention();
   BenchOptimizers();
   return 0;

@@ -87,22 +87,23 @@ def bench_gemm(rows, m, n, k, name):
            2.0 * m * n * k, "TFLOP/s")
 
 
-def bench_linear(rows):
-    # BERT-Large's FFN up-projection with its bias, fp32 (no TF32).
+def bench_linear(rows, name):
+    # BERT-Large's FFN up-projection with its bias, fp32 (no TF32) or bf16.
+    dt = DTYPES[name]
     t, n_in, n_out = 8 * 512, 1024, 4096
-    x = rand((t, n_in), torch.float32).requires_grad_(True)
-    layer = torch.nn.Linear(n_in, n_out, device="cuda")
+    x = rand((t, n_in), dt).requires_grad_(True)
+    layer = torch.nn.Linear(n_in, n_out, device="cuda", dtype=dt)
     with torch.no_grad():
         ms_fwd = time_ms(lambda: layer(x))
     y = layer(x)
-    dy = rand(y.shape, torch.float32)
+    dy = rand(y.shape, dt)
 
     def backward():
         torch.autograd.grad(y, (x, layer.weight, layer.bias), dy, retain_graph=True)
 
     flops = 2.0 * t * n_in * n_out
-    report(rows, "linear_fwd", "t4096_1024x4096_bias", "fp32", ms_fwd, flops, "TFLOP/s")
-    report(rows, "linear_bwd", "t4096_1024x4096_bias", "fp32", time_ms(backward), 2 * flops,
+    report(rows, "linear_fwd", "t4096_1024x4096_bias", name, ms_fwd, flops, "TFLOP/s")
+    report(rows, "linear_bwd", "t4096_1024x4096_bias", name, time_ms(backward), 2 * flops,
            "TFLOP/s")
 
 
@@ -201,7 +202,8 @@ def run_torch():
     bench_gemm(rows, 8192, 8192, 8192, "bf16")
     bench_gemm(rows, 4096, 4096, 4096, "fp32")
     bench_gemm(rows, 4096, 4096, 1024, "bf16")
-    bench_linear(rows)
+    bench_linear(rows, "fp32")
+    bench_linear(rows, "bf16")
     bench_attention(rows)
     bench_optimizers(rows)
     return rows

@@ -1,4 +1,5 @@
-// Attention-probability dropout, shared by both backends' attention kernels.
+// Attention-probability dropout, shared by both backends' attention kernels,
+// and the storage of the attention core's GEMM operands.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,10 @@ struct AttentionParams {
   uint64_t seed = 0;
   uint64_t offset = 0;
   const int64_t* offset_base = nullptr;
+  // On a CUDA device under bf16/fp16: keep the tensors that feed the batched
+  // GEMMs in that type (cuda/attention_typed.h; the same values). Ignored
+  // elsewhere.
+  bool typed = false;
 };
 
 }  // namespace mlperf

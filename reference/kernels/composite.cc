@@ -4,6 +4,13 @@
 
 #include "base/check.h"
 #include "reference/kernels/dispatch.h"
+#include "reference/kernels/dispatch_backend.h"
+#include "reference/kernels/precision.h"
+#include "reference/kernels/precision_operands.h"
+
+#ifdef MLPERF_HAVE_CUDA
+#include "reference/kernels/cuda/attention_typed.h"
+#endif
 
 namespace mlperf::ops {
 
@@ -39,6 +46,9 @@ void ConvTransposeBackwardWeight(const ConvGeometry& g, const Tensor& x, const T
 void AttentionForward(const AttentionParams& p, const Tensor& q, const Tensor& k, const Tensor& v,
                       const Tensor& mask, const Tensor& probs, const Tensor& out,
                       const Tensor& workspace) {
+  if (p.typed && InPrecisionType(q))
+    return MLPERF_CUDA_TWIN(
+        AttentionForwardTyped(p, ComputePrecision(), q, k, v, mask, probs, out, workspace));
   const int64_t b = q.dim(0), h = q.dim(1), t = q.dim(2), d = q.dim(3);
   const int64_t bh = b * h;
   MLPERF_CHECK(probs.numel() == bh * t * t && workspace.numel() >= bh * t * t);
@@ -62,6 +72,9 @@ void AttentionForward(const AttentionParams& p, const Tensor& q, const Tensor& k
 void AttentionBackward(const AttentionParams& p, const Tensor& q, const Tensor& k, const Tensor& v,
                        const Tensor& probs, const Tensor& dout, const Tensor& dq, const Tensor& dk,
                        const Tensor& dv, const Tensor& workspace) {
+  if (p.typed && InPrecisionType(q))
+    return MLPERF_CUDA_TWIN(
+        AttentionBackwardTyped(p, ComputePrecision(), q, k, v, probs, dout, dq, dk, dv, workspace));
   const int64_t b = q.dim(0), h = q.dim(1), t = q.dim(2), d = q.dim(3);
   const int64_t bh = b * h;
   MLPERF_CHECK(workspace.numel() >= bh * t * t);

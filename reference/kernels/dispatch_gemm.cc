@@ -105,13 +105,16 @@ void GemmStridedBatched(Device device, bool trans_a, bool trans_b, int64_t m, in
 }
 
 // On a device under bf16/fp16 the linear layers read x, w and dy in that
-// type and write fp32 (the bias, rounded, is added in fp32), rounded below.
+// type and write y and dx in their storage type: fp32 (the bias, rounded,
+// added in fp32), rounded below, or the precision's type, where the op
+// rounds (the bias in that type, which holds it exactly once rounded).
 void LinearForward(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y) {
   const bool device = OnDevice(x, {&w, &bias, &y});
   const bool typed = device && InPrecisionType(x);
   const Tensor rx = typed ? PrecisionTypeOperand(x, 0) : RoundedOperand(x, 0);
   const Tensor rw = typed ? PrecisionTypeOperand(w, 1) : RoundedOperand(w, 1);
-  const Tensor rb = RoundedOperand(bias, 2);
+  const Tensor rb = typed && y.dtype() == ComputePrecision() ? PrecisionTypeOperand(bias, 2)
+                                                             : RoundedOperand(bias, 2);
   if (device) {
     MLPERF_CUDA_TWIN(LinearForward(rx, rw, rb, y));
   } else {

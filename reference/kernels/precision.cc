@@ -71,10 +71,11 @@ namespace {
 int g_typed_activations = -1;
 }  // namespace
 
-bool TypedActivations() {
+bool TypedActivations(TypedDefault unasked) {
   if (g_typed_activations >= 0) return g_typed_activations == 1;
   const char* env = std::getenv("MLPERF_TYPED_ACTIVATIONS");
-  return env == nullptr || std::string_view(env) != "0";
+  if (env == nullptr || *env == '\0') return unasked == TypedDefault::kOn;
+  return std::string_view(env) != "0";
 }
 
 TypedActivationsScope::TypedActivationsScope(bool on) : previous_(g_typed_activations) {
@@ -83,9 +84,9 @@ TypedActivationsScope::TypedActivationsScope(bool on) : previous_(g_typed_activa
 
 TypedActivationsScope::~TypedActivationsScope() { g_typed_activations = previous_; }
 
-core::DType ActivationStorageType(core::Device device) {
+core::DType ActivationStorageType(core::Device device, TypedDefault unasked) {
   const core::DType precision = ComputePrecision();
-  return device == core::Device::kCuda && Reduced(precision) && TypedActivations()
+  return device == core::Device::kCuda && Reduced(precision) && TypedActivations(unasked)
              ? precision
              : core::DType::kF32;
 }
@@ -117,7 +118,7 @@ core::Tensor RoundedOperand(const core::Tensor& x, int slot) {
 
 void RoundOutput(const core::Tensor& y) {
   const core::DType precision = ComputePrecision();
-  if (Reduced(precision) && !y.empty()) RoundToPrecision(precision, y, y);
+  if (Reduced(precision) && !y.empty() && y.dtype() != precision) RoundToPrecision(precision, y, y);
 }
 
 bool InPrecisionType(const core::Tensor& x) {

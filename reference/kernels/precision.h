@@ -46,10 +46,14 @@ class PrecisionScope {
 };
 
 // Whether a model stores activations in the precision's own type on a CUDA
-// device under bf16/fp16: yes, unless MLPERF_TYPED_ACTIVATIONS=0 or a
-// TypedActivationsScope(false) asks for fp32 storage rounded in place (the
-// CPU's way; tests and benchmarks compare the two).
-bool TypedActivations();
+// device under bf16/fp16: MLPERF_TYPED_ACTIVATIONS=1 or a
+// TypedActivationsScope(true) asks for it, =0 or TypedActivationsScope(false)
+// for fp32 storage rounded in place (the CPU's way; tests and benchmarks
+// compare the two). Unasked, a model takes its default: on where its typed
+// storage has passed its GPU tests (ResNet), off where it has not yet run on
+// a GPU (BERT).
+enum class TypedDefault { kOn, kOff };
+bool TypedActivations(TypedDefault unasked = TypedDefault::kOn);
 class TypedActivationsScope {
  public:
   explicit TypedActivationsScope(bool on);
@@ -64,7 +68,7 @@ class TypedActivationsScope {
 // The type a model allocates its stored activations in on `device`: the
 // compute precision on a CUDA device with typed activations on, else fp32.
 // Read when the model is built, under the precision it trains in.
-core::DType ActivationStorageType(core::Device device);
+core::DType ActivationStorageType(core::Device device, TypedDefault unasked = TypedDefault::kOn);
 
 // Rounds a stored activation or activation gradient in place at its storage
 // point: nothing under fp32 or when t is already stored in the precision's

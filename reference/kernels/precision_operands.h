@@ -12,7 +12,8 @@ constexpr int kOperandSlots = 3;
 // the compute precision in scratch `slot` of x's device, valid until the
 // next op that uses the slot.
 core::Tensor RoundedOperand(const core::Tensor& x, int slot);
-// Rounds an op's output in place to the compute precision (nothing under fp32).
+// Rounds an op's output in place to the compute precision (nothing under
+// fp32, or when y is stored in the precision's type: its op rounded it).
 void RoundOutput(const core::Tensor& y);
 
 // The CUDA backend runs the GEMM-class ops in the precision's own type (the

@@ -8,12 +8,14 @@ namespace mlperf::layers {
 
 void SelfAttention::Allocate(int64_t batch, int64_t seq, int64_t hidden, int64_t heads,
                              const std::string& name, const ModelArenas& arenas,
-                             ParameterRegistry* registry) {
+                             ParameterRegistry* registry, core::DType stored) {
   MLPERF_CHECK(heads > 0 && hidden % heads == 0);
   hidden_ = hidden;
+  typed_ = stored != core::DType::kF32;
   const int64_t rows = batch * seq;
   qkv_.Allocate(rows, hidden, 3 * hidden, Activation::kNone, name + ".qkv", arenas, registry);
-  out_.Allocate(rows, hidden, hidden, Activation::kNone, name + ".output", arenas, registry);
+  out_.Allocate(rows, hidden, hidden, Activation::kNone, name + ".output", arenas, registry,
+                stored);
   const core::Shape head_shape{batch, heads, seq, hidden / heads};
   core::Arena& a = *arenas.activations;
   for (core::Tensor* t : {&q_, &k_, &v_, &context_, &dq_, &dk_, &dv_, &dcontext_})
@@ -28,11 +30,12 @@ void SelfAttention::Allocate(int64_t batch, int64_t seq, int64_t hidden, int64_t
 void SelfAttention::Forward(const core::Tensor& x, const core::Tensor& mask,
                             const AttentionParams& p) {
   params_ = p;
+  params_.typed = typed_;
   qkv_.Forward(x);
   ops::SplitHeads(qkv_.output(), 0, q_);
   ops::SplitHeads(qkv_.output(), hidden_, k_);
   ops::SplitHeads(qkv_.output(), 2 * hidden_, v_);
-  ops::AttentionForward(p, q_, k_, v_, mask, probs_, context_, workspace_);
+  ops::AttentionForward(params_, q_, k_, v_, mask, probs_, context_, workspace_);
   ops::MergeHeads(context_, context_rows_, 0);
   out_.Forward(context_rows_);
 }

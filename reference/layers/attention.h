@@ -17,19 +17,23 @@ namespace mlperf::layers {
 class SelfAttention {
  public:
   // Registers name.qkv.{weight,bias} ([3 * hidden, hidden]: query, key and
-  // value stacked) and name.output.{weight,bias}.
+  // value stacked) and name.output.{weight,bias}. `stored`: the output's
+  // type (Linear::Allocate).
   void Allocate(int64_t batch, int64_t seq, int64_t hidden, int64_t heads, const std::string& name,
-                const ModelArenas& arenas, ParameterRegistry* registry);
+                const ModelArenas& arenas, ParameterRegistry* registry,
+                core::DType stored = core::DType::kF32);
   // mask: [batch, seq], 1 for tokens and 0 for padding. `p` (dropout and its
   // Philox stream) is kept for the backward.
   void Forward(const core::Tensor& x, const core::Tensor& mask, const AttentionParams& p);
-  // dy: gradient of output(), consumed; dx receives the input gradient.
+  // dy: gradient of output() (of its type), consumed; dx receives the input
+  // gradient.
   void Backward(const core::Tensor& x, const core::Tensor& dy, const core::Tensor& dx);
 
   const core::Tensor& output() const { return out_.output(); }
 
  private:
   int64_t hidden_ = 0;
+  bool typed_ = false;  // the attention core keeps its GEMM operands typed
   AttentionParams params_;
   Linear qkv_, out_;
   core::Tensor q_, k_, v_, probs_, context_, context_rows_, workspace_;

@@ -1,12 +1,16 @@
 #include "reference/layers/linear.h"
 
+#include "base/check.h"
 #include "reference/kernels/dispatch.h"
 
 namespace mlperf::layers {
 
 void Linear::Allocate(int64_t rows, int64_t in_features, int64_t out_features,
                       Activation activation, const std::string& name, const ModelArenas& arenas,
-                      ParameterRegistry* registry) {
+                      ParameterRegistry* registry, core::DType stored) {
+  MLPERF_CHECK_MSG(stored == core::DType::kF32 || activation == Activation::kNone ||
+                       activation == Activation::kGelu,
+                   "a linear layer stores ReLU and tanh outputs in fp32");
   activation_ = activation;
   const Parameter w =
       AddParameter(arenas, registry, {out_features, in_features}, {.name = name + ".weight"});
@@ -16,8 +20,9 @@ void Linear::Allocate(int64_t rows, int64_t in_features, int64_t out_features,
   dw_ = w.grad;
   b_ = b.value;
   db_ = b.grad;
-  y_ = arenas.activations->Allocate({rows, out_features});
-  z_ = activation == Activation::kGelu ? arenas.activations->Allocate({rows, out_features}) : y_;
+  y_ = arenas.activations->Allocate({rows, out_features}, stored);
+  z_ = activation == Activation::kGelu ? arenas.activations->Allocate({rows, out_features}, stored)
+                                       : y_;
 }
 
 void Linear::Forward(const core::Tensor& x) {

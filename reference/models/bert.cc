@@ -6,6 +6,7 @@
 #include "reference/core/init.h"
 #include "reference/core/philox.h"
 #include "reference/kernels/dispatch.h"
+#include "reference/kernels/precision.h"
 
 namespace mlperf::models {
 
@@ -18,10 +19,19 @@ namespace {
 // probabilities, the attention output and the feed-forward output.
 constexpr int64_t kSitesPerLayer = 3;
 
+// A copy between storage types widens (or rounds) as it copies.
+void CopyOrCast(const Tensor& x, const Tensor& y) {
+  if (x.data() == y.data()) return;
+  if (x.dtype() == y.dtype()) return ops::Copy(x, y);
+  ops::Cast(x, y);
+}
+
 }  // namespace
 
 Bert::Bert(const BertConfig& config, int64_t batch_size)
-    : Model(config.device, batch_size), config_(config) {
+    : Model(config.device, batch_size),
+      config_(config),
+      stored_(ops::ActivationStorageType(config.device, ops::TypedDefault::kOff)) {
   MLPERF_CHECK(config.layers >= 0 && config.hidden > 0 && config.heads > 0 &&
                config.hidden % config.heads == 0);
   MLPERF_CHECK(config.seq_len > 0 && config.seq_len <= config.max_positions);
@@ -49,7 +59,9 @@ Bert::Bert(const BertConfig& config, int64_t batch_size)
 }
 
 Bert::Bert(const BertConfig& config, int64_t batch_size, MeasureOnly)
-    : Model(core::Device::kCpu, batch_size), config_(config) {
+    : Model(core::Device::kCpu, batch_size),
+      config_(config),
+      stored_(ops::ActivationStorageType(config.device, ops::TypedDefault::kOff)) {
   config_.device = core::Device::kCpu;
   rows_ = batch_size * config.seq_len;
   predictions_ = batch_size * config.max_predictions;
@@ -88,13 +100,13 @@ void Bert::Build(const layers::ModelArenas& a) {
     Layer& layer = layers_[l];
     const std::string name = "bert.encoder.layer." + std::to_string(l);
     layer.attention.Allocate(batch, c.seq_len, c.hidden, c.heads, name + ".attention", a,
-                             &registry_);
+                             &registry_, stored_);
     layer.attention_norm.Allocate(rows_, c.hidden, eps, name + ".attention.output.LayerNorm", a,
                                   &registry_);
     layer.intermediate.Allocate(rows_, c.hidden, c.intermediate, layers::Activation::kGelu,
-                                name + ".intermediate.dense", a, &registry_);
+                                name + ".intermediate.dense", a, &registry_, stored_);
     layer.output.Allocate(rows_, c.intermediate, c.hidden, layers::Activation::kNone,
-                          name + ".output.dense", a, &registry_);
+                          name + ".output.dense", a, &registry_, stored_);
     layer.output_norm.Allocate(rows_, c.hidden, eps, name + ".output.LayerNorm", a, &registry_);
     layer.attention_sum = acts.Allocate({rows_, c.hidden});
     layer.output_sum = acts.Allocate({rows_, c.hidden});
@@ -134,8 +146,9 @@ void Bert::Build(const layers::ModelArenas& a) {
   nsp_loss_ = acts.Allocate({1});
   loss_ = acts.Allocate({1});
   dropout_base_ = acts.Allocate({1}, DType::kI64);
-  for (Tensor* t : {&dh_, &ds_, &dtmp_}) *t = acts.Allocate({rows_, c.hidden});
-  dintermediate_ = acts.Allocate({rows_, c.intermediate});
+  for (Tensor* t : {&dh_, &ds_}) *t = acts.Allocate({rows_, c.hidden});
+  dtmp_ = acts.Allocate({rows_, c.hidden}, stored_);
+  dintermediate_ = acts.Allocate({rows_, c.intermediate}, stored_);
   for (Tensor* t : {&dgathered_, &dtransform_}) *t = acts.Allocate({predictions_, c.hidden});
   for (Tensor* t : {&dpooled_, &dfirst_}) *t = acts.Allocate({batch, c.hidden});
 }
@@ -193,13 +206,13 @@ void Bert::Upload(const Batch& batch) {
 }
 
 void Bert::Dropout(float p, int64_t site, bool training, const Tensor& x, const Tensor& y) const {
-  if (!training || p == 0.0f) return ops::Copy(x, y);
+  if (!training || p == 0.0f) return CopyOrCast(x, y);
   ops::DropoutForward(p, dropout_seed_, static_cast<uint64_t>(site), x, y,
                       dropout_base_.as<int64_t>());
 }
 
 void Bert::DropoutBackward(float p, int64_t site, const Tensor& dy, const Tensor& dx) const {
-  if (p == 0.0f) return ops::Copy(dy, dx);
+  if (p == 0.0f) return CopyOrCast(dy, dx);
   ops::DropoutBackward(p, dropout_seed_, static_cast<uint64_t>(site), dy, dx,
                        dropout_base_.as<int64_t>());
 }
@@ -310,8 +323,9 @@ void Bert::Backward() {
     layer.attention.Backward(input, dtmp_, dh_);
     ops::Accumulate(ds_, dh_);
   }
-  DropoutBackward(c.hidden_dropout, 0, dh_, dtmp_);
-  embedding_norm_.Backward(embedding_sum_, dtmp_, ds_);
+  // In place: dtmp_ may be stored reduced, the layer norm's gradient is fp32.
+  DropoutBackward(c.hidden_dropout, 0, dh_, dh_);
+  embedding_norm_.Backward(embedding_sum_, dh_, ds_);
   word_.Backward(ids_, ds_, /*accumulate=*/true);
   position_.Backward(position_ids_, ds_);
   token_type_.Backward(segment_ids_, ds_);

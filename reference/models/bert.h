@@ -62,6 +62,8 @@ class Bert final : public Model {
   static int64_t ParameterCount(const BertConfig& config);
 
   const BertConfig& config() const { return config_; }
+  // The type of the activations it may store reduced (stored_ below).
+  core::DType activation_storage() const { return stored_; }
 
   // Truncated normal (stddev 0.02) weights and embeddings, zero biases,
   // LayerNorm scale 1 and shift 0: the reference's initialiser.
@@ -108,6 +110,15 @@ class Bert final : public Model {
   void NumBatchesTrackedSet() override;
 
   BertConfig config_;
+  // The type of the activations BERT may store reduced on a CUDA device
+  // under bf16/fp16 (opt-in, kernels/precision.h): the feed-forward block's
+  // and the attention output projection's outputs, the gradients that reach
+  // them, and the attention core's scores, dropped probabilities and their
+  // gradients (cuda/attention_typed.h). Each feeds only GEMM-class ops, which
+  // round their inputs anyway, or is a GEMM's rounded output: the values are
+  // those of fp32 storage. The residual stream, the layer norms, the
+  // attention probabilities and the heads stay fp32.
+  core::DType stored_ = core::DType::kF32;
   int64_t rows_ = 0, predictions_ = 0;
   int64_t measured_bytes_ = 0;  // MeasureOnly
   // Dropout streams: from this seed and the training forwards so far

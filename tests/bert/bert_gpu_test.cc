@@ -2,16 +2,20 @@
 // identical initial weights, then both losses, the masked-LM logits and
 // every gradient with dropout on (both backends draw the same Philox masks),
 // LAMB trainer steps under the BERT schedule, and the evaluation sums agree
-// within fp32 tolerances (cuBLAS sums in other orders than the CPU's GEMMs).
-// Skips without a device (and in builds without CUDA).
+// within fp32 tolerances (cuBLAS sums in other orders than the CPU's GEMMs);
+// and one pass in bf16 and fp16, with activations stored in fp32 or in the
+// precision's type, against the CPU's rounding points. Skips without a
+// device (and in builds without CUDA).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "reference/dist/communicator.h"
 #include "reference/kernels/dispatch.h"
+#include "reference/kernels/precision.h"
 #include "reference/models/bert.h"
 #include "reference/trainer/trainer.h"
 #include "tests/core/test_util.h"
@@ -122,6 +126,59 @@ TEST(BertGpuTest, LambStepsAndEvaluationMatchTheCpu) {
   EXPECT_EQ(gpu_sums.denominator, cpu_sums.denominator);
   EXPECT_NEAR(gpu_sums.numerator, cpu_sums.numerator, 1.0);  // one near-tie may flip
 }
+
+// One training forward and backward of the small model on `device`, under
+// the precision in force.
+struct Pass {
+  float loss = 0.0f;
+  std::vector<float> logits, gradients;
+  core::DType stored = core::DType::kF32;
+};
+
+Pass OnePass(core::Device device) {
+  Bert model(Small(device), 4);
+  model.Initialize(3);
+  const OwnedBatch batch = model.SyntheticBatch();
+  Pass pass;
+  pass.loss = model.ForwardTrain(batch.batch);
+  pass.logits = model.ToHost(model.mlm_logits());
+  model.Backward();
+  pass.gradients = model.GradientsToHost();
+  pass.stored = model.activation_storage();
+  return pass;
+}
+
+// (precision, typed storage on the device)
+class BertReducedPrecisionTest : public ::testing::TestWithParam<std::tuple<core::DType, bool>> {};
+
+// The device rounds where the CPU does (kernels/precision.h), whether it
+// stores the activations in fp32 or in the precision's type: it stays closer
+// to the CPU in that precision than the rounding moves the CPU from fp32.
+TEST_P(BertReducedPrecisionTest, OnePassMatchesTheCpu) {
+  SKIP_WITHOUT_DEVICE();
+  const auto [precision, typed] = GetParam();
+  const Pass fp32 = OnePass(core::Device::kCpu);
+  const ops::PrecisionScope scope(precision);
+  const Pass cpu = OnePass(core::Device::kCpu);
+  const ops::TypedActivationsScope storage(typed);
+  const Pass gpu = OnePass(core::Device::kCuda);
+  ASSERT_EQ(gpu.stored, typed ? precision : core::DType::kF32);
+  ASSERT_TRUE(std::isfinite(gpu.loss));
+  const double logits_rounding = RelativeError(cpu.logits, fp32.logits);
+  const double gradients_rounding = RelativeError(cpu.gradients, fp32.gradients);
+  ASSERT_GT(gradients_rounding, 0.0);
+  EXPECT_NEAR(gpu.loss, cpu.loss, 1e-3 * std::abs(cpu.loss));
+  EXPECT_LT(RelativeError(gpu.logits, cpu.logits), logits_rounding / 2);
+  EXPECT_LT(RelativeError(gpu.gradients, cpu.gradients), gradients_rounding / 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    PrecisionAndStorage, BertReducedPrecisionTest,
+    ::testing::Combine(::testing::Values(core::DType::kBF16, core::DType::kF16), ::testing::Bool()),
+    [](const ::testing::TestParamInfo<std::tuple<core::DType, bool>>& info) {
+      return std::string(ops::PrecisionName(std::get<0>(info.param))) +
+             (std::get<1>(info.param) ? "Typed" : "Fp32Stored");
+    });
 
 }  // namespace
 }  // namespace mlperf::models

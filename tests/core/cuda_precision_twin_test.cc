@@ -1,9 +1,10 @@
 // Label `gpu`: the convolutions, batched GEMMs and linear layers of ops::
-// under bf16 and fp16 on the device (operands converted to that type, the
-// tensor cores, fp32 accumulation) against the same calls on the CPU (fp32
-// storage, rounded at the points of kernels/precision.h). Both read the same
-// values; their fp32 sums may differ in order and so round an output one
-// unit of the precision apart. Skips without a CUDA device.
+// under bf16 and fp16 on the device (operands converted to that type unless
+// stored in it, the tensor cores, fp32 accumulation) against the same calls
+// on the CPU (fp32 storage, rounded at the points of kernels/precision.h).
+// Both read the same values; their fp32 sums may differ in order and so
+// round an output one unit of the precision apart. Skips without a CUDA
+// device.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -11,9 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "reference/kernels/attention_params.h"
+#include "reference/kernels/composite.h"
 #include "reference/kernels/conv_geometry.h"
 #include "reference/kernels/cuda/context.h"
 #include "reference/kernels/cuda/conv_graph.h"
+#include "reference/kernels/cuda/elementwise.h"
+#include "reference/kernels/cuda/gemm_epilogue.h"
 #include "reference/kernels/dispatch.h"
 #include "reference/kernels/precision.h"
 #include "tests/core/test_util.h"
@@ -49,6 +54,32 @@ class OnDevice {
   void* ptr_ = nullptr;
   core::Shape shape_;
   size_t n_;
+};
+
+// A device tensor of `type` holding a host buffer's values (rounded to
+// it), read back widened to fp32; freed at scope end.
+class StoredOnDevice {
+ public:
+  StoredOnDevice(const Buffer& host, DType type) : fp32_(host), type_(type) {
+    if (type == DType::kF32) return;
+    EXPECT_EQ(cudaMalloc(&ptr_, host.data.size() * core::DTypeSize(type)), cudaSuccess);
+    cuda::Cast(fp32_.t(), t());
+  }
+  ~StoredOnDevice() { cudaFree(ptr_); }
+  StoredOnDevice(const StoredOnDevice&) = delete;
+  Tensor t() const {
+    if (type_ == DType::kF32) return fp32_.t();
+    return Tensor(ptr_, fp32_.t().shape(), type_, core::Device::kCuda);
+  }
+  std::vector<float> ToHost() const {
+    if (type_ != DType::kF32) cuda::Cast(t(), fp32_.t());
+    return fp32_.ToHost();
+  }
+
+ private:
+  OnDevice fp32_;
+  DType type_;
+  void* ptr_ = nullptr;
 };
 
 // |gpu - cpu| <= one unit of the precision at |cpu| (twice, for the margin).
@@ -169,27 +200,91 @@ TEST_F(CudaPrecisionTwinTest, BatchedGemmRoundsLikeTheCpu) {
   }
 }
 
-TEST_F(CudaPrecisionTwinTest, LinearLayersRoundLikeTheCpu) {
-  // Enough rows for several chunks of the bias gradient.
-  const int64_t rows = 300, in = 40, out = 24;
-  Buffer x({rows, in}), w({out, in}), b({out}), dy({rows, out});
-  testing::FillRandom(x, 6);
-  testing::FillRandom(w, 7);
-  testing::FillRandom(b, 8);
-  testing::FillRandom(dy, 9);
+// BERT's attention core with its GEMM operands kept in the precision's type
+// (AttentionParams::typed: cuda/attention_typed.h, the masked softmax and
+// the dropout-softmax backward fused) against the CPU's rounding points,
+// dropout on, one sample's keys partly masked.
+TEST_F(CudaPrecisionTwinTest, TypedAttentionRoundsLikeTheCpu) {
+  const int64_t b = 2, h = 3, t = 40, d = 16;
+  const core::Shape heads{b, h, t, d}, square{b, h, t, t};
+  Buffer q(heads), k(heads), v(heads), dout(heads), mask({b, t}, 1.0f);
+  testing::FillRandom(q, 11);
+  testing::FillRandom(k, 12);
+  testing::FillRandom(v, 13);
+  testing::FillRandom(dout, 14);
+  for (int64_t j = 30; j < t; ++j) mask[t + j] = 0.0f;
   for (DType p : {DType::kBF16, DType::kF16}) {
     const ops::PrecisionScope scope(p);
-    Buffer y({rows, out}), dx({rows, in}), dw({out, in}), db({out});
-    ops::LinearForward(x.t(), w.t(), b.t(), y.t());
-    ops::LinearBackward(x.t(), w.t(), dy.t(), dx.t(), dw.t(), db.t());
-    OnDevice gx(x), gw(w), gb(b), gdy(dy), gy(y), gdx(dx), gdw(dw), gdb(db);
-    ops::LinearForward(gx.t(), gw.t(), gb.t(), gy.t());
-    ops::LinearBackward(gx.t(), gw.t(), gdy.t(), gdx.t(), gdw.t(), gdb.t());
-    const std::string name(ops::PrecisionName(p));
-    ExpectWithinAUnit(gy.ToHost(), y.data, p, name + " linear forward");
-    ExpectWithinAUnit(gdx.ToHost(), dx.data, p, name + " linear data gradient");
-    ExpectWithinAUnit(gdw.ToHost(), dw.data, p, name + " linear weight gradient");
-    ExpectWithinAUnit(gdb.ToHost(), db.data, p, name + " linear bias gradient");
+    AttentionParams params{.dropout = 0.1f, .seed = 5, .offset = 7};
+    Buffer probs(square), ws({b * h * t * t}), out(heads), dq(heads), dk(heads), dv(heads);
+    ops::AttentionForward(params, q.t(), k.t(), v.t(), mask.t(), probs.t(), out.t(), ws.t());
+    ops::AttentionBackward(params, q.t(), k.t(), v.t(), probs.t(), dout.t(), dq.t(), dk.t(), dv.t(),
+                           ws.t());
+    for (bool typed : {true, false}) {
+      params.typed = typed;
+      OnDevice gq(q), gk(k), gv(v), gdout(dout), gmask(mask), gprobs(probs), gws(ws), gout(out),
+          gdq(dq), gdk(dk), gdv(dv);
+      ops::AttentionForward(params, gq.t(), gk.t(), gv.t(), gmask.t(), gprobs.t(), gout.t(),
+                            gws.t());
+      ops::AttentionBackward(params, gq.t(), gk.t(), gv.t(), gprobs.t(), gdout.t(), gdq.t(),
+                             gdk.t(), gdv.t(), gws.t());
+      const std::string name =
+          std::string(ops::PrecisionName(p)) + (typed ? " typed attention" : " attention");
+      ExpectWithinAUnit(gprobs.ToHost(), probs.data, p, name + " probabilities");
+      ExpectWithinAUnit(gout.ToHost(), out.data, p, name + " output");
+      ExpectWithinAUnit(gdq.ToHost(), dq.data, p, name + " dq");
+      ExpectWithinAUnit(gdk.ToHost(), dk.data, p, name + " dk");
+      ExpectWithinAUnit(gdv.ToHost(), dv.data, p, name + " dv");
+    }
+  }
+}
+
+// Each storage the models use: fp32 rounded in place, and x, y, dy and dx
+// in the precision's type (BERT's typed storage), with cuBLASLt's bias
+// epilogues and without. Shapes: one with several chunks of the unfused bias
+// gradient, one with 16-byte rows, which cuBLASLt must take when asked.
+TEST_F(CudaPrecisionTwinTest, LinearLayersRoundLikeTheCpu) {
+  struct Shape {
+    int64_t rows, in, out;
+  };
+  for (const Shape& s : {Shape{300, 40, 24}, Shape{256, 64, 32}}) {
+    Buffer x({s.rows, s.in}), w({s.out, s.in}), b({s.out}), dy({s.rows, s.out});
+    testing::FillRandom(x, 6);
+    testing::FillRandom(w, 7);
+    testing::FillRandom(b, 8);
+    testing::FillRandom(dy, 9);
+    for (DType p : {DType::kBF16, DType::kF16}) {
+      const ops::PrecisionScope scope(p);
+      Buffer y({s.rows, s.out}), dx({s.rows, s.in}), dw({s.out, s.in}), db({s.out});
+      ops::LinearForward(x.t(), w.t(), b.t(), y.t());
+      ops::LinearBackward(x.t(), w.t(), dy.t(), dx.t(), dw.t(), db.t());
+      for (bool fused : {true, false}) {
+        cuda::SetGemmEpilogues(fused);
+        for (bool typed : {false, true}) {
+          const DType stored = typed ? p : DType::kF32;
+          StoredOnDevice gx(x, stored), gdy(dy, stored), gy(y, stored), gdx(dx, stored);
+          OnDevice gw(w), gb(b), gdw(dw), gdb(db);
+          const int64_t runs = cuda::GemmEpilogueRuns();
+          ops::LinearForward(gx.t(), gw.t(), gb.t(), gy.t());
+          ops::LinearBackward(gx.t(), gw.t(), gdy.t(), gdx.t(), gdw.t(), gdb.t());
+          const std::string name = std::string(ops::PrecisionName(p)) + " linear " +
+                                   std::to_string(s.rows) + "x" + std::to_string(s.in) + "x" +
+                                   std::to_string(s.out) + (typed ? " typed" : " fp32-stored") +
+                                   (fused ? " fused" : " unfused");
+          const int64_t fused_runs = cuda::GemmEpilogueRuns() - runs;
+          if (!fused) {
+            EXPECT_EQ(fused_runs, 0) << name;
+          } else if (s.in % 8 == 0 && s.out % 8 == 0) {
+            EXPECT_EQ(fused_runs, 2) << name << ": cuBLASLt declined an epilogue";
+          }
+          ExpectWithinAUnit(gy.ToHost(), y.data, p, name + " forward");
+          ExpectWithinAUnit(gdx.ToHost(), dx.data, p, name + " data gradient");
+          ExpectWithinAUnit(gdw.ToHost(), dw.data, p, name + " weight gradient");
+          ExpectWithinAUnit(gdb.ToHost(), db.data, p, name + " bias gradient");
+        }
+      }
+      cuda::SetGemmEpilogues(true);
+    }
   }
 }
 

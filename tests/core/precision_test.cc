@@ -118,6 +118,32 @@ TEST(PrecisionTest, ActivationsAreStoredInThePrecisionOnCudaByDefault) {
   EXPECT_EQ(ops::ActivationStorageType(core::Device::kCuda), DType::kF32);
 }
 
+// A model whose typed storage has not yet run on a GPU (BERT) takes it only
+// when asked for, by the variable or a scope; asked not to, it does not.
+TEST(PrecisionTest, OptInModelsStoreTypedActivationsOnlyWhenAsked) {
+  if (std::getenv("MLPERF_TYPED_ACTIVATIONS") != nullptr)
+    GTEST_SKIP() << "MLPERF_TYPED_ACTIVATIONS overrides the default";
+  constexpr auto kOff = ops::TypedDefault::kOff;
+  const ops::PrecisionScope bf16(DType::kBF16);
+  EXPECT_FALSE(ops::TypedActivations(kOff));
+  EXPECT_EQ(ops::ActivationStorageType(core::Device::kCuda, kOff), DType::kF32);
+  {
+    const ops::TypedActivationsScope typed(true);
+    EXPECT_EQ(ops::ActivationStorageType(core::Device::kCuda, kOff), DType::kBF16);
+    EXPECT_EQ(ops::ActivationStorageType(core::Device::kCpu, kOff), DType::kF32);
+  }
+  {
+    const ops::TypedActivationsScope fp32_storage(false);
+    EXPECT_EQ(ops::ActivationStorageType(core::Device::kCuda), DType::kF32);
+  }
+  ASSERT_EQ(setenv("MLPERF_TYPED_ACTIVATIONS", "1", 1), 0);
+  EXPECT_EQ(ops::ActivationStorageType(core::Device::kCuda, kOff), DType::kBF16);
+  ASSERT_EQ(setenv("MLPERF_TYPED_ACTIVATIONS", "0", 1), 0);
+  EXPECT_EQ(ops::ActivationStorageType(core::Device::kCuda), DType::kF32);
+  ASSERT_EQ(unsetenv("MLPERF_TYPED_ACTIVATIONS"), 0);
+  EXPECT_EQ(ops::ActivationStorageType(core::Device::kCuda), DType::kBF16);
+}
+
 TEST(PrecisionTest, ScopeSetsAndRestores) {
   EXPECT_EQ(ops::ComputePrecision(), DType::kF32);
   {

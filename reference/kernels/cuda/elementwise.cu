@@ -99,23 +99,29 @@ void ReluBackward(const Tensor& y, const Tensor& dy, const Tensor& dx) {
   Launch(y.numel(), [=] __device__(long long i) { d[i] = out[i] > 0.0f ? g[i] : 0.0f; });
 }
 
+// GELU and dropout take any mix of fp32/bf16/fp16 (BERT's typed storage),
+// computing in fp32; a result stored in a reduced type is rounded once.
 void GeluForward(const Tensor& x, const Tensor& y) {
-  const float* in = x.f32();
-  float* out = y.f32();
+  MLPERF_CHECK(x.numel() == y.numel());
+  const void* in = x.data();
+  void* out = y.data();
+  const DType xt = x.dtype(), yt = y.dtype();
   Launch(x.numel(), [=] __device__(long long i) {
-    const float v = in[i];
-    out[i] = 0.5f * v * (1.0f + tanhf(kSqrt2OverPi * (v + kGeluCoeff * v * v * v)));
+    const float v = Load(in, xt, i);
+    Store(out, yt, i, 0.5f * v * (1.0f + tanhf(kSqrt2OverPi * (v + kGeluCoeff * v * v * v))));
   });
 }
 
 void GeluBackward(const Tensor& x, const Tensor& dy, const Tensor& dx) {
-  const float *in = x.f32(), *g = dy.f32();
-  float* d = dx.f32();
+  MLPERF_CHECK(x.numel() == dy.numel() && x.numel() == dx.numel());
+  const void *in = x.data(), *g = dy.data();
+  void* d = dx.data();
+  const DType xt = x.dtype(), gt = dy.dtype(), dt = dx.dtype();
   Launch(x.numel(), [=] __device__(long long i) {
-    const float v = in[i];
+    const float v = Load(in, xt, i);
     const float t = tanhf(kSqrt2OverPi * (v + kGeluCoeff * v * v * v));
     const float dinner = kSqrt2OverPi * (1.0f + 3.0f * kGeluCoeff * v * v);
-    d[i] = g[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * dinner);
+    Store(d, dt, i, Load(g, gt, i) * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * dinner));
   });
 }
 
@@ -167,12 +173,13 @@ void DropoutForward(float p, uint64_t seed, uint64_t offset, const Tensor& x, co
                     const int64_t* offset_base) {
   MLPERF_CHECK(x.numel() == y.numel() && p >= 0.0f && p < 1.0f);
   const float scale = 1.0f / (1.0f - p);
-  const float* in = x.f32();
-  float* out = y.f32();
+  const void* in = x.data();
+  void* out = y.data();
+  const DType xt = x.dtype(), yt = y.dtype();
   Launch(x.numel(), [=] __device__(long long i) {
     const uint64_t stream = offset + (offset_base ? static_cast<uint64_t>(*offset_base) : 0);
     const bool keep = core::PhiloxUniform(seed, stream, static_cast<uint64_t>(i)) >= p;
-    out[i] = keep ? in[i] * scale : 0.0f;
+    Store(out, yt, i, keep ? Load(in, xt, i) * scale : 0.0f);
   });
 }
 

@@ -12,7 +12,8 @@ void ReluForward(const core::Tensor& x, const core::Tensor& y);
 void ReluBackward(const core::Tensor& y, const core::Tensor& dy, const core::Tensor& dx);
 
 // tanh approximation 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))), the BERT
-// reference's gelu (modeling.py), not the erf form.
+// reference's gelu (modeling.py), not the erf form. Tensors fp32, bf16 or
+// fp16 in any mix, as dropout's.
 void GeluForward(const core::Tensor& x, const core::Tensor& y);
 void GeluBackward(const core::Tensor& x, const core::Tensor& dy, const core::Tensor& dx);
 // tanh (BERT's pooler). The backward uses the forward output: dx = dy (1 - y^2).

@@ -1,6 +1,8 @@
 #include <cublasLt.h>
 
+#include <cstdlib>
 #include <map>
+#include <string_view>
 #include <tuple>
 
 #include "reference/kernels/cuda/check.h"
@@ -10,16 +12,39 @@
 namespace mlperf::cuda {
 namespace {
 
-bool g_epilogues = true;
+// -1: not set, read MLPERF_GEMM_EPILOGUES; else 0 or 1.
+int g_epilogues = -1;
+int64_t g_runs = 0;
+
+bool Epilogues() {
+  if (g_epilogues < 0) {
+    const char* env = std::getenv("MLPERF_GEMM_EPILOGUES");
+    g_epilogues = env == nullptr || std::string_view(env) != "0" ? 1 : 0;
+  }
+  return g_epilogues == 1;
+}
+
+cudaDataType LtType(core::DType t) {
+  switch (t) {
+    case core::DType::kBF16:
+      return CUDA_R_16BF;
+    case core::DType::kF16:
+      return CUDA_R_16F;
+    default:
+      MLPERF_CHECK_MSG(t == core::DType::kF32, "cuBLASLt operands are fp32, bf16 or fp16");
+      return CUDA_R_32F;
+  }
+}
 
 // cuBLASLt is column-major: a row-major matrix is its transpose there.
 struct Key {
   int64_t m, n, k;
   bool trans_a, trans_b;
   cublasLtEpilogue_t epilogue;
+  core::DType ab, d;  // the operands' type and the output's
   bool operator<(const Key& o) const {
-    return std::tie(m, n, k, trans_a, trans_b, epilogue) <
-           std::tie(o.m, o.n, o.k, o.trans_a, o.trans_b, o.epilogue);
+    return std::tie(m, n, k, trans_a, trans_b, epilogue, ab, d) <
+           std::tie(o.m, o.n, o.k, o.trans_a, o.trans_b, o.epilogue, o.ab, o.d);
   }
 };
 
@@ -59,9 +84,9 @@ const Plan& PlanFor(const Key& key) {
   // Stored (before op) shapes, column-major, packed.
   const int64_t a_rows = key.trans_a ? key.k : key.m, a_cols = key.trans_a ? key.m : key.k;
   const int64_t b_rows = key.trans_b ? key.n : key.k, b_cols = key.trans_b ? key.k : key.n;
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_32F, a_rows, a_cols, a_rows));
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_32F, b_rows, b_cols, b_rows));
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, key.m, key.n, key.m));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, LtType(key.ab), a_rows, a_cols, a_rows));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b, LtType(key.ab), b_rows, b_cols, b_rows));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.c, LtType(key.d), key.m, key.n, key.m));
   cublasLtMatmulPreference_t pref = nullptr;
   CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
   CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
@@ -89,8 +114,8 @@ bool Aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % kAlignment
 
 // D = op(A) op(B) with the epilogue's bias vector (read by BIAS, written by
 // BGRADB).
-bool Run(const Key& key, const float* a, const float* b, float* d, void* bias) {
-  if (!g_epilogues || !Aligned(a) || !Aligned(b) || !Aligned(d) || !Aligned(bias)) return false;
+bool Run(const Key& key, const void* a, const void* b, void* d, void* bias) {
+  if (!Epilogues() || !Aligned(a) || !Aligned(b) || !Aligned(d) || !Aligned(bias)) return false;
   const Plan& p = PlanFor(key);
   if (!p.ok) return false;
   CUBLAS_CHECK(
@@ -99,6 +124,7 @@ bool Run(const Key& key, const float* a, const float* b, float* d, void* bias) {
   const float one = 1.0f, zero = 0.0f;
   CUBLAS_CHECK(cublasLtMatmul(Handle(), p.op, &one, a, p.a, b, p.b, &zero, d, p.c, d, p.c, &p.algo,
                               workspace, p.workspace, Stream()));
+  ++g_runs;
   return true;
 }
 
@@ -107,20 +133,24 @@ bool Run(const Key& key, const float* a, const float* b, float* d, void* bias) {
 // Row-major y [rows, out] is column-major y^T [out, rows] = w (x^T): A = w
 // stored [in, out] column-major, transposed; B = x stored [in, rows]. The
 // bias runs along D's rows (out), as BIAS broadcasts it.
-bool LinearForwardWithBias(const float* x, const float* w, const float* bias, float* y,
-                           int64_t rows, int64_t in, int64_t out) {
-  return Run({out, rows, in, true, false, CUBLASLT_EPILOGUE_BIAS}, w, x, y,
-             const_cast<float*>(bias));
+bool LinearForwardWithBias(const void* x, const void* w, core::DType operands, const void* bias,
+                           void* y, core::DType y_type, int64_t rows, int64_t in, int64_t out) {
+  MLPERF_CHECK(y_type == core::DType::kF32 || y_type == operands);
+  return Run({out, rows, in, true, false, CUBLASLT_EPILOGUE_BIAS, operands, y_type}, w, x, y,
+             const_cast<void*>(bias));
 }
 
 // Row-major dw [out, in] is column-major dw^T [in, out] = x^T dy: A = x
 // stored [in, rows]; B = dy stored [out, rows], transposed. BGRADB sums B
 // over k (rows) per column of D: the bias gradient, per output feature.
-bool WeightAndBiasGradients(const float* x, const float* dy, float* dw, float* dbias, int64_t rows,
-                            int64_t in, int64_t out) {
-  return Run({in, out, rows, false, true, CUBLASLT_EPILOGUE_BGRADB}, x, dy, dw, dbias);
+bool WeightAndBiasGradients(const void* x, const void* dy, core::DType operands, float* dw,
+                            float* dbias, int64_t rows, int64_t in, int64_t out) {
+  return Run({in, out, rows, false, true, CUBLASLT_EPILOGUE_BGRADB, operands, core::DType::kF32}, x,
+             dy, dw, dbias);
 }
 
-void SetGemmEpilogues(bool on) { g_epilogues = on; }
+void SetGemmEpilogues(bool on) { g_epilogues = on ? 1 : 0; }
+
+int64_t GemmEpilogueRuns() { return g_runs; }
 
 }  // namespace mlperf::cuda

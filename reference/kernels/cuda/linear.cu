@@ -13,10 +13,13 @@ using core::DType;
 constexpr int kThreads = 256;
 constexpr int64_t kRowsPerChunk = 256;
 
-__global__ void AddBias(float* y, const float* bias, int64_t rows, int64_t out) {
+// y = products + bias, stored in y's type (a reduced one rounded once,
+// here); products fp32, bias of y's type, y may be the products.
+__global__ void AddBias(const float* products, const void* bias, void* y, DType t, int64_t rows,
+                        int64_t out) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < rows * out;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    y[i] += bias[i % out];
+    detail::StoreAs(y, t, i, products[i] + detail::LoadAs(bias, t, i % out));
 }
 
 // Bias gradient in two passes, in a fixed order: each block sums a chunk of
@@ -69,29 +72,48 @@ void GemmTo32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const
 }  // namespace
 
 // x, w (and dy) in fp32, or in bf16/fp16 (ops:: under a reduced
-// precision); bias, y and the gradients always fp32. The cuBLASLt epilogues
-// serve the fp32 case.
+// precision); y and dx in fp32 or in the operands' type, the bias in y's;
+// dw and dbias fp32. The cuBLASLt epilogues serve each case they can.
 void LinearForward(const core::Tensor& x, const core::Tensor& w, const core::Tensor& bias,
                    const core::Tensor& y) {
   const int64_t out = w.dim(0), in = w.dim(1), rows = x.numel() / in;
-  MLPERF_CHECK(y.numel() == rows * out && y.dtype() == DType::kF32);
-  const bool fp32 = x.dtype() == DType::kF32;
-  if (fp32 && !bias.empty() &&
-      LinearForwardWithBias(x.f32(), w.f32(), bias.f32(), y.f32(), rows, in, out))
+  const DType yt = y.dtype();
+  MLPERF_CHECK(y.numel() == rows * out && x.dtype() == w.dtype());
+  MLPERF_CHECK(yt == DType::kF32 || yt == x.dtype());
+  MLPERF_CHECK(bias.empty() || bias.dtype() == yt);
+  if (!bias.empty() && LinearForwardWithBias(x.data(), w.data(), x.dtype(), bias.data(), y.data(),
+                                             yt, rows, in, out))
     return;
-  GemmTo32(false, true, rows, out, in, x, w, y.f32());
+  if (bias.empty() && yt != DType::kF32)
+    return GemmStridedBatchedEx(false, true, rows, out, in, 1.0f, x.data(), 0, w.data(), 0, 0.0f,
+                                y.data(), 0, 1, x.dtype(), yt);
+  // A reduced y takes the fp32 products from scratch and is rounded once,
+  // with the bias added.
+  float* products = yt == DType::kF32
+                        ? y.f32()
+                        : static_cast<float*>(Scratch(
+                              static_cast<size_t>(rows * out) * sizeof(float), kScratchReduce));
+  GemmTo32(false, true, rows, out, in, x, w, products);
   if (bias.empty()) return;
-  AddBias<<<Blocks(rows * out), kThreads, 0, Stream()>>>(y.f32(), bias.f32(), rows, out);
+  AddBias<<<Blocks(rows * out), kThreads, 0, Stream()>>>(products, bias.data(), y.data(), yt, rows,
+                                                         out);
   CUDA_CHECK_LAUNCH();
 }
 
 void LinearBackward(const core::Tensor& x, const core::Tensor& w, const core::Tensor& dy,
                     const core::Tensor& dx, const core::Tensor& dw, const core::Tensor& dbias) {
   const int64_t out = w.dim(0), in = w.dim(1), rows = x.numel() / in;
-  const bool fp32 = x.dtype() == DType::kF32;
-  if (!dx.empty()) GemmTo32(false, false, rows, in, out, dy, w, dx.f32());
-  if (fp32 && !dbias.empty() &&
-      WeightAndBiasGradients(x.f32(), dy.f32(), dw.f32(), dbias.f32(), rows, in, out))
+  MLPERF_CHECK(x.dtype() == w.dtype() && dy.dtype() == w.dtype());
+  MLPERF_CHECK(dw.dtype() == DType::kF32 && (dbias.empty() || dbias.dtype() == DType::kF32));
+  if (!dx.empty() && dx.dtype() == DType::kF32) {
+    GemmTo32(false, false, rows, in, out, dy, w, dx.f32());
+  } else if (!dx.empty()) {
+    MLPERF_CHECK(dx.dtype() == dy.dtype());
+    GemmStridedBatchedEx(false, false, rows, in, out, 1.0f, dy.data(), 0, w.data(), 0, 0.0f,
+                         dx.data(), 0, 1, dy.dtype(), dx.dtype());
+  }
+  if (!dbias.empty() &&
+      WeightAndBiasGradients(x.data(), dy.data(), x.dtype(), dw.f32(), dbias.f32(), rows, in, out))
     return;
   GemmTo32(true, false, out, in, rows, dy, x, dw.f32());
   if (!dbias.empty()) BiasGradient(dy, dbias.f32(), rows, out);

@@ -1,7 +1,9 @@
 #include <cfloat>
 
+#include "reference/core/philox.h"
 #include "reference/kernels/cuda/check.h"
 #include "reference/kernels/cuda/context.h"
+#include "reference/kernels/cuda/device_util.cuh"
 #include "reference/kernels/cuda/softmax.h"
 
 namespace mlperf::cuda {
@@ -43,6 +45,49 @@ __global__ void SoftmaxRowsBackward(const float* y, const float* dy, float* dx, 
     dx[base + j] = y[base + j] * (dy[base + j] - dot);
 }
 
+// One block per row of [b, h, t, t]; the key mask of the row's sample.
+__global__ void MaskedSoftmaxRows(const void* scores, core::DType st, const float* mask,
+                                  float* probs, int64_t rows_per_sample, int64_t d) {
+  const int64_t base = blockIdx.x * d;
+  const float* keys = mask + blockIdx.x / rows_per_sample * d;
+  const auto masked = [&](int64_t j) {
+    return detail::LoadAs(scores, st, base + j) + (1.0f - keys[j]) * -10000.0f;
+  };
+  float m = -FLT_MAX;
+  for (int64_t j = threadIdx.x; j < d; j += kThreads) m = fmaxf(m, masked(j));
+  m = BlockReduce(m, [](float a, float b) { return fmaxf(a, b); });
+  float s = 0.0f;
+  for (int64_t j = threadIdx.x; j < d; j += kThreads) s += expf(masked(j) - m);
+  s = BlockReduce(s, [](float a, float b) { return a + b; });
+  for (int64_t j = threadIdx.x; j < d; j += kThreads) probs[base + j] = expf(masked(j) - m) / s;
+}
+
+struct DropoutDraw {
+  float p, scale;
+  uint64_t seed, offset;
+  const int64_t* offset_base;
+};
+
+__global__ void DropoutSoftmaxRowsBackward(const float* y, const void* dattn, core::DType at,
+                                           void* dx, core::DType xt, int64_t d, DropoutDraw drop) {
+  const int64_t base = blockIdx.x * d;
+  const uint64_t stream =
+      drop.offset + (drop.offset_base ? static_cast<uint64_t>(*drop.offset_base) : 0);
+  // Every element is read before any is written (the reduction lies between).
+  const auto grad = [&](int64_t j) {
+    const float g = detail::LoadAs(dattn, at, base + j);
+    if (drop.p == 0.0f) return g;
+    const bool keep =
+        core::PhiloxUniform(drop.seed, stream, static_cast<uint64_t>(base + j)) >= drop.p;
+    return keep ? g * drop.scale : 0.0f;
+  };
+  float dot = 0.0f;
+  for (int64_t j = threadIdx.x; j < d; j += kThreads) dot += y[base + j] * grad(j);
+  dot = BlockReduce(dot, [](float a, float b) { return a + b; });
+  for (int64_t j = threadIdx.x; j < d; j += kThreads)
+    detail::StoreAs(dx, xt, base + j, y[base + j] * (grad(j) - dot));
+}
+
 }  // namespace
 
 void SoftmaxForward(const core::Tensor& x, const core::Tensor& y) {
@@ -56,6 +101,27 @@ void SoftmaxBackward(const core::Tensor& y, const core::Tensor& dy, const core::
   const int64_t d = y.dim(y.shape().rank() - 1), rows = y.numel() / d;
   SoftmaxRowsBackward<<<static_cast<unsigned>(rows), kThreads, 0, Stream()>>>(y.f32(), dy.f32(),
                                                                               dx.f32(), d);
+  CUDA_CHECK_LAUNCH();
+}
+
+void MaskedSoftmax(const core::Tensor& scores, const core::Tensor& mask,
+                   const core::Tensor& probs) {
+  MLPERF_CHECK(scores.shape().rank() == 4 && scores.numel() == probs.numel());
+  const int64_t b = scores.dim(0), h = scores.dim(1), t = scores.dim(2);
+  MLPERF_CHECK(scores.dim(3) == t && mask.numel() == b * t);
+  MaskedSoftmaxRows<<<static_cast<unsigned>(b * h * t), kThreads, 0, Stream()>>>(
+      scores.data(), scores.dtype(), mask.f32(), probs.f32(), h * t, t);
+  CUDA_CHECK_LAUNCH();
+}
+
+void DropoutSoftmaxBackward(const AttentionParams& p, const core::Tensor& probs,
+                            const core::Tensor& dattn, const core::Tensor& dscores) {
+  const int64_t d = probs.dim(probs.shape().rank() - 1), rows = probs.numel() / d;
+  MLPERF_CHECK(dattn.numel() == probs.numel() && dscores.numel() == probs.numel());
+  MLPERF_CHECK(p.dropout >= 0.0f && p.dropout < 1.0f);
+  const DropoutDraw drop{p.dropout, 1.0f / (1.0f - p.dropout), p.seed, p.offset, p.offset_base};
+  DropoutSoftmaxRowsBackward<<<static_cast<unsigned>(rows), kThreads, 0, Stream()>>>(
+      probs.f32(), dattn.data(), dattn.dtype(), dscores.data(), dscores.dtype(), d, drop);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -7,8 +7,10 @@
 // (bench/unet3d/unet3d_gpu_torch_bench.py: AMP bf16 and fp32,
 // channels_last_3d, cudnn.benchmark). Each step ends in the loss on the host,
 // so wall time per step is device time; median after two warm-up steps.
-// Ours first, each line printed as it is measured (with the warm-up's time,
-// so that a run stopped at its limit still tells where the time went), then
+// Ours first, each line printed as it is measured (the first forward and
+// backward alone, the warm-up's time, then a per-op profile with every
+// convolution's line, so that a run stopped at its limit still tells where
+// the time went), then
 // the peer, then the sliding-window evaluation of 42 generated volumes (the
 // validation set's count) of one preprocessed-case shape, `batch` windows
 // at a time.
@@ -31,10 +33,14 @@
 #include "absl/strings/str_split.h"
 #include "bench/gpu/step_bench.h"
 #include "fmt/format.h"
+#include "reference/core/arena.h"
 #include "reference/core/philox.h"
 #include "reference/dist/communicator.h"
+#include "reference/kernels/composite.h"
+#include "reference/kernels/conv_geometry.h"
 #include "reference/kernels/dispatch.h"
 #include "reference/kernels/precision.h"
+#include "reference/layers/conv_instance_norm.h"
 #include "reference/models/unet3d.h"
 #include "reference/trainer/trainer.h"
 
@@ -77,6 +83,15 @@ void Train(core::Layout layout, core::DType precision, int64_t batch, int steps)
                           .dynamic_loss_scaling = precision == core::DType::kF16},
                          *comm);
   const models::OwnedBatch data = model.SyntheticBatch();
+  // One forward and backward alone first, each waited for: a step too slow
+  // for the stage's limit still says which half it stalls in.
+  Clock::time_point phase = Clock::now();
+  model.ForwardTrain(data.batch);
+  std::printf("  ours  %s: first forward %.1f s", name.c_str(), Seconds(phase));
+  phase = Clock::now();
+  model.Backward();
+  ops::Synchronize(core::Device::kCuda);
+  std::printf(", first backward %.1f s\n", Seconds(phase));
   const Clock::time_point warm = Clock::now();
   std::vector<double> seconds;
   for (int s = 0; s < steps + 2; ++s) {
@@ -89,6 +104,141 @@ void Train(core::Layout layout, core::DType precision, int64_t batch, int steps)
   const double step = Median(seconds);
   std::printf("  ours  %-22s %8.1f ms/step %8.2f samples/s\n", name.c_str(), 1e3 * step,
               batch / step);
+}
+
+// Milliseconds of `fn` on the device: one untimed run, then the median of
+// `repeats`, each waited for.
+template <typename Fn>
+double OpMs(int repeats, Fn&& fn) {
+  fn();
+  ops::Synchronize(core::Device::kCuda);
+  std::vector<double> ms;
+  for (int i = 0; i < repeats; ++i) {
+    const Clock::time_point start = Clock::now();
+    fn();
+    ops::Synchronize(core::Device::kCuda);
+    ms.push_back(1e3 * Seconds(start));
+  }
+  return Median(ms);
+}
+
+// Every convolution of the network at the step's shapes in `precision`
+// (the activations fp32, as the model keeps them), each timed alone and
+// printed as measured with the instance norm and ReLU on its output; then
+// the transposed convolutions and concatenations; then the sums by kind.
+void OpProfile(core::Layout layout, core::DType precision, int64_t n, int repeats) {
+  const ops::PrecisionScope scope(precision);
+  const models::UNet3DConfig c = Config(layout);
+  const size_t depth = c.filters.size();
+  std::vector<ConvGeometry> convs, ups;
+  int64_t size = c.roi, channels = c.in_channels;
+  for (size_t i = 0; i <= depth; ++i) {  // as UNet3D::Build
+    const int64_t width = c.filters[std::min(i, depth - 1)], stride = i == 0 ? 1 : 2;
+    convs.push_back(Conv3d(n, channels, size, size, size, width, 3, stride, 1));
+    size /= stride;
+    convs.push_back(Conv3d(n, width, size, size, size, width, 3, 1, 1));
+    channels = width;
+  }
+  for (size_t j = 0; j < depth; ++j) {
+    const int64_t out = c.filters[depth - 1 - j];
+    ups.push_back(Conv3d(n, out, 2 * size, 2 * size, 2 * size, channels, 2, 2, 0));
+    size *= 2;
+    convs.push_back(Conv3d(n, 2 * out, size, size, size, out, 3, 1, 1));
+    convs.push_back(Conv3d(n, out, size, size, size, out, 3, 1, 1));
+    channels = out;
+  }
+  int64_t largest = 0, largest_w = 0;
+  for (const std::vector<ConvGeometry>* list : {&convs, &ups}) {
+    for (const ConvGeometry& g : *list) {
+      largest = std::max({largest, g.batch * g.in_channels * g.in_spatial(),
+                          g.batch * g.out_channels * g.out_spatial()});
+      largest_w = std::max(largest_w, g.out_channels * g.in_channels * g.kernel_volume());
+    }
+  }
+  core::Arena arena(core::Device::kCuda,
+                    static_cast<size_t>(4 * largest + 2 * largest_w + 8 * n * 512) * 4 + (1 << 20));
+  const core::Tensor bx = arena.AllocateZeroed({largest}), by = arena.AllocateZeroed({largest}),
+                     bdy = arena.AllocateZeroed({largest}), bdx = arena.AllocateZeroed({largest}),
+                     bw = arena.AllocateZeroed({largest_w}),
+                     bdw = arena.AllocateZeroed({largest_w});
+  core::Tensor stats[6];
+  for (core::Tensor& t : stats) t = arena.AllocateZeroed({n * 512});
+  for (const core::Tensor& t : {bx, bdy, bw}) ops::Fill(t, 0.01f);
+  ops::Fill(stats[0], 1.0f);
+  const auto volume = [&](const core::Tensor& b, int64_t ch, const int64_t* s) {
+    return core::Tensor(b.data(), layers::VolumeShape(layout, n, ch, s[0], s[1], s[2]),
+                        core::DType::kF32, core::Device::kCuda, layout);
+  };
+  const auto first = [](const core::Tensor& b, core::Shape s) {
+    return core::Tensor(b.data(), s, core::DType::kF32, core::Device::kCuda);
+  };
+  const core::Tensor none;
+  std::map<std::string, double> kinds;
+  const std::string what = fmt::format("{} {}", ops::PrecisionName(precision), Name(layout));
+  std::printf("  ours  %s per-op profile (ms, each op alone):\n", what.c_str());
+  for (const ConvGeometry& g : convs) {
+    const int64_t out[3] = {g.out(0), g.out(1), g.out(2)};
+    const core::Tensor x = volume(bx, g.in_channels, g.in), dx = volume(bdx, g.in_channels, g.in);
+    const core::Tensor y = volume(by, g.out_channels, out), dy = volume(bdy, g.out_channels, out);
+    const core::Tensor dz = volume(bdx, g.out_channels, out);  // the norm's input gradient
+    const core::Shape ws{g.out_channels, g.in_channels, g.kernel[0], g.kernel[1], g.kernel[2]};
+    const core::Tensor w = first(bw, ws), dw = first(bdw, ws);
+    const core::Tensor gamma = first(stats[0], {g.out_channels}),
+                       beta = first(stats[1], {g.out_channels}),
+                       mean = first(stats[2], {n * g.out_channels}),
+                       inv_std = first(stats[3], {n * g.out_channels}),
+                       dgamma = first(stats[4], {g.out_channels}),
+                       dbeta = first(stats[5], {g.out_channels});
+    const double f = OpMs(repeats, [&] { ops::ConvForward(g, x, w, y, none); });
+    const double bd = OpMs(repeats, [&] { ops::ConvBackwardData(g, dy, w, dx, none); });
+    const double bw_ms = OpMs(repeats, [&] { ops::ConvBackwardWeight(g, x, dy, dw, none); });
+    const double nf = OpMs(repeats, [&] {
+      ops::InstanceNormForward(c.norm_epsilon, y, gamma, beta, dz, mean, inv_std);
+    });
+    const double nb = OpMs(repeats, [&] {
+      ops::InstanceNormBackward(y, dy, gamma, mean, inv_std, dz, dgamma, dbeta);
+    });
+    const double rf = OpMs(repeats, [&] { ops::ReluForward(y, y); });
+    const double rb = OpMs(repeats, [&] { ops::ReluBackward(y, dy, dy); });
+    std::printf(
+        "    conv %3ld->%3ld at %3ld^3 stride %ld: forward %7.1f, data gradient %7.1f, weight "
+        "gradient %7.1f; instance norm %6.1f / %6.1f; ReLU %5.1f / %5.1f\n",
+        g.in_channels, g.out_channels, g.in[0], g.stride[0], f, bd, bw_ms, nf, nb, rf, rb);
+    kinds["conv forward"] += f;
+    kinds["conv data gradient"] += bd;
+    kinds["conv weight gradient"] += bw_ms;
+    kinds["instance norm forward"] += nf;
+    kinds["instance norm backward"] += nb;
+    kinds["ReLU forward and backward"] += rf + rb;
+  }
+  for (const ConvGeometry& g : ups) {
+    // The transposed convolution reads g's output shape and writes its input's.
+    const int64_t out[3] = {g.out(0), g.out(1), g.out(2)};
+    const core::Tensor x = volume(bx, g.out_channels, out), dx = volume(bdx, g.out_channels, out);
+    const core::Tensor y = volume(by, g.in_channels, g.in), dy = volume(bdy, g.in_channels, g.in);
+    const core::Shape ws{g.out_channels, g.in_channels, 2, 2, 2};
+    const core::Tensor w = first(bw, ws), dw = first(bdw, ws);
+    const double f = OpMs(repeats, [&] { ops::ConvTransposeForward(g, x, w, y, none); });
+    const double bd = OpMs(repeats, [&] { ops::ConvTransposeBackwardData(g, dy, w, dx, none); });
+    const double bw_ms =
+        OpMs(repeats, [&] { ops::ConvTransposeBackwardWeight(g, x, dy, dw, none); });
+    // The skip joins the upsampled volume: [upsampled, skip] and back.
+    const core::Tensor a = volume(bx, g.in_channels, g.in), b = volume(bdx, g.in_channels, g.in);
+    const core::Tensor cat = volume(by, 2 * g.in_channels, g.in);
+    const double cf = OpMs(repeats, [&] { ops::ConcatChannels(a, b, cat); });
+    const double cb = OpMs(repeats, [&] { ops::SplitChannels(cat, a, b); });
+    std::printf(
+        "    transposed conv %3ld->%3ld to %3ld^3: forward %7.1f, data gradient %7.1f, weight "
+        "gradient %7.1f; concat %5.1f / %5.1f\n",
+        g.out_channels, g.in_channels, g.in[0], f, bd, bw_ms, cf, cb);
+    kinds["transposed conv (3 directions)"] += f + bd + bw_ms;
+    kinds["concat and split"] += cf + cb;
+  }
+  double total = 0.0;
+  for (const auto& [kind, ms] : kinds) total += ms;
+  for (const auto& [kind, ms] : kinds)
+    std::printf("    %-32s %8.1f ms %5.1f%%\n", kind.c_str(), ms, 100.0 * ms / total);
+  std::printf("    %-32s %8.1f ms\n", "summed", total);
 }
 
 void Evaluate(core::Layout layout, int64_t batch, const std::vector<int64_t>& eval_shape) {
@@ -151,6 +301,7 @@ int main(int argc, char** argv) {
     if (which == "both" || which == "ndhwc") these.push_back(core::Layout::kNDHWC);
     for (core::Layout layout : these) {
       Train(layout, precision, batch, static_cast<int>(steps));
+      OpProfile(layout, precision, batch, 1);
       if (std::find(layouts.begin(), layouts.end(), layout) == layouts.end())
         layouts.push_back(layout);
     }

@@ -4,8 +4,9 @@
 // LAMB trainer steps under the BERT schedule, and the evaluation sums agree
 // within fp32 tolerances (cuBLAS sums in other orders than the CPU's GEMMs);
 // and one pass in bf16 and fp16, with activations stored in fp32 or in the
-// precision's type, against the CPU's rounding points. Skips without a
-// device (and in builds without CUDA).
+// precision's type, against the CPU's rounding points; recorded steps, in
+// fp32 and in bf16 with typed storage, against steps as queued. Skips
+// without a device (and in builds without CUDA).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -76,9 +77,8 @@ TEST(BertGpuTest, LossesLogitsAndEveryGradientMatchTheCpu) {
 // The step recorded as a CUDA graph (TrainerConfig::cuda_graph) and
 // replayed, against the same steps run as queued: new dropout masks each
 // replay (the step counter on the device), LAMB's step count and the
-// schedule's rate on the device.
-TEST(BertGpuTest, RecordedStepsMatchStepsAsQueued) {
-  SKIP_WITHOUT_DEVICE();
+// schedule's rate on the device. Under the precision and storage in force.
+void ExpectRecordedStepsMatchStepsAsQueued() {
   Bert queued_model(Small(core::Device::kCuda), 4), recorded_model(Small(core::Device::kCuda), 4);
   queued_model.Initialize(9);
   recorded_model.Initialize(9);
@@ -100,6 +100,21 @@ TEST(BertGpuTest, RecordedStepsMatchStepsAsQueued) {
   EXPECT_LT(RelativeError(recorded_model.ParametersToHost(), queued_model.ParametersToHost()),
             1e-5);
   EXPECT_LT(RelativeError(recorded.SecondMomentToHost(), queued.SecondMomentToHost()), 1e-5);
+}
+
+TEST(BertGpuTest, RecordedStepsMatchStepsAsQueued) {
+  SKIP_WITHOUT_DEVICE();
+  ExpectRecordedStepsMatchStepsAsQueued();
+}
+
+// The same in bf16 with the activations stored in it (the typed attention
+// core and dense layers inside the recording).
+TEST(BertGpuTest, RecordedTypedBf16StepsMatchStepsAsQueued) {
+  SKIP_WITHOUT_DEVICE();
+  const ops::PrecisionScope bf16(core::DType::kBF16);
+  const ops::TypedActivationsScope typed(true);
+  ASSERT_EQ(Bert(Small(core::Device::kCuda), 4).activation_storage(), core::DType::kBF16);
+  ExpectRecordedStepsMatchStepsAsQueued();
 }
 
 TEST(BertGpuTest, LambStepsAndEvaluationMatchTheCpu) {

@@ -27,8 +27,8 @@ bool LinearForwardWithBias(const void* x, const void* w, core::DType operands, c
 bool WeightAndBiasGradients(const void* x, const void* dy, core::DType operands, float* dw,
                             float* dbias, int64_t rows, int64_t in, int64_t out);
 
-// On by default (MLPERF_GEMM_EPILOGUES=0 turns them off). Off, LinearForward and LinearBackward run
-// the unfused kernels (the twin test compares the two).
+// On by default (MLPERF_GEMM_EPILOGUES=0 turns them off). Off, LinearForward
+// and LinearBackward run the unfused kernels (the twin tests compare the two).
 void SetGemmEpilogues(bool on);
 // GEMMs run with an epilogue so far in this process (tests check that a
 // shape took the fused path).

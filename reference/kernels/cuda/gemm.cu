@@ -3,7 +3,6 @@
 #include "reference/kernels/cuda/gemm.h"
 
 namespace mlperf::cuda {
-namespace {
 
 cudaDataType CublasType(core::DType t) {
   switch (t) {
@@ -18,8 +17,6 @@ cudaDataType CublasType(core::DType t) {
   }
   return CUDA_R_32F;
 }
-
-}  // namespace
 
 // cuBLAS is column-major: a row-major C = op(A) op(B) is the column-major
 // C^T = op(B)^T op(A)^T, so the operands swap and the shapes read as given.

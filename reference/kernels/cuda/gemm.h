@@ -2,11 +2,16 @@
 // plus mixed-precision forms for bf16/fp16 operands.
 #pragma once
 
+#include <library_types.h>
+
 #include <cstdint>
 
 #include "reference/core/tensor.h"
 
 namespace mlperf::cuda {
+
+// The CUDA library type of a GEMM operand: fp32, bf16 or fp16.
+cudaDataType CublasType(core::DType t);
 
 // C[m,n] = alpha * op(A) * op(B) + beta * C; op(A) is [m,k], op(B) is [k,n],
 // all row-major and densely packed.

@@ -7,6 +7,7 @@
 
 #include "reference/kernels/cuda/check.h"
 #include "reference/kernels/cuda/context.h"
+#include "reference/kernels/cuda/gemm.h"
 #include "reference/kernels/cuda/gemm_epilogue.h"
 
 namespace mlperf::cuda {
@@ -22,18 +23,6 @@ bool Epilogues() {
     g_epilogues = env == nullptr || std::string_view(env) != "0" ? 1 : 0;
   }
   return g_epilogues == 1;
-}
-
-cudaDataType LtType(core::DType t) {
-  switch (t) {
-    case core::DType::kBF16:
-      return CUDA_R_16BF;
-    case core::DType::kF16:
-      return CUDA_R_16F;
-    default:
-      MLPERF_CHECK_MSG(t == core::DType::kF32, "cuBLASLt operands are fp32, bf16 or fp16");
-      return CUDA_R_32F;
-  }
 }
 
 // cuBLASLt is column-major: a row-major matrix is its transpose there.
@@ -84,9 +73,9 @@ const Plan& PlanFor(const Key& key) {
   // Stored (before op) shapes, column-major, packed.
   const int64_t a_rows = key.trans_a ? key.k : key.m, a_cols = key.trans_a ? key.m : key.k;
   const int64_t b_rows = key.trans_b ? key.n : key.k, b_cols = key.trans_b ? key.k : key.n;
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, LtType(key.ab), a_rows, a_cols, a_rows));
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b, LtType(key.ab), b_rows, b_cols, b_rows));
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.c, LtType(key.d), key.m, key.n, key.m));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, CublasType(key.ab), a_rows, a_cols, a_rows));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b, CublasType(key.ab), b_rows, b_cols, b_rows));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.c, CublasType(key.d), key.m, key.n, key.m));
   cublasLtMatmulPreference_t pref = nullptr;
   CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
   CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,

@@ -200,6 +200,39 @@ TEST_F(CudaPrecisionTwinTest, BatchedGemmRoundsLikeTheCpu) {
   }
 }
 
+// GELU and dropout on tensors stored in bf16/fp16 (BERT's typed storage):
+// fp32 arithmetic on the stored values, the result rounded once as stored,
+// against the CPU on rounded fp32 copies.
+TEST_F(CudaPrecisionTwinTest, PointwiseOpsTakeAnyFloatType) {
+  Buffer x({4099}), g({4099});
+  testing::FillRandom(x, 21, -4.0f, 4.0f);
+  testing::FillRandom(g, 22);
+  for (DType p : {DType::kBF16, DType::kF16}) {
+    Buffer xr(x.shape), gr(g.shape), y(x.shape), dx(x.shape), dropped(x.shape);
+    ops::RoundToPrecision(p, x.t(), xr.t());
+    ops::RoundToPrecision(p, g.t(), gr.t());
+    ops::GeluForward(xr.t(), y.t());
+    ops::RoundToPrecision(p, y.t(), y.t());
+    ops::GeluBackward(xr.t(), gr.t(), dx.t());
+    ops::RoundToPrecision(p, dx.t(), dx.t());
+    ops::DropoutForward(0.1f, 3, 4, xr.t(), dropped.t());
+    ops::RoundToPrecision(p, dropped.t(), dropped.t());
+    StoredOnDevice gx(x, p), gg(g, p), gy(y, p), gdx(dx, p), gdropped(dropped, p);
+    OnDevice wide(dropped);
+    ops::GeluForward(gx.t(), gy.t());
+    ops::GeluBackward(gx.t(), gg.t(), gdx.t());
+    ops::DropoutForward(0.1f, 3, 4, gx.t(), gdropped.t());
+    ops::DropoutForward(0.1f, 3, 4, gx.t(), wide.t());  // reduced in, fp32 out: not rounded
+    const std::string name(ops::PrecisionName(p));
+    ExpectWithinAUnit(gy.ToHost(), y.data, p, name + " gelu");
+    ExpectWithinAUnit(gdx.ToHost(), dx.data, p, name + " gelu backward");
+    EXPECT_EQ(gdropped.ToHost(), dropped.data) << name << " dropout";
+    Buffer unrounded(x.shape);
+    ops::DropoutForward(0.1f, 3, 4, xr.t(), unrounded.t());
+    EXPECT_EQ(wide.ToHost(), unrounded.data) << name << " dropout into fp32";
+  }
+}
+
 // BERT's attention core with its GEMM operands kept in the precision's type
 // (AttentionParams::typed: cuda/attention_typed.h, the masked softmax and
 // the dropout-softmax backward fused) against the CPU's rounding points,

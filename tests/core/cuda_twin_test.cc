@@ -291,6 +291,27 @@ TEST_F(CudaTwinTest, LinearForwardAndBackward) {
   cuda::SetGemmEpilogues(true);
 }
 
+// More rows than 65535 chunks of 256 (a batch-8 3D U-Net's 128^3 output
+// layer has 16.8M): the chunks grow instead of the grid. Columns of 0s and
+// 1s keep every partial sum an exact integer, so a row counted twice or
+// left out shows: every fourth row, every seventh, and only the last 1001.
+TEST_F(CudaTwinTest, BiasGradientGrowsItsChunksPastTheGridLimit) {
+  const int64_t rows = int64_t{65535} * 256 + 1001, out = 3;
+  std::vector<float> dy(static_cast<size_t>(rows * out));
+  float expected[out] = {0.0f, 0.0f, 0.0f};
+  for (int64_t r = 0; r < rows; ++r) {
+    const bool ones[out] = {r % 4 == 0, r % 7 == 3, r >= rows - 1001};
+    for (int64_t o = 0; o < out; ++o) {
+      dy[r * out + o] = ones[o] ? 1.0f : 0.0f;
+      expected[o] += ones[o] ? 1.0f : 0.0f;  // below 2^24: exact
+    }
+  }
+  DeviceCopy<float> gdy(dy, {rows, out}), gdb(std::vector<float>(out), {out});
+  cuda::BiasGradient(gdy.t(), gdb.get(), rows, out);
+  const std::vector<float> db = gdb.ToHost();
+  for (int64_t o = 0; o < out; ++o) EXPECT_EQ(db[o], expected[o]) << "column " << o;
+}
+
 TEST_F(CudaTwinTest, FusedOptimizersMatchTheCpuSteps) {
   // Two tensors, one spanning several chunks, plus an excluded bias. From
   // the second step on, the device reads its rate from device memory

@@ -12,6 +12,7 @@
 #include "reference/kernels/cuda/conv_graph.h"
 #include "reference/kernels/cuda/cudnn_type.h"
 #include "reference/kernels/cuda/device_util.cuh"
+#include "reference/kernels/cuda/linear.h"
 
 namespace mlperf::cuda {
 namespace {
@@ -560,6 +561,9 @@ void BiasAddChannels(const Tensor& bias, const Tensor& y) {
 void BiasBackwardChannels(const Tensor& dy, const Tensor& dbias) {
   const detail::ActivationView v = detail::ViewOf(dy);
   MLPERF_CHECK(dbias.numel() == v.channels);
+  // Channels-last: rows of channels, like a dense layer's gradient (one
+  // block per channel would read it strided, with a handful of blocks).
+  if (v.channels_last) return BiasGradient(dy, dbias.f32(), dy.numel() / v.channels, v.channels);
   BiasGradKernel<<<static_cast<unsigned>(v.channels), kThreads, 0, Stream()>>>(
       dy.data(), dy.dtype(), dy.dim(0), v, dbias.f32());
   CUDA_CHECK_LAUNCH();

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "reference/kernels/cuda/check.h"
 #include "reference/kernels/cuda/context.h"
 #include "reference/kernels/cuda/device_util.cuh"
@@ -27,11 +29,11 @@ __global__ void AddBias(const float* products, const void* bias, void* y, DType 
 // sums the chunks. Enough blocks to fill the GPU even with few columns.
 // dy in fp32, bf16 or fp16.
 __global__ void BiasGradientChunks(const void* dy, DType t, float* partial, int64_t rows,
-                                   int64_t out) {
+                                   int64_t out, int64_t rows_per_chunk) {
   const int64_t o = blockIdx.x * static_cast<int64_t>(kThreads) + threadIdx.x;
   if (o >= out) return;
-  const int64_t begin = blockIdx.y * kRowsPerChunk;
-  const int64_t end = begin + kRowsPerChunk < rows ? begin + kRowsPerChunk : rows;
+  const int64_t begin = blockIdx.y * rows_per_chunk;
+  const int64_t end = begin + rows_per_chunk < rows ? begin + rows_per_chunk : rows;
   float s = 0.0f;
   for (int64_t r = begin; r < end; ++r) s += detail::LoadAs(dy, t, r * out + o);
   partial[blockIdx.y * out + o] = s;
@@ -45,18 +47,24 @@ __global__ void SumChunks(const float* partial, float* dbias, int64_t chunks, in
   dbias[o] = s;
 }
 
+}  // namespace
+
 void BiasGradient(const core::Tensor& dy, float* dbias, int64_t rows, int64_t out) {
-  const int64_t chunks = (rows + kRowsPerChunk - 1) / kRowsPerChunk;
-  MLPERF_CHECK(chunks <= 65535);
+  // At most 65535 chunks (the grid's y limit): longer chunks for more rows.
+  const int64_t per = std::max<int64_t>(kRowsPerChunk, (rows + 65534) / 65535);
+  const int64_t chunks = (rows + per - 1) / per;
   float* partial = static_cast<float*>(
       Scratch(static_cast<size_t>(chunks * out) * sizeof(float), kScratchReduce));
   const dim3 grid(static_cast<unsigned>((out + kThreads - 1) / kThreads),
                   static_cast<unsigned>(chunks));
-  BiasGradientChunks<<<grid, kThreads, 0, Stream()>>>(dy.data(), dy.dtype(), partial, rows, out);
+  BiasGradientChunks<<<grid, kThreads, 0, Stream()>>>(dy.data(), dy.dtype(), partial, rows, out,
+                                                      per);
   CUDA_CHECK_LAUNCH();
   SumChunks<<<Blocks(out), kThreads, 0, Stream()>>>(partial, dbias, chunks, out);
   CUDA_CHECK_LAUNCH();
 }
+
+namespace {
 
 // y = op(a) op(b) in fp32 from operands of `t` (fp32: the pedantic cuBLAS
 // path; bf16/fp16: the tensor cores, fp32 accumulation).

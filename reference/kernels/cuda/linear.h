@@ -12,4 +12,9 @@ void LinearForward(const core::Tensor& x, const core::Tensor& w, const core::Ten
 void LinearBackward(const core::Tensor& x, const core::Tensor& w, const core::Tensor& dy,
                     const core::Tensor& dx, const core::Tensor& dw, const core::Tensor& dbias);
 
+// dbias[o] = the sum over the rows of dy [rows, out] (fp32, bf16 or fp16) in
+// a fixed order, read coalesced in chunks of rows: a dense layer's bias
+// gradient, and a channels-last convolution's.
+void BiasGradient(const core::Tensor& dy, float* dbias, int64_t rows, int64_t out);
+
 }  // namespace mlperf::cuda

@@ -221,12 +221,12 @@ bench run_closed_bf16_graph 60 "$bin/run_closed" --gpus 1 --runs 1 --precision b
 # The GPU data path end to end: nvJPEG and the device resample feed training.
 bench run_closed_gpu_decode 60 "$bin/run_closed" --gpus 1 --runs 1 --precision bf16 --gpu_decode \
   --out "$work/pkg_gpu_decode"
-# BERT and 3D U-Net end to end on the GPU in bf16: BERT recorded and with
-# its typed storage (opt-in until it has passed here).
+# BERT and 3D U-Net end to end on the GPU in bf16 with their typed storage
+# (opt-in until it has passed here), BERT recorded.
 bench run_closed_bert_bf16_typed 60 env MLPERF_TYPED_ACTIVATIONS=1 "$bin/run_closed" --bench bert \
   --gpus 1 --runs 1 --precision bf16 --cuda_graph --out "$work/pkg_bert"
-bench run_closed_unet3d_bf16 60 "$bin/run_closed" --bench unet3d --gpus 1 --runs 1 \
-  --precision bf16 --out "$work/pkg_unet3d"
+bench run_closed_unet3d_bf16_typed 60 env MLPERF_TYPED_ACTIVATIONS=1 "$bin/run_closed" \
+  --bench unet3d --gpus 1 --runs 1 --precision bf16 --out "$work/pkg_unet3d"
 # The throughput tool on the GPU: training (recorded steps) and inference
 # with its latency percentiles.
 bench run_benchmark_train 90 "$bin/run_benchmark" --device gpu --mode train -b 128 \

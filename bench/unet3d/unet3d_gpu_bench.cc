@@ -2,18 +2,17 @@
 // backward, Nesterov SGD) at the reference's shapes (128^3 patches, batch 7
 // per GPU as in the MLPerf submissions), in each precision asked for (bf16
 // and fp16: the convolutions in that type on the tensor cores, fp16 with
-// dynamic loss scaling), against the same network in PyTorch on the same
-// device in the same run
-// (bench/unet3d/unet3d_gpu_torch_bench.py: AMP bf16 and fp32,
-// channels_last_3d, cudnn.benchmark). Each step ends in the loss on the host,
-// so wall time per step is device time; median after two warm-up steps.
-// Ours first, each line printed as it is measured (the first forward and
-// backward alone, the warm-up's time, then a per-op profile with every
+// dynamic loss scaling; each once more with the activations stored in that
+// type, "typed"), against the same network in PyTorch on the same device in
+// the same run (bench/unet3d/unet3d_gpu_torch_bench.py: AMP bf16 and fp32,
+// channels_last_3d, cudnn.benchmark). Each step ends in the loss on the
+// host, so wall time per step is device time; median after two warm-up
+// steps. Ours first, each line printed as it is measured (the first forward
+// and backward alone, the warm-up's time, then a per-op profile with every
 // convolution's line, so that a run stopped at its limit still tells where
-// the time went), then
-// the peer, then the sliding-window evaluation of 42 generated volumes (the
-// validation set's count) of one preprocessed-case shape, `batch` windows
-// at a time.
+// the time went), then the peer, then the sliding-window evaluation of 42
+// generated volumes (the validation set's count) of one preprocessed-case
+// shape, `batch` windows at a time.
 //
 //   unet3d_gpu_bench [batch] [steps] [ncdhw|ndhwc|both|auto] [D,H,W of the eval volumes]
 //                    [precisions]
@@ -67,10 +66,13 @@ models::UNet3DConfig Config(core::Layout layout) {
 
 const char* Name(core::Layout layout) { return layout == core::Layout::kNDHWC ? "ndhwc" : "ncdhw"; }
 
-void Train(core::Layout layout, core::DType precision, int64_t batch, int steps) {
+void Train(core::Layout layout, core::DType precision, bool typed, int64_t batch, int steps) {
   const ops::PrecisionScope scope(precision);
-  const std::string name = fmt::format("{} {}", ops::PrecisionName(precision), Name(layout));
+  const ops::TypedActivationsScope storage(typed);
   models::UNet3D model(Config(layout), batch);
+  const std::string name =
+      fmt::format("{} {}{}", ops::PrecisionName(precision), Name(layout),
+                  model.activation_storage() != core::DType::kF32 ? " typed" : "");
   model.Initialize(1);
   auto comm = dist::MakeSingleProcessCommunicator();
   train::Trainer trainer(model,
@@ -300,7 +302,9 @@ int main(int argc, char** argv) {
     if (which == "both" || which == "ncdhw") these.push_back(core::Layout::kNCDHW);
     if (which == "both" || which == "ndhwc") these.push_back(core::Layout::kNDHWC);
     for (core::Layout layout : these) {
-      Train(layout, precision, batch, static_cast<int>(steps));
+      Train(layout, precision, /*typed=*/false, batch, static_cast<int>(steps));
+      if (precision != core::DType::kF32)
+        Train(layout, precision, /*typed=*/true, batch, static_cast<int>(steps));
       OpProfile(layout, precision, batch, 1);
       if (std::find(layouts.begin(), layouts.end(), layout) == layouts.end())
         layouts.push_back(layout);

@@ -51,7 +51,7 @@ class PrecisionScope {
 // for fp32 storage rounded in place (the CPU's way; tests and benchmarks
 // compare the two). Unasked, a model takes its default: on where its typed
 // storage has passed its GPU tests (ResNet), off where it has not yet run on
-// a GPU (BERT).
+// a GPU (BERT, 3D U-Net).
 enum class TypedDefault { kOn, kOff };
 bool TypedActivations(TypedDefault unasked = TypedDefault::kOn);
 class TypedActivationsScope {

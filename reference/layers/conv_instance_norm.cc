@@ -2,6 +2,7 @@
 
 #include "reference/kernels/composite.h"
 #include "reference/kernels/dispatch.h"
+#include "reference/kernels/precision.h"
 
 namespace mlperf::layers {
 
@@ -14,7 +15,7 @@ core::Shape VolumeShape(core::Layout layout, int64_t n, int64_t c, int64_t d, in
 
 void ConvInstanceNormRelu::Allocate(const ConvGeometry& g, core::Layout layout, float epsilon,
                                     const std::string& name, const ModelArenas& arenas,
-                                    ParameterRegistry* registry) {
+                                    ParameterRegistry* registry, core::DType stored) {
   g_ = g;
   layout_ = layout;
   epsilon_ = epsilon;
@@ -33,8 +34,8 @@ void ConvInstanceNormRelu::Allocate(const ConvGeometry& g, core::Layout layout, 
   beta_ = beta.value;
   dbeta_ = beta.grad;
   const core::Shape out = VolumeShape(layout, g.batch, k, g.out(0), g.out(1), g.out(2));
-  z_ = arenas.activations->Allocate(out, core::DType::kF32, layout);
-  y_ = arenas.activations->Allocate(out, core::DType::kF32, layout);
+  z_ = arenas.activations->Allocate(out, stored, layout);
+  y_ = arenas.activations->Allocate(out, stored, layout);
   save_mean_ = arenas.activations->Allocate({g.batch * k});
   save_inv_std_ = arenas.activations->Allocate({g.batch * k});
 }
@@ -43,6 +44,9 @@ void ConvInstanceNormRelu::Forward(const Tensor& x, const Tensor& workspace) {
   ops::ConvForward(g_, x, w_, z_, workspace);
   ops::InstanceNormForward(epsilon_, z_, gamma_, beta_, y_, save_mean_, save_inv_std_);
   ops::ReluForward(y_, y_);
+  // Its consumers round it anyway, but the ReLU's backward reads its sign,
+  // which fp16's flush of the tiniest values changes.
+  ops::RoundStored(y_);
 }
 
 void ConvInstanceNormRelu::Backward(const Tensor& x, const Tensor& dy, const Tensor& dz,
@@ -61,7 +65,7 @@ int64_t ConvInstanceNormRelu::workspace_elements() const {
 
 void BiasedConv::Allocate(const ConvGeometry& g, bool transposed, core::Layout layout,
                           const std::string& name, const ModelArenas& arenas,
-                          ParameterRegistry* registry) {
+                          ParameterRegistry* registry, core::DType stored) {
   g_ = g;
   transposed_ = transposed;
   layout_ = layout;
@@ -82,7 +86,7 @@ void BiasedConv::Allocate(const ConvGeometry& g, bool transposed, core::Layout l
   const core::Shape out =
       transposed ? VolumeShape(layout, g.batch, out_channels, g.in[0], g.in[1], g.in[2])
                  : VolumeShape(layout, g.batch, out_channels, g.out(0), g.out(1), g.out(2));
-  y_ = arenas.activations->Allocate(out, core::DType::kF32, layout);
+  y_ = arenas.activations->Allocate(out, stored, layout);
 }
 
 void BiasedConv::Forward(const Tensor& x, const Tensor& workspace) {

@@ -21,8 +21,12 @@ core::Shape VolumeShape(core::Layout layout, int64_t n, int64_t c, int64_t d, in
 
 class ConvInstanceNormRelu {
  public:
+  // `stored`: the type of the convolution's and the unit's outputs, fp32 or
+  // the compute precision's (kernels/precision.h).
   void Allocate(const ConvGeometry& g, core::Layout layout, float epsilon, const std::string& name,
-                const ModelArenas& arenas, ParameterRegistry* registry);
+                const ModelArenas& arenas, ParameterRegistry* registry,
+                core::DType stored = core::DType::kF32);
+  // Under bf16/fp16 the output is stored rounded (after the ReLU).
   void Forward(const core::Tensor& x, const core::Tensor& workspace);
   // dy: gradient of output(), overwritten (the gradient before the ReLU); dz:
   // scratch of the output's size; dx: the input gradient, skipped when empty.
@@ -49,8 +53,10 @@ class ConvInstanceNormRelu {
 // initialisation takes fan_in from the weight's second dimension.
 class BiasedConv {
  public:
+  // `stored`: the output's type, as ConvInstanceNormRelu's.
   void Allocate(const ConvGeometry& g, bool transposed, core::Layout layout,
-                const std::string& name, const ModelArenas& arenas, ParameterRegistry* registry);
+                const std::string& name, const ModelArenas& arenas, ParameterRegistry* registry,
+                core::DType stored = core::DType::kF32);
   void Forward(const core::Tensor& x, const core::Tensor& workspace);
   // dy: gradient of output(); dx: the input gradient (must not alias dy).
   void Backward(const core::Tensor& x, const core::Tensor& dy, const core::Tensor& dx,

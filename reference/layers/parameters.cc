@@ -17,7 +17,7 @@ core::Shape ActivationShape(core::Layout layout, int64_t n, int64_t c, int64_t h
 }
 
 core::Tensor ViewAs(const core::Tensor& buffer, const core::Tensor& like) {
-  MLPERF_CHECK(buffer.numel() >= like.numel());
+  MLPERF_CHECK(buffer.bytes() >= like.numel() * core::DTypeSize(like.dtype()));
   return core::Tensor(buffer.data(), like.shape(), like.dtype(), like.device(), like.layout());
 }
 

@@ -11,13 +11,16 @@
 #include "reference/core/philox.h"
 #include "reference/kernels/dispatch.h"
 #include "reference/kernels/loss_shapes.h"
+#include "reference/kernels/precision.h"
 
 namespace mlperf::models {
 
 using core::Tensor;
 
 UNet3D::UNet3D(const UNet3DConfig& config, int64_t batch_size)
-    : Model(config.device, batch_size), config_(config) {
+    : Model(config.device, batch_size),
+      config_(config),
+      stored_(ops::ActivationStorageType(config.device, ops::TypedDefault::kOff)) {
   MLPERF_CHECK_MSG(config.layout == core::Layout::kNCDHW || config.layout == core::Layout::kNDHWC,
                    "UNet3D: the layout must be NCDHW or NDHWC");
   AllocateArenas([this](const layers::ModelArenas& arenas) { Build(arenas); });
@@ -28,7 +31,9 @@ UNet3D::UNet3D(const UNet3DConfig& config, int64_t batch_size)
 }
 
 UNet3D::UNet3D(const UNet3DConfig& config, int64_t batch_size, MeasureOnly)
-    : Model(core::Device::kCpu, batch_size), config_(config) {
+    : Model(core::Device::kCpu, batch_size),
+      config_(config),
+      stored_(ops::ActivationStorageType(config.device, ops::TypedDefault::kOff)) {
   config_.device = core::Device::kCpu;
   measured_bytes_ = static_cast<int64_t>(
       MeasureArenas(core::Device::kCpu, [this](const layers::ModelArenas& a) { Build(a); }));
@@ -70,10 +75,10 @@ void UNet3D::Build(const layers::ModelArenas& arenas) {
                                           : fmt::format("downsample.{}", i - 1);
     l.first_parameter = registry_.parameters.size();
     l.conv1.Allocate(Conv3d(n, channels, size, size, size, width, 3, stride, 1), layout,
-                     config_.norm_epsilon, name + ".conv1", arenas, &registry_);
+                     config_.norm_epsilon, name + ".conv1", arenas, &registry_, stored_);
     size /= stride;
     l.conv2.Allocate(Conv3d(n, width, size, size, size, width, 3, 1, 1), layout,
-                     config_.norm_epsilon, name + ".conv2", arenas, &registry_);
+                     config_.norm_epsilon, name + ".conv2", arenas, &registry_, stored_);
     note(l.conv1);
     note(l.conv2);
     channels = width;
@@ -86,14 +91,15 @@ void UNet3D::Build(const layers::ModelArenas& arenas) {
     const std::string name = fmt::format("upsample.{}", j);
     // The adjoint convolution: 2^3 stride 2 from the skip's size down to ours.
     u.upsample.Allocate(Conv3d(n, out, 2 * size, 2 * size, 2 * size, channels, 2, 2, 0),
-                        /*transposed=*/true, layout, name + ".upsample_conv", arenas, &registry_);
+                        /*transposed=*/true, layout, name + ".upsample_conv", arenas, &registry_,
+                        stored_);
     size *= 2;
-    u.cat = acts.Allocate(layers::VolumeShape(layout, n, 2 * out, size, size, size),
-                          core::DType::kF32, layout);
+    u.cat =
+        acts.Allocate(layers::VolumeShape(layout, n, 2 * out, size, size, size), stored_, layout);
     u.conv1.Allocate(Conv3d(n, 2 * out, size, size, size, out, 3, 1, 1), layout,
-                     config_.norm_epsilon, name + ".conv1", arenas, &registry_);
+                     config_.norm_epsilon, name + ".conv1", arenas, &registry_, stored_);
     u.conv2.Allocate(Conv3d(n, out, size, size, size, out, 3, 1, 1), layout, config_.norm_epsilon,
-                     name + ".conv2", arenas, &registry_);
+                     name + ".conv2", arenas, &registry_, stored_);
     largest = std::max(largest, u.cat.numel());
     workspace = std::max(workspace, u.upsample.workspace_elements());
     note(u.conv1);
@@ -114,9 +120,9 @@ void UNet3D::Build(const layers::ModelArenas& arenas) {
   dskip_.clear();
   for (size_t i = 0; i < depth; ++i) {
     const Tensor& skip = levels_[i].conv2.output();
-    dskip_.push_back(acts.Allocate(skip.shape(), core::DType::kF32, layout));
+    dskip_.push_back(acts.Allocate(skip.shape(), stored_, layout));
   }
-  for (Tensor& t : grad_scratch_) t = acts.Allocate({largest});
+  for (Tensor& t : grad_scratch_) t = acts.Allocate({largest}, stored_);
   workspace_ = acts.Allocate({workspace});
 }
 
@@ -211,7 +217,10 @@ void UNet3D::Backward() {
     l.conv2.Backward(l.conv1.output(), dy, b, c, workspace_);
     const Tensor dx = i > 0 ? layers::ViewAs(a, x) : Tensor();
     l.conv1.Backward(x, c, b, dx, workspace_);
-    if (i > 0) ops::Accumulate(dx, dskip_[i - 1]);
+    if (i > 0) {
+      ops::Accumulate(dx, dskip_[i - 1]);
+      ops::RoundStored(dskip_[i - 1]);  // the instance norm's backward reads the sum
+    }
     NotifyGradientsReady(l.grad_offset);
   }
 }

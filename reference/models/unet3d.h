@@ -50,6 +50,8 @@ class UNet3D final : public Model {
   static int64_t ArenaBytes(const UNet3DConfig& config, int64_t batch_size);
 
   const UNet3DConfig& config() const { return config_; }
+  // The type of the activations it may store reduced (stored_ below).
+  core::DType activation_storage() const { return stored_; }
   int64_t voxels() const { return config_.roi * config_.roi * config_.roi; }
 
   void Initialize(uint64_t seed) override;
@@ -98,6 +100,14 @@ class UNet3D final : public Model {
   };
 
   UNet3DConfig config_;
+  // The type of the activations and activation gradients on a CUDA device
+  // under bf16/fp16 (opt-in, kernels/precision.h): every unit's outputs, the
+  // upsampled volumes and concatenations, the skip and scratch gradients;
+  // the input, the logits and their gradient stay fp32. Each is a
+  // convolution's rounded output, feeds only convolutions, or is rounded
+  // where it is stored on the CPU too (a unit's output, a skip gradient's
+  // sum), so both backends read the same values.
+  core::DType stored_ = core::DType::kF32;
   int64_t measured_bytes_ = 0;
   // levels_[0] input block, [1..L-1] downsampling, [L] bottleneck; the
   // outputs of [0..L-1] are the skips, used by ups_ in reverse order.

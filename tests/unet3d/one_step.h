@@ -22,6 +22,7 @@ inline UNet3DConfig TwinUNet(core::Layout layout, core::Device device) {
 struct UNetStep {
   float loss = 0;
   std::vector<float> logits, gradients;
+  core::DType stored = core::DType::kF32;  // the model's activation storage
 };
 
 inline UNetStep RunUNetStep(core::Layout layout, core::Device device) {
@@ -42,6 +43,7 @@ inline UNetStep RunUNetStep(core::Layout layout, core::Device device) {
   }
   model.Backward();
   out.gradients = model.GradientsToHost();
+  out.stored = model.activation_storage();
   return out;
 }
 

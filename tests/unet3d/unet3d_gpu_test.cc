@@ -2,8 +2,9 @@
 // oracle), in both layouts: identical initial weights, then the DiceCE loss,
 // the logits and every gradient, Nesterov trainer steps, and a whole case
 // through the sliding window agree within fp32 tolerances (cuDNN sums in
-// other orders than the CPU's GEMMs); and one pass under bf16 and fp16
-// within the tolerances measured across the CPU's two layouts (one_step.h).
+// other orders than the CPU's GEMMs); and one pass under bf16 and fp16,
+// with the activations stored in fp32 or in that type, within the
+// tolerances measured across the CPU's two layouts (one_step.h).
 // Skips without a device (and in builds without CUDA).
 #include <gtest/gtest.h>
 
@@ -145,17 +146,20 @@ INSTANTIATE_TEST_SUITE_P(Layouts, UNet3DGpuTest,
                            return info.param == core::Layout::kNCDHW ? "NCDHW" : "NDHWC";
                          });
 
-// (layout, reduced precision): the convolutions in that type on the device,
-// rounded at the same points on the CPU.
+// (layout, reduced precision, typed storage on the device): the
+// convolutions in that type on the device, the activations stored in fp32
+// or in that type, rounded at the same points on the CPU.
 class UNet3DReducedPrecisionTest
-    : public ::testing::TestWithParam<std::tuple<core::Layout, core::DType>> {};
+    : public ::testing::TestWithParam<std::tuple<core::Layout, core::DType, bool>> {};
 
 TEST_P(UNet3DReducedPrecisionTest, OnePassMatchesTheCpu) {
   SKIP_WITHOUT_DEVICE();
-  const auto [layout, precision] = GetParam();
+  const auto [layout, precision, typed] = GetParam();
   const ops::PrecisionScope scope(precision);
   const test::UNetStep cpu = test::RunUNetStep(layout, core::Device::kCpu);
+  const ops::TypedActivationsScope storage(typed);
   const test::UNetStep gpu = test::RunUNetStep(layout, core::Device::kCuda);
+  ASSERT_EQ(gpu.stored, typed ? precision : core::DType::kF32);
   ASSERT_TRUE(std::isfinite(gpu.loss));
   EXPECT_LT(std::fabs(gpu.loss - cpu.loss) / std::fabs(cpu.loss), test::kUNetReducedLossTolerance);
   EXPECT_LT(RelativeError(gpu.logits, cpu.logits), test::kUNetReducedLogitsTolerance);
@@ -165,10 +169,11 @@ TEST_P(UNet3DReducedPrecisionTest, OnePassMatchesTheCpu) {
 INSTANTIATE_TEST_SUITE_P(
     Precisions, UNet3DReducedPrecisionTest,
     ::testing::Combine(::testing::Values(core::Layout::kNCDHW, core::Layout::kNDHWC),
-                       ::testing::Values(core::DType::kBF16, core::DType::kF16)),
-    [](const ::testing::TestParamInfo<std::tuple<core::Layout, core::DType>>& info) {
+                       ::testing::Values(core::DType::kBF16, core::DType::kF16), ::testing::Bool()),
+    [](const ::testing::TestParamInfo<std::tuple<core::Layout, core::DType, bool>>& info) {
       return std::string(std::get<0>(info.param) == core::Layout::kNDHWC ? "Ndhwc" : "Ncdhw") +
-             std::string(ops::PrecisionName(std::get<1>(info.param)));
+             std::string(ops::PrecisionName(std::get<1>(info.param))) +
+             (std::get<2>(info.param) ? "Typed" : "");
     });
 
 }  // namespace

@@ -55,12 +55,16 @@ __device__ void Store(void* p, DType t, long long i, float v) {
   }
 }
 
-void CopyChannels(const float* src, int64_t src_c, int64_t src_begin, float* dst, int64_t dst_c,
-                  int64_t dst_begin, int64_t n, int64_t width, int64_t inner) {
-  CUDA_CHECK(cudaMemcpy2DAsync(dst + dst_begin * inner, sizeof(float) * dst_c * inner,
-                               src + src_begin * inner, sizeof(float) * src_c * inner,
-                               sizeof(float) * width * inner, n, cudaMemcpyDeviceToDevice,
-                               Stream()));
+// Channels [src_begin, src_begin + width) of src [n, src_c, inner] into
+// channels from dst_begin of dst [n, dst_c, inner], both of one type.
+void CopyChannels(const Tensor& src, int64_t src_c, int64_t src_begin, const Tensor& dst,
+                  int64_t dst_c, int64_t dst_begin, int64_t n, int64_t width, int64_t inner) {
+  MLPERF_CHECK_MSG(src.dtype() == dst.dtype(), "channel copies keep the type");
+  const size_t e = core::DTypeSize(src.dtype());
+  CUDA_CHECK(cudaMemcpy2DAsync(
+      static_cast<char*>(dst.data()) + e * dst_begin * inner, e * dst_c * inner,
+      static_cast<const char*>(src.data()) + e * src_begin * inner, e * src_c * inner,
+      e * width * inner, n, cudaMemcpyDeviceToDevice, Stream()));
 }
 
 // a and b side by side along the channels of y: [outer, channels, inner]
@@ -86,21 +90,30 @@ ConcatView ViewConcat(const Tensor& a, const Tensor& b, const Tensor& y) {
 
 }  // namespace
 
+// ReLU, GELU and dropout take any mix of fp32/bf16/fp16 (typed activation
+// storage), computing in fp32; a result stored in a reduced type is rounded
+// once.
 void ReluForward(const Tensor& x, const Tensor& y) {
   MLPERF_CHECK(x.numel() == y.numel());
-  const float* in = x.f32();
-  float* out = y.f32();
-  Launch(x.numel(), [=] __device__(long long i) { out[i] = in[i] > 0.0f ? in[i] : 0.0f; });
+  const void* in = x.data();
+  void* out = y.data();
+  const DType xt = x.dtype(), yt = y.dtype();
+  Launch(x.numel(), [=] __device__(long long i) {
+    const float v = Load(in, xt, i);
+    Store(out, yt, i, v > 0.0f ? v : 0.0f);
+  });
 }
 
 void ReluBackward(const Tensor& y, const Tensor& dy, const Tensor& dx) {
-  const float *out = y.f32(), *g = dy.f32();
-  float* d = dx.f32();
-  Launch(y.numel(), [=] __device__(long long i) { d[i] = out[i] > 0.0f ? g[i] : 0.0f; });
+  MLPERF_CHECK(y.numel() == dy.numel() && y.numel() == dx.numel());
+  const void *out = y.data(), *g = dy.data();
+  void* d = dx.data();
+  const DType yt = y.dtype(), gt = dy.dtype(), dt = dx.dtype();
+  Launch(y.numel(), [=] __device__(long long i) {
+    Store(d, dt, i, Load(out, yt, i) > 0.0f ? Load(g, gt, i) : 0.0f);
+  });
 }
 
-// GELU and dropout take any mix of fp32/bf16/fp16 (BERT's typed storage),
-// computing in fp32; a result stored in a reduced type is rounded once.
 void GeluForward(const Tensor& x, const Tensor& y) {
   MLPERF_CHECK(x.numel() == y.numel());
   const void* in = x.data();
@@ -217,27 +230,27 @@ void RoundToPrecision(DType precision, const Tensor& src, const Tensor& dst) {
 
 void ConcatChannels(const Tensor& a, const Tensor& b, const Tensor& y) {
   const ConcatView v = ViewConcat(a, b, y);
-  CopyChannels(a.f32(), v.ca, 0, y.f32(), v.ca + v.cb, 0, v.outer, v.ca, v.inner);
-  CopyChannels(b.f32(), v.cb, 0, y.f32(), v.ca + v.cb, v.ca, v.outer, v.cb, v.inner);
+  CopyChannels(a, v.ca, 0, y, v.ca + v.cb, 0, v.outer, v.ca, v.inner);
+  CopyChannels(b, v.cb, 0, y, v.ca + v.cb, v.ca, v.outer, v.cb, v.inner);
 }
 
 void SplitChannels(const Tensor& y, const Tensor& a, const Tensor& b) {
   const ConcatView v = ViewConcat(a, b, y);
-  CopyChannels(y.f32(), v.ca + v.cb, 0, a.f32(), v.ca, 0, v.outer, v.ca, v.inner);
-  CopyChannels(y.f32(), v.ca + v.cb, v.ca, b.f32(), v.cb, 0, v.outer, v.cb, v.inner);
+  CopyChannels(y, v.ca + v.cb, 0, a, v.ca, 0, v.outer, v.ca, v.inner);
+  CopyChannels(y, v.ca + v.cb, v.ca, b, v.cb, 0, v.outer, v.cb, v.inner);
 }
 
 void SliceChannels(const Tensor& x, int64_t begin, const Tensor& out) {
   const int64_t n = x.dim(0), cx = x.dim(1), co = out.dim(1), inner = x.numel() / (n * cx);
   MLPERF_CHECK(begin >= 0 && begin + co <= cx);
-  CopyChannels(x.f32(), cx, begin, out.f32(), co, 0, n, co, inner);
+  CopyChannels(x, cx, begin, out, co, 0, n, co, inner);
 }
 
 void SliceChannelsBackward(const Tensor& dout, int64_t begin, const Tensor& dx) {
   const int64_t n = dx.dim(0), cx = dx.dim(1), co = dout.dim(1), inner = dx.numel() / (n * cx);
   MLPERF_CHECK(begin >= 0 && begin + co <= cx);
   CUDA_CHECK(cudaMemsetAsync(dx.data(), 0, dx.bytes(), Stream()));
-  CopyChannels(dout.f32(), co, 0, dx.f32(), cx, begin, n, co, inner);
+  CopyChannels(dout, co, 0, dx, cx, begin, n, co, inner);
 }
 
 }  // namespace mlperf::cuda

@@ -20,6 +20,7 @@
 #include "reference/kernels/cpu/softmax.h"
 #include "reference/kernels/cuda/attention.h"
 #include "reference/kernels/cuda/context.h"
+#include "reference/kernels/cuda/conv.h"
 #include "reference/kernels/cuda/elementwise.h"
 #include "reference/kernels/cuda/gemm.h"
 #include "reference/kernels/cuda/gemm_epilogue.h"
@@ -310,6 +311,29 @@ TEST_F(CudaTwinTest, BiasGradientGrowsItsChunksPastTheGridLimit) {
   cuda::BiasGradient(gdy.t(), gdb.get(), rows, out);
   const std::vector<float> db = gdb.ToHost();
   for (int64_t o = 0; o < out; ++o) EXPECT_EQ(db[o], expected[o]) << "column " << o;
+}
+
+// A channels-first convolution's bias gradient over large planes (many parts
+// per plane), exact 0/1 sums per channel: every third voxel, every fifth
+// sample-and-voxel pair, and only each plane's last 777.
+TEST_F(CudaTwinTest, ChannelsFirstBiasGradientSumsPlanesInParts) {
+  const int64_t n = 2, c = 3, d = 10, hw = 100, spatial = d * hw * hw;
+  std::vector<float> dy(static_cast<size_t>(n * c * spatial));
+  float expected[c] = {0.0f, 0.0f, 0.0f};
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t s = 0; s < spatial; ++s) {
+        const bool one = ch == 0   ? s % 3 == 0
+                         : ch == 1 ? (i * spatial + s) % 5 == 0
+                                   : s >= spatial - 777;
+        dy[(i * c + ch) * spatial + s] = one ? 1.0f : 0.0f;
+        expected[ch] += one ? 1.0f : 0.0f;
+      }
+  DeviceCopy<float> gdy(dy, {n, c, d, hw, hw}), gdb(std::vector<float>(c), {c});
+  const Tensor tagged = gdy.t().Reshaped({n, c, d, hw, hw}, core::Layout::kNCDHW);
+  cuda::BiasBackwardChannels(tagged, gdb.t());
+  const std::vector<float> db = gdb.ToHost();
+  for (int64_t ch = 0; ch < c; ++ch) EXPECT_EQ(db[ch], expected[ch]) << "channel " << ch;
 }
 
 TEST_F(CudaTwinTest, FusedOptimizersMatchTheCpuSteps) {

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -380,14 +381,18 @@ __global__ void AddBiasKernel(const float* bias, void* y, DType t, int64_t count
 
 constexpr int kThreads = 256;
 
-__global__ void BiasGradKernel(const void* dy, DType t, int64_t batch, detail::ActivationView v,
-                               float* dbias) {
-  const int64_t c = blockIdx.x;
+// Channels-first bias gradient, first pass: block (part, channel, sample)
+// sums its part of one contiguous plane into partial[sample][part][channel].
+__global__ void BiasGradPlaneParts(const void* dy, DType t, int64_t channels, int64_t spatial,
+                                   int64_t per, float* partial) {
+  const int64_t part = blockIdx.x, c = blockIdx.y, n = blockIdx.z;
+  const int64_t begin = part * per, end = begin + per < spatial ? begin + per : spatial;
+  const int64_t plane = (n * channels + c) * spatial;
   float sum = 0.0f;
-  for (int64_t j = threadIdx.x; j < batch * v.spatial; j += kThreads)
-    sum += detail::LoadAs(dy, t, v.Offset(j / v.spatial, c, j % v.spatial));
+  for (int64_t s = begin + threadIdx.x; s < end; s += kThreads)
+    sum += detail::LoadAs(dy, t, plane + s);
   sum = detail::BlockSum<kThreads>(sum);
-  if (threadIdx.x == 0) dbias[c] = sum;
+  if (threadIdx.x == 0) partial[(n * gridDim.x + part) * channels + c] = sum;
 }
 
 // Staging: a copy of a convolution operand in another memory order or
@@ -564,9 +569,23 @@ void BiasBackwardChannels(const Tensor& dy, const Tensor& dbias) {
   // Channels-last: rows of channels, like a dense layer's gradient (one
   // block per channel would read it strided, with a handful of blocks).
   if (v.channels_last) return BiasGradient(dy, dbias.f32(), dy.numel() / v.channels, v.channels);
-  BiasGradKernel<<<static_cast<unsigned>(v.channels), kThreads, 0, Stream()>>>(
-      dy.data(), dy.dtype(), dy.dim(0), v, dbias.f32());
+  // Channels-first: enough parts per plane for about 2048 blocks, each part
+  // summed by a block, then the parts per channel as rows, in a fixed order.
+  const int64_t n = dy.dim(0), planes = n * v.channels;
+  MLPERF_CHECK(v.channels <= 65535 && n <= 65535);
+  const int64_t parts = std::clamp<int64_t>((2048 + planes - 1) / planes, 1,
+                                            (v.spatial + 4 * kThreads - 1) / (4 * kThreads));
+  const int64_t per = (v.spatial + parts - 1) / parts;
+  // The workspace slot: no convolution is in flight inside this op.
+  float* partial = static_cast<float*>(
+      Scratch(static_cast<size_t>(planes * parts) * sizeof(float), kScratchWorkspace));
+  const dim3 grid(static_cast<unsigned>(parts), static_cast<unsigned>(v.channels),
+                  static_cast<unsigned>(n));
+  BiasGradPlaneParts<<<grid, kThreads, 0, Stream()>>>(dy.data(), dy.dtype(), v.channels, v.spatial,
+                                                      per, partial);
   CUDA_CHECK_LAUNCH();
+  BiasGradient(Tensor(partial, {n * parts, v.channels}, DType::kF32, core::Device::kCuda),
+               dbias.f32(), n * parts, v.channels);
 }
 
 }  // namespace mlperf::cuda

@@ -12,9 +12,10 @@
 //
 // The storage points: a model that stores its activations in the precision
 // (ResNet: every conv + BN unit's output, the pooled stem, and their
-// gradients) rounds each one where it is written, as PyTorch's autocast
-// does; a batch norm followed by a residual add stores the normalised value
-// before the add too. The CPU keeps fp32 storage and rounds in place
+// gradients; 3D U-Net: its units' outputs and skip-gradient sums; BERT only
+// tensors its GEMM-class ops round anyway) rounds each one where it is
+// written, as PyTorch's autocast does; a batch norm followed by a residual
+// add stores the normalised value before the add too. The CPU keeps fp32 storage and rounds in place
 // (RoundStored); a CUDA device may store those tensors in the precision's
 // own type (ActivationStorageType), where its kernels round as they store.
 // Both read and write the same values.

@@ -1,11 +1,13 @@
 // GPU throughput of the CUDA twins on the shapes that dominate the MLPerf
 // references: ResNet-50 convolutions (batch 256, NHWC, bf16/fp16; forward,
 // data and weight gradients, through cuDNN's graph API as the models run
-// them; with --legacy, in bf16 through its legacy API), GEMM (bf16 with fp32 accumulation, and
-// plain fp32), BERT-Large's FFN dense layer with its bias (fp32, forward and backward, the bias in
-// cuBLASLt's epilogue and, as linear_*_unfused, in separate kernels), BERT-Large attention (fp32)
-// and the fused LAMB/LARS steps over a BERT-Large-sized arena. Each op: warm-up, then the median of
-// CUDA-event timings; inputs are Philox random (never zeros). Prints CSV rows
+// them; with --legacy, in bf16 through its legacy API), GEMM (bf16 with fp32
+// accumulation, and plain fp32), BERT-Large's FFN dense layer with its bias
+// (fp32, and bf16 as its typed storage runs it; forward and backward, the
+// bias in cuBLASLt's epilogue and, as linear_*_unfused, in separate kernels),
+// BERT-Large attention (fp32) and the fused LAMB/LARS steps over a
+// BERT-Large-sized arena. Each op: warm-up, then the median of CUDA-event
+// timings; inputs are Philox random (never zeros). Prints CSV rows
 //   op,shape,dtype,ms,rate,unit
 // which bench/gpu/torch_peer.py joins with PyTorch's numbers on the same GPU.
 //

@@ -11,7 +11,6 @@ void SelfAttention::Allocate(int64_t batch, int64_t seq, int64_t hidden, int64_t
                              ParameterRegistry* registry, core::DType stored) {
   MLPERF_CHECK(heads > 0 && hidden % heads == 0);
   hidden_ = hidden;
-  typed_ = stored != core::DType::kF32;
   const int64_t rows = batch * seq;
   qkv_.Allocate(rows, hidden, 3 * hidden, Activation::kNone, name + ".qkv", arenas, registry);
   out_.Allocate(rows, hidden, hidden, Activation::kNone, name + ".output", arenas, registry,
@@ -30,7 +29,8 @@ void SelfAttention::Allocate(int64_t batch, int64_t seq, int64_t hidden, int64_t
 void SelfAttention::Forward(const core::Tensor& x, const core::Tensor& mask,
                             const AttentionParams& p) {
   params_ = p;
-  params_.typed = typed_;
+  // Typed storage reaches the attention core too (cuda/attention_typed.h).
+  params_.typed = out_.output().dtype() != core::DType::kF32;
   qkv_.Forward(x);
   ops::SplitHeads(qkv_.output(), 0, q_);
   ops::SplitHeads(qkv_.output(), hidden_, k_);

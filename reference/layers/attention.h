@@ -33,7 +33,6 @@ class SelfAttention {
 
  private:
   int64_t hidden_ = 0;
-  bool typed_ = false;  // the attention core keeps its GEMM operands typed
   AttentionParams params_;
   Linear qkv_, out_;
   core::Tensor q_, k_, v_, probs_, context_, context_rows_, workspace_;

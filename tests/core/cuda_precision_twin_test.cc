@@ -56,6 +56,10 @@ class OnDevice {
   size_t n_;
 };
 
+// Zeros shaped like `like`: where the device writes a result, so that an op
+// that wrote nothing cannot pass for the CPU's.
+Buffer Zeros(const Buffer& like) { return Buffer(like.shape); }
+
 // A device tensor of `type` holding a host buffer's values (rounded to
 // it), read back widened to fp32; freed at scope end.
 class StoredOnDevice {
@@ -135,7 +139,7 @@ void ExpectConvolutionsRoundLikeTheCpu(const ConvGeometry& g, core::Layout layou
     ops::ConvForward(g, tagged(x.t()), w.t(), tagged(y.t()), ws.t());
     ops::ConvBackwardData(g, tagged(dy.t()), w.t(), tagged(dx.t()), ws.t());
     ops::ConvBackwardWeight(g, tagged(x.t()), tagged(dy.t()), dw.t(), ws.t());
-    OnDevice gx(x), gw(w), gdy(dy), gy(y), gdx(dx), gdw(w);
+    OnDevice gx(x), gw(w), gdy(dy), gy(Zeros(y)), gdx(Zeros(dx)), gdw(Zeros(dw));
     ops::ConvForward(g, tagged(gx.t()), gw.t(), tagged(gy.t()), Tensor());
     ops::ConvBackwardData(g, tagged(gdy.t()), gw.t(), tagged(gdx.t()), Tensor());
     ops::ConvBackwardWeight(g, tagged(gx.t()), tagged(gdy.t()), gdw.t(), Tensor());
@@ -193,7 +197,7 @@ TEST_F(CudaPrecisionTwinTest, BatchedGemmRoundsLikeTheCpu) {
     Buffer s({heads, t, t});
     ops::GemmStridedBatched(core::Device::kCpu, false, true, t, t, d, 0.25f, q.data.data(), t * d,
                             k.data.data(), t * d, 0.0f, s.data.data(), t * t, heads);
-    OnDevice gq(q), gk(k), gs(s);
+    OnDevice gq(q), gk(k), gs(Zeros(s));
     ops::GemmStridedBatched(core::Device::kCuda, false, true, t, t, d, 0.25f, gq.get(), t * d,
                             gk.get(), t * d, 0.0f, gs.get(), t * t, heads);
     ExpectWithinAUnit(gs.ToHost(), s.data, p, std::string(ops::PrecisionName(p)) + " bmm");
@@ -217,8 +221,9 @@ TEST_F(CudaPrecisionTwinTest, PointwiseOpsTakeAnyFloatType) {
     ops::RoundToPrecision(p, dx.t(), dx.t());
     ops::DropoutForward(0.1f, 3, 4, xr.t(), dropped.t());
     ops::RoundToPrecision(p, dropped.t(), dropped.t());
-    StoredOnDevice gx(x, p), gg(g, p), gy(y, p), gdx(dx, p), gdropped(dropped, p);
-    OnDevice wide(dropped);
+    StoredOnDevice gx(x, p), gg(g, p), gy(Zeros(y), p), gdx(Zeros(dx), p),
+        gdropped(Zeros(dropped), p);
+    OnDevice wide(Zeros(dropped));
     ops::GeluForward(gx.t(), gy.t());
     ops::GeluBackward(gx.t(), gg.t(), gdx.t());
     ops::DropoutForward(0.1f, 3, 4, gx.t(), gdropped.t());
@@ -255,8 +260,8 @@ TEST_F(CudaPrecisionTwinTest, TypedAttentionRoundsLikeTheCpu) {
                            ws.t());
     for (bool typed : {true, false}) {
       params.typed = typed;
-      OnDevice gq(q), gk(k), gv(v), gdout(dout), gmask(mask), gprobs(probs), gws(ws), gout(out),
-          gdq(dq), gdk(dk), gdv(dv);
+      OnDevice gq(q), gk(k), gv(v), gdout(dout), gmask(mask), gprobs(Zeros(probs)), gws(Zeros(ws)),
+          gout(Zeros(out)), gdq(Zeros(dq)), gdk(Zeros(dk)), gdv(Zeros(dv));
       ops::AttentionForward(params, gq.t(), gk.t(), gv.t(), gmask.t(), gprobs.t(), gout.t(),
                             gws.t());
       ops::AttentionBackward(params, gq.t(), gk.t(), gv.t(), gprobs.t(), gdout.t(), gdq.t(),
@@ -295,8 +300,9 @@ TEST_F(CudaPrecisionTwinTest, LinearLayersRoundLikeTheCpu) {
         cuda::SetGemmEpilogues(fused);
         for (bool typed : {false, true}) {
           const DType stored = typed ? p : DType::kF32;
-          StoredOnDevice gx(x, stored), gdy(dy, stored), gy(y, stored), gdx(dx, stored);
-          OnDevice gw(w), gb(b), gdw(dw), gdb(db);
+          StoredOnDevice gx(x, stored), gdy(dy, stored), gy(Zeros(y), stored),
+              gdx(Zeros(dx), stored);
+          OnDevice gw(w), gb(b), gdw(Zeros(dw)), gdb(Zeros(db));
           const int64_t runs = cuda::GemmEpilogueRuns();
           ops::LinearForward(gx.t(), gw.t(), gb.t(), gy.t());
           ops::LinearBackward(gx.t(), gw.t(), gdy.t(), gdx.t(), gdw.t(), gdb.t());

@@ -68,24 +68,38 @@ struct DropoutDraw {
   const int64_t* offset_base;
 };
 
+// Rows of up to kThreads * kPerThread elements (BERT's keys): each thread
+// keeps its elements in registers between the reduction and the write, so
+// that dattn is read and the dropout mask drawn once. In place is safe: every
+// element is read before the reduction, written after it.
+constexpr int kPerThread = 4;
+
 __global__ void DropoutSoftmaxRowsBackward(const float* y, const void* dattn, core::DType at,
                                            void* dx, core::DType xt, int64_t d, DropoutDraw drop) {
   const int64_t base = blockIdx.x * d;
   const uint64_t stream =
       drop.offset + (drop.offset_base ? static_cast<uint64_t>(*drop.offset_base) : 0);
-  // Every element is read before any is written (the reduction lies between).
-  const auto grad = [&](int64_t j) {
-    const float g = detail::LoadAs(dattn, at, base + j);
-    if (drop.p == 0.0f) return g;
-    const bool keep =
-        core::PhiloxUniform(drop.seed, stream, static_cast<uint64_t>(base + j)) >= drop.p;
-    return keep ? g * drop.scale : 0.0f;
-  };
-  float dot = 0.0f;
-  for (int64_t j = threadIdx.x; j < d; j += kThreads) dot += y[base + j] * grad(j);
+  float g[kPerThread], p[kPerThread], dot = 0.0f;
+#pragma unroll
+  for (int k = 0; k < kPerThread; ++k) {
+    const int64_t j = threadIdx.x + k * kThreads;
+    g[k] = p[k] = 0.0f;
+    if (j >= d) continue;
+    g[k] = detail::LoadAs(dattn, at, base + j);
+    if (drop.p > 0.0f) {
+      const bool keep =
+          core::PhiloxUniform(drop.seed, stream, static_cast<uint64_t>(base + j)) >= drop.p;
+      g[k] = keep ? g[k] * drop.scale : 0.0f;
+    }
+    p[k] = y[base + j];
+    dot += p[k] * g[k];
+  }
   dot = BlockReduce(dot, [](float a, float b) { return a + b; });
-  for (int64_t j = threadIdx.x; j < d; j += kThreads)
-    detail::StoreAs(dx, xt, base + j, y[base + j] * (grad(j) - dot));
+#pragma unroll
+  for (int k = 0; k < kPerThread; ++k) {
+    const int64_t j = threadIdx.x + k * kThreads;
+    if (j < d) detail::StoreAs(dx, xt, base + j, p[k] * (g[k] - dot));
+  }
 }
 
 }  // namespace
@@ -119,6 +133,7 @@ void DropoutSoftmaxBackward(const AttentionParams& p, const core::Tensor& probs,
   const int64_t d = probs.dim(probs.shape().rank() - 1), rows = probs.numel() / d;
   MLPERF_CHECK(dattn.numel() == probs.numel() && dscores.numel() == probs.numel());
   MLPERF_CHECK(p.dropout >= 0.0f && p.dropout < 1.0f);
+  MLPERF_CHECK_MSG(d <= kThreads * kPerThread, "attention rows of at most 1024 keys");
   const DropoutDraw drop{p.dropout, 1.0f / (1.0f - p.dropout), p.seed, p.offset, p.offset_base};
   DropoutSoftmaxRowsBackward<<<static_cast<unsigned>(rows), kThreads, 0, Stream()>>>(
       probs.f32(), dattn.data(), dattn.dtype(), dscores.data(), dscores.dtype(), d, drop);

@@ -19,7 +19,8 @@ void MaskedSoftmax(const core::Tensor& scores, const core::Tensor& mask, const c
 // dscores = softmax backward of (probs, dropout backward of dattn), the
 // dropout's mask drawn as DropoutBackward draws it over the flat [b*h*t*t]
 // elements (none when p.dropout is 0); dattn and dscores of any float type,
-// possibly the same tensor, rounded once when stored reduced.
+// possibly the same tensor, rounded once when stored reduced; rows of at
+// most 1024 elements.
 void DropoutSoftmaxBackward(const AttentionParams& p, const core::Tensor& probs,
                             const core::Tensor& dattn, const core::Tensor& dscores);
 

@@ -84,8 +84,16 @@ def markdown(report):
         out += [f"* `{f['test']}` ({n}): {f['failure']}" for n, f in failures]
     out += ["", "## Benchmarks"]
     for name, b in report["benchmarks"].items():
-        out += ["", f"### {name} (exit {b['exit']})", "", "```"] + b["output"][-60:] + ["```"]
+        out += ["", f"### {name} (exit {b['exit']})", "", "```"] + shortened(b["output"]) + ["```"]
     return "\n".join(out) + "\n"
+
+
+def shortened(lines, head=40, tail=80):
+    """The first and last lines of a long output: the peers and the headline
+    figures come first, where a run stopped comes last."""
+    if len(lines) <= head + tail:
+        return lines
+    return lines[:head] + [f"... ({len(lines) - head - tail} lines left out)"] + lines[-tail:]
 
 
 def main():

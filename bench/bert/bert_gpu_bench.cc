@@ -76,8 +76,7 @@ std::map<std::string, double> LayerProfile(int64_t batch, core::DType precision,
                                            int repeats) {
   const ops::PrecisionScope scope(precision);
   const ops::TypedActivationsScope storage(typed);
-  const core::DType stored =
-      ops::ActivationStorageType(core::Device::kCuda, ops::TypedDefault::kOff);
+  const core::DType stored = ops::ActivationStorageType(core::Device::kCuda);
   const BertConfig c;
   const int64_t rows = batch * c.seq_len, h = c.hidden, f = c.intermediate, t = c.seq_len;
   const int64_t bh = batch * c.heads, d = h / c.heads;
@@ -86,14 +85,14 @@ std::map<std::string, double> LayerProfile(int64_t batch, core::DType precision,
   const auto fp32 = [&](core::Shape s) { return arena.AllocateZeroed(s); };
   const auto kept = [&](core::Shape s) { return arena.AllocateZeroed(s, stored); };
   const core::Shape heads{batch, c.heads, t, d};
-  const core::Tensor x = fp32({rows, h}), qkv = fp32({rows, 3 * h}), q = fp32(heads),
-                     k = fp32(heads), v = fp32(heads), context = fp32(heads),
-                     context_rows = fp32({rows, h}), probs = fp32({bh * t, t}),
-                     ws = fp32({bh * t, t}), mask = fp32({batch, t}), sum = fp32({rows, h}),
-                     normed = fp32({rows, h}), mean = fp32({rows}), inv_std = fp32({rows}),
-                     dh = fp32({rows, h}), ds = fp32({rows, h}), dcontext_rows = fp32({rows, h}),
-                     dcontext = fp32(heads), dq = fp32(heads), dk = fp32(heads), dv = fp32(heads),
-                     dqkv = fp32({rows, 3 * h});
+  const core::Tensor x = fp32({rows, h}), probs = fp32({bh * t, t}), ws = fp32({bh * t, t}),
+                     mask = fp32({batch, t}), sum = fp32({rows, h}), normed = fp32({rows, h}),
+                     mean = fp32({rows}), inv_std = fp32({rows}), dh = fp32({rows, h}),
+                     ds = fp32({rows, h});
+  const core::Tensor qkv = kept({rows, 3 * h}), q = kept(heads), k = kept(heads), v = kept(heads),
+                     context = kept(heads), context_rows = kept({rows, h}),
+                     dcontext_rows = kept({rows, h}), dcontext = kept(heads), dq = kept(heads),
+                     dk = kept(heads), dv = kept(heads), dqkv = kept({rows, 3 * h});
   const core::Tensor attention_out = kept({rows, h}), z = kept({rows, f}), y = kept({rows, f}),
                      out = kept({rows, h}), dtmp = kept({rows, h}), dintermediate = kept({rows, f});
   const core::Tensor w_qkv = fp32({3 * h, h}), w_o = fp32({h, h}), w_i = fp32({f, h}),

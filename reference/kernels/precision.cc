@@ -71,10 +71,10 @@ namespace {
 int g_typed_activations = -1;
 }  // namespace
 
-bool TypedActivations(TypedDefault unasked) {
+bool TypedActivations() {
   if (g_typed_activations >= 0) return g_typed_activations == 1;
   const char* env = std::getenv("MLPERF_TYPED_ACTIVATIONS");
-  if (env == nullptr || *env == '\0') return unasked == TypedDefault::kOn;
+  if (env == nullptr || *env == '\0') return true;
   return std::string_view(env) != "0";
 }
 
@@ -84,9 +84,9 @@ TypedActivationsScope::TypedActivationsScope(bool on) : previous_(g_typed_activa
 
 TypedActivationsScope::~TypedActivationsScope() { g_typed_activations = previous_; }
 
-core::DType ActivationStorageType(core::Device device, TypedDefault unasked) {
+core::DType ActivationStorageType(core::Device device) {
   const core::DType precision = ComputePrecision();
-  return device == core::Device::kCuda && Reduced(precision) && TypedActivations(unasked)
+  return device == core::Device::kCuda && Reduced(precision) && TypedActivations()
              ? precision
              : core::DType::kF32;
 }

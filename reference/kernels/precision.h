@@ -15,10 +15,10 @@
 // gradients; 3D U-Net: its units' outputs and skip-gradient sums; BERT only
 // tensors its GEMM-class ops round anyway) rounds each one where it is
 // written, as PyTorch's autocast does; a batch norm followed by a residual
-// add stores the normalised value before the add too. The CPU keeps fp32 storage and rounds in place
-// (RoundStored); a CUDA device may store those tensors in the precision's
-// own type (ActivationStorageType), where its kernels round as they store.
-// Both read and write the same values.
+// add stores the normalised value before the add too. The CPU keeps fp32 storage and rounds in
+// place (RoundStored); a CUDA device may store those tensors in the precision's own type
+// (ActivationStorageType), where its kernels round as they store. Both read and write the same
+// values.
 #pragma once
 
 #include <string_view>
@@ -46,15 +46,13 @@ class PrecisionScope {
   core::DType previous_;
 };
 
-// Whether a model stores activations in the precision's own type on a CUDA
-// device under bf16/fp16: MLPERF_TYPED_ACTIVATIONS=1 or a
-// TypedActivationsScope(true) asks for it, =0 or TypedActivationsScope(false)
-// for fp32 storage rounded in place (the CPU's way; tests and benchmarks
-// compare the two). Unasked, a model takes its default: on where its typed
-// storage has passed its GPU tests (ResNet), off where it has not yet run on
-// a GPU (BERT, 3D U-Net).
-enum class TypedDefault { kOn, kOff };
-bool TypedActivations(TypedDefault unasked = TypedDefault::kOn);
+// Whether the models store activations in the precision's own type on a
+// CUDA device under bf16/fp16: on unless MLPERF_TYPED_ACTIVATIONS=0 or a
+// TypedActivationsScope(false) asks for fp32 storage rounded in place (the
+// CPU's way; tests and benchmarks compare the two). Every model's typed
+// storage passed its GPU tests (ResNet on an H200, BERT and 3D U-Net on an
+// H100).
+bool TypedActivations();
 class TypedActivationsScope {
  public:
   explicit TypedActivationsScope(bool on);
@@ -69,7 +67,7 @@ class TypedActivationsScope {
 // The type a model allocates its stored activations in on `device`: the
 // compute precision on a CUDA device with typed activations on, else fp32.
 // Read when the model is built, under the precision it trains in.
-core::DType ActivationStorageType(core::Device device, TypedDefault unasked = TypedDefault::kOn);
+core::DType ActivationStorageType(core::Device device);
 
 // Rounds a stored activation or activation gradient in place at its storage
 // point: nothing under fp32 or when t is already stored in the precision's

@@ -12,18 +12,19 @@ void SelfAttention::Allocate(int64_t batch, int64_t seq, int64_t hidden, int64_t
   MLPERF_CHECK(heads > 0 && hidden % heads == 0);
   hidden_ = hidden;
   const int64_t rows = batch * seq;
-  qkv_.Allocate(rows, hidden, 3 * hidden, Activation::kNone, name + ".qkv", arenas, registry);
+  qkv_.Allocate(rows, hidden, 3 * hidden, Activation::kNone, name + ".qkv", arenas, registry,
+                stored);
   out_.Allocate(rows, hidden, hidden, Activation::kNone, name + ".output", arenas, registry,
                 stored);
   const core::Shape head_shape{batch, heads, seq, hidden / heads};
   core::Arena& a = *arenas.activations;
   for (core::Tensor* t : {&q_, &k_, &v_, &context_, &dq_, &dk_, &dv_, &dcontext_})
-    *t = a.Allocate(head_shape);
+    *t = a.Allocate(head_shape, stored);
   probs_ = a.Allocate({batch, heads, seq, seq});
   workspace_ = a.Allocate({batch * heads * seq * seq});
-  context_rows_ = a.Allocate({rows, hidden});
-  dcontext_rows_ = a.Allocate({rows, hidden});
-  dqkv_ = a.Allocate({rows, 3 * hidden});
+  context_rows_ = a.Allocate({rows, hidden}, stored);
+  dcontext_rows_ = a.Allocate({rows, hidden}, stored);
+  dqkv_ = a.Allocate({rows, 3 * hidden}, stored);
 }
 
 void SelfAttention::Forward(const core::Tensor& x, const core::Tensor& mask,

@@ -17,8 +17,9 @@ namespace mlperf::layers {
 class SelfAttention {
  public:
   // Registers name.qkv.{weight,bias} ([3 * hidden, hidden]: query, key and
-  // value stacked) and name.output.{weight,bias}. `stored`: the output's
-  // type (Linear::Allocate).
+  // value stacked) and name.output.{weight,bias}. `stored`: the type of the
+  // projections' outputs, the heads, the context and their gradients
+  // (Linear::Allocate); the probabilities stay fp32.
   void Allocate(int64_t batch, int64_t seq, int64_t hidden, int64_t heads, const std::string& name,
                 const ModelArenas& arenas, ParameterRegistry* registry,
                 core::DType stored = core::DType::kF32);

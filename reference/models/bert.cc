@@ -31,7 +31,7 @@ void CopyOrCast(const Tensor& x, const Tensor& y) {
 Bert::Bert(const BertConfig& config, int64_t batch_size)
     : Model(config.device, batch_size),
       config_(config),
-      stored_(ops::ActivationStorageType(config.device, ops::TypedDefault::kOff)) {
+      stored_(ops::ActivationStorageType(config.device)) {
   MLPERF_CHECK(config.layers >= 0 && config.hidden > 0 && config.heads > 0 &&
                config.hidden % config.heads == 0);
   MLPERF_CHECK(config.seq_len > 0 && config.seq_len <= config.max_positions);
@@ -61,7 +61,7 @@ Bert::Bert(const BertConfig& config, int64_t batch_size)
 Bert::Bert(const BertConfig& config, int64_t batch_size, MeasureOnly)
     : Model(core::Device::kCpu, batch_size),
       config_(config),
-      stored_(ops::ActivationStorageType(config.device, ops::TypedDefault::kOff)) {
+      stored_(ops::ActivationStorageType(config.device)) {
   config_.device = core::Device::kCpu;
   rows_ = batch_size * config.seq_len;
   predictions_ = batch_size * config.max_predictions;

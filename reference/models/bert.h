@@ -110,14 +110,15 @@ class Bert final : public Model {
   void NumBatchesTrackedSet() override;
 
   BertConfig config_;
-  // The type of the activations BERT may store reduced on a CUDA device
-  // under bf16/fp16 (opt-in, kernels/precision.h): the feed-forward block's
-  // and the attention output projection's outputs, the gradients that reach
+  // The type of the activations BERT stores reduced on a CUDA device under
+  // bf16/fp16 (kernels/precision.h): the feed-forward block's outputs, the
+  // attention's projections, heads and context, the gradients that reach
   // them, and the attention core's scores, dropped probabilities and their
   // gradients (cuda/attention_typed.h). Each feeds only GEMM-class ops, which
-  // round their inputs anyway, or is a GEMM's rounded output: the values are
-  // those of fp32 storage. The residual stream, the layer norms, the
-  // attention probabilities and the heads stay fp32.
+  // round their inputs anyway, or is a GEMM's rounded output (or a
+  // permutation of one): the values are those of fp32 storage. The residual
+  // stream, the layer norms, the attention probabilities and the
+  // pre-training heads stay fp32.
   core::DType stored_ = core::DType::kF32;
   int64_t rows_ = 0, predictions_ = 0;
   int64_t measured_bytes_ = 0;  // MeasureOnly

@@ -101,7 +101,7 @@ class UNet3D final : public Model {
 
   UNet3DConfig config_;
   // The type of the activations and activation gradients on a CUDA device
-  // under bf16/fp16 (opt-in, kernels/precision.h): every unit's outputs, the
+  // under bf16/fp16 (kernels/precision.h): every unit's outputs, the
   // upsampled volumes and concatenations, the skip and scratch gradients;
   // the input, the logits and their gradient stay fp32. Each is a
   // convolution's rounded output, feeds only convolutions, or is rounded

@@ -101,8 +101,8 @@ TEST(PrecisionTest, RoundToPrecisionIsTheConversionAndBackBitForBit) {
   EXPECT_EQ(out[0], 70144.0f);
 }
 
-// A CUDA device stores activations in bf16/fp16 by default (the typed path
-// passed the third GPU check); the CPU always stores fp32, rounded in place.
+// A CUDA device stores activations in bf16/fp16 by default; the variable or
+// a scope asks for fp32 storage; the CPU always stores fp32, rounded in place.
 TEST(PrecisionTest, ActivationsAreStoredInThePrecisionOnCudaByDefault) {
   if (std::getenv("MLPERF_TYPED_ACTIVATIONS") != nullptr)
     GTEST_SKIP() << "MLPERF_TYPED_ACTIVATIONS overrides the default";
@@ -114,34 +114,17 @@ TEST(PrecisionTest, ActivationsAreStoredInThePrecisionOnCudaByDefault) {
     const ops::TypedActivationsScope fp32_storage(false);
     EXPECT_EQ(ops::ActivationStorageType(core::Device::kCuda), DType::kF32);
   }
-  const ops::PrecisionScope fp32(DType::kF32);
-  EXPECT_EQ(ops::ActivationStorageType(core::Device::kCuda), DType::kF32);
-}
-
-// A model whose typed storage has not yet run on a GPU (BERT) takes it only
-// when asked for, by the variable or a scope; asked not to, it does not.
-TEST(PrecisionTest, OptInModelsStoreTypedActivationsOnlyWhenAsked) {
-  if (std::getenv("MLPERF_TYPED_ACTIVATIONS") != nullptr)
-    GTEST_SKIP() << "MLPERF_TYPED_ACTIVATIONS overrides the default";
-  constexpr auto kOff = ops::TypedDefault::kOff;
-  const ops::PrecisionScope bf16(DType::kBF16);
-  EXPECT_FALSE(ops::TypedActivations(kOff));
-  EXPECT_EQ(ops::ActivationStorageType(core::Device::kCuda, kOff), DType::kF32);
-  {
-    const ops::TypedActivationsScope typed(true);
-    EXPECT_EQ(ops::ActivationStorageType(core::Device::kCuda, kOff), DType::kBF16);
-    EXPECT_EQ(ops::ActivationStorageType(core::Device::kCpu, kOff), DType::kF32);
-  }
-  {
-    const ops::TypedActivationsScope fp32_storage(false);
-    EXPECT_EQ(ops::ActivationStorageType(core::Device::kCuda), DType::kF32);
-  }
-  ASSERT_EQ(setenv("MLPERF_TYPED_ACTIVATIONS", "1", 1), 0);
-  EXPECT_EQ(ops::ActivationStorageType(core::Device::kCuda, kOff), DType::kBF16);
   ASSERT_EQ(setenv("MLPERF_TYPED_ACTIVATIONS", "0", 1), 0);
   EXPECT_EQ(ops::ActivationStorageType(core::Device::kCuda), DType::kF32);
-  ASSERT_EQ(unsetenv("MLPERF_TYPED_ACTIVATIONS"), 0);
+  {
+    const ops::TypedActivationsScope typed(true);
+    EXPECT_EQ(ops::ActivationStorageType(core::Device::kCuda), DType::kBF16);
+  }
+  ASSERT_EQ(setenv("MLPERF_TYPED_ACTIVATIONS", "1", 1), 0);
   EXPECT_EQ(ops::ActivationStorageType(core::Device::kCuda), DType::kBF16);
+  ASSERT_EQ(unsetenv("MLPERF_TYPED_ACTIVATIONS"), 0);
+  const ops::PrecisionScope fp32(DType::kF32);
+  EXPECT_EQ(ops::ActivationStorageType(core::Device::kCuda), DType::kF32);
 }
 
 TEST(PrecisionTest, ScopeSetsAndRestores) {

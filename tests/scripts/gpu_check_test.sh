@@ -62,7 +62,7 @@ if set(report["benchmarks"]) != {"gpu_ops", "conv_legacy_api", "resnet_step", "b
                                  "unet3d_step", "run_closed", "compliance_check",
                                  "run_closed_bf16_graph",
                                  "run_closed_gpu_decode",
-                                 "run_closed_bert_bf16_typed", "run_closed_unet3d_bf16_typed",
+                                 "run_closed_bert_bf16", "run_closed_unet3d_bf16",
                                  "run_benchmark_train",
                                  "run_benchmark_infer", "loader"}:
     fails.append(f"benchmarks: {sorted(report['benchmarks'])}")

@@ -25,9 +25,11 @@ Dims DimsOf(const Tensor& q, const Tensor& probs, const Tensor& workspace) {
   return s;
 }
 
-// x (fp32) converted to `t` in scratch `slot` (the operand slots ops:: uses
-// for its own conversions; none is live across this op).
+// x in `t`: itself when stored in it, else converted in scratch `slot` (the
+// operand slots ops:: uses for its own conversions; none is live across
+// this op).
 Tensor Converted(const Tensor& x, DType t, int slot) {
+  if (x.dtype() == t) return x;
   void* data =
       Scratch(static_cast<size_t>(x.numel()) * core::DTypeSize(t), kScratchOperand0 + slot);
   const Tensor out(data, x.shape(), t, core::Device::kCuda);
@@ -40,13 +42,15 @@ Tensor Typed(const Tensor& workspace, int64_t count, DType t) {
   return Tensor(workspace.data(), {count}, t, core::Device::kCuda);
 }
 
-// c (fp32) = alpha op(a) op(b) per head, from operands of `t`, rounded to it.
+// c = alpha op(a) op(b) per head, from operands of `t`, rounded to it: written
+// in `t` where c is stored in it, else in fp32 and rounded in place.
 void GemmRounded(bool ta, bool tb, const Dims& s, int64_t m, int64_t n, int64_t k, float alpha,
                  const Tensor& a, int64_t sa, const Tensor& b, int64_t sb, const Tensor& c,
                  int64_t sc, DType t) {
+  MLPERF_CHECK(c.dtype() == t || c.dtype() == DType::kF32);
   GemmStridedBatchedEx(ta, tb, m, n, k, alpha, a.data(), sa, b.data(), sb, 0.0f, c.data(), sc, s.bh,
-                       t, DType::kF32);
-  RoundToPrecision(t, c, c);
+                       t, c.dtype());
+  if (c.dtype() == DType::kF32) RoundToPrecision(t, c, c);
 }
 
 }  // namespace

@@ -11,8 +11,9 @@
 //   out          = dropped v, rounded
 // and backward dA (t) = dout v^T; dS (t) = softmax backward of dropout
 // backward of dA; dq = scale dS k, dk = scale dS^T q, dv = dropped^T dout,
-// each rounded. q, k, v, out, dout, dq, dk, dv are fp32 [b, h, t, d] as the
-// model keeps them, probs fp32 [b, h, t, t], workspace fp32 with at least
+// each rounded. q, k, v, out, dout, dq, dk, dv are [b, h, t, d] in fp32 or
+// in `t` (BERT keeps them in `t`; fp32 ones are converted, or written fp32
+// and rounded), probs fp32 [b, h, t, t], workspace fp32 with at least
 // b*h*t*t elements.
 #pragma once
 

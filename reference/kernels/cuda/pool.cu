@@ -1,4 +1,5 @@
 #include <cfloat>
+#include <cstdint>
 
 #include "reference/kernels/cuda/check.h"
 #include "reference/kernels/cuda/context.h"
@@ -91,22 +92,6 @@ __device__ void ForEachWindowInput(const Window& w, const int64_t o[3], Visit vi
   }
 }
 
-// The input position that receives output o's gradient, as the CPU twin
-// picks it: the first in-bounds input, replaced by any strictly greater one.
-__device__ int64_t ArgMax(const Window& w, const void* x, DType t, int64_t n, int64_t c,
-                          const int64_t o[3]) {
-  int64_t arg = -1;
-  float best = 0.0f;
-  ForEachWindowInput(w, o, [&](int64_t s) {
-    const float v = LoadAs(x, t, w.Offset(n, c, s, w.InSpatial()));
-    if (arg < 0 || v > best) {
-      arg = s;
-      best = v;
-    }
-  });
-  return arg;
-}
-
 __global__ void MaxPoolForwardKernel(Window w, const void* x, void* y, DType t, int64_t count) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -142,8 +127,46 @@ __device__ void ForEachCoveringOutput(const Window& w, const int64_t p[3], Visit
         visit(o, (o[0] * w.out[1] + o[1]) * w.out[2] + o[2]);
 }
 
-__global__ void MaxPoolBackwardKernel(Window w, const void* x, const void* dy, void* dx, DType t,
-                                      int64_t count) {
+// Input position p's place in output o's window (ForEachWindowInput's
+// order, out-of-bounds positions counted).
+__device__ int64_t WindowCode(const Window& w, const int64_t o[3], const int64_t p[3]) {
+  int64_t code = 0;
+  for (int a = 0; a < 3; ++a) code = code * w.kernel[a] + p[a] - (o[a] * w.stride[a] - w.pad[a]);
+  return code;
+}
+
+constexpr uint16_t kNoInput = 0xffff;  // a window without inputs
+
+// Where each output's gradient goes: the WindowCode of the maximum the CPU
+// twin picks, the first in-bounds input replaced by any strictly greater one
+// (so a NaN that comes first keeps the gradient).
+__global__ void MaxPoolArgMaxKernel(Window w, const void* x, DType t, uint16_t* code,
+                                    int64_t count) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t n, c, s, o[3];
+    w.Split(i, w.OutSpatial(), &n, &c, &s);
+    Unflatten(s, w.out, o);
+    uint16_t arg = kNoInput;
+    float best = 0.0f;
+    ForEachWindowInput(w, o, [&](int64_t q) {
+      const float v = LoadAs(x, t, w.Offset(n, c, q, w.InSpatial()));
+      if (arg == kNoInput || v > best) {
+        int64_t p[3];
+        Unflatten(q, w.in, p);
+        arg = static_cast<uint16_t>(WindowCode(w, o, p));
+        best = v;
+      }
+    });
+    code[i] = arg;
+  }
+}
+
+// Gathers, for each input, the gradients of the windows whose maximum it is
+// (their codes from MaxPoolArgMaxKernel), in increasing output order (the
+// order the CPU twin accumulates in): deterministic, no atomics.
+__global__ void MaxPoolBackwardKernel(Window w, const uint16_t* code, const void* dy, void* dx,
+                                      DType t, int64_t count) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     int64_t n, c, s, p[3];
@@ -151,7 +174,8 @@ __global__ void MaxPoolBackwardKernel(Window w, const void* x, const void* dy, v
     Unflatten(s, w.in, p);
     float sum = 0.0f;
     ForEachCoveringOutput(w, p, [&](const int64_t o[3], int64_t os) {
-      if (ArgMax(w, x, t, n, c, o) == s) sum += LoadAs(dy, t, w.Offset(n, c, os, w.OutSpatial()));
+      const int64_t j = w.Offset(n, c, os, w.OutSpatial());
+      if (code[j] == WindowCode(w, o, p)) sum += LoadAs(dy, t, j);
     });
     StoreAs(dx, t, i, sum);
   }
@@ -241,8 +265,18 @@ void MaxPoolForward(const ConvGeometry& g, const Tensor& x, const Tensor& y) {
 
 void MaxPoolBackward(const ConvGeometry& g, const Tensor& x, const Tensor& dy, const Tensor& dx) {
   CheckPool(g, dx, dy);
+  MLPERF_CHECK(x.numel() == dx.numel() && x.dtype() == dx.dtype());
+  MLPERF_CHECK_MSG(g.kernel[0] * g.kernel[1] * g.kernel[2] < kNoInput,
+                   "max pool window too large for its 16-bit argmax codes");
+  // The argmax of each window once, rather than once per input it covers
+  // (up to 4 times for ResNet's 3x3/2, each 9 loads).
+  const Window w = MakeWindow(g, x);
+  auto* code = static_cast<uint16_t*>(Scratch(dy.numel() * sizeof(uint16_t), kScratchReduce));
+  MaxPoolArgMaxKernel<<<Blocks(dy.numel()), kThreads, 0, Stream()>>>(w, x.data(), x.dtype(), code,
+                                                                     dy.numel());
+  CUDA_CHECK_LAUNCH();
   MaxPoolBackwardKernel<<<Blocks(dx.numel()), kThreads, 0, Stream()>>>(
-      MakeWindow(g, x), x.data(), dy.data(), dx.data(), dx.dtype(), dx.numel());
+      w, code, dy.data(), dx.data(), dx.dtype(), dx.numel());
   CUDA_CHECK_LAUNCH();
 }
 

@@ -14,7 +14,8 @@ namespace mlperf::cuda {
 
 // Padded positions never win (they count as -inf), as in TF and PyTorch.
 void MaxPoolForward(const ConvGeometry& g, const core::Tensor& x, const core::Tensor& y);
-// Routes dy to the first maximum of each window, recomputed from x.
+// Routes dy to the first maximum of each window, recomputed from x (once per
+// window, into scratch, then gathered per input).
 void MaxPoolBackward(const ConvGeometry& g, const core::Tensor& x, const core::Tensor& dy,
                      const core::Tensor& dx);
 

@@ -125,11 +125,12 @@ double OpMs(int repeats, Fn&& fn) {
 }
 
 // Every convolution of the network at the step's shapes in `precision`
-// (the activations fp32, as the model keeps them), each timed alone and
-// printed as measured with the instance norm and ReLU on its output; then
+// (the activations in the model's storage type), each timed alone and
+// printed as measured with the fused instance norm and ReLU on its output; then
 // the transposed convolutions and concatenations; then the sums by kind.
 void OpProfile(core::Layout layout, core::DType precision, int64_t n, int repeats) {
   const ops::PrecisionScope scope(precision);
+  const core::DType stored = ops::ActivationStorageType(core::Device::kCuda);
   const models::UNet3DConfig c = Config(layout);
   const size_t depth = c.filters.size();
   std::vector<ConvGeometry> convs, ups;
@@ -168,8 +169,8 @@ void OpProfile(core::Layout layout, core::DType precision, int64_t n, int repeat
   for (const core::Tensor& t : {bx, bdy, bw}) ops::Fill(t, 0.01f);
   ops::Fill(stats[0], 1.0f);
   const auto volume = [&](const core::Tensor& b, int64_t ch, const int64_t* s) {
-    return core::Tensor(b.data(), layers::VolumeShape(layout, n, ch, s[0], s[1], s[2]),
-                        core::DType::kF32, core::Device::kCuda, layout);
+    return core::Tensor(b.data(), layers::VolumeShape(layout, n, ch, s[0], s[1], s[2]), stored,
+                        core::Device::kCuda, layout);
   };
   const auto first = [](const core::Tensor& b, core::Shape s) {
     return core::Tensor(b.data(), s, core::DType::kF32, core::Device::kCuda);
@@ -194,24 +195,22 @@ void OpProfile(core::Layout layout, core::DType precision, int64_t n, int repeat
     const double f = OpMs(repeats, [&] { ops::ConvForward(g, x, w, y, none); });
     const double bd = OpMs(repeats, [&] { ops::ConvBackwardData(g, dy, w, dx, none); });
     const double bw_ms = OpMs(repeats, [&] { ops::ConvBackwardWeight(g, x, dy, dw, none); });
+    // dz holds the unit's output here; the backward masks dy in place.
     const double nf = OpMs(repeats, [&] {
-      ops::InstanceNormForward(c.norm_epsilon, y, gamma, beta, dz, mean, inv_std);
+      ops::InstanceNormReluForward(c.norm_epsilon, y, gamma, beta, dz, mean, inv_std);
     });
     const double nb = OpMs(repeats, [&] {
-      ops::InstanceNormBackward(y, dy, gamma, mean, inv_std, dz, dgamma, dbeta);
+      ops::InstanceNormReluBackward(y, dz, dy, gamma, mean, inv_std, dy, dgamma, dbeta);
     });
-    const double rf = OpMs(repeats, [&] { ops::ReluForward(y, y); });
-    const double rb = OpMs(repeats, [&] { ops::ReluBackward(y, dy, dy); });
     std::printf(
         "    conv %3ld->%3ld at %3ld^3 stride %ld: forward %7.1f, data gradient %7.1f, weight "
-        "gradient %7.1f; instance norm %6.1f / %6.1f; ReLU %5.1f / %5.1f\n",
-        g.in_channels, g.out_channels, g.in[0], g.stride[0], f, bd, bw_ms, nf, nb, rf, rb);
+        "gradient %7.1f; instance norm + ReLU %6.1f / %6.1f\n",
+        g.in_channels, g.out_channels, g.in[0], g.stride[0], f, bd, bw_ms, nf, nb);
     kinds["conv forward"] += f;
     kinds["conv data gradient"] += bd;
     kinds["conv weight gradient"] += bw_ms;
-    kinds["instance norm forward"] += nf;
-    kinds["instance norm backward"] += nb;
-    kinds["ReLU forward and backward"] += rf + rb;
+    kinds["instance norm + ReLU forward"] += nf;
+    kinds["instance norm + ReLU backward"] += nb;
   }
   for (const ConvGeometry& g : ups) {
     // The transposed convolution reads g's output shape and writes its input's.

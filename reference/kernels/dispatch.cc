@@ -193,6 +193,27 @@ void InstanceNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma
   cpu::InstanceNormBackward(x, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta);
 }
 
+void InstanceNormReluForward(float epsilon, const Tensor& x, const Tensor& gamma,
+                             const Tensor& beta, const Tensor& y, const Tensor& save_mean,
+                             const Tensor& save_inv_std) {
+  if (OnDevice(x, {&gamma, &y}))
+    return MLPERF_CUDA_TWIN(
+        InstanceNormReluForward(epsilon, x, gamma, beta, y, save_mean, save_inv_std));
+  cpu::InstanceNormForward(epsilon, x, gamma, beta, y, save_mean, save_inv_std);
+  cpu::ReluForward(y, y);
+}
+
+void InstanceNormReluBackward(const Tensor& x, const Tensor& y, const Tensor& dy,
+                              const Tensor& gamma, const Tensor& save_mean,
+                              const Tensor& save_inv_std, const Tensor& dx, const Tensor& dgamma,
+                              const Tensor& dbeta) {
+  if (OnDevice(x, {&y, &dy, &dx}))
+    return MLPERF_CUDA_TWIN(
+        InstanceNormReluBackward(x, y, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta));
+  cpu::ReluBackward(y, dy, dy);
+  cpu::InstanceNormBackward(x, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta);
+}
+
 void BiasAddChannels(const Tensor& bias, const Tensor& y) {
   if (OnDevice(y, {&bias})) return MLPERF_CUDA_TWIN(BiasAddChannels(bias, y));
   cpu::BiasAddChannels(bias, y);

@@ -42,8 +42,7 @@ void ConvInstanceNormRelu::Allocate(const ConvGeometry& g, core::Layout layout, 
 
 void ConvInstanceNormRelu::Forward(const Tensor& x, const Tensor& workspace) {
   ops::ConvForward(g_, x, w_, z_, workspace);
-  ops::InstanceNormForward(epsilon_, z_, gamma_, beta_, y_, save_mean_, save_inv_std_);
-  ops::ReluForward(y_, y_);
+  ops::InstanceNormReluForward(epsilon_, z_, gamma_, beta_, y_, save_mean_, save_inv_std_);
   // Its consumers round it anyway, but the ReLU's backward reads its sign,
   // which fp16's flush of the tiniest values changes.
   ops::RoundStored(y_);
@@ -52,9 +51,8 @@ void ConvInstanceNormRelu::Forward(const Tensor& x, const Tensor& workspace) {
 void ConvInstanceNormRelu::Backward(const Tensor& x, const Tensor& dy, const Tensor& dz,
                                     const Tensor& dx, const Tensor& workspace) {
   const Tensor dy_view = ViewAs(dy, y_), dz_view = ViewAs(dz, z_);
-  ops::ReluBackward(y_, dy_view, dy_view);
-  ops::InstanceNormBackward(z_, dy_view, gamma_, save_mean_, save_inv_std_, dz_view, dgamma_,
-                            dbeta_);
+  ops::InstanceNormReluBackward(z_, y_, dy_view, gamma_, save_mean_, save_inv_std_, dz_view,
+                                dgamma_, dbeta_);
   ops::ConvBackwardWeight(g_, x, dz_view, dw_, workspace);
   if (!dx.empty()) ops::ConvBackwardData(g_, dz_view, w_, ViewAs(dx, x), workspace);
 }

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "reference/kernels/cpu/elementwise.h"
 #include "reference/kernels/cpu/norm.h"
 #include "reference/kernels/cuda/norm.h"
 #include "reference/kernels/cuda/norm_channels_last.h"
@@ -184,7 +185,7 @@ TEST_P(CudaNormTwinTest, BatchNormActFusedWithResidualAndRelu) {
 }
 
 // Instance norm, channels-last against the CPU's channels-first results:
-// N groups of spatial rows each.
+// N groups of spatial rows each; then with the ReLU fused.
 TEST_P(CudaNormTwinTest, ChannelsLastInstanceNorm) {
   const int64_t n = 3, c = 40, d = 6, h = 7, w = 8, total = n * c * d * h * w;
   for (DType dtype : {DType::kF32, DType::kBF16}) {
@@ -215,6 +216,30 @@ TEST_P(CudaNormTwinTest, ChannelsLastInstanceNorm) {
     ExpectClose(FromChannelsLast(gdx.Get(), n, c), dx, tol, what + " dx");
     ExpectClose(gdg.Get(), dg, 1e-3, what + " dgamma");
     ExpectClose(gdb.Get(), db, 1e-3, what + " dbeta");
+
+    // With the ReLU fused (3D U-Net's units); the CPU backward runs on the
+    // GPU's y, whose sign carries the mask (a y within a unit of zero may
+    // round to the other side of it).
+    Dev gyr(Floats(total), last, dtype, Layout::kNDHWC),
+        gdyr(ToChannelsLast(dy, n, c), last, dtype, Layout::kNDHWC),
+        gdxr(Floats(total), last, dtype, Layout::kNDHWC), gdgr(Floats(c), {c}),
+        gdbr(Floats(c), {c});
+    cuda::InstanceNormReluForward(1e-5f, gx.t(), ggamma.t(), gbeta.t(), gyr.t(), gmean.t(),
+                                  gistd.t());
+    cuda::InstanceNormReluBackward(gx.t(), gyr.t(), gdyr.t(), ggamma.t(), gmean.t(), gistd.t(),
+                                   gdxr.t(), gdgr.t(), gdbr.t());
+    Floats yr = y, y_gpu = FromChannelsLast(gyr.Get(), n, c), masked = dy, dxr(total), dgr(c),
+           dbr(c);
+    cpu::ReluForward(Host(yr, shape), Host(yr, shape));
+    ExpectClose(y_gpu, yr, tol, what + " relu y");
+    cpu::ReluBackward(Host(y_gpu, shape), Host(masked, shape), Host(masked, shape));
+    cpu::InstanceNormBackward(Host(x, shape), Host(masked, shape), Host(gamma, {c}),
+                              Host(mean, {n * c}), Host(istd, {n * c}), Host(dxr, shape),
+                              Host(dgr, {c}), Host(dbr, {c}));
+    EXPECT_EQ(FromChannelsLast(gdyr.Get(), n, c), masked) << what << " relu masked dy";
+    ExpectClose(FromChannelsLast(gdxr.Get(), n, c), dxr, tol, what + " relu dx");
+    ExpectClose(gdgr.Get(), dgr, 1e-3, what + " relu dgamma");
+    ExpectClose(gdbr.Get(), dbr, 1e-3, what + " relu dbeta");
   }
 }
 

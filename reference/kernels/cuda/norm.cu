@@ -4,6 +4,7 @@
 #include "reference/kernels/cuda/context.h"
 #include "reference/kernels/cuda/cudnn_type.h"
 #include "reference/kernels/cuda/device_util.cuh"
+#include "reference/kernels/cuda/elementwise.h"
 #include "reference/kernels/cuda/norm.h"
 #include "reference/kernels/cuda/norm_channels_last.h"
 
@@ -342,6 +343,35 @@ void InstanceNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma
   InstanceNormParamGrads<<<Blocks(v.channels), 256, 0, Stream()>>>(sums, x.dim(0), v.channels,
                                                                    dgamma.f32(), dbeta.f32());
   CUDA_CHECK_LAUNCH();
+}
+
+void InstanceNormReluForward(float epsilon, const Tensor& x, const Tensor& gamma,
+                             const Tensor& beta, const Tensor& y, const Tensor& save_mean,
+                             const Tensor& save_inv_std) {
+  if (!OwnKernels(x)) {
+    InstanceNormForward(epsilon, x, gamma, beta, y, save_mean, save_inv_std);
+    return ReluForward(y, y);
+  }
+  MLPERF_CHECK(x.numel() == y.numel() && x.dtype() == y.dtype());
+  const ChannelsLastGroups s = InstanceGroups(x);
+  MLPERF_CHECK(save_mean.numel() == s.groups * s.channels);
+  ChannelsLastMoments(s, x, epsilon, 0.0f, save_mean.f32(), save_inv_std.f32(), nullptr, nullptr);
+  ChannelsLastNormalize(s, x, save_mean.f32(), save_inv_std.f32(), gamma.f32(), beta.f32(),
+                        Tensor(), /*relu=*/true, y);
+}
+
+void InstanceNormReluBackward(const Tensor& x, const Tensor& y, const Tensor& dy,
+                              const Tensor& gamma, const Tensor& save_mean,
+                              const Tensor& save_inv_std, const Tensor& dx, const Tensor& dgamma,
+                              const Tensor& dbeta) {
+  MLPERF_CHECK(y.numel() == dy.numel() && y.dtype() == dy.dtype());
+  if (!OwnKernels(x)) {
+    ReluBackward(y, dy, dy);
+    return InstanceNormBackward(x, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta);
+  }
+  MLPERF_CHECK(dy.dtype() == x.dtype() && dx.dtype() == x.dtype());
+  ChannelsLastNormBackward(InstanceGroups(x), /*relu=*/true, x, y, dy, gamma.f32(), save_mean.f32(),
+                           save_inv_std.f32(), dx, dgamma.f32(), dbeta.f32());
 }
 
 void LayerNormForward(float epsilon, const Tensor& x, const Tensor& gamma, const Tensor& beta,

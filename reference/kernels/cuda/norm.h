@@ -58,6 +58,15 @@ void InstanceNormBackward(const core::Tensor& x, const core::Tensor& dy, const c
                           const core::Tensor& save_mean, const core::Tensor& save_inv_std,
                           const core::Tensor& dx, const core::Tensor& dgamma,
                           const core::Tensor& dbeta);
+// Instance norm and a ReLU: channels-last in the own kernels' passes,
+// channels-first as the two ops.
+void InstanceNormReluForward(float epsilon, const core::Tensor& x, const core::Tensor& gamma,
+                             const core::Tensor& beta, const core::Tensor& y,
+                             const core::Tensor& save_mean, const core::Tensor& save_inv_std);
+void InstanceNormReluBackward(const core::Tensor& x, const core::Tensor& y, const core::Tensor& dy,
+                              const core::Tensor& gamma, const core::Tensor& save_mean,
+                              const core::Tensor& save_inv_std, const core::Tensor& dx,
+                              const core::Tensor& dgamma, const core::Tensor& dbeta);
 
 void LayerNormForward(float epsilon, const core::Tensor& x, const core::Tensor& gamma,
                       const core::Tensor& beta, const core::Tensor& y,

@@ -101,8 +101,10 @@ TEST_P(CudaNormTwinTest, BatchNormTrainingInferenceBackward) {
   for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16})
     for (bool cl : {false, true}) {
       CheckBatchNorm({4, 6, 5, 5}, dtype, cl);
-      // 70 channels: a warp and a part; 3,136 rows: many partial sums.
+      // 70 channels: a warp and a part (of pairs, in bf16/fp16); 3,136
+      // rows: many partial sums. 35: an odd count, one channel a thread.
       CheckBatchNorm({16, 70, 14, 14}, dtype, cl);
+      CheckBatchNorm({8, 35, 9, 9}, dtype, cl);
     }
   // A large mean against a small spread: the shifted sums must not cancel.
   const int64_t n = 8, c = 40, total = n * c * 9 * 9;

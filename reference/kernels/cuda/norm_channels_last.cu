@@ -2,8 +2,11 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
+#include <initializer_list>
 #include <string_view>
+#include <type_traits>
 
 #include "reference/kernels/cuda/check.h"
 #include "reference/kernels/cuda/context.h"
@@ -15,9 +18,12 @@ namespace {
 using core::DType;
 using core::Tensor;
 
-// A block is 32 channels (one warp reads 32 neighbours of a row) by 8 rows;
-// each thread keeps one channel and walks every 8th row of its block's
-// chunk, four rows per iteration so that four loads are in flight.
+// A block is 32 * V channels (one warp reads 32 * V neighbours of a row)
+// by 8 rows; each thread keeps V neighbouring channels and walks every 8th
+// row of its block's chunk, four rows per iteration so that four loads are
+// in flight. V is 2 for 16-bit types where the channel count allows (a
+// warp then reads 128 bytes, as with fp32), else 1; each channel's sums
+// are added in the same order either way.
 constexpr int kLanes = 32, kRowsPerStep = 8, kUnroll = 4;
 static_assert(kUnroll == 4, "the sums below are written out for four rows");
 
@@ -38,6 +44,43 @@ __device__ __forceinline__ __nv_bfloat16 FromFloat<__nv_bfloat16>(float v) {
 template <>
 __device__ __forceinline__ __half FromFloat<__half>(float v) {
   return __float2half_rn(v);
+}
+
+// V neighbouring elements of T as one load or store.
+template <typename T, int V>
+struct Pack;
+template <typename T>
+struct Pack<T, 1> {
+  __device__ __forceinline__ static void Load(const T* p, int64_t i, float* v) {
+    v[0] = ToFloat(p[i]);
+  }
+  __device__ __forceinline__ static void Store(T* p, int64_t i, const float* v) {
+    p[i] = FromFloat<T>(v[0]);
+  }
+};
+template <typename T, typename Two>
+struct PackOfTwo {
+  __device__ __forceinline__ static void Load(const T* p, int64_t i, float* v) {
+    const Two q = *reinterpret_cast<const Two*>(p + i);
+    v[0] = ToFloat(q.x);
+    v[1] = ToFloat(q.y);
+  }
+  __device__ __forceinline__ static void Store(T* p, int64_t i, const float* v) {
+    Two q;
+    q.x = FromFloat<T>(v[0]);
+    q.y = FromFloat<T>(v[1]);
+    *reinterpret_cast<Two*>(p + i) = q;
+  }
+};
+template <>
+struct Pack<__nv_bfloat16, 2> : PackOfTwo<__nv_bfloat16, __nv_bfloat162> {};
+template <>
+struct Pack<__half, 2> : PackOfTwo<__half, __half2> {};
+
+// This thread's first channel.
+template <int V>
+__device__ __forceinline__ int64_t FirstChannel() {
+  return (blockIdx.y * static_cast<int64_t>(kLanes) + threadIdx.x) * V;
 }
 
 // The chunk of rows of block (chunk, channel block, group).
@@ -66,50 +109,65 @@ __device__ __forceinline__ void ForRows(Chunk k, int64_t base, int64_t channels,
   for (; r < k.end; r += kRowsPerStep) one(base + r * channels);
 }
 
-// Adds the 8 row-threads' (a, b) of each channel in a fixed order and
-// writes them to partial[((group * chunks + chunk) * 2 + {0, 1}) * C + c].
-__device__ __forceinline__ void WritePartial(float a, float b, int64_t c, int64_t channels,
-                                             float* partial) {
-  __shared__ float sa[kRowsPerStep][kLanes], sb[kRowsPerStep][kLanes];
-  sa[threadIdx.y][threadIdx.x] = a;
-  sb[threadIdx.y][threadIdx.x] = b;
-  __syncthreads();
-  if (threadIdx.y != 0 || c >= channels) return;
-  a = b = 0.0f;
-  for (int i = 0; i < kRowsPerStep; ++i) {
-    a += sa[i][threadIdx.x];
-    b += sb[i][threadIdx.x];
+// Adds the 8 row-threads' (a, b) of each of channels c0.. c0 + V - 1 in a
+// fixed order and writes them to
+// partial[((group * chunks + chunk) * 2 + {0, 1}) * C + c].
+template <int V>
+__device__ __forceinline__ void WritePartial(const float* a, const float* b, int64_t c0,
+                                             int64_t channels, float* partial) {
+  __shared__ float sa[kRowsPerStep][kLanes * V], sb[kRowsPerStep][kLanes * V];
+  for (int j = 0; j < V; ++j) {
+    sa[threadIdx.y][threadIdx.x * V + j] = a[j];
+    sb[threadIdx.y][threadIdx.x * V + j] = b[j];
   }
+  __syncthreads();
+  if (threadIdx.y != 0 || c0 >= channels) return;
   float* p = partial + (static_cast<int64_t>(blockIdx.z) * gridDim.x + blockIdx.x) * 2 * channels;
-  p[c] = a;
-  p[channels + c] = b;
+  for (int j = 0; j < V; ++j) {
+    float ta = 0.0f, tb = 0.0f;
+    for (int i = 0; i < kRowsPerStep; ++i) {
+      ta += sa[i][threadIdx.x * V + j];
+      tb += sb[i][threadIdx.x * V + j];
+    }
+    p[c0 + j] = ta;
+    p[channels + c0 + j] = tb;
+  }
 }
 
 // Partial sums of (x - shift) and (x - shift)^2 per (group, chunk, channel),
 // shift being the group's first value of the channel.
-template <typename T>
+template <typename T, int V>
 __global__ void MomentsPartial(const T* x, int64_t rows, int64_t channels, int64_t rows_per_chunk,
                                float* partial) {
-  const int64_t c = blockIdx.y * kLanes + threadIdx.x;
-  float s1 = 0.0f, s2 = 0.0f;
-  if (c < channels) {
-    const int64_t base = blockIdx.z * rows * channels + c;
-    const float shift = ToFloat(x[base]);
-    auto at = [&](int64_t i) { return ToFloat(x[i]) - shift; };
+  const int64_t c0 = FirstChannel<V>();
+  float s1[V] = {}, s2[V] = {};
+  if (c0 < channels) {
+    const int64_t base = blockIdx.z * rows * channels + c0;
+    float shift[V];
+    Pack<T, V>::Load(x, base, shift);
     ForRows(
         RowsOf(rows, rows_per_chunk), base, channels,
         [&](int64_t i) {
-          const float v = at(i);
-          s1 += v;
-          s2 += v * v;
+          float v[V];
+          Pack<T, V>::Load(x, i, v);
+          for (int j = 0; j < V; ++j) {
+            v[j] -= shift[j];
+            s1[j] += v[j];
+            s2[j] += v[j] * v[j];
+          }
         },
         [&](const int64_t* i) {
-          const float v0 = at(i[0]), v1 = at(i[1]), v2 = at(i[2]), v3 = at(i[3]);
-          s1 += (v0 + v1) + (v2 + v3);
-          s2 += (v0 * v0 + v1 * v1) + (v2 * v2 + v3 * v3);
+          float v[kUnroll][V];
+          for (int r = 0; r < kUnroll; ++r) Pack<T, V>::Load(x, i[r], v[r]);
+          for (int j = 0; j < V; ++j) {
+            const float v0 = v[0][j] - shift[j], v1 = v[1][j] - shift[j], v2 = v[2][j] - shift[j],
+                        v3 = v[3][j] - shift[j];
+            s1[j] += (v0 + v1) + (v2 + v3);
+            s2[j] += (v0 * v0 + v1 * v1) + (v2 * v2 + v3 * v3);
+          }
         });
   }
-  WritePartial(s1, s2, c, channels, partial);
+  WritePartial<V>(s1, s2, c0, channels, partial);
 }
 
 // The (group, channel) of this thread's warp, one warp per pair: -1 past
@@ -167,70 +225,109 @@ __global__ void InvStdKernel(const float* var, int64_t channels, float epsilon, 
     inv_std[c] = static_cast<float>(1.0 / sqrt(static_cast<double>(var[c]) + epsilon));
 }
 
-template <typename T>
+template <typename T, int V>
 __global__ void Normalize(const T* x, int64_t rows, int64_t channels, int64_t rows_per_chunk,
                           const float* mean, const float* inv_std, const float* gamma,
                           const float* beta, const T* residual, bool relu, T* y) {
-  const int64_t c = blockIdx.y * kLanes + threadIdx.x;
-  if (c >= channels) return;
-  const int64_t gc = blockIdx.z * channels + c, base = blockIdx.z * rows * channels + c;
-  const float mu = mean[gc], scale = gamma[c] * inv_std[gc], shift = beta[c];
-  // The rounding to y's type before the add is what a typed batch norm
-  // followed by an add does; for fp32 it changes nothing.
-  auto out = [&](float v, float res) {
-    v = ToFloat(FromFloat<T>((v - mu) * scale + shift)) + res;
-    return FromFloat<T>(relu ? fmaxf(v, 0.0f) : v);
+  const int64_t c0 = FirstChannel<V>();
+  if (c0 >= channels) return;
+  const int64_t gc = blockIdx.z * channels + c0, base = blockIdx.z * rows * channels + c0;
+  float mu[V], scale[V], shift[V];
+  for (int j = 0; j < V; ++j) {
+    mu[j] = mean[gc + j];
+    scale[j] = gamma[c0 + j] * inv_std[gc + j];
+    shift[j] = beta[c0 + j];
+  }
+  // In place: v holds x, then y. The rounding to y's type before the add is
+  // what a typed batch norm followed by an add does; for fp32 it changes
+  // nothing.
+  auto out = [&](float* v, const float* res) {
+    for (int j = 0; j < V; ++j) {
+      const float u = ToFloat(FromFloat<T>((v[j] - mu[j]) * scale[j] + shift[j])) + res[j];
+      v[j] = relu ? fmaxf(u, 0.0f) : u;
+    }
   };
-  auto res_at = [&](int64_t i) { return residual != nullptr ? ToFloat(residual[i]) : 0.0f; };
+  auto load_res = [&](int64_t i, float* res) {
+    if (residual != nullptr) {
+      Pack<T, V>::Load(residual, i, res);
+    } else {
+      for (int j = 0; j < V; ++j) res[j] = 0.0f;
+    }
+  };
   ForRows(
       RowsOf(rows, rows_per_chunk), base, channels,
-      [&](int64_t i) { y[i] = out(ToFloat(x[i]), res_at(i)); },
+      [&](int64_t i) {
+        float v[V], res[V];
+        Pack<T, V>::Load(x, i, v);
+        load_res(i, res);
+        out(v, res);
+        Pack<T, V>::Store(y, i, v);
+      },
       [&](const int64_t* i) {
-        float v[kUnroll], res[kUnroll];
-        for (int j = 0; j < kUnroll; ++j) {
-          v[j] = ToFloat(x[i[j]]);
-          res[j] = res_at(i[j]);
+        float v[kUnroll][V], res[kUnroll][V];
+        for (int r = 0; r < kUnroll; ++r) {
+          Pack<T, V>::Load(x, i[r], v[r]);
+          load_res(i[r], res[r]);
         }
-        for (int j = 0; j < kUnroll; ++j) y[i[j]] = out(v[j], res[j]);
+        for (int r = 0; r < kUnroll; ++r) {
+          out(v[r], res[r]);
+          Pack<T, V>::Store(y, i[r], v[r]);
+        }
       });
 }
 
 // Partial sums of dy and dy * (x - mean) per (group, chunk, channel); with
 // relu, dy is zeroed in place where y <= 0 (NaN included) first.
-template <typename T>
+template <typename T, int V>
 __global__ void BackwardPartial(const T* x, const T* y, T* dy, int64_t rows, int64_t channels,
                                 int64_t rows_per_chunk, const float* mean, float* partial) {
-  const int64_t c = blockIdx.y * kLanes + threadIdx.x;
-  float s1 = 0.0f, s2 = 0.0f;
-  if (c < channels) {
-    const int64_t base = blockIdx.z * rows * channels + c;
-    const float mu = mean[blockIdx.z * channels + c];
-    auto grad = [&](int64_t i) {
-      float d = ToFloat(dy[i]);
-      if (y != nullptr && !(ToFloat(y[i]) > 0.0f)) {
-        d = 0.0f;
-        dy[i] = FromFloat<T>(0.0f);
+  const int64_t c0 = FirstChannel<V>();
+  float s1[V] = {}, s2[V] = {};
+  if (c0 < channels) {
+    const int64_t base = blockIdx.z * rows * channels + c0;
+    float mu[V];
+    for (int j = 0; j < V; ++j) mu[j] = mean[blockIdx.z * channels + c0 + j];
+    // d: dy at i, masked (and written back masked) where y <= 0.
+    auto grad = [&](int64_t i, float* d) {
+      Pack<T, V>::Load(dy, i, d);
+      if (y == nullptr) return;
+      float yv[V];
+      Pack<T, V>::Load(y, i, yv);
+      bool masked = false;
+      for (int j = 0; j < V; ++j) {
+        if (!(yv[j] > 0.0f)) {
+          d[j] = 0.0f;
+          masked = true;
+        }
       }
-      return d;
+      if (masked) Pack<T, V>::Store(dy, i, d);
     };
     ForRows(
         RowsOf(rows, rows_per_chunk), base, channels,
         [&](int64_t i) {
-          const float d = grad(i);
-          s1 += d;
-          s2 += d * (ToFloat(x[i]) - mu);
+          float d[V], xv[V];
+          grad(i, d);
+          Pack<T, V>::Load(x, i, xv);
+          for (int j = 0; j < V; ++j) {
+            s1[j] += d[j];
+            s2[j] += d[j] * (xv[j] - mu[j]);
+          }
         },
         [&](const int64_t* i) {
-          float d[kUnroll], xc[kUnroll];
-          for (int j = 0; j < kUnroll; ++j) {
-            xc[j] = ToFloat(x[i[j]]) - mu;
-            d[j] = grad(i[j]);
+          float d[kUnroll][V], xc[kUnroll][V];
+          for (int r = 0; r < kUnroll; ++r) {
+            Pack<T, V>::Load(x, i[r], xc[r]);
+            grad(i[r], d[r]);
           }
-          s1 += (d[0] + d[1]) + (d[2] + d[3]);
-          s2 += (d[0] * xc[0] + d[1] * xc[1]) + (d[2] * xc[2] + d[3] * xc[3]);
+          for (int j = 0; j < V; ++j) {
+            for (int r = 0; r < kUnroll; ++r) xc[r][j] -= mu[j];
+            s1[j] += (d[0][j] + d[1][j]) + (d[2][j] + d[3][j]);
+            s2[j] += (d[0][j] * xc[0][j] + d[1][j] * xc[1][j]) +
+                     (d[2][j] * xc[2][j] + d[3][j] * xc[3][j]);
+          }
         });
   }
-  WritePartial(s1, s2, c, channels, partial);
+  WritePartial<V>(s1, s2, c0, channels, partial);
 }
 
 // One warp per (group, channel): the coefficients of
@@ -269,25 +366,43 @@ __global__ void ParamGrads(int64_t groups, int64_t channels, const float* coef, 
   dbeta[c] = static_cast<float>(db);
 }
 
-template <typename T>
+template <typename T, int V>
 __global__ void BackwardApply(const T* x, const T* dy, int64_t rows, int64_t channels,
                               int64_t rows_per_chunk, const float* mean, const float* coef, T* dx) {
-  const int64_t c = blockIdx.y * kLanes + threadIdx.x;
-  if (c >= channels) return;
+  const int64_t c0 = FirstChannel<V>();
+  if (c0 >= channels) return;
   const int64_t gc_count = gridDim.z * static_cast<int64_t>(channels);
-  const int64_t gc = blockIdx.z * channels + c, base = blockIdx.z * rows * channels + c;
-  const float mu = mean[gc], a = coef[gc], b = coef[gc_count + gc], d = coef[2 * gc_count + gc];
-  auto out = [&](float dyv, float xv) { return FromFloat<T>(a * dyv - b * (xv - mu) - d); };
+  const int64_t gc = blockIdx.z * channels + c0, base = blockIdx.z * rows * channels + c0;
+  float mu[V], a[V], b[V], d[V];
+  for (int j = 0; j < V; ++j) {
+    mu[j] = mean[gc + j];
+    a[j] = coef[gc + j];
+    b[j] = coef[gc_count + gc + j];
+    d[j] = coef[2 * gc_count + gc + j];
+  }
+  // In place: dv holds dy, then dx.
+  auto out = [&](float* dv, const float* xv) {
+    for (int j = 0; j < V; ++j) dv[j] = a[j] * dv[j] - b[j] * (xv[j] - mu[j]) - d[j];
+  };
   ForRows(
       RowsOf(rows, rows_per_chunk), base, channels,
-      [&](int64_t i) { dx[i] = out(ToFloat(dy[i]), ToFloat(x[i])); },
+      [&](int64_t i) {
+        float dv[V], xv[V];
+        Pack<T, V>::Load(dy, i, dv);
+        Pack<T, V>::Load(x, i, xv);
+        out(dv, xv);
+        Pack<T, V>::Store(dx, i, dv);
+      },
       [&](const int64_t* i) {
-        float dv[kUnroll], xv[kUnroll];
-        for (int j = 0; j < kUnroll; ++j) {
-          dv[j] = ToFloat(dy[i[j]]);
-          xv[j] = ToFloat(x[i[j]]);
+        float dv[kUnroll][V], xv[kUnroll][V];
+        for (int r = 0; r < kUnroll; ++r) {
+          Pack<T, V>::Load(dy, i[r], dv[r]);
+          Pack<T, V>::Load(x, i[r], xv[r]);
         }
-        for (int j = 0; j < kUnroll; ++j) dx[i[j]] = out(dv[j], xv[j]);
+        for (int r = 0; r < kUnroll; ++r) {
+          out(dv[r], xv[r]);
+          Pack<T, V>::Store(dx, i[r], dv[r]);
+        }
       });
 }
 
@@ -298,8 +413,8 @@ struct Grid {
   dim3 blocks;
   int64_t rows_per_chunk;
 };
-Grid Reduction(const ChannelsLastGroups& s) {
-  const int64_t cblocks = (s.channels + kLanes - 1) / kLanes;
+Grid Reduction(const ChannelsLastGroups& s, int v) {
+  const int64_t cblocks = (s.channels + kLanes * v - 1) / (kLanes * v);
   const int64_t max_chunks = std::max<int64_t>(1, (s.rows + 63) / 64);
   const int64_t chunks =
       std::clamp<int64_t>(1024 / std::max<int64_t>(1, cblocks * s.groups), 1, max_chunks);
@@ -308,10 +423,10 @@ Grid Reduction(const ChannelsLastGroups& s) {
                static_cast<unsigned>(s.groups)),
           per};
 }
-Grid Pointwise(const ChannelsLastGroups& s) {
+Grid Pointwise(const ChannelsLastGroups& s, int v) {
   constexpr int64_t kRowsPerBlock = 256;
   return {dim3(static_cast<unsigned>((s.rows + kRowsPerBlock - 1) / kRowsPerBlock),
-               static_cast<unsigned>((s.channels + kLanes - 1) / kLanes),
+               static_cast<unsigned>((s.channels + kLanes * v - 1) / (kLanes * v)),
                static_cast<unsigned>(s.groups)),
           kRowsPerBlock};
 }
@@ -340,6 +455,24 @@ void ByType(DType t, Fn&& fn) {
   }
 }
 
+// Channels per thread: 2 for 16-bit activations whose rows start on a pair
+// (an even channel count) in 4-byte aligned tensors, else 1.
+int Width(DType t, int64_t channels, std::initializer_list<const void*> data) {
+  if (core::DTypeSize(t) != 2 || channels % 2 != 0) return 1;
+  for (const void* p : data)
+    if (reinterpret_cast<uintptr_t>(p) % 4 != 0) return 1;
+  return 2;
+}
+
+// Calls fn(std::integral_constant<int, V>{}) with V = v (2 only for 16-bit T).
+template <typename T, typename Fn>
+void WithWidth(int v, Fn&& fn) {
+  if constexpr (sizeof(T) == 2) {
+    if (v == 2) return fn(std::integral_constant<int, 2>{});
+  }
+  fn(std::integral_constant<int, 1>{});
+}
+
 bool g_own_kernels = std::getenv("MLPERF_CUDNN_BATCHNORM") == nullptr ||
                      std::string_view(std::getenv("MLPERF_CUDNN_BATCHNORM")) == "0";
 
@@ -353,14 +486,17 @@ void ChannelsLastMoments(const ChannelsLastGroups& s, const Tensor& x, float eps
                          float* running_var) {
   CheckShape(s, x);
   MLPERF_CHECK(running_mean == nullptr || s.groups == 1);
-  const Grid grid = Reduction(s);
+  const int v = Width(x.dtype(), s.channels, {x.data()});
+  const Grid grid = Reduction(s, v);
   float* partial = static_cast<float*>(
       Scratch(sizeof(float) * 2 * grid.blocks.x * s.groups * s.channels, kScratchReduce));
   ByType(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* xp = static_cast<const T*>(x.data());
-    MomentsPartial<T><<<grid.blocks, kBlock, 0, Stream()>>>(xp, s.rows, s.channels,
-                                                            grid.rows_per_chunk, partial);
+    WithWidth<T>(v, [&](auto width) {
+      MomentsPartial<T, decltype(width)::value><<<grid.blocks, kBlock, 0, Stream()>>>(
+          xp, s.rows, s.channels, grid.rows_per_chunk, partial);
+    });
     CUDA_CHECK_LAUNCH();
     MomentsFinal<T><<<Blocks(s.groups * s.channels * kLanes), 256, 0, Stream()>>>(
         xp, s.groups, s.rows, s.channels, grid.blocks.x, partial, epsilon, momentum, save_mean,
@@ -383,13 +519,16 @@ void ChannelsLastNormalize(const ChannelsLastGroups& s, const Tensor& x, const f
   MLPERF_CHECK(y.numel() == x.numel() && y.dtype() == x.dtype());
   MLPERF_CHECK(residual.empty() ||
                (residual.numel() == x.numel() && residual.dtype() == x.dtype()));
-  const Grid grid = Pointwise(s);
+  const int v = Width(x.dtype(), s.channels, {x.data(), residual.data(), y.data()});
+  const Grid grid = Pointwise(s, v);
   ByType(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    Normalize<T><<<grid.blocks, kBlock, 0, Stream()>>>(
-        static_cast<const T*>(x.data()), s.rows, s.channels, grid.rows_per_chunk, mean, inv_std,
-        gamma, beta, residual.empty() ? nullptr : static_cast<const T*>(residual.data()), relu,
-        static_cast<T*>(y.data()));
+    WithWidth<T>(v, [&](auto width) {
+      Normalize<T, decltype(width)::value><<<grid.blocks, kBlock, 0, Stream()>>>(
+          static_cast<const T*>(x.data()), s.rows, s.channels, grid.rows_per_chunk, mean, inv_std,
+          gamma, beta, residual.empty() ? nullptr : static_cast<const T*>(residual.data()), relu,
+          static_cast<T*>(y.data()));
+    });
     CUDA_CHECK_LAUNCH();
   });
 }
@@ -402,7 +541,9 @@ void ChannelsLastNormBackward(const ChannelsLastGroups& s, bool relu, const Tens
   MLPERF_CHECK(dy.numel() == x.numel() && dx.numel() == x.numel() && dy.dtype() == x.dtype() &&
                dx.dtype() == x.dtype());
   MLPERF_CHECK(!relu || (y.numel() == x.numel() && y.dtype() == x.dtype()));
-  const Grid reduce = Reduction(s), apply = Pointwise(s);
+  const int v =
+      Width(x.dtype(), s.channels, {x.data(), relu ? y.data() : nullptr, dy.data(), dx.data()});
+  const Grid reduce = Reduction(s, v), apply = Pointwise(s, v);
   const int64_t gc = s.groups * s.channels;
   // [coefficients and parameter-gradient shares: 5 * groups * channels][partial sums]
   float* coef = static_cast<float*>(
@@ -412,17 +553,22 @@ void ChannelsLastNormBackward(const ChannelsLastGroups& s, bool relu, const Tens
     using T = decltype(tag);
     const T* xp = static_cast<const T*>(x.data());
     T* dyp = static_cast<T*>(dy.data());
-    BackwardPartial<T><<<reduce.blocks, kBlock, 0, Stream()>>>(
-        xp, relu ? static_cast<const T*>(y.data()) : nullptr, dyp, s.rows, s.channels,
-        reduce.rows_per_chunk, mean, partial);
+    WithWidth<T>(v, [&](auto width) {
+      BackwardPartial<T, decltype(width)::value><<<reduce.blocks, kBlock, 0, Stream()>>>(
+          xp, relu ? static_cast<const T*>(y.data()) : nullptr, dyp, s.rows, s.channels,
+          reduce.rows_per_chunk, mean, partial);
+    });
     CUDA_CHECK_LAUNCH();
     BackwardFinal<<<Blocks(gc * kLanes), 256, 0, Stream()>>>(
         s.groups, s.rows, s.channels, reduce.blocks.x, partial, gamma, inv_std, coef);
     CUDA_CHECK_LAUNCH();
     ParamGrads<<<Blocks(s.channels), 256, 0, Stream()>>>(s.groups, s.channels, coef, dgamma, dbeta);
     CUDA_CHECK_LAUNCH();
-    BackwardApply<T><<<apply.blocks, kBlock, 0, Stream()>>>(
-        xp, dyp, s.rows, s.channels, apply.rows_per_chunk, mean, coef, static_cast<T*>(dx.data()));
+    WithWidth<T>(v, [&](auto width) {
+      BackwardApply<T, decltype(width)::value>
+          <<<apply.blocks, kBlock, 0, Stream()>>>(xp, dyp, s.rows, s.channels, apply.rows_per_chunk,
+                                                  mean, coef, static_cast<T*>(dx.data()));
+    });
     CUDA_CHECK_LAUNCH();
   });
 }

@@ -17,6 +17,7 @@
 #include "reference/kernels/composite.h"
 #include "reference/kernels/conv_geometry.h"
 #include "reference/kernels/cuda/context.h"
+#include "reference/kernels/cuda/conv.h"
 #include "reference/kernels/cuda/conv_graph.h"
 #include "reference/kernels/cuda/elementwise.h"
 #include "reference/kernels/cuda/gemm_epilogue.h"
@@ -192,6 +193,23 @@ TEST_F(CudaPrecisionTwinTest, GraphApiConvolutionsRoundLikeTheCpu) {
   ExpectConvolutionsRoundLikeTheCpu(uneven, core::Layout::kNHWC, "graph API uneven padding");
   // 3 geometries x 2 precisions x 3 directions, none through the fallback.
   EXPECT_EQ(cuda::ConvGraphRuns() - before, 18);
+}
+
+// Algorithms picked by timing (MLPERF_CUDNN_FIND=1), through both APIs, on
+// shapes no other test runs (each shape is searched once per process):
+// whatever engine wins must agree the same way.
+TEST_F(CudaPrecisionTwinTest, TimedAlgorithmChoicesRoundLikeTheCpu) {
+  const cuda::ConvAlgoSearch search = cuda::GetConvAlgoSearch();
+  cuda::SetConvAlgoSearch(cuda::ConvAlgoSearch::kExhaustive);
+  cuda::SetConvGraphApi(true);
+  const int64_t before = cuda::ConvGraphRuns();
+  ExpectConvolutionsRoundLikeTheCpu(Conv2d(2, 16, 10, 10, 24, 3, 3, 1, 1), core::Layout::kNHWC,
+                                    "timed graph API NHWC");
+  EXPECT_EQ(cuda::ConvGraphRuns() - before, 6);
+  cuda::SetConvGraphApi(false);
+  ExpectConvolutionsRoundLikeTheCpu(Conv2d(2, 16, 11, 9, 24, 3, 3, 1, 1), core::Layout::kNCHW,
+                                    "timed legacy API NCHW");
+  cuda::SetConvAlgoSearch(search);
 }
 
 TEST_F(CudaPrecisionTwinTest, BatchedGemmRoundsLikeTheCpu) {

@@ -487,6 +487,7 @@ void RunStaged(const Tensor& a, const Tensor& b, const Tensor& out, Op op) {
 int64_t ConvWorkspaceElements(const ConvGeometry&, Layout) { return 0; }
 
 void SetConvAlgoSearch(ConvAlgoSearch search) { g_search = search; }
+ConvAlgoSearch GetConvAlgoSearch() { return g_search; }
 
 void ConvForward(const ConvGeometry& g, const Tensor& x, const Tensor& w, const Tensor& y,
                  const Tensor& workspace) {

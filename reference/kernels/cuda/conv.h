@@ -37,13 +37,14 @@ namespace mlperf::cuda {
 // `workspace` arguments below exist for signature parity and are ignored.
 int64_t ConvWorkspaceElements(const ConvGeometry& g, core::Layout layout = core::Layout::kNCHW);
 
-// How the legacy API's algorithms are picked, per (geometry, dtype, layout,
-// direction), once: cuDNN's heuristics (default), or timing every algorithm
-// on first use (like torch.backends.cudnn.benchmark; MLPERF_CUDNN_FIND=1;
-// it allocates, so use it in warm-up only). The graph API (conv_graph.h)
-// takes its heuristics' first acceptable engine either way.
+// How algorithms are picked, per (geometry, dtype, layout, direction),
+// once: cuDNN's heuristics (default), or timing them on first use (like
+// torch.backends.cudnn.benchmark; MLPERF_CUDNN_FIND=1): every algorithm of
+// the legacy API, the acceptable engines of the graph API (conv_graph.h).
+// It allocates, so use it in warm-up only.
 enum class ConvAlgoSearch { kHeuristic, kExhaustive };
 void SetConvAlgoSearch(ConvAlgoSearch search);
+ConvAlgoSearch GetConvAlgoSearch();
 
 void ConvForward(const ConvGeometry& g, const core::Tensor& x, const core::Tensor& w,
                  const core::Tensor& y, const core::Tensor& workspace);

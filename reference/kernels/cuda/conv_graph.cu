@@ -1,12 +1,16 @@
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "reference/kernels/cuda/check.h"
 #include "reference/kernels/cuda/context.h"
+#include "reference/kernels/cuda/conv.h"
 #include "reference/kernels/cuda/conv_graph.h"
 
 namespace mlperf::cuda {
@@ -41,12 +45,18 @@ class Desc {
   cudnnBackendDescriptor_t d_ = nullptr;
 };
 
-// Everything a built plan refers to, kept alive with it.
+// Everything a built plan refers to, kept alive with it. With timing on,
+// `candidates` holds the acceptable plans (workspace bytes each) until the
+// first call times them and keeps the fastest in `plan`.
 struct GraphPlan {
   std::vector<std::unique_ptr<Desc>> parts;
   Desc* plan = nullptr;
   int64_t workspace = 0;
+  std::vector<std::pair<Desc*, int64_t>> candidates;
 };
+
+// How many of the heuristics' acceptable engines a timed search tries.
+constexpr size_t kTimedCandidates = 8;
 
 enum Uid : int64_t { kUidX = 1, kUidW = 2, kUidY = 3 };
 
@@ -155,8 +165,9 @@ bool DescribeOperation(const ConvGraphCall& c, const int64_t alignment[3],
 }
 
 // The operation graph of one convolution and the first engine cuDNN's
-// heuristics rank for it that is acceptable and builds; null when none.
-std::unique_ptr<GraphPlan> Build(const ConvGraphCall& c, const int64_t alignment[3]) {
+// heuristics rank for it that is acceptable and builds, or with `timed` the
+// first kTimedCandidates of them as candidates; null when none.
+std::unique_ptr<GraphPlan> Build(const ConvGraphCall& c, const int64_t alignment[3], bool timed) {
   auto out = std::make_unique<GraphPlan>();
   if (!DescribeOperation(c, alignment, out->parts)) return nullptr;
   const Desc& op = *out->parts.back();
@@ -207,13 +218,86 @@ std::unique_ptr<GraphPlan> Build(const ConvGraphCall& c, const int64_t alignment
       if (cudnnBackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
                                    CUDNN_TYPE_INT64, 1, &n, &workspace) != CUDNN_STATUS_SUCCESS)
         continue;
-      out->workspace = workspace;
-      out->plan = plan.get();
-      for (auto* part : {&graph, &configs[i], &plan}) out->parts.push_back(std::move(*part));
+      if (out->plan == nullptr) {
+        out->workspace = workspace;
+        out->plan = plan.get();
+      }
+      if (timed) out->candidates.emplace_back(plan.get(), workspace);
+      for (auto* part : {&configs[i], &plan}) out->parts.push_back(std::move(*part));
+      if (!timed || out->candidates.size() == kTimedCandidates) break;
+    }
+    // Non-deterministic engines only where no deterministic one builds.
+    if (out->plan != nullptr) {
+      out->parts.push_back(std::move(graph));
       return out;
     }
   }
   return nullptr;
+}
+
+// Queues plan on x, w, y with `workspace` bytes of scratch.
+cudnnStatus_t Execute(const Desc& plan, int64_t workspace, void* x, void* w, void* y) {
+  void* scratch =
+      workspace > 0 ? Scratch(static_cast<size_t>(workspace), kScratchWorkspace) : nullptr;
+  void* pointers[3] = {x, w, y};
+  const int64_t uids[3] = {kUidX, kUidW, kUidY};
+  Desc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+  MLPERF_CHECK_MSG(
+      pack.Set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, pointers) &&
+          pack.Set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids) &&
+          pack.Set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &scratch) &&
+          pack.Finalize(),
+      "cuDNN graph API: the variant pack of a convolution could not be built");
+  return cudnnBackendExecute(Cudnn(), plan.get(), pack.get());
+}
+
+// The fastest of three runs after an untimed one, in ms (infinite when the
+// plan fails to run). The outputs are overwritten (beta is 0), so running
+// on the call's own tensors is harmless.
+float TimePlan(const Desc& plan, int64_t workspace, void* x, void* w, void* y) {
+  constexpr float kFailed = std::numeric_limits<float>::infinity();
+  if (Execute(plan, workspace, x, w, y) != CUDNN_STATUS_SUCCESS) return kFailed;
+  cudaEvent_t start, stop;
+  CUDA_CHECK(cudaEventCreate(&start));
+  CUDA_CHECK(cudaEventCreate(&stop));
+  float best = kFailed;
+  for (int run = 0; run < 3; ++run) {
+    CUDA_CHECK(cudaEventRecord(start, Stream()));
+    const cudnnStatus_t status = Execute(plan, workspace, x, w, y);
+    CUDA_CHECK(cudaEventRecord(stop, Stream()));
+    CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0.0f;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    if (status == CUDNN_STATUS_SUCCESS && ms < best) best = ms;
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return best;
+}
+
+// Times the candidates on the call's tensors and keeps the fastest; while
+// the stream is being captured (nothing can be timed) the heuristics' first.
+void PickTimed(GraphPlan* p, void* x, void* w, void* y) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  CUDA_CHECK(cudaStreamIsCapturing(Stream(), &capture));
+  if (capture == cudaStreamCaptureStatusNone && p->candidates.size() > 1) {
+    std::vector<float> ms;
+    for (const auto& [plan, workspace] : p->candidates)
+      ms.push_back(TimePlan(*plan, workspace, x, w, y));
+    size_t best = 0;
+    for (size_t i = 1; i < ms.size(); ++i)
+      if (ms[i] < ms[best]) best = i;
+    if (ms[best] < std::numeric_limits<float>::infinity()) {
+      p->plan = p->candidates[best].first;
+      p->workspace = p->candidates[best].second;
+    }
+    if (std::getenv("MLPERF_CUDNN_LOG") != nullptr)
+      std::fprintf(stderr,
+                   "cuDNN graph API: timed %zu engines, kept the heuristics' #%zu (%.3f ms; "
+                   "their first: %.3f ms)\n",
+                   ms.size(), best + 1, ms[best], ms[0]);
+  }
+  p->candidates.clear();
 }
 
 // The largest of 16, 8, 4, 2 bytes that the address is a multiple of.
@@ -292,23 +376,13 @@ bool RunConvGraph(const ConvGraphCall& c, void* x, void* w, void* y) {
   Cudnn();
   thread_local std::map<std::vector<int64_t>, std::unique_ptr<GraphPlan>> plans;
   auto it = plans.find(key);
-  if (it == plans.end()) it = plans.emplace(key, Build(c, alignment)).first;
-  const GraphPlan* plan = it->second.get();
+  if (it == plans.end())
+    it = plans.emplace(key, Build(c, alignment, GetConvAlgoSearch() == ConvAlgoSearch::kExhaustive))
+             .first;
+  GraphPlan* plan = it->second.get();
   if (plan == nullptr) return false;
-
-  void* workspace = plan->workspace > 0
-                        ? Scratch(static_cast<size_t>(plan->workspace), kScratchWorkspace)
-                        : nullptr;
-  void* pointers[3] = {x, w, y};
-  const int64_t uids[3] = {kUidX, kUidW, kUidY};
-  Desc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-  MLPERF_CHECK_MSG(
-      pack.Set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, pointers) &&
-          pack.Set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids) &&
-          pack.Set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace) &&
-          pack.Finalize(),
-      "cuDNN graph API: the variant pack of a convolution could not be built");
-  CUDNN_CHECK(cudnnBackendExecute(Cudnn(), plan->plan->get(), pack.get()));
+  if (!plan->candidates.empty()) PickTimed(plan, x, w, y);
+  CUDNN_CHECK(Execute(*plan->plan, plan->workspace, x, w, y));
   ++g_runs;
   return true;
 }

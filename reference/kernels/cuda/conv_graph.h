@@ -47,7 +47,9 @@ ConvGraphCall DescribeConvGraph(ConvGraphCall::Direction direction, const ConvGe
 // (dw). False, with nothing queued, when cuDNN has no acceptable engine
 // (fp32: none using tensor cores or down-converting, so no TF32;
 // deterministic engines first). The plan is built once per call shape,
-// dtype and alignment and kept.
+// dtype and alignment and kept: the heuristics' first acceptable engine, or
+// under ConvAlgoSearch::kExhaustive (MLPERF_CUDNN_FIND=1) the fastest of
+// their first eight, timed on the call's own tensors on first use.
 bool RunConvGraph(const ConvGraphCall& call, void* x, void* w, void* y);
 
 // Whether cuda/conv tries RunConvGraph first (default: yes, unless

@@ -7,7 +7,9 @@
 // zeros. Each layout and precision asked for (auto: each precision in the
 // layout the models use for it on a GPU, fp32 NCHW, bf16/fp16 NHWC) is timed
 // as steps run as queued and as steps recorded once as a CUDA graph and
-// replayed (TrainerConfig::cuda_graph). Under bf16 and fp16 the convolutions
+// replayed (TrainerConfig::cuda_graph); the first of them once more with the
+// convolution algorithms picked by timing ("timed algos", as cudnn.benchmark
+// picks PyTorch's). Under bf16 and fp16 the convolutions
 // and the FC layer run in that type on the tensor cores (fp16 with dynamic
 // loss scaling), with the activations stored in that type. PyTorch's AMP
 // bf16 line is the target. Then, for the first layout and precision, a
@@ -34,6 +36,7 @@
 #include "reference/core/arena.h"
 #include "reference/core/philox.h"
 #include "reference/dist/communicator.h"
+#include "reference/kernels/cuda/conv.h"
 #include "reference/kernels/dispatch.h"
 #include "reference/kernels/precision.h"
 #include "reference/layers/conv_norm.h"
@@ -284,12 +287,19 @@ void Run(int64_t batch, int steps, const std::string& which,
     const char* layout_name = layout == core::Layout::kNHWC ? "NHWC" : "NCHW";
     StepResult profiled;
     // As queued, and recorded once and replayed.
-    for (const bool graph : {false, true}) {
+    // The first configuration once more with algorithms picked by timing
+    // (MLPERF_CUDNN_FIND=1's search) rather than cuDNN's heuristics.
+    for (const int run : {0, 1, 2}) {
+      const bool graph = run > 0, timed = run == 2;
+      if (timed && k > 0) break;
       const bool profile = k == 0 && !graph;
+      const cuda::ConvAlgoSearch search = cuda::GetConvAlgoSearch();
+      if (timed) cuda::SetConvAlgoSearch(cuda::ConvAlgoSearch::kExhaustive);
       const StepResult r = TimeTrainingStep(layout, batch, steps, precision, graph, profile);
+      cuda::SetConvAlgoSearch(search);
       if (profile) profiled = r;
-      const std::string name =
-          fmt::format("{} {}{}", ops::PrecisionName(precision), layout_name, graph ? " graph" : "");
+      const std::string name = fmt::format("{} {}{}{}", ops::PrecisionName(precision), layout_name,
+                                           graph ? " graph" : "", timed ? " timed algos" : "");
       std::printf("  ours  %-22s %8.1f ms/step %8.1f images/s", name.c_str(), r.step_ms,
                   1000.0 * batch / r.step_ms);
       for (const auto& [peer, ms] : torch)

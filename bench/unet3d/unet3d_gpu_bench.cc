@@ -3,7 +3,9 @@
 // per GPU as in the MLPerf submissions), in each precision asked for (bf16
 // and fp16: the convolutions in that type on the tensor cores, fp16 with
 // dynamic loss scaling; each once more with the activations stored in that
-// type, "typed"), against the same network in PyTorch on the same device in
+// type, "typed"; each precision once more with the convolution algorithms
+// picked by timing, "timed algos", as cudnn.benchmark picks PyTorch's),
+// against the same network in PyTorch on the same device in
 // the same run (bench/unet3d/unet3d_gpu_torch_bench.py: AMP bf16 and fp32,
 // channels_last_3d, cudnn.benchmark). Each step ends in the loss on the
 // host, so wall time per step is device time; median after two warm-up
@@ -37,6 +39,7 @@
 #include "reference/dist/communicator.h"
 #include "reference/kernels/composite.h"
 #include "reference/kernels/conv_geometry.h"
+#include "reference/kernels/cuda/conv.h"
 #include "reference/kernels/dispatch.h"
 #include "reference/kernels/precision.h"
 #include "reference/layers/conv_instance_norm.h"
@@ -66,13 +69,18 @@ models::UNet3DConfig Config(core::Layout layout) {
 
 const char* Name(core::Layout layout) { return layout == core::Layout::kNDHWC ? "ndhwc" : "ncdhw"; }
 
-void Train(core::Layout layout, core::DType precision, bool typed, int64_t batch, int steps) {
+// `timed`: convolution algorithms picked by timing (MLPERF_CUDNN_FIND=1's
+// search) rather than by cuDNN's heuristics.
+void Train(core::Layout layout, core::DType precision, bool typed, bool timed, int64_t batch,
+           int steps) {
   const ops::PrecisionScope scope(precision);
   const ops::TypedActivationsScope storage(typed);
+  const cuda::ConvAlgoSearch search = cuda::GetConvAlgoSearch();
+  if (timed) cuda::SetConvAlgoSearch(cuda::ConvAlgoSearch::kExhaustive);
   models::UNet3D model(Config(layout), batch);
-  const std::string name =
-      fmt::format("{} {}{}", ops::PrecisionName(precision), Name(layout),
-                  model.activation_storage() != core::DType::kF32 ? " typed" : "");
+  const std::string name = fmt::format(
+      "{} {}{}{}", ops::PrecisionName(precision), Name(layout),
+      model.activation_storage() != core::DType::kF32 ? " typed" : "", timed ? " timed algos" : "");
   model.Initialize(1);
   auto comm = dist::MakeSingleProcessCommunicator();
   train::Trainer trainer(model,
@@ -106,6 +114,7 @@ void Train(core::Layout layout, core::DType precision, bool typed, int64_t batch
   const double step = Median(seconds);
   std::printf("  ours  %-22s %8.1f ms/step %8.2f samples/s\n", name.c_str(), 1e3 * step,
               batch / step);
+  cuda::SetConvAlgoSearch(search);
 }
 
 // Milliseconds of `fn` on the device: one untimed run, then the median of
@@ -301,9 +310,10 @@ int main(int argc, char** argv) {
     if (which == "both" || which == "ncdhw") these.push_back(core::Layout::kNCDHW);
     if (which == "both" || which == "ndhwc") these.push_back(core::Layout::kNDHWC);
     for (core::Layout layout : these) {
-      Train(layout, precision, /*typed=*/false, batch, static_cast<int>(steps));
-      if (precision != core::DType::kF32)
-        Train(layout, precision, /*typed=*/true, batch, static_cast<int>(steps));
+      const int n = static_cast<int>(steps);
+      Train(layout, precision, /*typed=*/false, /*timed=*/false, batch, n);
+      if (precision != core::DType::kF32) Train(layout, precision, true, false, batch, n);
+      Train(layout, precision, precision != core::DType::kF32, /*timed=*/true, batch, n);
       OpProfile(layout, precision, batch, 1);
       if (std::find(layouts.begin(), layouts.end(), layout) == layouts.end())
         layouts.push_back(layout);

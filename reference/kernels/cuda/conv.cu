@@ -215,7 +215,8 @@ std::string Describe(Direction dir, const Plan& p) {
 
 std::optional<Choice> Choose(Direction dir, const Plan& p) {
   thread_local std::map<std::vector<int64_t>, std::optional<Choice>> cache;
-  const std::vector<int64_t> key = p.Key(dir);
+  std::vector<int64_t> key = p.Key(dir);
+  key.push_back(static_cast<int64_t>(g_search));  // a benchmark may time both ways
   auto it = cache.find(key);
   if (it == cache.end()) {
     const bool fp32 = p.dtype == DType::kF32;

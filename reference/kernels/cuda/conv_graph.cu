@@ -371,6 +371,7 @@ bool RunConvGraph(const ConvGraphCall& c, void* x, void* w, void* y) {
     key.insert(key.end(), {c.x_dims[i], c.x_strides[i], c.w_dims[i], c.w_strides[i], c.y_dims[i],
                            c.y_strides[i]});
   for (int i = 0; i < 3; ++i) key.insert(key.end(), {c.pre_pad[i], c.post_pad[i], c.stride[i]});
+  key.push_back(static_cast<int64_t>(GetConvAlgoSearch()));  // a benchmark may time both ways
   // The context first, so that it outlives the plans at thread exit (thread
   // locals are destroyed in reverse order of construction).
   Cudnn();

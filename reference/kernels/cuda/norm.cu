@@ -307,18 +307,30 @@ void BatchNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                               kUnusedEpsilon, save_mean.f32(), save_inv_std.f32()));
 }
 
+namespace {
+
+// Instance norm (and a ReLU) in the own channels-last kernels' passes.
+void OwnInstanceNormForward(float epsilon, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                            bool relu, const Tensor& y, const Tensor& save_mean,
+                            const Tensor& save_inv_std) {
+  const ChannelsLastGroups s = InstanceGroups(x);
+  MLPERF_CHECK(x.numel() == y.numel() && x.dtype() == y.dtype() &&
+               save_mean.numel() == s.groups * s.channels);
+  ChannelsLastMoments(s, x, epsilon, 0.0f, save_mean.f32(), save_inv_std.f32(), nullptr, nullptr);
+  ChannelsLastNormalize(s, x, save_mean.f32(), save_inv_std.f32(), gamma.f32(), beta.f32(),
+                        Tensor(), relu, y);
+}
+
+}  // namespace
+
 void InstanceNormForward(float epsilon, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                          const Tensor& y, const Tensor& save_mean, const Tensor& save_inv_std) {
+  if (OwnKernels(x))
+    return OwnInstanceNormForward(epsilon, x, gamma, beta, /*relu=*/false, y, save_mean,
+                                  save_inv_std);
   const ActivationView v = detail::ViewOf(x);
   const int64_t groups = x.dim(0) * v.channels;
   MLPERF_CHECK(x.numel() == y.numel() && x.dtype() == y.dtype() && save_mean.numel() == groups);
-  if (OwnKernels(x)) {
-    const ChannelsLastGroups s = InstanceGroups(x);
-    ChannelsLastMoments(s, x, epsilon, 0.0f, save_mean.f32(), save_inv_std.f32(), nullptr, nullptr);
-    ChannelsLastNormalize(s, x, save_mean.f32(), save_inv_std.f32(), gamma.f32(), beta.f32(),
-                          Tensor(), /*relu=*/false, y);
-    return;
-  }
   InstanceNormForwardKernel<<<static_cast<unsigned>(groups), kThreads, 0, Stream()>>>(
       epsilon, x.data(), x.dtype(), v, gamma.f32(), beta.f32(), y.data(), save_mean.f32(),
       save_inv_std.f32());
@@ -348,16 +360,11 @@ void InstanceNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma
 void InstanceNormReluForward(float epsilon, const Tensor& x, const Tensor& gamma,
                              const Tensor& beta, const Tensor& y, const Tensor& save_mean,
                              const Tensor& save_inv_std) {
-  if (!OwnKernels(x)) {
-    InstanceNormForward(epsilon, x, gamma, beta, y, save_mean, save_inv_std);
-    return ReluForward(y, y);
-  }
-  MLPERF_CHECK(x.numel() == y.numel() && x.dtype() == y.dtype());
-  const ChannelsLastGroups s = InstanceGroups(x);
-  MLPERF_CHECK(save_mean.numel() == s.groups * s.channels);
-  ChannelsLastMoments(s, x, epsilon, 0.0f, save_mean.f32(), save_inv_std.f32(), nullptr, nullptr);
-  ChannelsLastNormalize(s, x, save_mean.f32(), save_inv_std.f32(), gamma.f32(), beta.f32(),
-                        Tensor(), /*relu=*/true, y);
+  if (OwnKernels(x))
+    return OwnInstanceNormForward(epsilon, x, gamma, beta, /*relu=*/true, y, save_mean,
+                                  save_inv_std);
+  InstanceNormForward(epsilon, x, gamma, beta, y, save_mean, save_inv_std);
+  ReluForward(y, y);
 }
 
 void InstanceNormReluBackward(const Tensor& x, const Tensor& y, const Tensor& dy,

@@ -1,9 +1,10 @@
 // Batch and instance norm over channels-last activations, own kernels
 // (cuda/norm routes NHWC/NDHWC tensors here). In the third GPU check
 // cuDNN's legacy batch norm took 0.88 s of a 1.0 s bf16 NHWC ResNet-50 step
-// at batch 256 on an H200, these kernels 26 ms on an H100. They read a row
-// of channels with one coalesced load per warp (two channels a thread in
-// bf16/fp16, so that a warp reads 128 bytes) and pass over the data as few
+// at batch 256 on an H200, these kernels (one channel a thread then) 26 ms on
+// an H100. They read a row of channels with one coalesced load per warp (now
+// two channels a thread in bf16/fp16, so that a warp reads 128 bytes; not
+// yet run on a GPU) and pass over the data as few
 // times as the maths allows (statistics: one read; normalise: one read, one
 // write; backward: two reads of x and dy, one write).
 //

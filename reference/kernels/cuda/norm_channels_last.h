@@ -4,9 +4,9 @@
 // at batch 256 on an H200, these kernels (one channel a thread then) 26 ms on
 // an H100. They read a row of channels with one coalesced load per warp (now
 // two channels a thread in bf16/fp16, so that a warp reads 128 bytes; not
-// yet run on a GPU) and pass over the data as few
-// times as the maths allows (statistics: one read; normalise: one read, one
-// write; backward: two reads of x and dy, one write).
+// yet run on a GPU) and pass over the data as few times as the maths allows
+// (statistics: one read; normalise: one read, one write; backward: two
+// reads of x and dy, one write).
 //
 // x is seen as [groups, rows, channels]: batch norm is one group of
 // N * spatial rows, instance norm N groups of spatial rows. Statistics are

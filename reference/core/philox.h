@@ -7,13 +7,10 @@
 // bits, offset as 64 bits), and element i takes lane i % 4 of that block.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define MLPERF_HD __host__ __device__ __forceinline__
-#else
-#define MLPERF_HD inline
-#endif
+#include "reference/core/host_device.h"
 
 namespace mlperf::core {
 
@@ -58,5 +55,18 @@ MLPERF_HD uint32_t PhiloxBits(uint64_t seed, uint64_t offset, uint64_t i) {
 MLPERF_HD float PhiloxUniform(uint64_t seed, uint64_t offset, uint64_t i) {
   return UniformFromBits(PhiloxBits(seed, offset, i));
 }
+
+// Word `lane` (0-3) of a block by selects: an array indexed at run time
+// would be put in local memory on a GPU.
+MLPERF_HD uint32_t Word(const Philox4x32& r, int lane) {
+  return lane < 2 ? (lane == 0 ? r.v[0] : r.v[1]) : (lane == 2 ? r.v[2] : r.v[3]);
+}
+
+// Dropout's keep test on the bits: UniformFromBits(b) >= p exactly when
+// (b >> 8) >= ceil(p * 2^24), p * 2^24 being exact in double.
+MLPERF_HD uint32_t KeepThreshold(float p) {
+  return static_cast<uint32_t>(::ceil(static_cast<double>(p) * 0x1p24));
+}
+MLPERF_HD bool Kept(uint32_t bits, uint32_t threshold) { return (bits >> 8) >= threshold; }
 
 }  // namespace mlperf::core

@@ -86,27 +86,73 @@ class CudaTwinTest : public ::testing::Test {
 
 constexpr double kF32Tol = 1e-5;
 
-// The attention layout steps: a pure permutation and an exact mask add.
+// The attention layout steps: a pure permutation and an exact mask add; a
+// head narrower than a warp and one wider, a partial block of tokens.
 TEST_F(CudaTwinTest, AttentionHeadsAndKeyMask) {
-  const int64_t b = 2, h = 3, t = 5, d = 4, width = 3 * h * d + 2;
-  Buffer rows({b * t, width}), heads({b, h, t, d}), merged({b * t, width}), mask({b, t});
-  testing::FillRandom(rows, 7);
-  for (int64_t i = 0; i < b * t; ++i) mask[i] = i % 3 == 0 ? 0.0f : 1.0f;
-  cpu::SplitHeads(rows.t(), h * d, heads.t());
-  DeviceCopy<float> grows(rows.data, rows.shape), gheads(heads.data, heads.shape);
-  DeviceCopy<float> gmerged(merged.data, merged.shape);
-  cuda::SplitHeads(grows.t(), h * d, gheads.t());
-  EXPECT_EQ(gheads.ToHost(), heads.data);
-  cpu::MergeHeads(heads.t(), merged.t(), 2);
-  cuda::MergeHeads(gheads.t(), gmerged.t(), 2);
-  EXPECT_EQ(gmerged.ToHost(), merged.data);
+  struct Dims {
+    int64_t t, d;
+  };
+  for (const Dims s : {Dims{5, 4}, Dims{11, 40}}) {
+    const int64_t b = 2, h = 3, t = s.t, d = s.d, width = 3 * h * d + 2;
+    const std::string at = fmt::format(" (t = {}, d = {})", t, d);
+    Buffer rows({b * t, width}), heads({b, h, t, d}), merged({b * t, width}), mask({b, t});
+    testing::FillRandom(rows, 7);
+    for (int64_t i = 0; i < b * t; ++i) mask[i] = i % 3 == 0 ? 0.0f : 1.0f;
+    cpu::SplitHeads(rows.t(), h * d, heads.t());
+    DeviceCopy<float> grows(rows.data, rows.shape), gheads(heads.data, heads.shape);
+    DeviceCopy<float> gmerged(merged.data, merged.shape);
+    cuda::SplitHeads(grows.t(), h * d, gheads.t());
+    EXPECT_EQ(gheads.ToHost(), heads.data) << at;
+    cpu::MergeHeads(heads.t(), merged.t(), 2);
+    cuda::MergeHeads(gheads.t(), gmerged.t(), 2);
+    EXPECT_EQ(gmerged.ToHost(), merged.data) << at;
 
-  Buffer scores({b, h, t, t});
-  testing::FillRandom(scores, 8);
-  DeviceCopy<float> gscores(scores.data, scores.shape), gmask(mask.data, mask.shape);
-  cpu::AddKeyPaddingMask(scores.t(), mask.t());
-  cuda::AddKeyPaddingMask(gscores.t(), gmask.t());
-  EXPECT_EQ(gscores.ToHost(), scores.data);
+    Buffer scores({b, h, t, t});
+    testing::FillRandom(scores, 8);
+    DeviceCopy<float> gscores(scores.data, scores.shape), gmask(mask.data, mask.shape);
+    cpu::AddKeyPaddingMask(scores.t(), mask.t());
+    cuda::AddKeyPaddingMask(gscores.t(), gmask.t());
+    EXPECT_EQ(gscores.ToHost(), scores.data) << at;
+  }
+}
+
+// The attention rows' fused kernels against the ops they join, on rows that
+// start inside a Philox block (t = 13) and on aligned ones (t = 16): the
+// same dropout mask exactly, the same values within fp32 rounding.
+TEST_F(CudaTwinTest, AttentionRowsFuseSoftmaxAndDropout) {
+  for (const int64_t t : {13, 16}) {
+    const int64_t b = 2, h = 3;
+    const core::Shape square{b, h, t, t};
+    Buffer scores(square), mask({b, t}), dattn(square), probs(square), dropped(square), g(square),
+        dscores(square);
+    testing::FillRandom(scores, 21, -4.0f, 4.0f);
+    testing::FillRandom(dattn, 22);
+    for (int64_t i = 0; i < b * t; ++i) mask[i] = i % 5 == 4 ? 0.0f : 1.0f;
+    const AttentionParams p{.dropout = 0.1f, .seed = 9, .offset = 3};
+    DeviceCopy<float> gscores(scores.data, square), gmask(mask.data, mask.shape),
+        gprobs(probs.data, square), gdropped(dropped.data, square), gd(dattn.data, square);
+    Buffer masked = scores;
+    cpu::AddKeyPaddingMask(masked.t(), mask.t());
+    cpu::SoftmaxForward(masked.t(), probs.t());
+    cpu::DropoutForward(p.dropout, p.seed, p.offset, probs.t(), dropped.t());
+    cpu::DropoutBackward(p.dropout, p.seed, p.offset, dattn.t(), g.t());
+    cpu::SoftmaxBackward(probs.t(), g.t(), dscores.t());
+
+    cuda::MaskedSoftmax(gscores.t(), gmask.t(), gprobs.t(), p, gdropped.t());
+    cuda::DropoutSoftmaxBackward(p, gprobs.t(), gd.t(), gd.t());  // in place
+    const std::string at = fmt::format(" (t = {})", t);
+    ExpectClose(gprobs.ToHost(), probs.data, kF32Tol, ("masked softmax" + at).c_str());
+    const std::vector<float> kept = gdropped.ToHost();
+    int64_t zeros = 0;
+    for (size_t i = 0; i < kept.size(); ++i) {
+      if (probs.data[i] == 0.0f) continue;  // a masked key's exp underflows
+      ASSERT_EQ(kept[i] == 0.0f, dropped.data[i] == 0.0f) << "dropout mask at " << i << at;
+      zeros += kept[i] == 0.0f;
+    }
+    EXPECT_GT(zeros, 0) << at;
+    ExpectClose(kept, dropped.data, kF32Tol, ("softmax dropout" + at).c_str());
+    ExpectClose(gd.ToHost(), dscores.data, kF32Tol, ("dropout softmax backward" + at).c_str());
+  }
 }
 
 TEST_F(CudaTwinTest, PointwiseOps) {
@@ -136,6 +182,11 @@ TEST_F(CudaTwinTest, PointwiseOps) {
   cpu::DropoutForward(0.1f, 1234, 56, x.t(), y.t());
   cuda::DropoutForward(0.1f, 1234, 56, dx.t(), dy.t());
   ExpectClose(dy.ToHost(), y.data, 0.0, "dropout");
+  // A length that ends inside a Philox block.
+  const Tensor odd_x = x.t().Reshaped({999}), odd_y = y.t().Reshaped({999});
+  cpu::DropoutForward(0.1f, 1234, 56, odd_x, odd_y);
+  cuda::DropoutForward(0.1f, 1234, 56, dx.t().Reshaped({999}), dy.t().Reshaped({999}));
+  ExpectClose(dy.ToHost(), y.data, 0.0, "dropout of 999 elements");
   // The offset base counted on the device (a recorded step's counter).
   DeviceCopy<int64_t> base(std::vector<int64_t>{40}, {1}, DType::kI64);
   cuda::AddInt64(base.t(), 16);

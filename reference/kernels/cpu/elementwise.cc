@@ -212,9 +212,7 @@ void DropoutForward(float p, uint64_t seed, uint64_t offset, const Tensor& x, co
   MLPERF_CHECK(x.numel() == y.numel() && p >= 0.0f && p < 1.0f);
   if (offset_base != nullptr) offset += static_cast<uint64_t>(*offset_base);
   const float scale = 1.0f / (1.0f - p);
-  // UniformFromBits(b) = (b >> 8) * 2^-24 >= p exactly when (b >> 8) >=
-  // ceil(p * 2^24): the same mask from an integer compare.
-  const uint32_t threshold = static_cast<uint32_t>(std::ceil(static_cast<double>(p) * 0x1p24));
+  const uint32_t threshold = core::KeepThreshold(p);  // the mask from an integer compare
   const float* in = x.f32();
   float* out = y.f32();
   const int64_t n = x.numel();
@@ -232,7 +230,7 @@ void DropoutForward(float p, uint64_t seed, uint64_t offset, const Tensor& x, co
     }
     for (int64_t j = 0; j < m; ++j) {
       const float v = in[begin + j];
-      out[begin + j] = (bits[j] >> 8) >= threshold ? v * scale : 0.0f;
+      out[begin + j] = core::Kept(bits[j], threshold) ? v * scale : 0.0f;
     }
   }
 }

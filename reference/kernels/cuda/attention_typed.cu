@@ -65,14 +65,9 @@ void AttentionForwardTyped(const AttentionParams& p, DType t, const Tensor& q, c
   const Tensor scores(workspace.data(), probs.shape(), t, core::Device::kCuda);
   GemmStridedBatchedEx(false, true, s.t, s.t, s.d, scale, qt.data(), td, kt.data(), td, 0.0f,
                        scores.data(), tt, s.bh, t, t);
-  MaskedSoftmax(scores, mask, probs);
-  // The scores are spent: the dropped probabilities take their place.
-  const Tensor dropped = Typed(workspace, s.bh * tt, t), flat_probs = probs.Reshaped({s.bh * tt});
-  if (p.dropout > 0.0f) {
-    DropoutForward(p.dropout, p.seed, p.offset, flat_probs, dropped, p.offset_base);
-  } else {
-    Cast(flat_probs, dropped);
-  }
+  // The dropped probabilities take the scores' place as they are read.
+  const Tensor dropped = Typed(workspace, s.bh * tt, t);
+  MaskedSoftmax(scores, mask, probs, p, dropped);
   GemmRounded(false, false, s, s.t, s.d, s.t, 1.0f, dropped, tt, vt, td, out, td, t);
 }
 

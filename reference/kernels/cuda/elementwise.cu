@@ -186,13 +186,22 @@ void DropoutForward(float p, uint64_t seed, uint64_t offset, const Tensor& x, co
                     const int64_t* offset_base) {
   MLPERF_CHECK(x.numel() == y.numel() && p >= 0.0f && p < 1.0f);
   const float scale = 1.0f / (1.0f - p);
+  const uint32_t threshold = core::KeepThreshold(p);
   const void* in = x.data();
   void* out = y.data();
   const DType xt = x.dtype(), yt = y.dtype();
-  Launch(x.numel(), [=] __device__(long long i) {
+  const long long n = x.numel();
+  // A thread per Philox block: its four words are elements 4b .. 4b + 3
+  // (the stream convention), so each block is computed once, not per element.
+  Launch((n + 3) / 4, [=] __device__(long long b) {
     const uint64_t stream = offset + (offset_base ? static_cast<uint64_t>(*offset_base) : 0);
-    const bool keep = core::PhiloxUniform(seed, stream, static_cast<uint64_t>(i)) >= p;
-    Store(out, yt, i, keep ? Load(in, xt, i) * scale : 0.0f);
+    const core::Philox4x32 r = core::PhiloxBlock(seed, stream, static_cast<uint64_t>(b));
+#pragma unroll
+    for (int lane = 0; lane < 4; ++lane) {
+      const long long i = 4 * b + lane;
+      if (i < n)
+        Store(out, yt, i, core::Kept(r.v[lane], threshold) ? Load(in, xt, i) * scale : 0.0f);
+    }
   });
 }
 

@@ -45,59 +45,104 @@ __global__ void SoftmaxRowsBackward(const float* y, const float* dy, float* dx, 
     dx[base + j] = y[base + j] * (dy[base + j] - dot);
 }
 
-// One block per row of [b, h, t, t]; the key mask of the row's sample.
-__global__ void MaskedSoftmaxRows(const void* scores, core::DType st, const float* mask,
-                                  float* probs, int64_t rows_per_sample, int64_t d) {
-  const int64_t base = blockIdx.x * d;
-  const float* keys = mask + blockIdx.x / rows_per_sample * d;
-  const auto masked = [&](int64_t j) {
-    return detail::LoadAs(scores, st, base + j) + (1.0f - keys[j]) * -10000.0f;
-  };
-  float m = -FLT_MAX;
-  for (int64_t j = threadIdx.x; j < d; j += kThreads) m = fmaxf(m, masked(j));
-  m = BlockReduce(m, [](float a, float b) { return fmaxf(a, b); });
-  float s = 0.0f;
-  for (int64_t j = threadIdx.x; j < d; j += kThreads) s += expf(masked(j) - m);
-  s = BlockReduce(s, [](float a, float b) { return a + b; });
-  for (int64_t j = threadIdx.x; j < d; j += kThreads) probs[base + j] = expf(masked(j) - m) / s;
-}
-
 struct DropoutDraw {
   float p, scale;
+  uint32_t threshold;  // core::KeepThreshold(p)
   uint64_t seed, offset;
   const int64_t* offset_base;
+  __device__ uint64_t Stream() const {
+    return offset + (offset_base ? static_cast<uint64_t>(*offset_base) : 0);
+  }
 };
 
-// Rows of up to kThreads * kPerThread elements (BERT's keys): each thread
-// keeps its elements in registers between the reduction and the write, so
-// that dattn is read and the dropout mask drawn once. In place is safe: every
-// element is read before the reduction, written after it.
-constexpr int kPerThread = 4;
+DropoutDraw DrawOf(const AttentionParams& p) {
+  MLPERF_CHECK(p.dropout >= 0.0f && p.dropout < 1.0f);
+  return {p.dropout,    1.0f / (1.0f - p.dropout), core::KeepThreshold(p.dropout), p.seed, p.offset,
+          p.offset_base};
+}
 
+// BERT's attention rows, up to kThreads * kPerThread elements (its keys), one
+// block per row: thread k keeps elements 4k .. 4k + 3 of the row in
+// registers between the reduction and the write, so that each input is read
+// and each dropout draw made once, a Philox block covering the four (two
+// when the row starts within a block).
+constexpr int kPerThread = 4;
+constexpr int64_t kMaxRow = kThreads * kPerThread;
+
+// The dropout keep flags of flat elements e .. e + 3.
+__device__ void KeepFour(const DropoutDraw& drop, uint64_t stream, int64_t e, bool keep[4]) {
+  const uint64_t first = static_cast<uint64_t>(e) / 4;
+  const int shift = static_cast<int>(e % 4);
+  const core::Philox4x32 a = core::PhiloxBlock(drop.seed, stream, first);
+  const core::Philox4x32 b = shift == 0 ? a : core::PhiloxBlock(drop.seed, stream, first + 1);
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const int lane = shift + k;
+    keep[k] = core::Kept(lane < 4 ? core::Word(a, lane) : core::Word(b, lane - 4), drop.threshold);
+  }
+}
+
+// probs = softmax(scores + key mask) of one row of [b, h, t, t] (the mask of
+// the row's sample); with `dropped`, also dropout(probs) in its type.
+__global__ void MaskedSoftmaxRows(const void* scores, core::DType st, const float* mask,
+                                  float* probs, int64_t rows_per_sample, int64_t d,
+                                  DropoutDraw drop, void* dropped, core::DType dt) {
+  const int64_t base = blockIdx.x * d, j0 = kPerThread * static_cast<int64_t>(threadIdx.x);
+  const float* keys = mask + blockIdx.x / rows_per_sample * d;
+  float v[kPerThread], m = -FLT_MAX;
+#pragma unroll
+  for (int k = 0; k < kPerThread; ++k) {
+    const int64_t j = j0 + k;
+    v[k] = -FLT_MAX;
+    if (j >= d) continue;
+    v[k] = detail::LoadAs(scores, st, base + j) + (1.0f - keys[j]) * -10000.0f;
+    m = fmaxf(m, v[k]);
+  }
+  m = BlockReduce(m, [](float a, float b) { return fmaxf(a, b); });
+  float s = 0.0f;
+#pragma unroll
+  for (int k = 0; k < kPerThread; ++k) {
+    if (j0 + k >= d) continue;
+    v[k] = expf(v[k] - m);
+    s += v[k];
+  }
+  s = BlockReduce(s, [](float a, float b) { return a + b; });
+  if (j0 >= d) return;
+  bool keep[kPerThread] = {true, true, true, true};
+  if (dropped != nullptr && drop.p > 0.0f) KeepFour(drop, drop.Stream(), base + j0, keep);
+#pragma unroll
+  for (int k = 0; k < kPerThread; ++k) {
+    const int64_t j = j0 + k;
+    if (j >= d) continue;
+    const float prob = v[k] / s;
+    probs[base + j] = prob;
+    if (dropped != nullptr)
+      detail::StoreAs(dropped, dt, base + j, keep[k] ? prob * drop.scale : 0.0f);
+  }
+}
+
+// In place is safe: every element is read before the reduction, written
+// after it.
 __global__ void DropoutSoftmaxRowsBackward(const float* y, const void* dattn, core::DType at,
                                            void* dx, core::DType xt, int64_t d, DropoutDraw drop) {
-  const int64_t base = blockIdx.x * d;
-  const uint64_t stream =
-      drop.offset + (drop.offset_base ? static_cast<uint64_t>(*drop.offset_base) : 0);
+  const int64_t base = blockIdx.x * d, j0 = kPerThread * static_cast<int64_t>(threadIdx.x);
+  bool keep[kPerThread] = {true, true, true, true};
+  if (drop.p > 0.0f && j0 < d) KeepFour(drop, drop.Stream(), base + j0, keep);
   float g[kPerThread], p[kPerThread], dot = 0.0f;
 #pragma unroll
   for (int k = 0; k < kPerThread; ++k) {
-    const int64_t j = threadIdx.x + k * kThreads;
+    const int64_t j = j0 + k;
     g[k] = p[k] = 0.0f;
     if (j >= d) continue;
     g[k] = detail::LoadAs(dattn, at, base + j);
-    if (drop.p > 0.0f) {
-      const bool keep =
-          core::PhiloxUniform(drop.seed, stream, static_cast<uint64_t>(base + j)) >= drop.p;
-      g[k] = keep ? g[k] * drop.scale : 0.0f;
-    }
+    if (drop.p > 0.0f) g[k] = keep[k] ? g[k] * drop.scale : 0.0f;
     p[k] = y[base + j];
     dot += p[k] * g[k];
   }
   dot = BlockReduce(dot, [](float a, float b) { return a + b; });
 #pragma unroll
   for (int k = 0; k < kPerThread; ++k) {
-    const int64_t j = threadIdx.x + k * kThreads;
+    const int64_t j = j0 + k;
     if (j < d) detail::StoreAs(dx, xt, base + j, p[k] * (g[k] - dot));
   }
 }
@@ -118,13 +163,17 @@ void SoftmaxBackward(const core::Tensor& y, const core::Tensor& dy, const core::
   CUDA_CHECK_LAUNCH();
 }
 
-void MaskedSoftmax(const core::Tensor& scores, const core::Tensor& mask,
-                   const core::Tensor& probs) {
+void MaskedSoftmax(const core::Tensor& scores, const core::Tensor& mask, const core::Tensor& probs,
+                   const AttentionParams& p, const core::Tensor& dropped) {
   MLPERF_CHECK(scores.shape().rank() == 4 && scores.numel() == probs.numel());
   const int64_t b = scores.dim(0), h = scores.dim(1), t = scores.dim(2);
   MLPERF_CHECK(scores.dim(3) == t && mask.numel() == b * t);
+  MLPERF_CHECK(dropped.empty() || dropped.numel() == probs.numel());
+  MLPERF_CHECK_MSG(t <= kMaxRow, "attention rows of at most 1024 keys");
   MaskedSoftmaxRows<<<static_cast<unsigned>(b * h * t), kThreads, 0, Stream()>>>(
-      scores.data(), scores.dtype(), mask.f32(), probs.f32(), h * t, t);
+      scores.data(), scores.dtype(), mask.f32(), probs.f32(), h * t, t, DrawOf(p),
+      dropped.empty() ? nullptr : dropped.data(),
+      dropped.empty() ? core::DType::kF32 : dropped.dtype());
   CUDA_CHECK_LAUNCH();
 }
 
@@ -132,11 +181,9 @@ void DropoutSoftmaxBackward(const AttentionParams& p, const core::Tensor& probs,
                             const core::Tensor& dattn, const core::Tensor& dscores) {
   const int64_t d = probs.dim(probs.shape().rank() - 1), rows = probs.numel() / d;
   MLPERF_CHECK(dattn.numel() == probs.numel() && dscores.numel() == probs.numel());
-  MLPERF_CHECK(p.dropout >= 0.0f && p.dropout < 1.0f);
-  MLPERF_CHECK_MSG(d <= kThreads * kPerThread, "attention rows of at most 1024 keys");
-  const DropoutDraw drop{p.dropout, 1.0f / (1.0f - p.dropout), p.seed, p.offset, p.offset_base};
+  MLPERF_CHECK_MSG(d <= kMaxRow, "attention rows of at most 1024 keys");
   DropoutSoftmaxRowsBackward<<<static_cast<unsigned>(rows), kThreads, 0, Stream()>>>(
-      probs.f32(), dattn.data(), dattn.dtype(), dscores.data(), dscores.dtype(), d, drop);
+      probs.f32(), dattn.data(), dattn.dtype(), dscores.data(), dscores.dtype(), d, DrawOf(p));
   CUDA_CHECK_LAUNCH();
 }
 

@@ -6,28 +6,35 @@
 namespace mlperf::cuda {
 namespace {
 
-__global__ void AddKeyMask(float* scores, const float* mask, int64_t heads, int64_t seq,
-                           int64_t count) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t key = i % seq, batch = i / (heads * seq * seq);
-    scores[i] += (1.0f - mask[batch * seq + key]) * -10000.0f;
-  }
+// A block per row of scores [b, h, t, t] (the keys of one query); its
+// sample's mask row. Indices come from the grid, not from divisions per
+// element.
+__global__ void AddKeyMask(float* scores, const float* mask, int64_t rows_per_sample, int64_t seq) {
+  float* row = scores + blockIdx.x * seq;
+  const float* keys = mask + blockIdx.x / rows_per_sample * seq;
+  for (int64_t key = threadIdx.x; key < seq; key += blockDim.x)
+    row[key] += (1.0f - keys[key]) * -10000.0f;
 }
 
-// One thread per element of heads [b, h, t, d]; either side fp32, bf16 or
-// fp16 (BERT's typed storage keeps both in the precision's type).
+// Heads [b, h, t, d] <-> columns [column + head * d, + d) of rows [b * t,
+// width]; either side fp32, bf16 or fp16 (BERT's typed storage keeps both
+// in the precision's type). Grid (token groups, h, b), block (32, 8): a warp
+// per (sample, head, token) copies its d contiguous elements, so neither
+// side is read strided and no index is divided per element.
+constexpr int kTokensPerBlock = 8;
+
 __global__ void PermuteHeads(void* rows, core::DType rows_type, void* heads, core::DType heads_type,
-                             int64_t h, int64_t t, int64_t d, int64_t width, int64_t column,
-                             int64_t count, bool to_heads) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t j = i % d, token = i / d % t, head = i / (d * t) % h, batch = i / (d * t * h);
-    const int64_t row = (batch * t + token) * width + column + head * d + j;
+                             int64_t t, int64_t d, int64_t width, int64_t column, bool to_heads) {
+  const int64_t token = static_cast<int64_t>(blockIdx.x) * kTokensPerBlock + threadIdx.y;
+  if (token >= t) return;
+  const int64_t head = blockIdx.y, batch = blockIdx.z;
+  const int64_t vec = ((batch * gridDim.y + head) * t + token) * d;
+  const int64_t row = (batch * t + token) * width + column + head * d;
+  for (int64_t j = threadIdx.x; j < d; j += 32) {
     if (to_heads) {
-      detail::StoreAs(heads, heads_type, i, detail::LoadAs(rows, rows_type, row));
+      detail::StoreAs(heads, heads_type, vec + j, detail::LoadAs(rows, rows_type, row + j));
     } else {
-      detail::StoreAs(rows, rows_type, row, detail::LoadAs(heads, heads_type, i));
+      detail::StoreAs(rows, rows_type, row + j, detail::LoadAs(heads, heads_type, vec + j));
     }
   }
 }
@@ -35,10 +42,11 @@ __global__ void PermuteHeads(void* rows, core::DType rows_type, void* heads, cor
 void Permute(const core::Tensor& rows, int64_t column, const core::Tensor& heads, bool to_heads) {
   const int64_t b = heads.dim(0), h = heads.dim(1), t = heads.dim(2), d = heads.dim(3);
   MLPERF_CHECK(rows.dim(0) == b * t && column + h * d <= rows.dim(1));
-  const int64_t count = heads.numel();
-  PermuteHeads<<<Blocks(count), 256, 0, Stream()>>>(rows.data(), rows.dtype(), heads.data(),
-                                                    heads.dtype(), h, t, d, rows.dim(1), column,
-                                                    count, to_heads);
+  MLPERF_CHECK(h <= 65535 && b <= 65535);
+  const dim3 grid(static_cast<unsigned>((t + kTokensPerBlock - 1) / kTokensPerBlock),
+                  static_cast<unsigned>(h), static_cast<unsigned>(b));
+  PermuteHeads<<<grid, dim3(32, kTokensPerBlock), 0, Stream()>>>(
+      rows.data(), rows.dtype(), heads.data(), heads.dtype(), t, d, rows.dim(1), column, to_heads);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -55,8 +63,8 @@ void MergeHeads(const core::Tensor& heads, const core::Tensor& rows, int64_t col
 void AddKeyPaddingMask(const core::Tensor& scores, const core::Tensor& mask) {
   const int64_t b = scores.dim(0), h = scores.dim(1), t = scores.dim(2);
   MLPERF_CHECK(scores.dim(3) == t && mask.numel() == b * t);
-  const int64_t count = scores.numel();
-  AddKeyMask<<<Blocks(count), 256, 0, Stream()>>>(scores.f32(), mask.f32(), h, t, count);
+  AddKeyMask<<<static_cast<unsigned>(b * h * t), 256, 0, Stream()>>>(scores.f32(), mask.f32(),
+                                                                     h * t, t);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cfloat>
 #include <cstdint>
 
@@ -5,6 +6,7 @@
 #include "reference/kernels/cuda/context.h"
 #include "reference/kernels/cuda/device_util.cuh"
 #include "reference/kernels/cuda/pool.h"
+#include "reference/kernels/fast_div.h"
 
 namespace mlperf::cuda {
 namespace {
@@ -17,28 +19,48 @@ using detail::StoreAs;
 
 constexpr int kThreads = 256;
 
-// The window geometry in device-friendly form.
+// The window geometry in device-friendly form. D divides the flat indices:
+// FastDiv when every index is below 2^31 (a multiply and a shift), else
+// WideDiv (the hardware's 64-bit division, dozens of instructions).
+template <typename D>
 struct Window {
   int64_t in[3], out[3], kernel[3], stride[3], pad[3];
   int64_t channels;
   bool channels_last;
-  __device__ int64_t InSpatial() const { return in[0] * in[1] * in[2]; }
-  __device__ int64_t OutSpatial() const { return out[0] * out[1] * out[2]; }
+  D by_channels, by_in_plane, by_out_plane, by_in_w, by_in_h, by_out_w, by_out_h, by_stride[3];
+
+  __device__ int64_t InSpatial() const { return by_in_plane.divisor(); }
+  __device__ int64_t OutSpatial() const { return by_out_plane.divisor(); }
   // Memory offset of (n, c, spatial position s) in a tensor of `plane` positions.
   __device__ int64_t Offset(int64_t n, int64_t c, int64_t s, int64_t plane) const {
     return channels_last ? (n * plane + s) * channels + c : (n * channels + c) * plane + s;
   }
   // Splits a memory index over `plane` positions into n, c and the position.
-  __device__ void Split(int64_t i, int64_t plane, int64_t* n, int64_t* c, int64_t* s) const {
+  __device__ void Split(int64_t i, const D& plane, int64_t* n, int64_t* c, int64_t* s) const {
     if (channels_last) {
-      *c = i % channels;
-      *s = (i / channels) % plane;
-      *n = i / (channels * plane);
+      const int64_t q = by_channels.Div(i);
+      *c = i - q * channels;
+      *n = plane.Div(q);
+      *s = q - *n * plane.divisor();
     } else {
-      *s = i % plane;
-      *c = (i / plane) % channels;
-      *n = i / (plane * channels);
+      const int64_t q = plane.Div(i);
+      *s = i - q * plane.divisor();
+      *n = by_channels.Div(q);
+      *c = q - *n * channels;
     }
+  }
+  // Position s of a plane of height and width (h, w) as (depth, row, column).
+  __device__ static void Unflatten(int64_t s, const D& h, const D& w, int64_t pos[3]) {
+    const int64_t q = w.Div(s);
+    pos[2] = s - q * w.divisor();
+    pos[0] = h.Div(q);
+    pos[1] = q - pos[0] * h.divisor();
+  }
+  __device__ void InPosition(int64_t s, int64_t pos[3]) const {
+    Unflatten(s, by_in_h, by_in_w, pos);
+  }
+  __device__ void OutPosition(int64_t s, int64_t pos[3]) const {
+    Unflatten(s, by_out_h, by_out_w, pos);
   }
   // Number of in-bounds inputs of output position o.
   __device__ int64_t ValidCount(const int64_t o[3]) const {
@@ -53,31 +75,45 @@ struct Window {
   }
 };
 
-Window MakeWindow(const ConvGeometry& g, const Tensor& activation) {
+template <typename D>
+Window<D> MakeWindow(const ConvGeometry& g, const Tensor& activation) {
   MLPERF_CHECK_MSG(g.in_channels == g.out_channels, "pooling keeps the channel count");
-  Window w;
+  Window<D> w;
   for (int a = 0; a < 3; ++a) {
     w.in[a] = g.in[a];
     w.out[a] = g.out(a);
     w.kernel[a] = g.kernel[a];
     w.stride[a] = g.stride[a];
     w.pad[a] = g.pad_begin[a];
+    w.by_stride[a] = D(g.stride[a]);
   }
   w.channels = g.in_channels;
   w.channels_last = detail::ChannelsLast(activation);
+  w.by_channels = D(g.in_channels);
+  w.by_in_plane = D(g.in_spatial());
+  w.by_out_plane = D(g.out_spatial());
+  w.by_in_h = D(g.in[1]);
+  w.by_in_w = D(g.in[2]);
+  w.by_out_h = D(g.out(1));
+  w.by_out_w = D(g.out(2));
   return w;
 }
 
-__device__ void Unflatten(int64_t s, const int64_t dims[3], int64_t pos[3]) {
-  pos[2] = s % dims[2];
-  pos[1] = (s / dims[2]) % dims[1];
-  pos[0] = s / (dims[1] * dims[2]);
+// Calls fn(window) with the divider the geometry's indices allow: FastDiv
+// when the larger side's elements, and so every index and quotient, stay
+// below its limit.
+template <typename Fn>
+void WithWindow(const ConvGeometry& g, const Tensor& activation, Fn&& fn) {
+  const int64_t planes = g.batch * g.in_channels;
+  const int64_t largest = planes * std::max(g.in_spatial(), g.out_spatial());
+  if (largest < FastDiv::kLimit) return fn(MakeWindow<FastDiv>(g, activation));
+  fn(MakeWindow<WideDiv>(g, activation));
 }
 
 // Calls visit(s) for the in-bounds input positions s of output o's window,
 // in the CPU twin's scan order (depth, height, width).
-template <typename Visit>
-__device__ void ForEachWindowInput(const Window& w, const int64_t o[3], Visit visit) {
+template <typename D, typename Visit>
+__device__ void ForEachWindowInput(const Window<D>& w, const int64_t o[3], Visit visit) {
   for (int64_t kd = 0; kd < w.kernel[0]; ++kd) {
     const int64_t iz = o[0] * w.stride[0] - w.pad[0] + kd;
     if (iz < 0 || iz >= w.in[0]) continue;
@@ -92,12 +128,13 @@ __device__ void ForEachWindowInput(const Window& w, const int64_t o[3], Visit vi
   }
 }
 
-__global__ void MaxPoolForwardKernel(Window w, const void* x, void* y, DType t, int64_t count) {
+template <typename D>
+__global__ void MaxPoolForwardKernel(Window<D> w, const void* x, void* y, DType t, int64_t count) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     int64_t n, c, s, o[3];
-    w.Split(i, w.OutSpatial(), &n, &c, &s);
-    Unflatten(s, w.out, o);
+    w.Split(i, w.by_out_plane, &n, &c, &s);
+    w.OutPosition(s, o);
     float best = -INFINITY;  // padding never wins; NaN inputs are skipped like on the CPU
     ForEachWindowInput(w, o, [&](int64_t q) {
       const float v = LoadAs(x, t, w.Offset(n, c, q, w.InSpatial()));
@@ -110,14 +147,14 @@ __global__ void MaxPoolForwardKernel(Window w, const void* x, void* y, DType t, 
 // Calls visit(output position, flattened output) for every output window
 // that contains input position p, in increasing output order (the order the
 // CPU twin accumulates in).
-template <typename Visit>
-__device__ void ForEachCoveringOutput(const Window& w, const int64_t p[3], Visit visit) {
+template <typename D, typename Visit>
+__device__ void ForEachCoveringOutput(const Window<D>& w, const int64_t p[3], Visit visit) {
   int64_t lo[3], hi[3];
   for (int a = 0; a < 3; ++a) {
     // o*stride - pad <= p <= o*stride - pad + kernel - 1
     const int64_t num = p[a] + w.pad[a] - w.kernel[a] + 1;
-    lo[a] = num <= 0 ? 0 : (num + w.stride[a] - 1) / w.stride[a];
-    hi[a] = (p[a] + w.pad[a]) / w.stride[a];
+    lo[a] = num <= 0 ? 0 : w.by_stride[a].Div(num + w.stride[a] - 1);
+    hi[a] = w.by_stride[a].Div(p[a] + w.pad[a]);
     if (hi[a] > w.out[a] - 1) hi[a] = w.out[a] - 1;
   }
   int64_t o[3];
@@ -129,7 +166,8 @@ __device__ void ForEachCoveringOutput(const Window& w, const int64_t p[3], Visit
 
 // Input position p's place in output o's window (ForEachWindowInput's
 // order, out-of-bounds positions counted).
-__device__ int64_t WindowCode(const Window& w, const int64_t o[3], const int64_t p[3]) {
+template <typename D>
+__device__ int64_t WindowCode(const Window<D>& w, const int64_t o[3], const int64_t p[3]) {
   int64_t code = 0;
   for (int a = 0; a < 3; ++a) code = code * w.kernel[a] + p[a] - (o[a] * w.stride[a] - w.pad[a]);
   return code;
@@ -140,20 +178,21 @@ constexpr uint16_t kNoInput = 0xffff;  // a window without inputs
 // Where each output's gradient goes: the WindowCode of the maximum the CPU
 // twin picks, the first in-bounds input replaced by any strictly greater one
 // (so a NaN that comes first keeps the gradient).
-__global__ void MaxPoolArgMaxKernel(Window w, const void* x, DType t, uint16_t* code,
+template <typename D>
+__global__ void MaxPoolArgMaxKernel(Window<D> w, const void* x, DType t, uint16_t* code,
                                     int64_t count) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     int64_t n, c, s, o[3];
-    w.Split(i, w.OutSpatial(), &n, &c, &s);
-    Unflatten(s, w.out, o);
+    w.Split(i, w.by_out_plane, &n, &c, &s);
+    w.OutPosition(s, o);
     uint16_t arg = kNoInput;
     float best = 0.0f;
     ForEachWindowInput(w, o, [&](int64_t q) {
       const float v = LoadAs(x, t, w.Offset(n, c, q, w.InSpatial()));
       if (arg == kNoInput || v > best) {
         int64_t p[3];
-        Unflatten(q, w.in, p);
+        w.InPosition(q, p);
         arg = static_cast<uint16_t>(WindowCode(w, o, p));
         best = v;
       }
@@ -165,13 +204,14 @@ __global__ void MaxPoolArgMaxKernel(Window w, const void* x, DType t, uint16_t* 
 // Gathers, for each input, the gradients of the windows whose maximum it is
 // (their codes from MaxPoolArgMaxKernel), in increasing output order (the
 // order the CPU twin accumulates in): deterministic, no atomics.
-__global__ void MaxPoolBackwardKernel(Window w, const uint16_t* code, const void* dy, void* dx,
+template <typename D>
+__global__ void MaxPoolBackwardKernel(Window<D> w, const uint16_t* code, const void* dy, void* dx,
                                       DType t, int64_t count) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     int64_t n, c, s, p[3];
-    w.Split(i, w.InSpatial(), &n, &c, &s);
-    Unflatten(s, w.in, p);
+    w.Split(i, w.by_in_plane, &n, &c, &s);
+    w.InPosition(s, p);
     float sum = 0.0f;
     ForEachCoveringOutput(w, p, [&](const int64_t o[3], int64_t os) {
       const int64_t j = w.Offset(n, c, os, w.OutSpatial());
@@ -181,13 +221,14 @@ __global__ void MaxPoolBackwardKernel(Window w, const uint16_t* code, const void
   }
 }
 
-__global__ void AvgPoolForwardKernel(Window w, bool include_pad, const void* x, void* y, DType t,
+template <typename D>
+__global__ void AvgPoolForwardKernel(Window<D> w, bool include_pad, const void* x, void* y, DType t,
                                      int64_t count) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     int64_t n, c, s, o[3];
-    w.Split(i, w.OutSpatial(), &n, &c, &s);
-    Unflatten(s, w.out, o);
+    w.Split(i, w.by_out_plane, &n, &c, &s);
+    w.OutPosition(s, o);
     float sum = 0.0f;
     ForEachWindowInput(w, o,
                        [&](int64_t q) { sum += LoadAs(x, t, w.Offset(n, c, q, w.InSpatial())); });
@@ -196,13 +237,14 @@ __global__ void AvgPoolForwardKernel(Window w, bool include_pad, const void* x, 
   }
 }
 
-__global__ void AvgPoolBackwardKernel(Window w, bool include_pad, const void* dy, void* dx, DType t,
-                                      int64_t count) {
+template <typename D>
+__global__ void AvgPoolBackwardKernel(Window<D> w, bool include_pad, const void* dy, void* dx,
+                                      DType t, int64_t count) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     int64_t n, c, s, p[3];
-    w.Split(i, w.InSpatial(), &n, &c, &s);
-    Unflatten(s, w.in, p);
+    w.Split(i, w.by_in_plane, &n, &c, &s);
+    w.InPosition(s, p);
     float sum = 0.0f;
     ForEachCoveringOutput(w, p, [&](const int64_t o[3], int64_t os) {
       const int64_t divisor =
@@ -258,8 +300,10 @@ void CheckPool(const ConvGeometry& g, const Tensor& in, const Tensor& out) {
 
 void MaxPoolForward(const ConvGeometry& g, const Tensor& x, const Tensor& y) {
   CheckPool(g, x, y);
-  MaxPoolForwardKernel<<<Blocks(y.numel()), kThreads, 0, Stream()>>>(
-      MakeWindow(g, x), x.data(), y.data(), x.dtype(), y.numel());
+  WithWindow(g, x, [&](const auto& w) {
+    MaxPoolForwardKernel<<<Blocks(y.numel()), kThreads, 0, Stream()>>>(w, x.data(), y.data(),
+                                                                       x.dtype(), y.numel());
+  });
   CUDA_CHECK_LAUNCH();
 }
 
@@ -270,29 +314,34 @@ void MaxPoolBackward(const ConvGeometry& g, const Tensor& x, const Tensor& dy, c
                    "max pool window too large for its 16-bit argmax codes");
   // The argmax of each window once, rather than once per input it covers
   // (up to 4 times for ResNet's 3x3/2, each 9 loads).
-  const Window w = MakeWindow(g, x);
   auto* code = static_cast<uint16_t*>(Scratch(dy.numel() * sizeof(uint16_t), kScratchReduce));
-  MaxPoolArgMaxKernel<<<Blocks(dy.numel()), kThreads, 0, Stream()>>>(w, x.data(), x.dtype(), code,
-                                                                     dy.numel());
-  CUDA_CHECK_LAUNCH();
-  MaxPoolBackwardKernel<<<Blocks(dx.numel()), kThreads, 0, Stream()>>>(
-      w, code, dy.data(), dx.data(), dx.dtype(), dx.numel());
+  WithWindow(g, x, [&](const auto& w) {
+    MaxPoolArgMaxKernel<<<Blocks(dy.numel()), kThreads, 0, Stream()>>>(w, x.data(), x.dtype(), code,
+                                                                       dy.numel());
+    CUDA_CHECK_LAUNCH();
+    MaxPoolBackwardKernel<<<Blocks(dx.numel()), kThreads, 0, Stream()>>>(
+        w, code, dy.data(), dx.data(), dx.dtype(), dx.numel());
+  });
   CUDA_CHECK_LAUNCH();
 }
 
 void AvgPoolForward(const ConvGeometry& g, bool count_include_pad, const Tensor& x,
                     const Tensor& y) {
   CheckPool(g, x, y);
-  AvgPoolForwardKernel<<<Blocks(y.numel()), kThreads, 0, Stream()>>>(
-      MakeWindow(g, x), count_include_pad, x.data(), y.data(), x.dtype(), y.numel());
+  WithWindow(g, x, [&](const auto& w) {
+    AvgPoolForwardKernel<<<Blocks(y.numel()), kThreads, 0, Stream()>>>(
+        w, count_include_pad, x.data(), y.data(), x.dtype(), y.numel());
+  });
   CUDA_CHECK_LAUNCH();
 }
 
 void AvgPoolBackward(const ConvGeometry& g, bool count_include_pad, const Tensor& dy,
                      const Tensor& dx) {
   CheckPool(g, dx, dy);
-  AvgPoolBackwardKernel<<<Blocks(dx.numel()), kThreads, 0, Stream()>>>(
-      MakeWindow(g, dx), count_include_pad, dy.data(), dx.data(), dx.dtype(), dx.numel());
+  WithWindow(g, dx, [&](const auto& w) {
+    AvgPoolBackwardKernel<<<Blocks(dx.numel()), kThreads, 0, Stream()>>>(
+        w, count_include_pad, dy.data(), dx.data(), dx.dtype(), dx.numel());
+  });
   CUDA_CHECK_LAUNCH();
 }
 

@@ -129,17 +129,30 @@ StepResult TimeTrainingStep(core::Layout layout, int64_t batch, int steps, core:
   return r;
 }
 
-// Every op of the ResNet-50 step at its shapes and precision, timed alone.
-std::map<std::string, double> OpProfile(core::Layout layout, core::DType precision, int64_t n,
-                                        int repeats) {
+// Every op of the ResNet-50 step at its shapes and precision, timed alone:
+// ms per step by kind of op, and each call (kind and shape) on its own.
+struct Profile {
+  std::map<std::string, double> by_op;
+  std::vector<std::pair<std::string, double>> calls;
+};
+
+Profile OpProfile(core::Layout layout, core::DType precision, int64_t n, int repeats) {
   const ops::PrecisionScope scope(precision);
   const core::DType stored = ops::ActivationStorageType(core::Device::kCuda);
-  std::map<std::string, double> ms;
+  Profile profile;
+  const auto time = [&](const std::string& op, const std::string& shape, auto&& fn) {
+    const double ms = MedianMs(repeats, fn);
+    profile.by_op[op] += ms;
+    profile.calls.emplace_back(op + " " + shape, ms);
+  };
   const layers::PaddingMode mode = layers::PaddingMode::kTfSame;
   struct Unit {
     ConvGeometry g;
     bool relu;
-    bool residual = false;  // a bottleneck's last conv: the shortcut is added to its output
+    // A bottleneck's last conv: the shortcut is added to its output, and
+    // the backward adds the branches' input gradients (of this many elements).
+    bool residual = false;
+    int64_t input_gradient = 0;
   };
   std::vector<Unit> units{{Conv2d(n, 3, 224, 224, 64, 7, 7, 2, 3), true}};
   int64_t h = 56, w = 56, channels = 64;
@@ -154,7 +167,7 @@ std::map<std::string, double> OpProfile(core::Layout layout, core::DType precisi
           layers::Conv2dPadded(n, width, g2.out(1), g2.out(2), 4 * width, 1, 1, mode);
       units.push_back({g1, true});
       units.push_back({g2, true});
-      units.push_back({g3, false, true});
+      units.push_back({g3, false, true, n * channels * h * w});
       if (b == 0)
         units.push_back(
             {layers::Conv2dPadded(n, channels, h, w, 4 * width, 1, stride, mode), false});
@@ -201,23 +214,30 @@ std::map<std::string, double> OpProfile(core::Layout layout, core::DType precisi
     const auto stat = [&](int i) {
       return core::Tensor(stats[i].data(), {k}, core::DType::kF32, core::Device::kCuda);
     };
-    ms["conv forward"] += MedianMs(repeats, [&] { ops::ConvForward(g, x, wt, y, none); });
-    ms["conv backward data"] +=
-        MedianMs(repeats, [&] { ops::ConvBackwardData(g, dy, wt, dx, none); });
-    ms["conv backward weight"] +=
-        MedianMs(repeats, [&] { ops::ConvBackwardWeight(g, x, dy, dwt, none); });
+    const std::string shape =
+        fmt::format("{}x{}/{} {}->{} at {}x{}", g.kernel[1], g.kernel[2], g.stride[1],
+                    g.in_channels, g.out_channels, g.in[1], g.in[2]);
+    time("conv forward", shape, [&] { ops::ConvForward(g, x, wt, y, none); });
+    time("conv backward data", shape, [&] { ops::ConvBackwardData(g, dy, wt, dx, none); });
+    time("conv backward weight", shape, [&] { ops::ConvBackwardWeight(g, x, dy, dwt, none); });
     // The batch norm as the model runs it (layers/conv_norm.cc): with the
     // shortcut's add and the ReLU fused; its output in bdx's memory, the
     // shortcut in bx's; the backward masks dy in place and writes dz there.
     const core::Tensor out = act(bdx, ys), shortcut = u.residual ? act(bx, ys) : core::Tensor();
-    ms["bn (+ add) + relu forward"] += MedianMs(repeats, [&] {
+    time("bn (+ add) + relu forward", shape, [&] {
       ops::BatchNormActForwardTraining({}, u.relu, y, shortcut, stat(2), stat(0), out, stat(4),
                                        stat(5), stat(1), stat(3));
     });
-    ms["bn + relu backward"] += MedianMs(repeats, [&] {
+    time("bn + relu backward", shape, [&] {
       ops::BatchNormActBackward(u.relu, y, out, dy, stat(2), stat(4), stat(5), dy, stat(0),
                                 stat(1));
     });
+    if (u.residual) {
+      const auto flat = [&](const core::Tensor& b) {
+        return core::Tensor(b.data(), {u.input_gradient}, stored, core::Device::kCuda);
+      };
+      time("residual add backward", shape, [&] { ops::Accumulate(flat(bdy), flat(bdx)); });
+    }
   }
   // The stem's max pool and the global average pool, at the step's shapes.
   const ConvGeometry pool = Conv2d(n, 64, 112, 112, 64, 3, 3, 2, 1);
@@ -225,16 +245,16 @@ std::map<std::string, double> OpProfile(core::Layout layout, core::DType precisi
     return core::Tensor(b.data(), layers::ActivationShape(layout, n, c, h, h), stored,
                         core::Device::kCuda, layout);
   };
-  ms["max pool forward"] += MedianMs(
-      repeats, [&] { ops::MaxPoolForward(pool, shaped(bx, 64, 112), shaped(by, 64, 56)); });
-  ms["max pool backward"] += MedianMs(repeats, [&] {
+  time("max pool forward", "",
+       [&] { ops::MaxPoolForward(pool, shaped(bx, 64, 112), shaped(by, 64, 56)); });
+  time("max pool backward", "", [&] {
     ops::MaxPoolBackward(pool, shaped(bx, 64, 112), shaped(bdy, 64, 56), shaped(bdx, 64, 112));
   });
   const core::Tensor features(by.data(), {n, 2048}, core::DType::kF32, core::Device::kCuda);
-  ms["global pool forward"] +=
-      MedianMs(repeats, [&] { ops::GlobalAvgPoolForward(shaped(bx, 2048, 7), features); });
-  ms["global pool backward"] +=
-      MedianMs(repeats, [&] { ops::GlobalAvgPoolBackward(features, shaped(bdx, 2048, 7)); });
+  time("global pool forward", "",
+       [&] { ops::GlobalAvgPoolForward(shaped(bx, 2048, 7), features); });
+  time("global pool backward", "",
+       [&] { ops::GlobalAvgPoolBackward(features, shaped(bdx, 2048, 7)); });
   // The classifier and the loss (fp32 tensors, as the model keeps them).
   const auto f32 = [&](const core::Tensor& b, core::Shape shape) {
     return core::Tensor(b.data(), shape, core::DType::kF32, core::Device::kCuda);
@@ -245,13 +265,13 @@ std::map<std::string, double> OpProfile(core::Layout layout, core::DType precisi
                      dfeatures = f32(bx, {n, 2048}), loss = f32(stats[2], {1});
   const core::Tensor labels(stats[3].data(), {n}, core::DType::kI32, core::Device::kCuda);
   ops::ZeroBytes(labels.data(), core::Device::kCuda, labels.bytes());
-  ms["fc forward"] += MedianMs(repeats, [&] { ops::LinearForward(features, fc_w, fc_b, logits); });
-  ms["loss"] += MedianMs(repeats, [&] {
+  time("fc forward", "", [&] { ops::LinearForward(features, fc_w, fc_b, logits); });
+  time("loss", "", [&] {
     ops::SoftmaxCrossEntropy(0.1f, static_cast<float>(n), logits, labels, loss, dlogits);
   });
-  ms["fc backward"] += MedianMs(
-      repeats, [&] { ops::LinearBackward(features, fc_w, dlogits, dfeatures, fc_dw, fc_db); });
-  return ms;
+  time("fc backward", "",
+       [&] { ops::LinearBackward(features, fc_w, dlogits, dfeatures, fc_dw, fc_db); });
+  return profile;
 }
 
 void Run(int64_t batch, int steps, const std::string& which,
@@ -313,14 +333,21 @@ void Run(int64_t batch, int steps, const std::string& which,
     for (double ms : profiled.block_backward_ms) std::printf(" %.1f", ms);
     std::printf("\n    per-op profile (each op alone at the step's shapes, ms per step):\n");
     double total = 0.0;
-    const std::map<std::string, double> profile = OpProfile(layout, precision, batch, 5);
-    for (const auto& [op, ms] : profile) total += ms;
-    for (const auto& [op, ms] : profile)
+    Profile profile = OpProfile(layout, precision, batch, 5);
+    for (const auto& [op, ms] : profile.by_op) total += ms;
+    for (const auto& [op, ms] : profile.by_op)
       std::printf("      %-26s %8.2f  %5.1f%%\n", op.c_str(), ms, 100.0 * ms / total);
     std::printf(
         "      %-26s %8.2f (the rest of the step: LARS, the filters' and input's "
         "conversions, launch gaps)\n",
         "sum", total);
+    // Where to look first: the slowest calls (a shape repeats in a stage).
+    std::sort(profile.calls.begin(), profile.calls.end(),
+              [](const auto& a, const auto& b) { return a.second > b.second; });
+    profile.calls.resize(std::min<size_t>(profile.calls.size(), 15));
+    std::printf("    the slowest single calls (ms):\n");
+    for (const auto& [call, ms] : profile.calls)
+      std::printf("      %-50s %7.3f\n", call.c_str(), ms);
   }
 }
 

@@ -14,6 +14,7 @@
 #include "reference/kernels/cuda/cudnn_type.h"
 #include "reference/kernels/cuda/device_util.cuh"
 #include "reference/kernels/cuda/linear.h"
+#include "reference/kernels/fast_div.h"
 
 namespace mlperf::cuda {
 namespace {
@@ -406,19 +407,26 @@ __global__ void BiasGradPlaneParts(const void* dy, DType t, int64_t channels, in
 // channels-last kernels take); a call still without a kernel runs on fp32
 // channels-first copies, the configuration every convolution has, with the
 // same fp32 accumulation and one rounding of the result to its dtype.
+// D divides the destination index (kernels/fast_div.h): FastDiv below 2^31
+// elements, WideDiv beyond.
+template <typename D>
 __global__ void RestageKernel(const void* src, DType src_type, detail::ActivationView from,
-                              void* dst, DType dst_type, detail::ActivationView to, int64_t count) {
+                              void* dst, DType dst_type, bool to_channels_last, D by_channels,
+                              D by_spatial, int64_t count) {
+  const int64_t channels = by_channels.divisor(), spatial = by_spatial.divisor();
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     int64_t n, c, s;
-    if (to.channels_last) {
-      c = i % to.channels;
-      s = (i / to.channels) % to.spatial;
-      n = i / (to.channels * to.spatial);
+    if (to_channels_last) {
+      const int64_t q = by_channels.Div(i);
+      c = i - q * channels;
+      n = by_spatial.Div(q);
+      s = q - n * spatial;
     } else {
-      s = i % to.spatial;
-      c = (i / to.spatial) % to.channels;
-      n = i / (to.spatial * to.channels);
+      const int64_t q = by_spatial.Div(i);
+      s = i - q * spatial;
+      n = by_channels.Div(q);
+      c = q - n * channels;
     }
     detail::StoreAs(dst, dst_type, i, detail::LoadAs(src, src_type, from.Offset(n, c, s)));
   }
@@ -449,9 +457,17 @@ Tensor StagedLike(const Tensor& t, DType dtype, bool channels_last, int slot) {
 // dst = src, both [N, C, spatial], converting memory order and dtype.
 void CopyStaged(const Tensor& src, const Tensor& dst) {
   MLPERF_CHECK(src.numel() == dst.numel());
-  RestageKernel<<<Blocks(dst.numel()), 256, 0, Stream()>>>(
-      src.data(), src.dtype(), detail::ViewOf(src), dst.data(), dst.dtype(), detail::ViewOf(dst),
-      dst.numel());
+  const detail::ActivationView to = detail::ViewOf(dst);
+  const auto launch = [&](auto by_channels, auto by_spatial) {
+    RestageKernel<<<Blocks(dst.numel()), 256, 0, Stream()>>>(
+        src.data(), src.dtype(), detail::ViewOf(src), dst.data(), dst.dtype(), to.channels_last,
+        by_channels, by_spatial, dst.numel());
+  };
+  if (dst.numel() < FastDiv::kLimit) {
+    launch(FastDiv(to.channels), FastDiv(to.spatial));
+  } else {
+    launch(WideDiv(to.channels), WideDiv(to.spatial));
+  }
   CUDA_CHECK_LAUNCH();
 }
 

@@ -55,6 +55,63 @@ __device__ void Store(void* p, DType t, long long i, float v) {
   }
 }
 
+// y = f(inputs) elementwise over any mix of fp32/bf16/fp16, kIlp elements a
+// thread with every load issued before the first store: one 2-byte element
+// at a time leaves too few bytes in flight to keep the memory busy. Element
+// i is read and written by one thread, so in-place ops stay correct.
+constexpr int kIlp = 4;
+
+template <int kInputs>
+struct Operands {
+  const void* in[kInputs];
+  DType in_type[kInputs];
+  void* out;
+  DType out_type;
+};
+
+template <int kInputs, typename F>
+__global__ void MapKernel(Operands<kInputs> o, long long n, F f) {
+  const long long chunk = static_cast<long long>(blockDim.x) * kIlp;
+  for (long long start = blockIdx.x * chunk; start < n;
+       start += static_cast<long long>(gridDim.x) * chunk) {
+    float v[kIlp][kInputs];
+#pragma unroll
+    for (int k = 0; k < kIlp; ++k) {
+      const long long i = start + threadIdx.x + k * static_cast<long long>(blockDim.x);
+#pragma unroll
+      for (int a = 0; a < kInputs; ++a) v[k][a] = i < n ? Load(o.in[a], o.in_type[a], i) : 0.0f;
+    }
+#pragma unroll
+    for (int k = 0; k < kIlp; ++k) {
+      const long long i = start + threadIdx.x + k * static_cast<long long>(blockDim.x);
+      if (i >= n) continue;
+      if constexpr (kInputs == 1) {
+        Store(o.out, o.out_type, i, f(v[k][0]));
+      } else {
+        Store(o.out, o.out_type, i, f(v[k][0], v[k][1]));
+      }
+    }
+  }
+}
+
+// y = f(x) and y = f(a, b).
+template <typename F>
+void Map(const Tensor& x, const Tensor& y, F f) {
+  MLPERF_CHECK(x.numel() == y.numel());
+  const Operands<1> o{{x.data()}, {x.dtype()}, y.data(), y.dtype()};
+  const long long n = y.numel();
+  MapKernel<<<Blocks((n + kIlp - 1) / kIlp), 256, 0, Stream()>>>(o, n, f);
+  CUDA_CHECK_LAUNCH();
+}
+template <typename F>
+void Map(const Tensor& a, const Tensor& b, const Tensor& y, F f) {
+  MLPERF_CHECK(a.numel() == y.numel() && b.numel() == y.numel());
+  const Operands<2> o{{a.data(), b.data()}, {a.dtype(), b.dtype()}, y.data(), y.dtype()};
+  const long long n = y.numel();
+  MapKernel<<<Blocks((n + kIlp - 1) / kIlp), 256, 0, Stream()>>>(o, n, f);
+  CUDA_CHECK_LAUNCH();
+}
+
 // Channels [src_begin, src_begin + width) of src [n, src_c, inner] into
 // channels from dst_begin of dst [n, dst_c, inner], both of one type.
 void CopyChannels(const Tensor& src, int64_t src_c, int64_t src_begin, const Tensor& dst,
@@ -94,47 +151,24 @@ ConcatView ViewConcat(const Tensor& a, const Tensor& b, const Tensor& y) {
 // storage), computing in fp32; a result stored in a reduced type is rounded
 // once.
 void ReluForward(const Tensor& x, const Tensor& y) {
-  MLPERF_CHECK(x.numel() == y.numel());
-  const void* in = x.data();
-  void* out = y.data();
-  const DType xt = x.dtype(), yt = y.dtype();
-  Launch(x.numel(), [=] __device__(long long i) {
-    const float v = Load(in, xt, i);
-    Store(out, yt, i, v > 0.0f ? v : 0.0f);
-  });
+  Map(x, y, [] __device__(float v) { return v > 0.0f ? v : 0.0f; });
 }
 
 void ReluBackward(const Tensor& y, const Tensor& dy, const Tensor& dx) {
-  MLPERF_CHECK(y.numel() == dy.numel() && y.numel() == dx.numel());
-  const void *out = y.data(), *g = dy.data();
-  void* d = dx.data();
-  const DType yt = y.dtype(), gt = dy.dtype(), dt = dx.dtype();
-  Launch(y.numel(), [=] __device__(long long i) {
-    Store(d, dt, i, Load(out, yt, i) > 0.0f ? Load(g, gt, i) : 0.0f);
-  });
+  Map(y, dy, dx, [] __device__(float out, float g) { return out > 0.0f ? g : 0.0f; });
 }
 
 void GeluForward(const Tensor& x, const Tensor& y) {
-  MLPERF_CHECK(x.numel() == y.numel());
-  const void* in = x.data();
-  void* out = y.data();
-  const DType xt = x.dtype(), yt = y.dtype();
-  Launch(x.numel(), [=] __device__(long long i) {
-    const float v = Load(in, xt, i);
-    Store(out, yt, i, 0.5f * v * (1.0f + tanhf(kSqrt2OverPi * (v + kGeluCoeff * v * v * v))));
+  Map(x, y, [] __device__(float v) {
+    return 0.5f * v * (1.0f + tanhf(kSqrt2OverPi * (v + kGeluCoeff * v * v * v)));
   });
 }
 
 void GeluBackward(const Tensor& x, const Tensor& dy, const Tensor& dx) {
-  MLPERF_CHECK(x.numel() == dy.numel() && x.numel() == dx.numel());
-  const void *in = x.data(), *g = dy.data();
-  void* d = dx.data();
-  const DType xt = x.dtype(), gt = dy.dtype(), dt = dx.dtype();
-  Launch(x.numel(), [=] __device__(long long i) {
-    const float v = Load(in, xt, i);
+  Map(x, dy, dx, [] __device__(float v, float g) {
     const float t = tanhf(kSqrt2OverPi * (v + kGeluCoeff * v * v * v));
     const float dinner = kSqrt2OverPi * (1.0f + 3.0f * kGeluCoeff * v * v);
-    Store(d, dt, i, Load(g, gt, i) * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * dinner));
+    return g * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * dinner);
   });
 }
 
@@ -159,12 +193,7 @@ void Add(const Tensor& a, const Tensor& b, const Tensor& y) {
 
 // Any mix of fp32/bf16/fp16: a sum stored in a reduced type is rounded once.
 void Accumulate(const Tensor& x, const Tensor& y) {
-  MLPERF_CHECK(x.numel() == y.numel());
-  const void* in = x.data();
-  void* out = y.data();
-  const DType xt = x.dtype(), yt = y.dtype();
-  Launch(x.numel(),
-         [=] __device__(long long i) { Store(out, yt, i, Load(out, yt, i) + Load(in, xt, i)); });
+  Map(y, x, y, [] __device__(float sum, float v) { return sum + v; });
 }
 
 void Scale(const Tensor& x, float alpha) {
@@ -192,15 +221,19 @@ void DropoutForward(float p, uint64_t seed, uint64_t offset, const Tensor& x, co
   const DType xt = x.dtype(), yt = y.dtype();
   const long long n = x.numel();
   // A thread per Philox block: its four words are elements 4b .. 4b + 3
-  // (the stream convention), so each block is computed once, not per element.
+  // (the stream convention), so each block is computed once, not per element;
+  // the four loads are issued before the first store.
   Launch((n + 3) / 4, [=] __device__(long long b) {
     const uint64_t stream = offset + (offset_base ? static_cast<uint64_t>(*offset_base) : 0);
+    float v[4];
+#pragma unroll
+    for (int lane = 0; lane < 4; ++lane)
+      v[lane] = 4 * b + lane < n ? Load(in, xt, 4 * b + lane) : 0.0f;
     const core::Philox4x32 r = core::PhiloxBlock(seed, stream, static_cast<uint64_t>(b));
 #pragma unroll
     for (int lane = 0; lane < 4; ++lane) {
       const long long i = 4 * b + lane;
-      if (i < n)
-        Store(out, yt, i, core::Kept(r.v[lane], threshold) ? Load(in, xt, i) * scale : 0.0f);
+      if (i < n) Store(out, yt, i, core::Kept(r.v[lane], threshold) ? v[lane] * scale : 0.0f);
     }
   });
 }
@@ -216,11 +249,7 @@ void AddInt64(const Tensor& x, int64_t amount) {
 }
 
 void Cast(const Tensor& src, const Tensor& dst) {
-  MLPERF_CHECK(src.numel() == dst.numel());
-  const void* in = src.data();
-  void* out = dst.data();
-  const DType from = src.dtype(), to = dst.dtype();
-  Launch(src.numel(), [=] __device__(long long i) { Store(out, to, i, Load(in, from, i)); });
+  Map(src, dst, [] __device__(float v) { return v; });
 }
 
 void RoundToPrecision(DType precision, const Tensor& src, const Tensor& dst) {

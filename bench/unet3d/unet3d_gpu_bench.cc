@@ -14,7 +14,8 @@
 // convolution's line, so that a run stopped at its limit still tells where
 // the time went), then the peer, then the sliding-window evaluation of 42
 // generated volumes (the validation set's count) of one preprocessed-case
-// shape, `batch` windows at a time.
+// shape, `batch` windows at a time, and last the "timed algos" steps, whose
+// search over engines on first use may take long.
 //
 //   unet3d_gpu_bench [batch] [steps] [ncdhw|ndhwc|both|auto] [D,H,W of the eval volumes]
 //                    [precisions]
@@ -28,6 +29,7 @@
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -303,6 +305,8 @@ int main(int argc, char** argv) {
   std::printf("3D U-Net training step, reference width, 128^3, batch %ld per GPU, median of %ld\n",
               batch, steps);
   std::vector<core::Layout> layouts;
+  std::vector<std::pair<core::Layout, core::DType>> timed;
+  const int n = static_cast<int>(steps);
   for (core::DType precision : precisions) {
     std::vector<core::Layout> these;
     if (which == "auto")
@@ -310,11 +314,10 @@ int main(int argc, char** argv) {
     if (which == "both" || which == "ncdhw") these.push_back(core::Layout::kNCDHW);
     if (which == "both" || which == "ndhwc") these.push_back(core::Layout::kNDHWC);
     for (core::Layout layout : these) {
-      const int n = static_cast<int>(steps);
       Train(layout, precision, /*typed=*/false, /*timed=*/false, batch, n);
       if (precision != core::DType::kF32) Train(layout, precision, true, false, batch, n);
-      Train(layout, precision, precision != core::DType::kF32, /*timed=*/true, batch, n);
       OpProfile(layout, precision, batch, 1);
+      timed.emplace_back(layout, precision);
       if (std::find(layouts.begin(), layouts.end(), layout) == layouts.end())
         layouts.push_back(layout);
     }
@@ -325,5 +328,8 @@ int main(int argc, char** argv) {
     std::printf("  torch %-24s %8.1f ms/step %8.2f samples/s\n", name.c_str(), ms,
                 1000.0 * batch / ms);
   for (core::Layout layout : layouts) Evaluate(layout, batch, shape);
+  // Last, as the search over engines may take long on first use.
+  for (const auto& [layout, precision] : timed)
+    Train(layout, precision, precision != core::DType::kF32, /*timed=*/true, batch, n);
   return 0;
 }

@@ -152,9 +152,8 @@ Profile OpProfile(core::Layout layout, core::DType precision, int64_t n, int rep
     ConvGeometry g;
     bool relu;
     // A bottleneck's last conv: the shortcut is added to its output, and
-    // the backward adds the branches' input gradients (of this many elements).
+    // the backward adds the next block's two branches' gradients.
     bool residual = false;
-    int64_t input_gradient = 0;
   };
   std::vector<Unit> units{{Conv2d(n, 3, 224, 224, 64, 7, 7, 2, 3), true}};
   int64_t h = 56, w = 56, channels = 64;
@@ -169,7 +168,7 @@ Profile OpProfile(core::Layout layout, core::DType precision, int64_t n, int rep
           layers::Conv2dPadded(n, width, g2.out(1), g2.out(2), 4 * width, 1, 1, mode);
       units.push_back({g1, true});
       units.push_back({g2, true});
-      units.push_back({g3, false, true, n * channels * h * w});
+      units.push_back({g3, false, true});
       if (b == 0)
         units.push_back(
             {layers::Conv2dPadded(n, channels, h, w, 4 * width, 1, stride, mode), false});
@@ -224,22 +223,17 @@ Profile OpProfile(core::Layout layout, core::DType precision, int64_t n, int rep
     time("conv backward weight", shape, [&] { ops::ConvBackwardWeight(g, x, dy, dwt, none); });
     // The batch norm as the model runs it (layers/conv_norm.cc): with the
     // shortcut's add and the ReLU fused; its output in bdx's memory, the
-    // shortcut in bx's; the backward masks dy in place and writes dz there.
+    // shortcut in bx's; the backward adds the addend (bx's memory) to dy,
+    // masks dy in place and writes dz there.
     const core::Tensor out = act(bdx, ys), shortcut = u.residual ? act(bx, ys) : core::Tensor();
     time("bn (+ add) + relu forward", shape, [&] {
       ops::BatchNormActForwardTraining({}, u.relu, y, shortcut, stat(2), stat(0), out, stat(4),
                                        stat(5), stat(1), stat(3));
     });
-    time("bn + relu backward", shape, [&] {
-      ops::BatchNormActBackward(u.relu, y, out, dy, stat(2), stat(4), stat(5), dy, stat(0),
-                                stat(1));
+    time(u.residual ? "bn + add + relu backward" : "bn + relu backward", shape, [&] {
+      ops::BatchNormActBackward(u.relu, y, out, dy, stat(2), stat(4), stat(5), dy, stat(0), stat(1),
+                                shortcut);
     });
-    if (u.residual) {
-      const auto flat = [&](const core::Tensor& b) {
-        return core::Tensor(b.data(), {u.input_gradient}, stored, core::Device::kCuda);
-      };
-      time("residual add backward", shape, [&] { ops::Accumulate(flat(bdy), flat(bdx)); });
-    }
   }
   // The stem's max pool and the global average pool, at the step's shapes.
   const ConvGeometry pool = Conv2d(n, 64, 112, 112, 64, 3, 3, 2, 1);

@@ -16,6 +16,7 @@
 #include "reference/kernels/cpu/pool.h"
 #include "reference/kernels/cpu/softmax.h"
 #include "reference/kernels/dispatch_backend.h"
+#include "reference/kernels/precision.h"
 
 #ifdef MLPERF_HAVE_CUDA
 #include "reference/kernels/cuda/attention.h"
@@ -119,10 +120,19 @@ void BatchNormActForwardInference(const BatchNormParams& p, bool relu, const Ten
 
 void BatchNormActBackward(bool relu, const Tensor& x, const Tensor& y, const Tensor& dy,
                           const Tensor& gamma, const Tensor& save_mean, const Tensor& save_inv_std,
-                          const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta) {
-  if (OnDevice(x, {&y, &dy, &dx, &dgamma}))
-    return MLPERF_CUDA_TWIN(
-        BatchNormActBackward(relu, x, y, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta));
+                          const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
+                          const Tensor& addend) {
+  // The CUDA twin rounds the sum to dy's type: enough unless dy is fp32
+  // under a reduced precision, where RoundStored rounds it apart.
+  const bool device = OnDevice(x, {&y, &dy, &dx, &dgamma, &addend});
+  if (!addend.empty() && (!device || dy.dtype() != ComputePrecision())) {
+    Accumulate(addend, dy);
+    RoundStored(dy);
+    return BatchNormActBackward(relu, x, y, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta);
+  }
+  if (device)
+    return MLPERF_CUDA_TWIN(BatchNormActBackward(relu, x, y, dy, gamma, save_mean, save_inv_std, dx,
+                                                 dgamma, dbeta, addend));
   cpu::BatchNormActBackward(relu, x, y, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta);
 }
 

@@ -56,11 +56,15 @@ void BatchNormActForwardInference(const BatchNormParams& p, bool relu, const cor
                                   const core::Tensor& residual, const core::Tensor& gamma,
                                   const core::Tensor& beta, const core::Tensor& running_mean,
                                   const core::Tensor& running_var, const core::Tensor& y);
+// With an addend, the output gradient is dy + addend (a residual unit's
+// two branches), added and stored in dy (RoundStored) before the backward:
+// on a CUDA device, within the channels-last kernels' first pass when dy is
+// stored in the precision's type; the same values either way.
 void BatchNormActBackward(bool relu, const core::Tensor& x, const core::Tensor& y,
                           const core::Tensor& dy, const core::Tensor& gamma,
                           const core::Tensor& save_mean, const core::Tensor& save_inv_std,
                           const core::Tensor& dx, const core::Tensor& dgamma,
-                          const core::Tensor& dbeta);
+                          const core::Tensor& dbeta, const core::Tensor& addend = core::Tensor());
 
 // Instance norm with affine scale and shift, statistics per (sample,
 // channel), no running statistics (cpu/norm.h; 3D U-Net).

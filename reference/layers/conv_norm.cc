@@ -75,12 +75,12 @@ void ConvBn::Forward(const Tensor& x, bool training, const BatchNormParams& bn,
 }
 
 void ConvBn::Backward(const Tensor& x, const Tensor& dy, const Tensor& dz, const Tensor& dx,
-                      const Tensor& workspace) {
+                      const Tensor& workspace, const Tensor& addend) {
   const Tensor dy_view = ViewAs(dy, y_);
   const Tensor dz_view = ViewAs(dz, z_);
-  // The masked dy stays representable; dz is stored.
+  // The masked dy (+ addend, stored) stays representable; dz is stored.
   ops::BatchNormActBackward(relu_, z_, y_, dy_view, gamma_, save_mean_, save_inv_std_, dz_view,
-                            dgamma_, dbeta_);
+                            dgamma_, dbeta_, addend.empty() ? Tensor() : ViewAs(addend, y_));
   ops::RoundStored(dz_view);
   ops::ConvBackwardWeight(g_, x, dz_view, dw_, workspace);
   if (!dx.empty()) ops::ConvBackwardData(g_, dz_view, w_, ViewAs(dx, x), workspace);

@@ -36,12 +36,14 @@ class ConvBn {
   // shortcut); it has the output's shape and layout.
   void Forward(const core::Tensor& x, bool training, const BatchNormParams& bn,
                const core::Tensor& workspace, const core::Tensor& residual = core::Tensor());
-  // dy: gradient of output() (overwritten by the pre-ReLU gradient when the
-  // unit has a ReLU, which is also the residual's gradient). dz: scratch of
+  // dy: gradient of output(), or with `addend` (any buffer of at least the
+  // output's size) dy + addend; dy is overwritten by it, before the ReLU when
+  // the unit has one (which is also the residual's gradient). dz: scratch of
   // the output's size. dx: the input gradient, skipped when empty (stem); it
-  // may alias dy but not dz.
+  // may alias dy or the addend but not dz.
   void Backward(const core::Tensor& x, const core::Tensor& dy, const core::Tensor& dz,
-                const core::Tensor& dx, const core::Tensor& workspace);
+                const core::Tensor& dx, const core::Tensor& workspace,
+                const core::Tensor& addend = core::Tensor());
 
   const core::Tensor& output() const { return y_; }
   const ConvGeometry& geometry() const { return g_; }

@@ -240,19 +240,25 @@ void ResNet::Backward() {
   ScaleLossGradient(dlogits_);
   ops::LinearBackward(features_, fc_w_, dlogits_, dfeatures_, dfc_w_, dfc_b_);
   NotifyGradientsReady(fc_grad_offset_);
-  Tensor dout = grad_scratch_[0], scratch = grad_scratch_[1], dx = grad_scratch_[2];
+  Tensor dout = grad_scratch_[0], scratch = grad_scratch_[1], dx = grad_scratch_[2], addend;
   const Tensor dlast = layers::ViewAs(dout, blocks_.back().output());
   ops::GlobalAvgPoolBackward(dfeatures_, dlast);
   ops::RoundStored(dlast);
   for (size_t i = blocks_.size(); i-- > 0;) {
     const Tensor& x = i > 0 ? blocks_[i - 1].output() : pooled_;
-    blocks_[i].Backward(x, dout, scratch, dx, workspace_);
+    blocks_[i].Backward(x, dout, addend, scratch, dx, workspace_);
     NotifyGradientsReady(block_grad_offset_[i]);
-    // The input gradient is the next block's output gradient.
-    std::swap(dout, dx);
+    // The input gradient, dx + dout, is the block before's output gradient
+    // and addend; that block's dx reuses the addend's buffer.
+    addend = dout;
+    dout = dx;
+    dx = addend;
   }
+  const Tensor dpooled = layers::ViewAs(dout, pooled_);
+  ops::Accumulate(layers::ViewAs(addend, pooled_), dpooled);
+  ops::RoundStored(dpooled);
   const Tensor dstem = layers::ViewAs(scratch, stem_.output());
-  ops::MaxPoolBackward(pool_, stem_.output(), layers::ViewAs(dout, pooled_), dstem);
+  ops::MaxPoolBackward(pool_, stem_.output(), dpooled, dstem);
   ops::RoundStored(dstem);  // overlapping windows sum
   stem_.Backward(input_, dstem, dx, Tensor(), workspace_);
   NotifyGradientsReady(0);

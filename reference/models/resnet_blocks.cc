@@ -51,25 +51,20 @@ void Bottleneck::Forward(const Tensor& x, bool training, const BatchNormParams& 
   conv3_.Forward(conv2_.output(), training, bn, workspace, projection_ ? shortcut_.output() : x);
 }
 
-void Bottleneck::Backward(const Tensor& x, const Tensor& dout, const Tensor& scratch,
-                          const Tensor& dx, const Tensor& workspace) {
-  // conv3's backward turns dout into the gradient of the sum (before the
-  // final ReLU), which dout holds until both branches have read it; scratch
-  // and dx take turns as the main branch flows back, and dx ends with the
-  // main branch's input gradient.
+void Bottleneck::Backward(const Tensor& x, const Tensor& dout, const Tensor& addend,
+                          const Tensor& scratch, const Tensor& dx, const Tensor& workspace) {
+  // conv3's backward turns dout (+ addend) into the gradient of the sum
+  // (before the final ReLU), which dout holds until both branches have read
+  // it; the addend is spent then, so dx may be its buffer. scratch and dx
+  // take turns as the main branch flows back, and dx ends with the main
+  // branch's input gradient.
   const Tensor dsum = ViewAs(dout, output());
-  conv3_.Backward(conv2_.output(), dsum, scratch, dx, workspace);
+  conv3_.Backward(conv2_.output(), dsum, scratch, dx, workspace, addend);
   conv2_.Backward(conv1_.output(), dx, scratch, dx, workspace);
   conv1_.Backward(x, dx, scratch, dx, workspace);
-  const Tensor dx_view = ViewAs(dx, x);
-  if (projection_) {
-    // dsum is dead once the shortcut's BN has read it: reuse it for dx_short.
-    shortcut_.Backward(x, dsum, scratch, dout, workspace);
-    ops::Accumulate(ViewAs(dout, x), dx_view);
-  } else {
-    ops::Accumulate(dsum, dx_view);
-  }
-  ops::RoundStored(dx_view);
+  // The shortcut's gradient stays in dout: the identity's is dsum itself; a
+  // projection's is written over dsum once its BN has read it.
+  if (projection_) shortcut_.Backward(x, dsum, scratch, dout, workspace);
 }
 
 }  // namespace mlperf::models

@@ -22,11 +22,15 @@ class Bottleneck {
 
   void Forward(const core::Tensor& x, bool training, const BatchNormParams& bn,
                const core::Tensor& workspace);
-  // dout: gradient of output() (consumed). scratch: a buffer of at least the
-  // largest activation size. dx receives the input gradient. All three are
-  // distinct buffers; they are viewed with the shapes needed.
-  void Backward(const core::Tensor& x, const core::Tensor& dout, const core::Tensor& scratch,
-                const core::Tensor& dx, const core::Tensor& workspace);
+  // The gradient of output() is dout + addend (the next block's two
+  // branches; addend may be empty), added within the last unit's batch norm
+  // backward rather than apart. Both are consumed; scratch is a buffer of at
+  // least the largest activation size. On return the input gradient is dx +
+  // dout (this block's two branches, for the block before it). dout,
+  // scratch and dx are distinct buffers; dx may be the addend's. They are
+  // viewed with the shapes needed.
+  void Backward(const core::Tensor& x, const core::Tensor& dout, const core::Tensor& addend,
+                const core::Tensor& scratch, const core::Tensor& dx, const core::Tensor& workspace);
 
   const core::Tensor& output() const { return conv3_.output(); }
   int64_t out_h() const { return conv2_.geometry().out(1); }

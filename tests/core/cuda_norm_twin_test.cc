@@ -125,7 +125,7 @@ TEST_P(CudaNormTwinTest, BatchNormTrainingInferenceBackward) {
 }
 
 // The fused batch norm + residual add + ReLU and its backward, which also
-// leaves the masked gradient in dy.
+// leaves the masked gradient in dy; the backward once more with an addend.
 void CheckFusedBatchNorm(const NormShape& s, DType dtype, bool cl) {
   const int64_t n = s.n, c = s.c, h = s.h, w = s.w, total = s.total();
   const std::string what = std::string("fused batch norm ") + Name(dtype) +
@@ -176,6 +176,26 @@ void CheckFusedBatchNorm(const NormShape& s, DType dtype, bool cl) {
   ExpectClose(gdx.Get(), dx, tol, what + " dx");
   ExpectClose(gdg.Get(), dg, 1e-3, what + " dgamma");
   ExpectClose(gdb.Get(), db, 1e-3, what + " dbeta");
+
+  // With an addend (ResNet's next block's second branch): dy + addend,
+  // rounded to the dtype once, then masked; dy is left holding it.
+  // (dy itself was masked in place by the CPU backward above.)
+  const Floats dy0 = Rounded(Random(total, 20), dtype), addend = Rounded(Random(total, 23), dtype);
+  Floats sum(total);
+  for (int64_t i = 0; i < total; ++i) sum[i] = dy0[i] + addend[i];
+  sum = Rounded(sum, dtype);
+  Dev gdy2(dy0, shape, dtype, layout), gadd(addend, shape, dtype, layout),
+      gdx2(Floats(total), shape, dtype, layout), gdg2(Floats(c), {c}), gdb2(Floats(c), {c});
+  cuda::BatchNormActBackward(true, gx.t(), gy.t(), gdy2.t(), ggamma.t(), gmean.t(), gistd.t(),
+                             gdx2.t(), gdg2.t(), gdb2.t(), gadd.t());
+  Floats dx2(total), dg2(c), db2(c);
+  cpu::BatchNormActBackward(true, host(x), host(y_gpu), host(sum), Host(gamma, {c}),
+                            Host(mean, {c}), Host(istd, {c}), host(dx2), Host(dg2, {c}),
+                            Host(db2, {c}));
+  EXPECT_EQ(gdy2.Get(), sum) << what << " masked dy + addend";
+  ExpectClose(gdx2.Get(), dx2, tol, what + " dx with an addend");
+  ExpectClose(gdg2.Get(), dg2, 1e-3, what + " dgamma with an addend");
+  ExpectClose(gdb2.Get(), db2, 1e-3, what + " dbeta with an addend");
 }
 
 TEST_P(CudaNormTwinTest, BatchNormActFusedWithResidualAndRelu) {

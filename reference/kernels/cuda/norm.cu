@@ -440,10 +440,12 @@ void BatchNormActForwardInference(const BatchNormParams& p, bool relu, const Ten
 
 void BatchNormActBackward(bool relu, const Tensor& x, const Tensor& y, const Tensor& dy,
                           const Tensor& gamma, const Tensor& save_mean, const Tensor& save_inv_std,
-                          const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta) {
+                          const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
+                          const Tensor& addend) {
   if (OwnKernels(x))
     return ChannelsLastNormBackward(BatchGroups(x), relu, x, y, dy, gamma.f32(), save_mean.f32(),
-                                    save_inv_std.f32(), dx, dgamma.f32(), dbeta.f32());
+                                    save_inv_std.f32(), dx, dgamma.f32(), dbeta.f32(), addend);
+  if (!addend.empty()) Accumulate(addend, dy);
   if (relu) {
     MLPERF_CHECK(y.numel() == dy.numel() && y.dtype() == dy.dtype());
     ReluMaskKernel<<<Blocks(dy.numel()), kThreads, 0, Stream()>>>(dy.numel(), y.data(), dy.data(),

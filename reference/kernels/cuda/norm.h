@@ -34,8 +34,10 @@ void BatchNormBackward(const core::Tensor& x, const core::Tensor& dy, const core
 
 // Twins of cpu::BatchNormAct*: channels-last, one fused pass; otherwise
 // cuDNN's batch norm, then one pointwise pass for the residual add and ReLU
-// (forward) or the ReLU mask written back into dy (backward). residual (optional), y and dy share
-// x's dtype and layout.
+// (forward) or the ReLU mask written back into dy (backward). residual
+// (optional), y and dy share x's dtype and layout. The backward's optional
+// addend is added to dy first, rounded to dy's dtype (ops::
+// BatchNormActBackward).
 void BatchNormActForwardTraining(const BatchNormParams& p, bool relu, const core::Tensor& x,
                                  const core::Tensor& residual, const core::Tensor& gamma,
                                  const core::Tensor& beta, const core::Tensor& y,
@@ -49,7 +51,7 @@ void BatchNormActBackward(bool relu, const core::Tensor& x, const core::Tensor& 
                           const core::Tensor& dy, const core::Tensor& gamma,
                           const core::Tensor& save_mean, const core::Tensor& save_inv_std,
                           const core::Tensor& dx, const core::Tensor& dgamma,
-                          const core::Tensor& dbeta);
+                          const core::Tensor& dbeta, const core::Tensor& addend = core::Tensor());
 
 void InstanceNormForward(float epsilon, const core::Tensor& x, const core::Tensor& gamma,
                          const core::Tensor& beta, const core::Tensor& y,

@@ -276,31 +276,39 @@ __global__ void Normalize(const T* x, int64_t rows, int64_t channels, int64_t ro
       });
 }
 
-// Partial sums of dy and dy * (x - mean) per (group, chunk, channel); with
-// relu, dy is zeroed in place where y <= 0 (NaN included) first.
+// Partial sums of dy and dy * (x - mean) per (group, chunk, channel). With
+// an addend, dy becomes dy + addend (rounded to T) first; with relu, dy is
+// zeroed where y <= 0 (NaN included); what changed is written back.
 template <typename T, int V>
-__global__ void BackwardPartial(const T* x, const T* y, T* dy, int64_t rows, int64_t channels,
-                                int64_t rows_per_chunk, const float* mean, float* partial) {
+__global__ void BackwardPartial(const T* x, const T* y, T* dy, const T* addend, int64_t rows,
+                                int64_t channels, int64_t rows_per_chunk, const float* mean,
+                                float* partial) {
   const int64_t c0 = FirstChannel<V>();
   float s1[V] = {}, s2[V] = {};
   if (c0 < channels) {
     const int64_t base = blockIdx.z * rows * channels + c0;
     float mu[V];
     for (int j = 0; j < V; ++j) mu[j] = mean[blockIdx.z * channels + c0 + j];
-    // d: dy at i, masked (and written back masked) where y <= 0.
+    // d: dy at i, plus the addend and masked where y <= 0 (and written back).
     auto grad = [&](int64_t i, float* d) {
       Pack<T, V>::Load(dy, i, d);
-      if (y == nullptr) return;
-      float yv[V];
-      Pack<T, V>::Load(y, i, yv);
-      bool masked = false;
-      for (int j = 0; j < V; ++j) {
-        if (!(yv[j] > 0.0f)) {
-          d[j] = 0.0f;
-          masked = true;
+      bool changed = addend != nullptr;
+      if (changed) {
+        float a[V];
+        Pack<T, V>::Load(addend, i, a);
+        for (int j = 0; j < V; ++j) d[j] = ToFloat(FromFloat<T>(d[j] + a[j]));
+      }
+      if (y != nullptr) {
+        float yv[V];
+        Pack<T, V>::Load(y, i, yv);
+        for (int j = 0; j < V; ++j) {
+          if (!(yv[j] > 0.0f)) {
+            d[j] = 0.0f;
+            changed = true;
+          }
         }
       }
-      if (masked) Pack<T, V>::Store(dy, i, d);
+      if (changed) Pack<T, V>::Store(dy, i, d);
     };
     ForRows(
         RowsOf(rows, rows_per_chunk), base, channels,
@@ -536,13 +544,14 @@ void ChannelsLastNormalize(const ChannelsLastGroups& s, const Tensor& x, const f
 void ChannelsLastNormBackward(const ChannelsLastGroups& s, bool relu, const Tensor& x,
                               const Tensor& y, const Tensor& dy, const float* gamma,
                               const float* mean, const float* inv_std, const Tensor& dx,
-                              float* dgamma, float* dbeta) {
+                              float* dgamma, float* dbeta, const Tensor& addend) {
   CheckShape(s, x);
   MLPERF_CHECK(dy.numel() == x.numel() && dx.numel() == x.numel() && dy.dtype() == x.dtype() &&
                dx.dtype() == x.dtype());
   MLPERF_CHECK(!relu || (y.numel() == x.numel() && y.dtype() == x.dtype()));
-  const int v =
-      Width(x.dtype(), s.channels, {x.data(), relu ? y.data() : nullptr, dy.data(), dx.data()});
+  MLPERF_CHECK(addend.empty() || (addend.numel() == x.numel() && addend.dtype() == x.dtype()));
+  const int v = Width(x.dtype(), s.channels,
+                      {x.data(), relu ? y.data() : nullptr, dy.data(), dx.data(), addend.data()});
   const Grid reduce = Reduction(s, v), apply = Pointwise(s, v);
   const int64_t gc = s.groups * s.channels;
   // [coefficients and parameter-gradient shares: 5 * groups * channels][partial sums]
@@ -555,7 +564,8 @@ void ChannelsLastNormBackward(const ChannelsLastGroups& s, bool relu, const Tens
     T* dyp = static_cast<T*>(dy.data());
     WithWidth<T>(v, [&](auto width) {
       BackwardPartial<T, decltype(width)::value><<<reduce.blocks, kBlock, 0, Stream()>>>(
-          xp, relu ? static_cast<const T*>(y.data()) : nullptr, dyp, s.rows, s.channels,
+          xp, relu ? static_cast<const T*>(y.data()) : nullptr, dyp,
+          addend.empty() ? nullptr : static_cast<const T*>(addend.data()), s.rows, s.channels,
           reduce.rows_per_chunk, mean, partial);
     });
     CUDA_CHECK_LAUNCH();

@@ -53,14 +53,17 @@ void ChannelsLastNormalize(const ChannelsLastGroups& s, const core::Tensor& x, c
                            const float* inv_std, const float* gamma, const float* beta,
                            const core::Tensor& residual, bool relu, const core::Tensor& y);
 
-// The backward of ChannelsLastNormalize with the batch's statistics: with
-// relu, dy is first zeroed where y <= 0 (in place, as the CPU twin leaves
-// it); then dx = gamma * inv_std * (dy - mean(dy) - xhat * mean(dy * xhat))
-// per (group, channel), dgamma = sum(dy * xhat) and dbeta = sum(dy) per
-// channel over all groups. dx may be dy.
+// The backward of ChannelsLastNormalize with the batch's statistics. The
+// output gradient is dy, or dy + addend (rounded to dy's dtype once; a
+// residual unit's two branches' gradients) where an addend is given; with
+// relu it is zeroed where y <= 0; dy is left holding it (in place, as the
+// CPU twin leaves it). Then dx = gamma * inv_std * (dy - mean(dy) - xhat *
+// mean(dy * xhat)) per (group, channel), dgamma = sum(dy * xhat) and dbeta
+// = sum(dy) per channel over all groups. dx may be dy or the addend.
 void ChannelsLastNormBackward(const ChannelsLastGroups& s, bool relu, const core::Tensor& x,
                               const core::Tensor& y, const core::Tensor& dy, const float* gamma,
                               const float* mean, const float* inv_std, const core::Tensor& dx,
-                              float* dgamma, float* dbeta);
+                              float* dgamma, float* dbeta,
+                              const core::Tensor& addend = core::Tensor());
 
 }  // namespace mlperf::cuda

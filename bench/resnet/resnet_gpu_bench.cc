@@ -183,12 +183,16 @@ Profile OpProfile(core::Layout layout, core::DType precision, int64_t n, int rep
                         u.g.batch * u.g.out_channels * u.g.out_spatial()});
     largest_w = std::max(largest_w, u.g.out_channels * u.g.in_channels * u.g.kernel_volume());
   }
-  core::Arena arena(core::Device::kCuda, (4 * largest + 2 * largest_w + 8 * 2048) * 4 + 65536);
+  core::Arena arena(core::Device::kCuda,
+                    (4 * largest + 2 * largest_w + 8 * 2048 + largest / 16 + 1024) * 4 + 65536);
   const core::Tensor bx = arena.Allocate({largest}), by = arena.Allocate({largest}),
                      bdy = arena.Allocate({largest}), bdx = arena.Allocate({largest}),
                      bw = arena.Allocate({largest_w}), bdw = arena.Allocate({largest_w});
   core::Tensor stats[6];
   for (core::Tensor& t : stats) t = arena.Allocate({2048});
+  // The ReLU's mask as bits, as the model keeps it where y is stored in the
+  // precision's type (layers/conv_norm.cc).
+  const core::Tensor bmask = arena.Allocate({largest / 16 + 1024}, core::DType::kI32);
   // Non-zero data: a Philox fill uploaded once.
   std::vector<float> host(static_cast<size_t>(largest));
   for (size_t i = 0; i < host.size(); ++i) host[i] = core::PhiloxUniform(3, 0, i) - 0.5f;
@@ -226,13 +230,17 @@ Profile OpProfile(core::Layout layout, core::DType precision, int64_t n, int rep
     // shortcut in bx's; the backward adds the addend (bx's memory) to dy,
     // masks dy in place and writes dz there.
     const core::Tensor out = act(bdx, ys), shortcut = u.residual ? act(bx, ys) : core::Tensor();
+    const core::Tensor mask = u.relu && stored == precision
+                                  ? core::Tensor(bmask.data(), {ops::ReluMaskWords(out)},
+                                                 core::DType::kI32, core::Device::kCuda)
+                                  : core::Tensor();
     time("bn (+ add) + relu forward", shape, [&] {
       ops::BatchNormActForwardTraining({}, u.relu, y, shortcut, stat(2), stat(0), out, stat(4),
-                                       stat(5), stat(1), stat(3));
+                                       stat(5), stat(1), stat(3), mask);
     });
     time(u.residual ? "bn + add + relu backward" : "bn + relu backward", shape, [&] {
       ops::BatchNormActBackward(u.relu, y, out, dy, stat(2), stat(4), stat(5), dy, stat(0), stat(1),
-                                shortcut);
+                                shortcut, mask);
     });
   }
   // The stem's max pool and the global average pool, at the step's shapes.

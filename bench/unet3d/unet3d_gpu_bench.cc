@@ -169,14 +169,19 @@ void OpProfile(core::Layout layout, core::DType precision, int64_t n, int repeat
       largest_w = std::max(largest_w, g.out_channels * g.in_channels * g.kernel_volume());
     }
   }
-  core::Arena arena(core::Device::kCuda,
-                    static_cast<size_t>(4 * largest + 2 * largest_w + 8 * n * 512) * 4 + (1 << 20));
+  core::Arena arena(
+      core::Device::kCuda,
+      static_cast<size_t>(4 * largest + 2 * largest_w + 8 * n * 512 + largest / 16 + 1024) * 4 +
+          (1 << 20));
   const core::Tensor bx = arena.AllocateZeroed({largest}), by = arena.AllocateZeroed({largest}),
                      bdy = arena.AllocateZeroed({largest}), bdx = arena.AllocateZeroed({largest}),
                      bw = arena.AllocateZeroed({largest_w}),
                      bdw = arena.AllocateZeroed({largest_w});
   core::Tensor stats[6];
   for (core::Tensor& t : stats) t = arena.AllocateZeroed({n * 512});
+  // The ReLU's mask as bits, as the model keeps it where y is stored in the
+  // precision's type (layers/conv_instance_norm.cc).
+  const core::Tensor bmask = arena.AllocateZeroed({largest / 16 + 1024}, core::DType::kI32);
   for (const core::Tensor& t : {bx, bdy, bw}) ops::Fill(t, 0.01f);
   ops::Fill(stats[0], 1.0f);
   const auto volume = [&](const core::Tensor& b, int64_t ch, const int64_t* s) {
@@ -207,11 +212,15 @@ void OpProfile(core::Layout layout, core::DType precision, int64_t n, int repeat
     const double bd = OpMs(repeats, [&] { ops::ConvBackwardData(g, dy, w, dx, none); });
     const double bw_ms = OpMs(repeats, [&] { ops::ConvBackwardWeight(g, x, dy, dw, none); });
     // dz holds the unit's output here; the backward masks dy in place.
+    const core::Tensor mask = stored == precision
+                                  ? core::Tensor(bmask.data(), {ops::ReluMaskWords(dz)},
+                                                 core::DType::kI32, core::Device::kCuda)
+                                  : core::Tensor();
     const double nf = OpMs(repeats, [&] {
-      ops::InstanceNormReluForward(c.norm_epsilon, y, gamma, beta, dz, mean, inv_std);
+      ops::InstanceNormReluForward(c.norm_epsilon, y, gamma, beta, dz, mean, inv_std, mask);
     });
     const double nb = OpMs(repeats, [&] {
-      ops::InstanceNormReluBackward(y, dz, dy, gamma, mean, inv_std, dy, dgamma, dbeta);
+      ops::InstanceNormReluBackward(y, dz, dy, gamma, mean, inv_std, dy, dgamma, dbeta, mask);
     });
     std::printf(
         "    conv %3ld->%3ld at %3ld^3 stride %ld: forward %7.1f, data gradient %7.1f, weight "

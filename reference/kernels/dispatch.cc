@@ -95,14 +95,21 @@ void BatchNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
   cpu::BatchNormBackward(x, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta);
 }
 
+int64_t ReluMaskWords(const Tensor& y) {
+  const bool last = y.layout() == core::Layout::kNHWC || y.layout() == core::Layout::kNDHWC;
+  const int64_t channels = last ? y.dim(y.shape().rank() - 1) : y.dim(1);
+  return y.numel() / channels * ((channels + 31) / 32);
+}
+
 void BatchNormActForwardTraining(const BatchNormParams& p, bool relu, const Tensor& x,
                                  const Tensor& residual, const Tensor& gamma, const Tensor& beta,
                                  const Tensor& y, const Tensor& save_mean,
                                  const Tensor& save_inv_std, const Tensor& running_mean,
-                                 const Tensor& running_var) {
-  if (OnDevice(x, {&residual, &gamma, &y, &running_mean}))
-    return MLPERF_CUDA_TWIN(BatchNormActForwardTraining(
-        p, relu, x, residual, gamma, beta, y, save_mean, save_inv_std, running_mean, running_var));
+                                 const Tensor& running_var, const Tensor& relu_mask) {
+  if (OnDevice(x, {&residual, &gamma, &y, &running_mean, &relu_mask}))
+    return MLPERF_CUDA_TWIN(BatchNormActForwardTraining(p, relu, x, residual, gamma, beta, y,
+                                                        save_mean, save_inv_std, running_mean,
+                                                        running_var, relu_mask));
   cpu::BatchNormActForwardTraining(p, relu, x, residual, gamma, beta, y, save_mean, save_inv_std,
                                    running_mean, running_var);
 }
@@ -110,10 +117,10 @@ void BatchNormActForwardTraining(const BatchNormParams& p, bool relu, const Tens
 void BatchNormActForwardInference(const BatchNormParams& p, bool relu, const Tensor& x,
                                   const Tensor& residual, const Tensor& gamma, const Tensor& beta,
                                   const Tensor& running_mean, const Tensor& running_var,
-                                  const Tensor& y) {
-  if (OnDevice(x, {&residual, &gamma, &y, &running_mean}))
+                                  const Tensor& y, const Tensor& relu_mask) {
+  if (OnDevice(x, {&residual, &gamma, &y, &running_mean, &relu_mask}))
     return MLPERF_CUDA_TWIN(BatchNormActForwardInference(p, relu, x, residual, gamma, beta,
-                                                         running_mean, running_var, y));
+                                                         running_mean, running_var, y, relu_mask));
   cpu::BatchNormActForwardInference(p, relu, x, residual, gamma, beta, running_mean, running_var,
                                     y);
 }
@@ -121,18 +128,19 @@ void BatchNormActForwardInference(const BatchNormParams& p, bool relu, const Ten
 void BatchNormActBackward(bool relu, const Tensor& x, const Tensor& y, const Tensor& dy,
                           const Tensor& gamma, const Tensor& save_mean, const Tensor& save_inv_std,
                           const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
-                          const Tensor& addend) {
+                          const Tensor& addend, const Tensor& relu_mask) {
   // The CUDA twin rounds the sum to dy's type: enough unless dy is fp32
   // under a reduced precision, where RoundStored rounds it apart.
-  const bool device = OnDevice(x, {&y, &dy, &dx, &dgamma, &addend});
+  const bool device = OnDevice(x, {&y, &dy, &dx, &dgamma, &addend, &relu_mask});
   if (!addend.empty() && (!device || dy.dtype() != ComputePrecision())) {
     Accumulate(addend, dy);
     RoundStored(dy);
-    return BatchNormActBackward(relu, x, y, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta);
+    return BatchNormActBackward(relu, x, y, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta,
+                                Tensor(), relu_mask);
   }
   if (device)
     return MLPERF_CUDA_TWIN(BatchNormActBackward(relu, x, y, dy, gamma, save_mean, save_inv_std, dx,
-                                                 dgamma, dbeta, addend));
+                                                 dgamma, dbeta, addend, relu_mask));
   cpu::BatchNormActBackward(relu, x, y, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta);
 }
 
@@ -205,10 +213,10 @@ void InstanceNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma
 
 void InstanceNormReluForward(float epsilon, const Tensor& x, const Tensor& gamma,
                              const Tensor& beta, const Tensor& y, const Tensor& save_mean,
-                             const Tensor& save_inv_std) {
-  if (OnDevice(x, {&gamma, &y}))
+                             const Tensor& save_inv_std, const Tensor& relu_mask) {
+  if (OnDevice(x, {&gamma, &y, &relu_mask}))
     return MLPERF_CUDA_TWIN(
-        InstanceNormReluForward(epsilon, x, gamma, beta, y, save_mean, save_inv_std));
+        InstanceNormReluForward(epsilon, x, gamma, beta, y, save_mean, save_inv_std, relu_mask));
   cpu::InstanceNormForward(epsilon, x, gamma, beta, y, save_mean, save_inv_std);
   cpu::ReluForward(y, y);
 }
@@ -216,10 +224,10 @@ void InstanceNormReluForward(float epsilon, const Tensor& x, const Tensor& gamma
 void InstanceNormReluBackward(const Tensor& x, const Tensor& y, const Tensor& dy,
                               const Tensor& gamma, const Tensor& save_mean,
                               const Tensor& save_inv_std, const Tensor& dx, const Tensor& dgamma,
-                              const Tensor& dbeta) {
-  if (OnDevice(x, {&y, &dy, &dx}))
-    return MLPERF_CUDA_TWIN(
-        InstanceNormReluBackward(x, y, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta));
+                              const Tensor& dbeta, const Tensor& relu_mask) {
+  if (OnDevice(x, {&y, &dy, &dx, &relu_mask}))
+    return MLPERF_CUDA_TWIN(InstanceNormReluBackward(x, y, dy, gamma, save_mean, save_inv_std, dx,
+                                                     dgamma, dbeta, relu_mask));
   cpu::ReluBackward(y, dy, dy);
   cpu::InstanceNormBackward(x, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta);
 }

@@ -46,16 +46,25 @@ void BatchNormBackward(const core::Tensor& x, const core::Tensor& dy, const core
                        const core::Tensor& save_mean, const core::Tensor& save_inv_std,
                        const core::Tensor& dx, const core::Tensor& dgamma,
                        const core::Tensor& dbeta);
+// The fused norms' ReLU mask (optional, the last argument of the ops below):
+// ReluMaskWords(y) int32 words that the forward fills with y > 0 and the
+// backward reads instead of y. Only the CUDA channels-last kernels write and
+// read it (a sixteenth of a bf16 y's bytes); elsewhere y is read, so a
+// caller passes it to a backward only after a forward that was given it.
+int64_t ReluMaskWords(const core::Tensor& y);
+
 // Batch norm fused with the residual add and ReLU (cpu/norm.h).
 void BatchNormActForwardTraining(const BatchNormParams& p, bool relu, const core::Tensor& x,
                                  const core::Tensor& residual, const core::Tensor& gamma,
                                  const core::Tensor& beta, const core::Tensor& y,
                                  const core::Tensor& save_mean, const core::Tensor& save_inv_std,
-                                 const core::Tensor& running_mean, const core::Tensor& running_var);
+                                 const core::Tensor& running_mean, const core::Tensor& running_var,
+                                 const core::Tensor& relu_mask = core::Tensor());
 void BatchNormActForwardInference(const BatchNormParams& p, bool relu, const core::Tensor& x,
                                   const core::Tensor& residual, const core::Tensor& gamma,
                                   const core::Tensor& beta, const core::Tensor& running_mean,
-                                  const core::Tensor& running_var, const core::Tensor& y);
+                                  const core::Tensor& running_var, const core::Tensor& y,
+                                  const core::Tensor& relu_mask = core::Tensor());
 // With an addend, the output gradient is dy + addend (a residual unit's
 // two branches), added and stored in dy (RoundStored) before the backward:
 // on a CUDA device, within the channels-last kernels' first pass when dy is
@@ -64,7 +73,8 @@ void BatchNormActBackward(bool relu, const core::Tensor& x, const core::Tensor& 
                           const core::Tensor& dy, const core::Tensor& gamma,
                           const core::Tensor& save_mean, const core::Tensor& save_inv_std,
                           const core::Tensor& dx, const core::Tensor& dgamma,
-                          const core::Tensor& dbeta, const core::Tensor& addend = core::Tensor());
+                          const core::Tensor& dbeta, const core::Tensor& addend = core::Tensor(),
+                          const core::Tensor& relu_mask = core::Tensor());
 
 // Instance norm with affine scale and shift, statistics per (sample,
 // channel), no running statistics (cpu/norm.h; 3D U-Net).
@@ -80,11 +90,13 @@ void InstanceNormBackward(const core::Tensor& x, const core::Tensor& dy, const c
 // it. Channels-last on CUDA, one pass does both.
 void InstanceNormReluForward(float epsilon, const core::Tensor& x, const core::Tensor& gamma,
                              const core::Tensor& beta, const core::Tensor& y,
-                             const core::Tensor& save_mean, const core::Tensor& save_inv_std);
+                             const core::Tensor& save_mean, const core::Tensor& save_inv_std,
+                             const core::Tensor& relu_mask = core::Tensor());
 void InstanceNormReluBackward(const core::Tensor& x, const core::Tensor& y, const core::Tensor& dy,
                               const core::Tensor& gamma, const core::Tensor& save_mean,
                               const core::Tensor& save_inv_std, const core::Tensor& dx,
-                              const core::Tensor& dgamma, const core::Tensor& dbeta);
+                              const core::Tensor& dgamma, const core::Tensor& dbeta,
+                              const core::Tensor& relu_mask = core::Tensor());
 
 // Per-channel bias of a convolution's output and its gradient (cpu/conv.h).
 void BiasAddChannels(const core::Tensor& bias, const core::Tensor& y);

@@ -38,11 +38,17 @@ void ConvInstanceNormRelu::Allocate(const ConvGeometry& g, core::Layout layout, 
   y_ = arenas.activations->Allocate(out, stored, layout);
   save_mean_ = arenas.activations->Allocate({g.batch * k});
   save_inv_std_ = arenas.activations->Allocate({g.batch * k});
+  if (arenas.activations->device() == core::Device::kCuda)
+    relu_mask_ = arenas.activations->Allocate({ops::ReluMaskWords(y_)}, core::DType::kI32);
 }
 
 void ConvInstanceNormRelu::Forward(const Tensor& x, const Tensor& workspace) {
   ops::ConvForward(g_, x, w_, z_, workspace);
-  ops::InstanceNormReluForward(epsilon_, z_, gamma_, beta_, y_, save_mean_, save_inv_std_);
+  // The mask where y_ is stored in the precision's type (RoundStored below
+  // leaves it alone; rounding it could flush a tiny y to zero).
+  mask_written_ = !relu_mask_.empty() && y_.dtype() == ops::ComputePrecision();
+  ops::InstanceNormReluForward(epsilon_, z_, gamma_, beta_, y_, save_mean_, save_inv_std_,
+                               mask_written_ ? relu_mask_ : Tensor());
   // Its consumers round it anyway, but the ReLU's backward reads its sign,
   // which fp16's flush of the tiniest values changes.
   ops::RoundStored(y_);
@@ -52,7 +58,7 @@ void ConvInstanceNormRelu::Backward(const Tensor& x, const Tensor& dy, const Ten
                                     const Tensor& dx, const Tensor& workspace) {
   const Tensor dy_view = ViewAs(dy, y_), dz_view = ViewAs(dz, z_);
   ops::InstanceNormReluBackward(z_, y_, dy_view, gamma_, save_mean_, save_inv_std_, dz_view,
-                                dgamma_, dbeta_);
+                                dgamma_, dbeta_, mask_written_ ? relu_mask_ : Tensor());
   ops::ConvBackwardWeight(g_, x, dz_view, dw_, workspace);
   if (!dx.empty()) ops::ConvBackwardData(g_, dz_view, w_, ViewAs(dx, x), workspace);
 }

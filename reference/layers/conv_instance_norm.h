@@ -44,6 +44,10 @@ class ConvInstanceNormRelu {
   float epsilon_ = 1e-5f;
   core::Tensor w_, gamma_, beta_, dw_, dgamma_, dbeta_;
   core::Tensor z_, y_, save_mean_, save_inv_std_;
+  // The ReLU's mask as bits (ops::ReluMaskWords; on a CUDA device), and
+  // whether the last forward wrote it.
+  core::Tensor relu_mask_;
+  bool mask_written_ = false;
 };
 
 // A convolution with bias, forward or transposed. For a transposed one, `g`

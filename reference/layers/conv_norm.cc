@@ -47,6 +47,8 @@ void ConvBn::Allocate(const ConvGeometry& g, core::Layout layout, bool relu,
   y_ = arenas.activations->Allocate(out, stored, layout);
   save_mean_ = arenas.activations->Allocate({k});
   save_inv_std_ = arenas.activations->Allocate({k});
+  if (relu && arenas.activations->device() == core::Device::kCuda)
+    relu_mask_ = arenas.activations->Allocate({ops::ReluMaskWords(y_)}, core::DType::kI32);
 }
 
 void ConvBn::Forward(const Tensor& x, bool training, const BatchNormParams& bn,
@@ -59,12 +61,16 @@ void ConvBn::Forward(const Tensor& x, bool training, const BatchNormParams& bn,
                      y_.dtype() == core::DType::kF32;
   const Tensor fused_residual = split ? Tensor() : residual;
   const bool fused_relu = relu_ && !split;
+  // The mask where y_ is stored in the precision's type: rounding it in
+  // place afterwards could flush a tiny y to zero, and the sign with it.
+  mask_written_ = fused_relu && !relu_mask_.empty() && y_.dtype() == ops::ComputePrecision();
+  const Tensor mask = mask_written_ ? relu_mask_ : Tensor();
   if (training) {
     ops::BatchNormActForwardTraining(bn, fused_relu, z_, fused_residual, gamma_, beta_, y_,
-                                     save_mean_, save_inv_std_, running_mean_, running_var_);
+                                     save_mean_, save_inv_std_, running_mean_, running_var_, mask);
   } else {
     ops::BatchNormActForwardInference(bn, fused_relu, z_, fused_residual, gamma_, beta_,
-                                      running_mean_, running_var_, y_);
+                                      running_mean_, running_var_, y_, mask);
   }
   ops::RoundStored(y_);
   if (split) {
@@ -80,7 +86,8 @@ void ConvBn::Backward(const Tensor& x, const Tensor& dy, const Tensor& dz, const
   const Tensor dz_view = ViewAs(dz, z_);
   // The masked dy (+ addend, stored) stays representable; dz is stored.
   ops::BatchNormActBackward(relu_, z_, y_, dy_view, gamma_, save_mean_, save_inv_std_, dz_view,
-                            dgamma_, dbeta_, addend.empty() ? Tensor() : ViewAs(addend, y_));
+                            dgamma_, dbeta_, addend.empty() ? Tensor() : ViewAs(addend, y_),
+                            mask_written_ ? relu_mask_ : Tensor());
   ops::RoundStored(dz_view);
   ops::ConvBackwardWeight(g_, x, dz_view, dw_, workspace);
   if (!dx.empty()) ops::ConvBackwardData(g_, dz_view, w_, ViewAs(dx, x), workspace);

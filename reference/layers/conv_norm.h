@@ -57,6 +57,10 @@ class ConvBn {
   core::Tensor w_, gamma_, beta_, dw_, dgamma_, dbeta_;
   core::Tensor running_mean_, running_var_;
   core::Tensor z_, y_, save_mean_, save_inv_std_;
+  // The ReLU's mask as bits (ops::ReluMaskWords; on a CUDA device), and
+  // whether the last forward wrote it.
+  core::Tensor relu_mask_;
+  bool mask_written_ = false;
 };
 
 }  // namespace mlperf::layers

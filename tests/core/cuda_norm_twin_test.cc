@@ -196,6 +196,34 @@ void CheckFusedBatchNorm(const NormShape& s, DType dtype, bool cl) {
   ExpectClose(gdx2.Get(), dx2, tol, what + " dx with an addend");
   ExpectClose(gdg2.Get(), dg2, 1e-3, what + " dgamma with an addend");
   ExpectClose(gdb2.Get(), db2, 1e-3, what + " dbeta with an addend");
+
+  // With the ReLU's mask as bits (written and read by the channels-last
+  // kernels only, ignored elsewhere): the same y, and a backward reading
+  // the bits gives what the one reading y gave, bit for bit.
+  const int64_t per_row = (c + 31) / 32, words = total / c * per_row;
+  Dev gmask(std::vector<int32_t>(words, 0), {words}), gym(Floats(total), shape, dtype, layout),
+      gdym(dy0, shape, dtype, layout), gdxm(Floats(total), shape, dtype, layout),
+      gmean3(Floats(c), {c}), gistd3(Floats(c), {c}), grm3(Floats(c, 0.5f), {c}),
+      grv3(Floats(c, 2.0f), {c}), gdg3(Floats(c), {c}), gdb3(Floats(c), {c});
+  cuda::BatchNormActForwardTraining(p, true, gx.t(), gres.t(), ggamma.t(), gbeta.t(), gym.t(),
+                                    gmean3.t(), gistd3.t(), grm3.t(), grv3.t(), gmask.t());
+  cuda::BatchNormActBackward(true, gx.t(), gym.t(), gdym.t(), ggamma.t(), gmean3.t(), gistd3.t(),
+                             gdxm.t(), gdg3.t(), gdb3.t(), Tensor(), gmask.t());
+  EXPECT_EQ(gym.Get(), y_gpu) << what << " y with the mask";
+  EXPECT_EQ(gdym.Get(), masked) << what << " masked dy from the bits";
+  EXPECT_EQ(gdxm.Get(), gdx.Get()) << what << " dx from the bits";
+  EXPECT_EQ(gdg3.Get(), gdg.Get()) << what << " dgamma from the bits";
+  if (cl && cuda::ChannelsLastNormKernels()) {
+    const std::vector<uint32_t> bits = gmask.Words();
+    int wrong = 0;
+    for (int64_t e = 0; e < total; ++e) {
+      const int64_t row = e / c, ch = e % c;
+      const bool on = (bits[row * per_row + ch / 32] >> (ch % 32)) & 1u;
+      if (on != (y_gpu[e] > 0.0f) && ++wrong <= 5)
+        ADD_FAILURE() << what << " mask bit of element " << e << ": " << on << ", y " << y_gpu[e];
+    }
+    EXPECT_EQ(wrong, 0) << what;
+  }
 }
 
 TEST_P(CudaNormTwinTest, BatchNormActFusedWithResidualAndRelu) {
@@ -262,6 +290,21 @@ TEST_P(CudaNormTwinTest, ChannelsLastInstanceNorm) {
     ExpectClose(FromChannelsLast(gdxr.Get(), n, c), dxr, tol, what + " relu dx");
     ExpectClose(gdgr.Get(), dgr, 1e-3, what + " relu dgamma");
     ExpectClose(gdbr.Get(), dbr, 1e-3, what + " relu dbeta");
+
+    // The same with the ReLU's mask as bits: bit for bit what reading y gave.
+    const int64_t words = total / c * ((c + 31) / 32);
+    Dev gmask(std::vector<int32_t>(words, 0), {words}),
+        gym(Floats(total), last, dtype, Layout::kNDHWC),
+        gdym(ToChannelsLast(dy, n, c), last, dtype, Layout::kNDHWC),
+        gdxm(Floats(total), last, dtype, Layout::kNDHWC), gdgm(Floats(c), {c}),
+        gdbm(Floats(c), {c});
+    cuda::InstanceNormReluForward(1e-5f, gx.t(), ggamma.t(), gbeta.t(), gym.t(), gmean.t(),
+                                  gistd.t(), gmask.t());
+    cuda::InstanceNormReluBackward(gx.t(), gym.t(), gdym.t(), ggamma.t(), gmean.t(), gistd.t(),
+                                   gdxm.t(), gdgm.t(), gdbm.t(), gmask.t());
+    EXPECT_EQ(gym.Get(), gyr.Get()) << what << " relu y with the mask";
+    EXPECT_EQ(gdym.Get(), gdyr.Get()) << what << " relu masked dy from the bits";
+    EXPECT_EQ(gdxm.Get(), gdxr.Get()) << what << " relu dx from the bits";
   }
 }
 

@@ -96,6 +96,13 @@ class Dev {
       out[i] = dtype_ == DType::kBF16 ? core::Bf16ToFloat(half[i]) : core::HalfToFloat(half[i]);
     return out;
   }
+  // An int32 tensor's words.
+  std::vector<uint32_t> Words() const {
+    cuda::Synchronize();
+    std::vector<uint32_t> out(n_);
+    EXPECT_EQ(cudaMemcpy(out.data(), ptr_, n_ * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    return out;
+  }
 
  private:
   void Upload(const void* src, size_t bytes) {

@@ -35,20 +35,22 @@ ChannelsLastGroups InstanceGroups(const Tensor& x) {
 void OwnBatchNormTraining(const BatchNormParams& p, const Tensor& x, const Tensor& residual,
                           bool relu, const Tensor& gamma, const Tensor& beta, const Tensor& y,
                           const Tensor& save_mean, const Tensor& save_inv_std,
-                          const Tensor& running_mean, const Tensor& running_var) {
+                          const Tensor& running_mean, const Tensor& running_var,
+                          const Tensor& relu_mask) {
   const ChannelsLastGroups s = BatchGroups(x);
   ChannelsLastMoments(s, x, p.epsilon, p.momentum, save_mean.f32(), save_inv_std.f32(),
                       running_mean.f32(), running_var.f32());
   ChannelsLastNormalize(s, x, save_mean.f32(), save_inv_std.f32(), gamma.f32(), beta.f32(),
-                        residual, relu, y);
+                        residual, relu, y, relu_mask);
 }
 void OwnBatchNormInference(const BatchNormParams& p, const Tensor& x, const Tensor& residual,
                            bool relu, const Tensor& gamma, const Tensor& beta,
-                           const Tensor& running_mean, const Tensor& running_var, const Tensor& y) {
+                           const Tensor& running_mean, const Tensor& running_var, const Tensor& y,
+                           const Tensor& relu_mask) {
   const ChannelsLastGroups s = BatchGroups(x);
   ChannelsLastNormalize(s, x, running_mean.f32(),
                         InferenceInvStd(running_var.f32(), s.channels, p.epsilon), gamma.f32(),
-                        beta.f32(), residual, relu, y);
+                        beta.f32(), residual, relu, y, relu_mask);
 }
 
 // cuDNN descriptors for x (any rank, either layout, seen as [N, C, S, 1])
@@ -262,7 +264,7 @@ void BatchNormForwardTraining(const BatchNormParams& p, const Tensor& x, const T
   MLPERF_CHECK(x.numel() == y.numel() && x.dtype() == y.dtype());
   if (OwnKernels(x))
     return OwnBatchNormTraining(p, x, Tensor(), /*relu=*/false, gamma, beta, y, save_mean,
-                                save_inv_std, running_mean, running_var);
+                                save_inv_std, running_mean, running_var, Tensor());
   MLPERF_CHECK(p.epsilon >= CUDNN_BN_MIN_EPSILON);
   const BnDescs d(x);
   const float one = 1.0f, zero = 0.0f;
@@ -278,7 +280,7 @@ void BatchNormForwardInference(const BatchNormParams& p, const Tensor& x, const 
   MLPERF_CHECK(x.numel() == y.numel() && x.dtype() == y.dtype());
   if (OwnKernels(x))
     return OwnBatchNormInference(p, x, Tensor(), /*relu=*/false, gamma, beta, running_mean,
-                                 running_var, y);
+                                 running_var, y, Tensor());
   const BnDescs d(x);
   const float one = 1.0f, zero = 0.0f;
   CUDNN_CHECK(cudnnBatchNormalizationForwardInference(
@@ -312,13 +314,13 @@ namespace {
 // Instance norm (and a ReLU) in the own channels-last kernels' passes.
 void OwnInstanceNormForward(float epsilon, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                             bool relu, const Tensor& y, const Tensor& save_mean,
-                            const Tensor& save_inv_std) {
+                            const Tensor& save_inv_std, const Tensor& relu_mask = Tensor()) {
   const ChannelsLastGroups s = InstanceGroups(x);
   MLPERF_CHECK(x.numel() == y.numel() && x.dtype() == y.dtype() &&
                save_mean.numel() == s.groups * s.channels);
   ChannelsLastMoments(s, x, epsilon, 0.0f, save_mean.f32(), save_inv_std.f32(), nullptr, nullptr);
   ChannelsLastNormalize(s, x, save_mean.f32(), save_inv_std.f32(), gamma.f32(), beta.f32(),
-                        Tensor(), relu, y);
+                        Tensor(), relu, y, relu_mask);
 }
 
 }  // namespace
@@ -359,10 +361,10 @@ void InstanceNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma
 
 void InstanceNormReluForward(float epsilon, const Tensor& x, const Tensor& gamma,
                              const Tensor& beta, const Tensor& y, const Tensor& save_mean,
-                             const Tensor& save_inv_std) {
+                             const Tensor& save_inv_std, const Tensor& relu_mask) {
   if (OwnKernels(x))
     return OwnInstanceNormForward(epsilon, x, gamma, beta, /*relu=*/true, y, save_mean,
-                                  save_inv_std);
+                                  save_inv_std, relu_mask);
   InstanceNormForward(epsilon, x, gamma, beta, y, save_mean, save_inv_std);
   ReluForward(y, y);
 }
@@ -370,7 +372,7 @@ void InstanceNormReluForward(float epsilon, const Tensor& x, const Tensor& gamma
 void InstanceNormReluBackward(const Tensor& x, const Tensor& y, const Tensor& dy,
                               const Tensor& gamma, const Tensor& save_mean,
                               const Tensor& save_inv_std, const Tensor& dx, const Tensor& dgamma,
-                              const Tensor& dbeta) {
+                              const Tensor& dbeta, const Tensor& relu_mask) {
   MLPERF_CHECK(y.numel() == dy.numel() && y.dtype() == dy.dtype());
   if (!OwnKernels(x)) {
     ReluBackward(y, dy, dy);
@@ -378,7 +380,7 @@ void InstanceNormReluBackward(const Tensor& x, const Tensor& y, const Tensor& dy
   }
   MLPERF_CHECK(dy.dtype() == x.dtype() && dx.dtype() == x.dtype());
   ChannelsLastNormBackward(InstanceGroups(x), /*relu=*/true, x, y, dy, gamma.f32(), save_mean.f32(),
-                           save_inv_std.f32(), dx, dgamma.f32(), dbeta.f32());
+                           save_inv_std.f32(), dx, dgamma.f32(), dbeta.f32(), Tensor(), relu_mask);
 }
 
 void LayerNormForward(float epsilon, const Tensor& x, const Tensor& gamma, const Tensor& beta,
@@ -418,10 +420,10 @@ void BatchNormActForwardTraining(const BatchNormParams& p, bool relu, const Tens
                                  const Tensor& residual, const Tensor& gamma, const Tensor& beta,
                                  const Tensor& y, const Tensor& save_mean,
                                  const Tensor& save_inv_std, const Tensor& running_mean,
-                                 const Tensor& running_var) {
+                                 const Tensor& running_var, const Tensor& relu_mask) {
   if (OwnKernels(x))
     return OwnBatchNormTraining(p, x, residual, relu, gamma, beta, y, save_mean, save_inv_std,
-                                running_mean, running_var);
+                                running_mean, running_var, relu_mask);
   // Qualified: BatchNormParams is cpu::'s, so ADL would also find cpu::.
   cuda::BatchNormForwardTraining(p, x, gamma, beta, y, save_mean, save_inv_std, running_mean,
                                  running_var);
@@ -431,9 +433,10 @@ void BatchNormActForwardTraining(const BatchNormParams& p, bool relu, const Tens
 void BatchNormActForwardInference(const BatchNormParams& p, bool relu, const Tensor& x,
                                   const Tensor& residual, const Tensor& gamma, const Tensor& beta,
                                   const Tensor& running_mean, const Tensor& running_var,
-                                  const Tensor& y) {
+                                  const Tensor& y, const Tensor& relu_mask) {
   if (OwnKernels(x))
-    return OwnBatchNormInference(p, x, residual, relu, gamma, beta, running_mean, running_var, y);
+    return OwnBatchNormInference(p, x, residual, relu, gamma, beta, running_mean, running_var, y,
+                                 relu_mask);
   cuda::BatchNormForwardInference(p, x, gamma, beta, running_mean, running_var, y);
   AddAct(relu, residual, y);
 }
@@ -441,10 +444,11 @@ void BatchNormActForwardInference(const BatchNormParams& p, bool relu, const Ten
 void BatchNormActBackward(bool relu, const Tensor& x, const Tensor& y, const Tensor& dy,
                           const Tensor& gamma, const Tensor& save_mean, const Tensor& save_inv_std,
                           const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
-                          const Tensor& addend) {
+                          const Tensor& addend, const Tensor& relu_mask) {
   if (OwnKernels(x))
     return ChannelsLastNormBackward(BatchGroups(x), relu, x, y, dy, gamma.f32(), save_mean.f32(),
-                                    save_inv_std.f32(), dx, dgamma.f32(), dbeta.f32(), addend);
+                                    save_inv_std.f32(), dx, dgamma.f32(), dbeta.f32(), addend,
+                                    relu_mask);
   if (!addend.empty()) Accumulate(addend, dy);
   if (relu) {
     MLPERF_CHECK(y.numel() == dy.numel() && y.dtype() == dy.dtype());

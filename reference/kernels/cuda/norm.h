@@ -37,21 +37,25 @@ void BatchNormBackward(const core::Tensor& x, const core::Tensor& dy, const core
 // (forward) or the ReLU mask written back into dy (backward). residual
 // (optional), y and dy share x's dtype and layout. The backward's optional
 // addend is added to dy first, rounded to dy's dtype (ops::
-// BatchNormActBackward).
+// BatchNormActBackward); the ReLU mask (ops::ReluMaskWords) is written and
+// read by the channels-last kernels only.
 void BatchNormActForwardTraining(const BatchNormParams& p, bool relu, const core::Tensor& x,
                                  const core::Tensor& residual, const core::Tensor& gamma,
                                  const core::Tensor& beta, const core::Tensor& y,
                                  const core::Tensor& save_mean, const core::Tensor& save_inv_std,
-                                 const core::Tensor& running_mean, const core::Tensor& running_var);
+                                 const core::Tensor& running_mean, const core::Tensor& running_var,
+                                 const core::Tensor& relu_mask = core::Tensor());
 void BatchNormActForwardInference(const BatchNormParams& p, bool relu, const core::Tensor& x,
                                   const core::Tensor& residual, const core::Tensor& gamma,
                                   const core::Tensor& beta, const core::Tensor& running_mean,
-                                  const core::Tensor& running_var, const core::Tensor& y);
+                                  const core::Tensor& running_var, const core::Tensor& y,
+                                  const core::Tensor& relu_mask = core::Tensor());
 void BatchNormActBackward(bool relu, const core::Tensor& x, const core::Tensor& y,
                           const core::Tensor& dy, const core::Tensor& gamma,
                           const core::Tensor& save_mean, const core::Tensor& save_inv_std,
                           const core::Tensor& dx, const core::Tensor& dgamma,
-                          const core::Tensor& dbeta, const core::Tensor& addend = core::Tensor());
+                          const core::Tensor& dbeta, const core::Tensor& addend = core::Tensor(),
+                          const core::Tensor& relu_mask = core::Tensor());
 
 void InstanceNormForward(float epsilon, const core::Tensor& x, const core::Tensor& gamma,
                          const core::Tensor& beta, const core::Tensor& y,
@@ -64,11 +68,13 @@ void InstanceNormBackward(const core::Tensor& x, const core::Tensor& dy, const c
 // channels-first as the two ops.
 void InstanceNormReluForward(float epsilon, const core::Tensor& x, const core::Tensor& gamma,
                              const core::Tensor& beta, const core::Tensor& y,
-                             const core::Tensor& save_mean, const core::Tensor& save_inv_std);
+                             const core::Tensor& save_mean, const core::Tensor& save_inv_std,
+                             const core::Tensor& relu_mask = core::Tensor());
 void InstanceNormReluBackward(const core::Tensor& x, const core::Tensor& y, const core::Tensor& dy,
                               const core::Tensor& gamma, const core::Tensor& save_mean,
                               const core::Tensor& save_inv_std, const core::Tensor& dx,
-                              const core::Tensor& dgamma, const core::Tensor& dbeta);
+                              const core::Tensor& dgamma, const core::Tensor& dbeta,
+                              const core::Tensor& relu_mask = core::Tensor());
 
 void LayerNormForward(float epsilon, const core::Tensor& x, const core::Tensor& gamma,
                       const core::Tensor& beta, const core::Tensor& y,

@@ -93,9 +93,10 @@ __device__ __forceinline__ Chunk RowsOf(int64_t rows, int64_t rows_per_chunk) {
   return {begin, end < rows ? end : rows};
 }
 
-// Calls one(i) with the element offset i = base + r * channels of each of
-// this thread's rows r of the chunk, kUnroll rows at a time through
-// four(i[4]) (which loads all four before using them).
+// Calls one(i, r) with the element offset i = base + r * channels of each
+// of this thread's rows r of the chunk, kUnroll rows at a time through
+// four(i[4], r) (rows r + m * kRowsPerStep; it loads all four before using
+// them). The loop is the same for every lane of a warp.
 template <typename One, typename Four>
 __device__ __forceinline__ void ForRows(Chunk k, int64_t base, int64_t channels, One one,
                                         Four four) {
@@ -104,9 +105,55 @@ __device__ __forceinline__ void ForRows(Chunk k, int64_t base, int64_t channels,
     const int64_t i[kUnroll] = {base + r * channels, base + (r + kRowsPerStep) * channels,
                                 base + (r + 2 * kRowsPerStep) * channels,
                                 base + (r + 3 * kRowsPerStep) * channels};
-    four(i);
+    four(i, r);
   }
-  for (; r < k.end; r += kRowsPerStep) one(base + r * channels);
+  for (; r < k.end; r += kRowsPerStep) one(base + r * channels, r);
+}
+
+// The ReLU's mask as bits (ReluMaskWords): a row of channels is
+// ceil(channels / 32) words, channel c at bit c % 32 of word c / 32; rows
+// in order over the groups.
+__device__ __forceinline__ int64_t MaskWordsPerRow(int64_t channels) {
+  return (channels + 31) / 32;
+}
+
+// The 16 low bits of v on the even bits of the result.
+__device__ __forceinline__ uint32_t SpreadEven(uint32_t v) {
+  v &= 0xffffu;
+  v = (v | (v << 8)) & 0x00ff00ffu;
+  v = (v | (v << 4)) & 0x0f0f0f0fu;
+  v = (v | (v << 2)) & 0x33333333u;
+  return (v | (v << 1)) & 0x55555555u;
+}
+
+// Stores the warp's flags `on` (this lane's V channels from FirstChannel)
+// for row `row` (counted over all groups) as mask bits: the warp's 32 * V
+// channels are V whole words. Every lane of the warp must call it.
+template <int V>
+__device__ __forceinline__ void StoreMaskBits(const bool* on, int64_t row, int64_t channels,
+                                              uint32_t* bits) {
+  const int64_t per_row = MaskWordsPerRow(channels), first = blockIdx.y * static_cast<int64_t>(V);
+  uint32_t low, high = 0;
+  if constexpr (V == 1) {
+    low = __ballot_sync(0xffffffffu, on[0]);
+  } else {
+    // Lane l holds channels 2l and 2l + 1 of the warp's 64.
+    const uint32_t even = __ballot_sync(0xffffffffu, on[0]),
+                   odd = __ballot_sync(0xffffffffu, on[1]);
+    low = SpreadEven(even) | (SpreadEven(odd) << 1);
+    high = SpreadEven(even >> 16) | (SpreadEven(odd >> 16) << 1);
+  }
+  const int lane = static_cast<int>(threadIdx.x);
+  if (lane < V && first + lane < per_row)
+    bits[row * per_row + first + lane] = lane == 0 ? low : high;
+}
+
+// This lane's V flags of row `row` from the mask bits.
+template <int V>
+__device__ __forceinline__ void LoadMaskBits(const uint32_t* bits, int64_t row, int64_t channels,
+                                             int64_t c0, bool* on) {
+  const uint32_t* words = bits + row * MaskWordsPerRow(channels);
+  for (int j = 0; j < V; ++j) on[j] = (words[(c0 + j) / 32] >> ((c0 + j) % 32)) & 1u;
 }
 
 // Adds the 8 row-threads' (a, b) of each of channels c0.. c0 + V - 1 in a
@@ -147,7 +194,7 @@ __global__ void MomentsPartial(const T* x, int64_t rows, int64_t channels, int64
     Pack<T, V>::Load(x, base, shift);
     ForRows(
         RowsOf(rows, rows_per_chunk), base, channels,
-        [&](int64_t i) {
+        [&](int64_t i, int64_t) {
           float v[V];
           Pack<T, V>::Load(x, i, v);
           for (int j = 0; j < V; ++j) {
@@ -156,7 +203,7 @@ __global__ void MomentsPartial(const T* x, int64_t rows, int64_t channels, int64
             s2[j] += v[j] * v[j];
           }
         },
-        [&](const int64_t* i) {
+        [&](const int64_t* i, int64_t) {
           float v[kUnroll][V];
           for (int r = 0; r < kUnroll; ++r) Pack<T, V>::Load(x, i[r], v[r]);
           for (int j = 0; j < V; ++j) {
@@ -225,15 +272,19 @@ __global__ void InvStdKernel(const float* var, int64_t channels, float epsilon, 
     inv_std[c] = static_cast<float>(1.0 / sqrt(static_cast<double>(var[c]) + epsilon));
 }
 
+// With relu_bits (and relu), also the mask y > 0 as bits; a lane past the
+// last channel then only joins its warp's ballots.
 template <typename T, int V>
 __global__ void Normalize(const T* x, int64_t rows, int64_t channels, int64_t rows_per_chunk,
                           const float* mean, const float* inv_std, const float* gamma,
-                          const float* beta, const T* residual, bool relu, T* y) {
+                          const float* beta, const T* residual, bool relu, T* y,
+                          uint32_t* relu_bits) {
   const int64_t c0 = FirstChannel<V>();
-  if (c0 >= channels) return;
+  const bool live = c0 < channels;
+  if (!live && relu_bits == nullptr) return;
   const int64_t gc = blockIdx.z * channels + c0, base = blockIdx.z * rows * channels + c0;
-  float mu[V], scale[V], shift[V];
-  for (int j = 0; j < V; ++j) {
+  float mu[V] = {}, scale[V] = {}, shift[V] = {};
+  for (int j = 0; live && j < V; ++j) {
     mu[j] = mean[gc + j];
     scale[j] = gamma[c0 + j] * inv_std[gc + j];
     shift[j] = beta[c0 + j];
@@ -247,50 +298,63 @@ __global__ void Normalize(const T* x, int64_t rows, int64_t channels, int64_t ro
       v[j] = relu ? fmaxf(u, 0.0f) : u;
     }
   };
-  auto load_res = [&](int64_t i, float* res) {
+  auto load = [&](int64_t i, float* v, float* res) {
+    Pack<T, V>::Load(x, i, v);
     if (residual != nullptr) {
       Pack<T, V>::Load(residual, i, res);
     } else {
       for (int j = 0; j < V; ++j) res[j] = 0.0f;
     }
   };
+  // The mask of row r from its output v: the stored y's sign.
+  auto mask = [&](const float* v, int64_t r) {
+    bool on[V];
+    for (int j = 0; j < V; ++j) on[j] = live && ToFloat(FromFloat<T>(v[j])) > 0.0f;
+    StoreMaskBits<V>(on, blockIdx.z * rows + r, channels, relu_bits);
+  };
+  const bool masks = relu && relu_bits != nullptr;
   ForRows(
       RowsOf(rows, rows_per_chunk), base, channels,
-      [&](int64_t i) {
-        float v[V], res[V];
-        Pack<T, V>::Load(x, i, v);
-        load_res(i, res);
-        out(v, res);
-        Pack<T, V>::Store(y, i, v);
+      [&](int64_t i, int64_t r) {
+        float v[V] = {}, res[V];
+        if (live) {
+          load(i, v, res);
+          out(v, res);
+          Pack<T, V>::Store(y, i, v);
+        }
+        if (masks) mask(v, r);
       },
-      [&](const int64_t* i) {
-        float v[kUnroll][V], res[kUnroll][V];
-        for (int r = 0; r < kUnroll; ++r) {
-          Pack<T, V>::Load(x, i[r], v[r]);
-          load_res(i[r], res[r]);
+      [&](const int64_t* i, int64_t r) {
+        float v[kUnroll][V] = {}, res[kUnroll][V];
+        if (live) {
+          for (int m = 0; m < kUnroll; ++m) load(i[m], v[m], res[m]);
+          for (int m = 0; m < kUnroll; ++m) {
+            out(v[m], res[m]);
+            Pack<T, V>::Store(y, i[m], v[m]);
+          }
         }
-        for (int r = 0; r < kUnroll; ++r) {
-          out(v[r], res[r]);
-          Pack<T, V>::Store(y, i[r], v[r]);
-        }
+        if (masks)
+          for (int m = 0; m < kUnroll; ++m) mask(v[m], r + m * kRowsPerStep);
       });
 }
 
 // Partial sums of dy and dy * (x - mean) per (group, chunk, channel). With
 // an addend, dy becomes dy + addend (rounded to T) first; with relu, dy is
-// zeroed where y <= 0 (NaN included); what changed is written back.
+// zeroed where y <= 0 (NaN included), read from the mask bits when given,
+// else from y; what changed is written back.
 template <typename T, int V>
-__global__ void BackwardPartial(const T* x, const T* y, T* dy, const T* addend, int64_t rows,
-                                int64_t channels, int64_t rows_per_chunk, const float* mean,
-                                float* partial) {
+__global__ void BackwardPartial(const T* x, const T* y, const uint32_t* relu_bits, T* dy,
+                                const T* addend, int64_t rows, int64_t channels,
+                                int64_t rows_per_chunk, const float* mean, float* partial) {
   const int64_t c0 = FirstChannel<V>();
   float s1[V] = {}, s2[V] = {};
   if (c0 < channels) {
     const int64_t base = blockIdx.z * rows * channels + c0;
     float mu[V];
     for (int j = 0; j < V; ++j) mu[j] = mean[blockIdx.z * channels + c0 + j];
-    // d: dy at i, plus the addend and masked where y <= 0 (and written back).
-    auto grad = [&](int64_t i, float* d) {
+    // d: dy at i (row r), plus the addend and masked where y <= 0 (and
+    // written back).
+    auto grad = [&](int64_t i, int64_t r, float* d) {
       Pack<T, V>::Load(dy, i, d);
       bool changed = addend != nullptr;
       if (changed) {
@@ -298,11 +362,17 @@ __global__ void BackwardPartial(const T* x, const T* y, T* dy, const T* addend, 
         Pack<T, V>::Load(addend, i, a);
         for (int j = 0; j < V; ++j) d[j] = ToFloat(FromFloat<T>(d[j] + a[j]));
       }
-      if (y != nullptr) {
-        float yv[V];
-        Pack<T, V>::Load(y, i, yv);
+      if (relu_bits != nullptr || y != nullptr) {
+        bool on[V];
+        if (relu_bits != nullptr) {
+          LoadMaskBits<V>(relu_bits, blockIdx.z * rows + r, channels, c0, on);
+        } else {
+          float yv[V];
+          Pack<T, V>::Load(y, i, yv);
+          for (int j = 0; j < V; ++j) on[j] = yv[j] > 0.0f;
+        }
         for (int j = 0; j < V; ++j) {
-          if (!(yv[j] > 0.0f)) {
+          if (!on[j]) {
             d[j] = 0.0f;
             changed = true;
           }
@@ -312,20 +382,20 @@ __global__ void BackwardPartial(const T* x, const T* y, T* dy, const T* addend, 
     };
     ForRows(
         RowsOf(rows, rows_per_chunk), base, channels,
-        [&](int64_t i) {
+        [&](int64_t i, int64_t r) {
           float d[V], xv[V];
-          grad(i, d);
+          grad(i, r, d);
           Pack<T, V>::Load(x, i, xv);
           for (int j = 0; j < V; ++j) {
             s1[j] += d[j];
             s2[j] += d[j] * (xv[j] - mu[j]);
           }
         },
-        [&](const int64_t* i) {
+        [&](const int64_t* i, int64_t r0) {
           float d[kUnroll][V], xc[kUnroll][V];
           for (int r = 0; r < kUnroll; ++r) {
             Pack<T, V>::Load(x, i[r], xc[r]);
-            grad(i[r], d[r]);
+            grad(i[r], r0 + r * kRowsPerStep, d[r]);
           }
           for (int j = 0; j < V; ++j) {
             for (int r = 0; r < kUnroll; ++r) xc[r][j] -= mu[j];
@@ -394,14 +464,14 @@ __global__ void BackwardApply(const T* x, const T* dy, int64_t rows, int64_t cha
   };
   ForRows(
       RowsOf(rows, rows_per_chunk), base, channels,
-      [&](int64_t i) {
+      [&](int64_t i, int64_t) {
         float dv[V], xv[V];
         Pack<T, V>::Load(dy, i, dv);
         Pack<T, V>::Load(x, i, xv);
         out(dv, xv);
         Pack<T, V>::Store(dx, i, dv);
       },
-      [&](const int64_t* i) {
+      [&](const int64_t* i, int64_t) {
         float dv[kUnroll][V], xv[kUnroll][V];
         for (int r = 0; r < kUnroll; ++r) {
           Pack<T, V>::Load(dy, i[r], dv[r]);
@@ -520,13 +590,26 @@ const float* InferenceInvStd(const float* running_var, int64_t channels, float e
   return inv_std;
 }
 
+int64_t ReluMaskWords(const ChannelsLastGroups& s) {
+  return s.groups * s.rows * ((s.channels + 31) / 32);
+}
+
+// The mask's words, or null; checked for size.
+uint32_t* MaskBits(const ChannelsLastGroups& s, const Tensor& relu_mask) {
+  if (relu_mask.empty()) return nullptr;
+  MLPERF_CHECK(core::DTypeSize(relu_mask.dtype()) == 4 && relu_mask.numel() >= ReluMaskWords(s));
+  return static_cast<uint32_t*>(relu_mask.data());
+}
+
 void ChannelsLastNormalize(const ChannelsLastGroups& s, const Tensor& x, const float* mean,
                            const float* inv_std, const float* gamma, const float* beta,
-                           const Tensor& residual, bool relu, const Tensor& y) {
+                           const Tensor& residual, bool relu, const Tensor& y,
+                           const Tensor& relu_mask) {
   CheckShape(s, x);
   MLPERF_CHECK(y.numel() == x.numel() && y.dtype() == x.dtype());
   MLPERF_CHECK(residual.empty() ||
                (residual.numel() == x.numel() && residual.dtype() == x.dtype()));
+  uint32_t* bits = relu ? MaskBits(s, relu_mask) : nullptr;
   const int v = Width(x.dtype(), s.channels, {x.data(), residual.data(), y.data()});
   const Grid grid = Pointwise(s, v);
   ByType(x.dtype(), [&](auto tag) {
@@ -535,7 +618,7 @@ void ChannelsLastNormalize(const ChannelsLastGroups& s, const Tensor& x, const f
       Normalize<T, decltype(width)::value><<<grid.blocks, kBlock, 0, Stream()>>>(
           static_cast<const T*>(x.data()), s.rows, s.channels, grid.rows_per_chunk, mean, inv_std,
           gamma, beta, residual.empty() ? nullptr : static_cast<const T*>(residual.data()), relu,
-          static_cast<T*>(y.data()));
+          static_cast<T*>(y.data()), bits);
     });
     CUDA_CHECK_LAUNCH();
   });
@@ -544,14 +627,18 @@ void ChannelsLastNormalize(const ChannelsLastGroups& s, const Tensor& x, const f
 void ChannelsLastNormBackward(const ChannelsLastGroups& s, bool relu, const Tensor& x,
                               const Tensor& y, const Tensor& dy, const float* gamma,
                               const float* mean, const float* inv_std, const Tensor& dx,
-                              float* dgamma, float* dbeta, const Tensor& addend) {
+                              float* dgamma, float* dbeta, const Tensor& addend,
+                              const Tensor& relu_mask) {
   CheckShape(s, x);
   MLPERF_CHECK(dy.numel() == x.numel() && dx.numel() == x.numel() && dy.dtype() == x.dtype() &&
                dx.dtype() == x.dtype());
-  MLPERF_CHECK(!relu || (y.numel() == x.numel() && y.dtype() == x.dtype()));
   MLPERF_CHECK(addend.empty() || (addend.numel() == x.numel() && addend.dtype() == x.dtype()));
-  const int v = Width(x.dtype(), s.channels,
-                      {x.data(), relu ? y.data() : nullptr, dy.data(), dx.data(), addend.data()});
+  const uint32_t* bits = relu ? MaskBits(s, relu_mask) : nullptr;
+  const bool reads_y = relu && bits == nullptr;
+  MLPERF_CHECK(!reads_y || (y.numel() == x.numel() && y.dtype() == x.dtype()));
+  const int v =
+      Width(x.dtype(), s.channels,
+            {x.data(), reads_y ? y.data() : nullptr, dy.data(), dx.data(), addend.data()});
   const Grid reduce = Reduction(s, v), apply = Pointwise(s, v);
   const int64_t gc = s.groups * s.channels;
   // [coefficients and parameter-gradient shares: 5 * groups * channels][partial sums]
@@ -564,7 +651,7 @@ void ChannelsLastNormBackward(const ChannelsLastGroups& s, bool relu, const Tens
     T* dyp = static_cast<T*>(dy.data());
     WithWidth<T>(v, [&](auto width) {
       BackwardPartial<T, decltype(width)::value><<<reduce.blocks, kBlock, 0, Stream()>>>(
-          xp, relu ? static_cast<const T*>(y.data()) : nullptr, dyp,
+          xp, reads_y ? static_cast<const T*>(y.data()) : nullptr, bits, dyp,
           addend.empty() ? nullptr : static_cast<const T*>(addend.data()), s.rows, s.channels,
           reduce.rows_per_chunk, mean, partial);
     });

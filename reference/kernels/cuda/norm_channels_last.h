@@ -45,25 +45,35 @@ void ChannelsLastMoments(const ChannelsLastGroups& s, const core::Tensor& x, flo
 // inference statistics for ChannelsLastNormalize).
 const float* InferenceInvStd(const float* running_var, int64_t channels, float epsilon);
 
+// The ReLU's mask as bits, one per element, for the backward to read
+// instead of y (a sixteenth of a bf16 y's bytes): rows of channels padded
+// to 32, ReluMaskWords(s) 32-bit words.
+int64_t ReluMaskWords(const ChannelsLastGroups& s);
+
 // y = act(r(gamma * (x - mean) * inv_std + beta) + residual), where r rounds
 // to y's dtype (a typed batch norm writes its output before the add, as
 // cuDNN's and PyTorch's do), the residual is optional and act is a ReLU or
-// nothing. mean and inv_std are per (group, channel); y may be x.
+// nothing. mean and inv_std are per (group, channel); y may be x. With the
+// ReLU and relu_mask (int32 or uint32, at least ReluMaskWords), also the
+// mask y > 0.
 void ChannelsLastNormalize(const ChannelsLastGroups& s, const core::Tensor& x, const float* mean,
                            const float* inv_std, const float* gamma, const float* beta,
-                           const core::Tensor& residual, bool relu, const core::Tensor& y);
+                           const core::Tensor& residual, bool relu, const core::Tensor& y,
+                           const core::Tensor& relu_mask = core::Tensor());
 
 // The backward of ChannelsLastNormalize with the batch's statistics. The
 // output gradient is dy, or dy + addend (rounded to dy's dtype once; a
 // residual unit's two branches' gradients) where an addend is given; with
-// relu it is zeroed where y <= 0; dy is left holding it (in place, as the
-// CPU twin leaves it). Then dx = gamma * inv_std * (dy - mean(dy) - xhat *
+// relu it is zeroed where y <= 0 (read from relu_mask, the forward's, when
+// given; y is then not read); dy is left holding it (in place, as the CPU
+// twin leaves it). Then dx = gamma * inv_std * (dy - mean(dy) - xhat *
 // mean(dy * xhat)) per (group, channel), dgamma = sum(dy * xhat) and dbeta
 // = sum(dy) per channel over all groups. dx may be dy or the addend.
 void ChannelsLastNormBackward(const ChannelsLastGroups& s, bool relu, const core::Tensor& x,
                               const core::Tensor& y, const core::Tensor& dy, const float* gamma,
                               const float* mean, const float* inv_std, const core::Tensor& dx,
                               float* dgamma, float* dbeta,
-                              const core::Tensor& addend = core::Tensor());
+                              const core::Tensor& addend = core::Tensor(),
+                              const core::Tensor& relu_mask = core::Tensor());
 
 }  // namespace mlperf::cuda

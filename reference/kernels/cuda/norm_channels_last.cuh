@@ -1,0 +1,287 @@
+// The pieces the channels-last batch and instance norm kernels share
+// (cuda/norm_channels_last.cu: statistics and normalisation;
+// cuda/norm_channels_last_backward.cu): their block shape, vector loads,
+// row walk, the ReLU mask's bits, partial sums and grids. Include only from
+// those two files.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <initializer_list>
+#include <type_traits>
+
+#include "reference/kernels/cuda/check.h"
+#include "reference/kernels/cuda/norm_channels_last.h"
+
+namespace mlperf::cuda::channels_last {
+
+using core::DType;
+using core::Tensor;
+
+// A block is 32 * V channels (one warp reads 32 * V neighbours of a row)
+// by 8 rows; each thread keeps V neighbouring channels and walks every 8th
+// row of its block's chunk, four rows per iteration so that four loads are
+// in flight. V is 2 for 16-bit types where the channel count allows (a
+// warp then reads 128 bytes, as with fp32), else 1; each channel's sums
+// are added in the same order either way.
+constexpr int kLanes = 32, kRowsPerStep = 8, kUnroll = 4;
+static_assert(kUnroll == 4, "the sums below are written out for four rows");
+
+__device__ __forceinline__ float ToFloat(float v) { return v; }
+__device__ __forceinline__ float ToFloat(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float ToFloat(__half v) { return __half2float(v); }
+
+template <typename T>
+__device__ __forceinline__ T FromFloat(float v);
+template <>
+__device__ __forceinline__ float FromFloat<float>(float v) {
+  return v;
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 FromFloat<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+template <>
+__device__ __forceinline__ __half FromFloat<__half>(float v) {
+  return __float2half_rn(v);
+}
+
+// V neighbouring elements of T as one load or store.
+template <typename T, int V>
+struct Pack;
+template <typename T>
+struct Pack<T, 1> {
+  __device__ __forceinline__ static void Load(const T* p, int64_t i, float* v) {
+    v[0] = ToFloat(p[i]);
+  }
+  __device__ __forceinline__ static void Store(T* p, int64_t i, const float* v) {
+    p[i] = FromFloat<T>(v[0]);
+  }
+};
+template <typename T, typename Two>
+struct PackOfTwo {
+  __device__ __forceinline__ static void Load(const T* p, int64_t i, float* v) {
+    const Two q = *reinterpret_cast<const Two*>(p + i);
+    v[0] = ToFloat(q.x);
+    v[1] = ToFloat(q.y);
+  }
+  __device__ __forceinline__ static void Store(T* p, int64_t i, const float* v) {
+    Two q;
+    q.x = FromFloat<T>(v[0]);
+    q.y = FromFloat<T>(v[1]);
+    *reinterpret_cast<Two*>(p + i) = q;
+  }
+};
+template <>
+struct Pack<__nv_bfloat16, 2> : PackOfTwo<__nv_bfloat16, __nv_bfloat162> {};
+template <>
+struct Pack<__half, 2> : PackOfTwo<__half, __half2> {};
+
+// This thread's first channel.
+template <int V>
+__device__ __forceinline__ int64_t FirstChannel() {
+  return (blockIdx.y * static_cast<int64_t>(kLanes) + threadIdx.x) * V;
+}
+
+// The chunk of rows of block (chunk, channel block, group).
+struct Chunk {
+  int64_t begin, end;
+};
+__device__ __forceinline__ Chunk RowsOf(int64_t rows, int64_t rows_per_chunk) {
+  const int64_t begin = blockIdx.x * rows_per_chunk;
+  const int64_t end = begin + rows_per_chunk;
+  return {begin, end < rows ? end : rows};
+}
+
+// Calls one(i, r) with the element offset i = base + r * channels of each
+// of this thread's rows r of the chunk, kUnroll rows at a time through
+// four(i[4], r) (rows r + m * kRowsPerStep; it loads all four before using
+// them). The loop is the same for every lane of a warp.
+template <typename One, typename Four>
+__device__ __forceinline__ void ForRows(Chunk k, int64_t base, int64_t channels, One one,
+                                        Four four) {
+  int64_t r = k.begin + threadIdx.y;
+  for (; r + (kUnroll - 1) * kRowsPerStep < k.end; r += kUnroll * kRowsPerStep) {
+    const int64_t i[kUnroll] = {base + r * channels, base + (r + kRowsPerStep) * channels,
+                                base + (r + 2 * kRowsPerStep) * channels,
+                                base + (r + 3 * kRowsPerStep) * channels};
+    four(i, r);
+  }
+  for (; r < k.end; r += kRowsPerStep) one(base + r * channels, r);
+}
+
+// The ReLU's mask as bits (ReluMaskWords): a row of channels is
+// ceil(channels / 32) words, channel c at bit c % 32 of word c / 32; rows
+// in order over the groups.
+__device__ __forceinline__ int64_t MaskWordsPerRow(int64_t channels) {
+  return (channels + 31) / 32;
+}
+
+// The 16 low bits of v on the even bits of the result.
+__device__ __forceinline__ uint32_t SpreadEven(uint32_t v) {
+  v &= 0xffffu;
+  v = (v | (v << 8)) & 0x00ff00ffu;
+  v = (v | (v << 4)) & 0x0f0f0f0fu;
+  v = (v | (v << 2)) & 0x33333333u;
+  return (v | (v << 1)) & 0x55555555u;
+}
+
+// Stores the warp's flags `on` (this lane's V channels from FirstChannel)
+// for row `row` (counted over all groups) as mask bits: the warp's 32 * V
+// channels are V whole words. Every lane of the warp must call it.
+template <int V>
+__device__ __forceinline__ void StoreMaskBits(const bool* on, int64_t row, int64_t channels,
+                                              uint32_t* bits) {
+  const int64_t per_row = MaskWordsPerRow(channels), first = blockIdx.y * static_cast<int64_t>(V);
+  uint32_t low, high = 0;
+  if constexpr (V == 1) {
+    low = __ballot_sync(0xffffffffu, on[0]);
+  } else {
+    // Lane l holds channels 2l and 2l + 1 of the warp's 64.
+    const uint32_t even = __ballot_sync(0xffffffffu, on[0]),
+                   odd = __ballot_sync(0xffffffffu, on[1]);
+    low = SpreadEven(even) | (SpreadEven(odd) << 1);
+    high = SpreadEven(even >> 16) | (SpreadEven(odd >> 16) << 1);
+  }
+  const int lane = static_cast<int>(threadIdx.x);
+  if (lane < V && first + lane < per_row)
+    bits[row * per_row + first + lane] = lane == 0 ? low : high;
+}
+
+// This lane's V flags of row `row` from the mask bits.
+template <int V>
+__device__ __forceinline__ void LoadMaskBits(const uint32_t* bits, int64_t row, int64_t channels,
+                                             int64_t c0, bool* on) {
+  const uint32_t* words = bits + row * MaskWordsPerRow(channels);
+  for (int j = 0; j < V; ++j) on[j] = (words[(c0 + j) / 32] >> ((c0 + j) % 32)) & 1u;
+}
+
+// Adds the 8 row-threads' (a, b) of each of channels c0.. c0 + V - 1 in a
+// fixed order and writes them to
+// partial[((group * chunks + chunk) * 2 + {0, 1}) * C + c].
+template <int V>
+__device__ __forceinline__ void WritePartial(const float* a, const float* b, int64_t c0,
+                                             int64_t channels, float* partial) {
+  __shared__ float sa[kRowsPerStep][kLanes * V], sb[kRowsPerStep][kLanes * V];
+  for (int j = 0; j < V; ++j) {
+    sa[threadIdx.y][threadIdx.x * V + j] = a[j];
+    sb[threadIdx.y][threadIdx.x * V + j] = b[j];
+  }
+  __syncthreads();
+  if (threadIdx.y != 0 || c0 >= channels) return;
+  float* p = partial + (static_cast<int64_t>(blockIdx.z) * gridDim.x + blockIdx.x) * 2 * channels;
+  for (int j = 0; j < V; ++j) {
+    float ta = 0.0f, tb = 0.0f;
+    for (int i = 0; i < kRowsPerStep; ++i) {
+      ta += sa[i][threadIdx.x * V + j];
+      tb += sb[i][threadIdx.x * V + j];
+    }
+    p[c0 + j] = ta;
+    p[channels + c0 + j] = tb;
+  }
+}
+
+// The (group, channel) of this thread's warp, one warp per pair: -1 past
+// the last (a whole warp at once, so that its shuffles stay complete).
+__device__ __forceinline__ int64_t WarpPair(int64_t pairs) {
+  const int64_t w = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) / kLanes;
+  return w < pairs ? w : -1;
+}
+
+// The sums of the (a, b) partials of pair (g, c) over the chunks, in fp64:
+// lane l adds chunks l, l + 32, ..., then a fixed shuffle tree adds the
+// lanes (the same order every run); the result is lane 0's.
+__device__ __forceinline__ void SumChunks(const float* partial, int64_t g, int64_t c,
+                                          int64_t chunks, int64_t channels, double* a, double* b) {
+  double sa = 0.0, sb = 0.0;
+  for (int64_t k = threadIdx.x % kLanes; k < chunks; k += kLanes) {
+    const float* p = partial + (g * chunks + k) * 2 * channels;
+    sa += p[c];
+    sb += p[channels + c];
+  }
+  for (int offset = kLanes / 2; offset > 0; offset /= 2) {
+    sa += __shfl_down_sync(0xffffffffu, sa, offset);
+    sb += __shfl_down_sync(0xffffffffu, sb, offset);
+  }
+  *a = sa;
+  *b = sb;
+}
+
+// The grid of a pass over s: (chunks, channel blocks, groups), with chunks
+// of rows_per_chunk rows. Reductions aim at about 1024 blocks (several per
+// SM, few partial sums); pointwise passes at 256 rows per block.
+struct Grid {
+  dim3 blocks;
+  int64_t rows_per_chunk;
+};
+inline Grid Reduction(const ChannelsLastGroups& s, int v) {
+  const int64_t cblocks = (s.channels + kLanes * v - 1) / (kLanes * v);
+  const int64_t max_chunks = std::max<int64_t>(1, (s.rows + 63) / 64);
+  const int64_t chunks =
+      std::clamp<int64_t>(1024 / std::max<int64_t>(1, cblocks * s.groups), 1, max_chunks);
+  const int64_t per = (s.rows + chunks - 1) / chunks;
+  return {dim3(static_cast<unsigned>((s.rows + per - 1) / per), static_cast<unsigned>(cblocks),
+               static_cast<unsigned>(s.groups)),
+          per};
+}
+inline Grid Pointwise(const ChannelsLastGroups& s, int v) {
+  constexpr int64_t kRowsPerBlock = 256;
+  return {dim3(static_cast<unsigned>((s.rows + kRowsPerBlock - 1) / kRowsPerBlock),
+               static_cast<unsigned>((s.channels + kLanes * v - 1) / (kLanes * v)),
+               static_cast<unsigned>(s.groups)),
+          kRowsPerBlock};
+}
+inline const dim3 kBlock(kLanes, kRowsPerStep);
+
+inline void CheckShape(const ChannelsLastGroups& s, const Tensor& t) {
+  // The final kernels take a warp per (group, channel), in at most 65535
+  // blocks of 256 threads.
+  MLPERF_CHECK(s.groups > 0 && s.rows > 0 && s.channels > 0 &&
+               t.numel() == s.groups * s.rows * s.channels && s.groups <= 65535 &&
+               s.groups * s.channels <= int64_t{65535} * 256 / kLanes);
+}
+
+// Calls fn(T{}) with the device type of dtype t.
+template <typename Fn>
+void ByType(DType t, Fn&& fn) {
+  switch (t) {
+    case DType::kBF16:
+      return fn(__nv_bfloat16{});
+    case DType::kF16:
+      return fn(__half{});
+    case DType::kF32:
+      return fn(float{});
+    default:
+      MLPERF_CHECK_MSG(false, "channels-last norm: activations must be fp32, bf16 or fp16");
+  }
+}
+
+// Channels per thread: 2 for 16-bit activations whose rows start on a pair
+// (an even channel count) in 4-byte aligned tensors, else 1.
+inline int Width(DType t, int64_t channels, std::initializer_list<const void*> data) {
+  if (core::DTypeSize(t) != 2 || channels % 2 != 0) return 1;
+  for (const void* p : data)
+    if (reinterpret_cast<uintptr_t>(p) % 4 != 0) return 1;
+  return 2;
+}
+
+// Calls fn(std::integral_constant<int, V>{}) with V = v (2 only for 16-bit T).
+template <typename T, typename Fn>
+void WithWidth(int v, Fn&& fn) {
+  if constexpr (sizeof(T) == 2) {
+    if (v == 2) return fn(std::integral_constant<int, 2>{});
+  }
+  fn(std::integral_constant<int, 1>{});
+}
+
+// The mask's words, or null; checked for size.
+inline uint32_t* MaskBits(const ChannelsLastGroups& s, const Tensor& relu_mask) {
+  if (relu_mask.empty()) return nullptr;
+  MLPERF_CHECK(core::DTypeSize(relu_mask.dtype()) == 4 && relu_mask.numel() >= ReluMaskWords(s));
+  return static_cast<uint32_t*>(relu_mask.data());
+}
+
+}  // namespace mlperf::cuda::channels_last

@@ -83,7 +83,7 @@ __device__ void KeepFour(const DropoutDraw& drop, uint64_t stream, int64_t e, bo
 }
 
 // probs = softmax(scores + key mask) of one row of [b, h, t, t] (the mask of
-// the row's sample); with `dropped`, also dropout(probs) in its type.
+// the row's sample), and dropped = dropout(probs) in its type.
 __global__ void MaskedSoftmaxRows(const void* scores, core::DType st, const float* mask,
                                   float* probs, int64_t rows_per_sample, int64_t d,
                                   DropoutDraw drop, void* dropped, core::DType dt) {
@@ -109,15 +109,14 @@ __global__ void MaskedSoftmaxRows(const void* scores, core::DType st, const floa
   s = BlockReduce(s, [](float a, float b) { return a + b; });
   if (j0 >= d) return;
   bool keep[kPerThread] = {true, true, true, true};
-  if (dropped != nullptr && drop.p > 0.0f) KeepFour(drop, drop.Stream(), base + j0, keep);
+  if (drop.p > 0.0f) KeepFour(drop, drop.Stream(), base + j0, keep);
 #pragma unroll
   for (int k = 0; k < kPerThread; ++k) {
     const int64_t j = j0 + k;
     if (j >= d) continue;
     const float prob = v[k] / s;
     probs[base + j] = prob;
-    if (dropped != nullptr)
-      detail::StoreAs(dropped, dt, base + j, keep[k] ? prob * drop.scale : 0.0f);
+    detail::StoreAs(dropped, dt, base + j, keep[k] ? prob * drop.scale : 0.0f);
   }
 }
 
@@ -168,12 +167,11 @@ void MaskedSoftmax(const core::Tensor& scores, const core::Tensor& mask, const c
   MLPERF_CHECK(scores.shape().rank() == 4 && scores.numel() == probs.numel());
   const int64_t b = scores.dim(0), h = scores.dim(1), t = scores.dim(2);
   MLPERF_CHECK(scores.dim(3) == t && mask.numel() == b * t);
-  MLPERF_CHECK(dropped.empty() || dropped.numel() == probs.numel());
+  MLPERF_CHECK(dropped.numel() == probs.numel());
   MLPERF_CHECK_MSG(t <= kMaxRow, "attention rows of at most 1024 keys");
   MaskedSoftmaxRows<<<static_cast<unsigned>(b * h * t), kThreads, 0, Stream()>>>(
-      scores.data(), scores.dtype(), mask.f32(), probs.f32(), h * t, t, DrawOf(p),
-      dropped.empty() ? nullptr : dropped.data(),
-      dropped.empty() ? core::DType::kF32 : dropped.dtype());
+      scores.data(), scores.dtype(), mask.f32(), probs.f32(), h * t, t, DrawOf(p), dropped.data(),
+      dropped.dtype());
   CUDA_CHECK_LAUNCH();
 }
 

@@ -14,11 +14,11 @@ void SoftmaxBackward(const core::Tensor& y, const core::Tensor& dy, const core::
 // arithmetic as the ops it joins:
 // probs = softmax(scores + key mask) per row of scores [b, h, t, t] (fp32,
 // bf16 or fp16), mask [b, t]: AddKeyPaddingMask then SoftmaxForward
-// without the masked copy; probs fp32. With `dropped` (any float type; the
-// scores' own memory when of their type), also DropoutForward(p's draw,
-// probs, dropped) in the same pass. Rows of at most 1024 elements.
+// without the masked copy; probs fp32; and in the same pass
+// DropoutForward(p's draw, probs, dropped), dropped of any float type (the
+// scores' own memory when of their type). Rows of at most 1024 elements.
 void MaskedSoftmax(const core::Tensor& scores, const core::Tensor& mask, const core::Tensor& probs,
-                   const AttentionParams& p = {}, const core::Tensor& dropped = {});
+                   const AttentionParams& p, const core::Tensor& dropped);
 // dscores = softmax backward of (probs, dropout backward of dattn), the
 // dropout's mask drawn as DropoutBackward draws it over the flat [b*h*t*t]
 // elements (none when p.dropout is 0); dattn and dscores of any float type,

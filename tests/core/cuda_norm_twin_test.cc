@@ -209,11 +209,21 @@ void CheckFusedBatchNorm(const NormShape& s, DType dtype, bool cl) {
                                     gmean3.t(), gistd3.t(), grm3.t(), grv3.t(), gmask.t());
   cuda::BatchNormActBackward(true, gx.t(), gym.t(), gdym.t(), ggamma.t(), gmean3.t(), gistd3.t(),
                              gdxm.t(), gdg3.t(), gdb3.t(), Tensor(), gmask.t());
-  EXPECT_EQ(gym.Get(), y_gpu) << what << " y with the mask";
-  EXPECT_EQ(gdym.Get(), masked) << what << " masked dy from the bits";
-  EXPECT_EQ(gdxm.Get(), gdx.Get()) << what << " dx from the bits";
-  EXPECT_EQ(gdg3.Get(), gdg.Get()) << what << " dgamma from the bits";
-  if (cl && cuda::ChannelsLastNormKernels()) {
+  // Bit for bit where the own kernels run (run to run, they are); cuDNN's
+  // batch norm is not documented to be reproducible.
+  const bool own = cl && cuda::ChannelsLastNormKernels();
+  const auto same = [&](const Floats& got, const Floats& want, const std::string& label) {
+    if (own) {
+      EXPECT_EQ(got, want) << what << label;
+    } else {
+      ExpectClose(got, want, tol, what + label);
+    }
+  };
+  same(gym.Get(), y_gpu, " y with the mask");
+  same(gdym.Get(), masked, " masked dy from the bits");
+  same(gdxm.Get(), gdx.Get(), " dx from the bits");
+  same(gdg3.Get(), gdg.Get(), " dgamma from the bits");
+  if (own) {
     const std::vector<uint32_t> bits = gmask.Words();
     int wrong = 0;
     for (int64_t e = 0; e < total; ++e) {

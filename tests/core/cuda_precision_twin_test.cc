@@ -115,10 +115,14 @@ class CudaPrecisionTwinTest : public ::testing::Test {
     if (!ops::CudaAvailable()) GTEST_SKIP() << "no CUDA device; the CPU side is tested";
     cuda::SetConvGraphApi(false);
   }
-  void TearDown() override { cuda::SetConvGraphApi(graph_api_); }
+  void TearDown() override {
+    cuda::SetConvGraphApi(graph_api_);
+    cuda::SetConvAlgoSearch(search_);
+  }
 
  private:
   const bool graph_api_ = cuda::ConvGraphApi();
+  const cuda::ConvAlgoSearch search_ = cuda::GetConvAlgoSearch();
 };
 
 // x and dy as [N, C, (D,) H, W] or, channels-last, [N, (D,) H, W, C]; the
@@ -199,8 +203,7 @@ TEST_F(CudaPrecisionTwinTest, GraphApiConvolutionsRoundLikeTheCpu) {
 // shapes no other test runs (each shape is searched once per process):
 // whatever engine wins must agree the same way.
 TEST_F(CudaPrecisionTwinTest, TimedAlgorithmChoicesRoundLikeTheCpu) {
-  const cuda::ConvAlgoSearch search = cuda::GetConvAlgoSearch();
-  cuda::SetConvAlgoSearch(cuda::ConvAlgoSearch::kExhaustive);
+  cuda::SetConvAlgoSearch(cuda::ConvAlgoSearch::kExhaustive);  // TearDown restores it
   cuda::SetConvGraphApi(true);
   const int64_t before = cuda::ConvGraphRuns();
   ExpectConvolutionsRoundLikeTheCpu(Conv2d(2, 16, 10, 10, 24, 3, 3, 1, 1), core::Layout::kNHWC,
@@ -209,7 +212,6 @@ TEST_F(CudaPrecisionTwinTest, TimedAlgorithmChoicesRoundLikeTheCpu) {
   cuda::SetConvGraphApi(false);
   ExpectConvolutionsRoundLikeTheCpu(Conv2d(2, 16, 11, 9, 24, 3, 3, 1, 1), core::Layout::kNCHW,
                                     "timed legacy API NCHW");
-  cuda::SetConvAlgoSearch(search);
 }
 
 TEST_F(CudaPrecisionTwinTest, BatchedGemmRoundsLikeTheCpu) {

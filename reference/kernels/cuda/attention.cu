@@ -43,6 +43,7 @@ void Permute(const core::Tensor& rows, int64_t column, const core::Tensor& heads
   const int64_t b = heads.dim(0), h = heads.dim(1), t = heads.dim(2), d = heads.dim(3);
   MLPERF_CHECK(rows.dim(0) == b * t && column + h * d <= rows.dim(1));
   MLPERF_CHECK(h <= 65535 && b <= 65535);
+  if (heads.numel() == 0) return;  // a launch of no blocks would fail
   const dim3 grid(static_cast<unsigned>((t + kTokensPerBlock - 1) / kTokensPerBlock),
                   static_cast<unsigned>(h), static_cast<unsigned>(b));
   PermuteHeads<<<grid, dim3(32, kTokensPerBlock), 0, Stream()>>>(
@@ -63,6 +64,7 @@ void MergeHeads(const core::Tensor& heads, const core::Tensor& rows, int64_t col
 void AddKeyPaddingMask(const core::Tensor& scores, const core::Tensor& mask) {
   const int64_t b = scores.dim(0), h = scores.dim(1), t = scores.dim(2);
   MLPERF_CHECK(scores.dim(3) == t && mask.numel() == b * t);
+  if (scores.numel() == 0) return;
   AddKeyMask<<<static_cast<unsigned>(b * h * t), 256, 0, Stream()>>>(scores.f32(), mask.f32(),
                                                                      h * t, t);
   CUDA_CHECK_LAUNCH();

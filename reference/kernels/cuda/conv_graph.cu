@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -57,6 +58,9 @@ struct GraphPlan {
 
 // How many of the heuristics' acceptable engines a timed search tries.
 constexpr size_t kTimedCandidates = 8;
+// It skips those asking for more scratch than this (beyond the first
+// choice's): a scratch allocation that fails would end the run.
+constexpr int64_t kTimedWorkspaceLimit = int64_t{1} << 30;
 
 enum Uid : int64_t { kUidX = 1, kUidW = 2, kUidY = 3 };
 
@@ -222,7 +226,9 @@ std::unique_ptr<GraphPlan> Build(const ConvGraphCall& c, const int64_t alignment
         out->workspace = workspace;
         out->plan = plan.get();
       }
-      if (timed) out->candidates.emplace_back(plan.get(), workspace);
+      if (timed &&
+          (out->candidates.empty() || workspace <= std::max(kTimedWorkspaceLimit, out->workspace)))
+        out->candidates.emplace_back(plan.get(), workspace);
       for (auto* part : {&configs[i], &plan}) out->parts.push_back(std::move(*part));
       if (!timed || out->candidates.size() == kTimedCandidates) break;
     }

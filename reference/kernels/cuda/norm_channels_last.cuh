@@ -280,7 +280,8 @@ void WithWidth(int v, Fn&& fn) {
 // The mask's words, or null; checked for size.
 inline uint32_t* MaskBits(const ChannelsLastGroups& s, const Tensor& relu_mask) {
   if (relu_mask.empty()) return nullptr;
-  MLPERF_CHECK(core::DTypeSize(relu_mask.dtype()) == 4 && relu_mask.numel() >= ReluMaskWords(s));
+  MLPERF_CHECK(relu_mask.dtype() == core::DType::kI32);
+  MLPERF_CHECK(relu_mask.numel() >= ReluMaskWords(s));
   return static_cast<uint32_t*>(relu_mask.data());
 }
 

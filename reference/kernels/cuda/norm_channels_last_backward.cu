@@ -167,7 +167,9 @@ void ChannelsLastNormBackward(const ChannelsLastGroups& s, bool relu, const Tens
   CheckShape(s, x);
   MLPERF_CHECK(dy.numel() == x.numel() && dx.numel() == x.numel() && dy.dtype() == x.dtype() &&
                dx.dtype() == x.dtype());
-  MLPERF_CHECK(addend.empty() || (addend.numel() == x.numel() && addend.dtype() == x.dtype()));
+  // dy + addend is written to dy: the addend must be another tensor.
+  MLPERF_CHECK(addend.empty() || (addend.numel() == x.numel() && addend.dtype() == x.dtype() &&
+                                  addend.data() != dy.data()));
   const uint32_t* bits = relu ? MaskBits(s, relu_mask) : nullptr;
   const bool reads_y = relu && bits == nullptr;
   MLPERF_CHECK(!reads_y || (y.numel() == x.numel() && y.dtype() == x.dtype()));

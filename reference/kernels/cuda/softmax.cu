@@ -149,6 +149,7 @@ __global__ void DropoutSoftmaxRowsBackward(const float* y, const void* dattn, co
 }  // namespace
 
 void SoftmaxForward(const core::Tensor& x, const core::Tensor& y) {
+  if (x.numel() == 0) return;  // no rows: a launch of no blocks would fail
   const int64_t d = x.dim(x.shape().rank() - 1), rows = x.numel() / d;
   MLPERF_CHECK(x.numel() == y.numel());
   SoftmaxRows<<<static_cast<unsigned>(rows), kThreads, 0, Stream()>>>(x.f32(), y.f32(), d);
@@ -156,6 +157,7 @@ void SoftmaxForward(const core::Tensor& x, const core::Tensor& y) {
 }
 
 void SoftmaxBackward(const core::Tensor& y, const core::Tensor& dy, const core::Tensor& dx) {
+  if (y.numel() == 0) return;
   const int64_t d = y.dim(y.shape().rank() - 1), rows = y.numel() / d;
   SoftmaxRowsBackward<<<static_cast<unsigned>(rows), kThreads, 0, Stream()>>>(y.f32(), dy.f32(),
                                                                               dx.f32(), d);
@@ -169,6 +171,7 @@ void MaskedSoftmax(const core::Tensor& scores, const core::Tensor& mask, const c
   MLPERF_CHECK(scores.dim(3) == t && mask.numel() == b * t);
   MLPERF_CHECK(dropped.numel() == probs.numel());
   MLPERF_CHECK_MSG(t <= kMaxRow, "attention rows of at most 1024 keys");
+  if (scores.numel() == 0) return;
   MaskedSoftmaxRows<<<static_cast<unsigned>(b * h * t), kThreads, 0, Stream()>>>(
       scores.data(), scores.dtype(), mask.f32(), probs.f32(), h * t, t, DrawOf(p), dropped.data(),
       dropped.dtype());
@@ -180,6 +183,7 @@ void DropoutSoftmaxBackward(const AttentionParams& p, const core::Tensor& probs,
   const int64_t d = probs.dim(probs.shape().rank() - 1), rows = probs.numel() / d;
   MLPERF_CHECK(dattn.numel() == probs.numel() && dscores.numel() == probs.numel());
   MLPERF_CHECK_MSG(d <= kMaxRow, "attention rows of at most 1024 keys");
+  if (probs.numel() == 0) return;
   DropoutSoftmaxRowsBackward<<<static_cast<unsigned>(rows), kThreads, 0, Stream()>>>(
       probs.f32(), dattn.data(), dattn.dtype(), dscores.data(), dscores.dtype(), d, DrawOf(p));
   CUDA_CHECK_LAUNCH();

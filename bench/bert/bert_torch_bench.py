@@ -12,10 +12,12 @@ seconds per step (per-step times go to stderr):
             reference and our model do (same work as ours);
   stock     BertForPreTraining.forward as shipped: the masked-LM head on
             every token, then the masked rows are picked out of its logits.
+PRECISION bf16 runs the forward and the losses under torch.autocast (bf16 on
+the CPU), the backward outside it, as PyTorch recommends; fp32 runs without.
 Run with /usr/bin/python3 (Debian's PyTorch, transformers from pip).
 
 usage: bert_torch_bench.py BATCH_FILE THREADS WARMUP STEPS VOCAB HIDDEN LAYERS HEADS
-                           INTERMEDIATE POSITIONS DROPOUT VARIANT[,VARIANT]
+                           INTERMEDIATE POSITIONS DROPOUT VARIANT[,VARIANT] [PRECISION]
 """
 import os
 import statistics
@@ -39,8 +41,15 @@ def losses(mlm_logits, nsp_logits, batch):
     return mlm + F.cross_entropy(nsp_logits, batch["next_sentence_labels"])
 
 
-def step(model, batch, variant):
+def step(model, batch, variant, bf16):
     model.zero_grad(set_to_none=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        loss = forward(model, batch, variant)
+    loss.backward()
+    return loss
+
+
+def forward(model, batch, variant):
     positions = batch["masked_lm_positions"]
     rows = torch.arange(positions.shape[0]).unsqueeze(1).expand_as(positions)
     inputs = dict(input_ids=batch["input_ids"], token_type_ids=batch["segment_ids"],
@@ -53,9 +62,7 @@ def step(model, batch, variant):
         sequence, pooled = model.bert(**inputs)[:2]
         mlm = model.cls.predictions(sequence[rows, positions].reshape(-1, sequence.shape[-1]))
         nsp = model.cls.seq_relationship(pooled)
-    loss = losses(mlm, nsp, batch)
-    loss.backward()
-    return loss
+    return losses(mlm, nsp, batch)
 
 
 def main():
@@ -64,6 +71,8 @@ def main():
         int(a) for a in sys.argv[2:11])
     dropout = float(sys.argv[11])
     variants = sys.argv[12].split(",")
+    precision = sys.argv[13] if len(sys.argv) > 13 else "fp32"
+    assert precision in ("fp32", "bf16"), precision
     assert set(variants) <= {"gathered", "stock"}, variants
     torch.set_num_threads(threads)
     torch.manual_seed(1)
@@ -73,13 +82,20 @@ def main():
                         hidden_act="gelu_new", hidden_dropout_prob=dropout,
                         attention_probs_dropout_prob=dropout, layer_norm_eps=1e-12)
     model = BertForPreTraining(config).train()
+    if precision == "bf16":
+        # PyTorch 1.13's CPU autocast leaves layer_norm off its fp32 list, and
+        # the masked-LM head's LayerNorm then fails on its bf16 input; run it
+        # in fp32, as autocast does on a GPU (and as ours does).
+        for module in model.modules():
+            if isinstance(module, torch.nn.LayerNorm):
+                module.register_forward_pre_hook(lambda _, args: tuple(a.float() for a in args))
     batch = {name: t if t.dtype == torch.float32 else t.long()
              for name, t in read(batch_path).items()}
     for variant in variants:
         times = []
         for i in range(warmup + steps):
             start = time.perf_counter()
-            loss = step(model, batch, variant)
+            loss = step(model, batch, variant, precision == "bf16")
             seconds = time.perf_counter() - start
             if i >= warmup:
                 times.append(seconds)

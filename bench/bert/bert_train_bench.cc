@@ -1,9 +1,11 @@
-// Seconds per BERT training step on the CPU in fp32 (forward with the
-// losses, then backward: Bert::ForwardTrain and Bert::Backward; the
+// Seconds per BERT training step on the CPU in fp32 or bf16 (forward with
+// the losses, then backward: Bert::ForwardTrain and Bert::Backward; the
 // optimizer is not timed), ours against transformers' BertForPreTraining
 // (bench/bert/bert_torch_bench.py under /usr/bin/python3) on the same batch,
 // the same sizes and as many threads, in the same run. Dropout is on in both,
-// as in training. The peer runs with OMP_WAIT_POLICY=passive: PyTorch runs
+// as in training. Under --precision=bf16 ours trains in bf16 compute
+// precision and the peer's forward runs under torch.autocast (bf16 on the
+// CPU). The peer runs with OMP_WAIT_POLICY=passive: PyTorch runs
 // its GEMMs on OpenBLAS's own threads, which its OpenMP team, spinning
 // between ops, starves on few cores (BERT-Large on 2 cores: about 7.5 s per
 // step passive, 13 s by default). Defaults: BERT-Large at
@@ -32,6 +34,7 @@
 #include "base/version.h"
 #include "fmt/format.h"
 #include "reference/io/safetensors.h"
+#include "reference/kernels/precision.h"
 #include "reference/models/bert.h"
 
 ABSL_FLAG(int64_t, layers, 24, "encoder layers");
@@ -45,6 +48,8 @@ ABSL_FLAG(int64_t, predictions, 20, "masked-LM predictions per sample");
 ABSL_FLAG(double, dropout, 0.1, "hidden and attention-probability dropout, both sides");
 ABSL_FLAG(int, warmup, 2, "untimed steps first, on each side");
 ABSL_FLAG(int, steps, 5, "timed steps on each side (the median is reported)");
+ABSL_FLAG(std::string, precision, "fp32",
+          "fp32 or bf16: our compute precision; the peer's forward under torch.autocast in bf16");
 ABSL_FLAG(bool, torch, true, "run the PyTorch peer (--notorch: ours alone, for profiling)");
 ABSL_FLAG(std::string, torch_wait_policy, "passive",
           "OMP_WAIT_POLICY of the peer (empty: as ours); passive is its faster setting here");
@@ -55,23 +60,14 @@ ABSL_FLAG(std::string, torch_variants, "gathered,stock",
 namespace mlperf::models {
 namespace {
 
-constexpr std::string_view kFlags[] = {"layers",
-                                       "hidden",
-                                       "heads",
-                                       "intermediate",
-                                       "vocab",
-                                       "seq",
-                                       "batch",
-                                       "predictions",
-                                       "dropout",
-                                       "warmup",
-                                       "steps",
-                                       "torch",
-                                       "torch_wait_policy",
-                                       "torch_variants"};
+constexpr std::string_view kFlags[] = {
+    "layers", "hidden",    "heads",       "intermediate",      "vocab",
+    "seq",    "batch",     "predictions", "dropout",           "warmup",
+    "steps",  "precision", "torch",       "torch_wait_policy", "torch_variants"};
 
 constexpr char kUsage[] =
-    "Times one BERT training step (forward with the losses, backward) on the CPU in fp32,\n"
+    "Times one BERT training step (forward with the losses, backward) on the CPU in fp32 or\n"
+    "bf16,"
     "ours against transformers' BertForPreTraining on the same batch, sizes and threads.\n"
     "Usage: bert_train_bench [flags]   (threads: OMP_NUM_THREADS, else all cores)\n\nFlags:\n";
 
@@ -91,7 +87,8 @@ Stats Summarise(std::vector<double> v) {
 // peer. The model is gone when this returns, so both sides never hold their
 // few GB at once.
 Stats TimeOurs(const BertConfig& config, int64_t batch_size, int warmup, int steps,
-               const std::string& batch_path) {
+               const std::string& batch_path, core::DType precision) {
+  const ops::PrecisionScope scope(precision);
   Bert model(config, batch_size);
   model.Initialize(1);
   const OwnedBatch owned = model.SyntheticBatch();
@@ -117,13 +114,14 @@ Stats TimeOurs(const BertConfig& config, int64_t batch_size, int warmup, int ste
 
 // The peer's statistics per variant; empty when it failed.
 std::map<std::string, Stats> TimeTorch(const BertConfig& c, int warmup, int steps, int threads,
-                                       const std::string& batch_path, const std::string& variants) {
+                                       const std::string& batch_path, const std::string& variants,
+                                       const std::string& precision) {
   const std::string policy = absl::GetFlag(FLAGS_torch_wait_policy);
   const std::string command = fmt::format(
-      "{}/usr/bin/python3 {}/bench/bert/bert_torch_bench.py {} {} {} {} {} {} {} {} {} {} {} {}",
+      "{}/usr/bin/python3 {}/bench/bert/bert_torch_bench.py {} {} {} {} {} {} {} {} {} {} {} {} {}",
       policy.empty() ? "" : fmt::format("OMP_WAIT_POLICY={} ", policy), MLPERF_SOURCE_DIR,
       batch_path, threads, warmup, steps, c.vocab_size, c.hidden, c.layers, c.heads, c.intermediate,
-      c.max_positions, c.hidden_dropout, variants);
+      c.max_positions, c.hidden_dropout, variants, precision);
   std::map<std::string, Stats> out;
   std::fflush(stdout);  // our lines before the peer's (its per-step lines go to stderr)
   FILE* pipe = popen(command.c_str(), "r");
@@ -155,22 +153,26 @@ int Run() {
   const int64_t batch = absl::GetFlag(FLAGS_batch);
   const int warmup = absl::GetFlag(FLAGS_warmup), steps = absl::GetFlag(FLAGS_steps);
   const std::string variants = absl::GetFlag(FLAGS_torch_variants);
+  const std::string precision_name = absl::GetFlag(FLAGS_precision);
+  const core::DType precision = precision_name == "bf16" ? core::DType::kBF16 : core::DType::kF32;
   if (config.vocab_size <= 0 || config.hidden <= 0 || config.layers < 0 || config.heads <= 0 ||
       config.hidden % config.heads != 0 || config.intermediate <= 0 || config.seq_len <= 0 ||
       config.max_predictions <= 0 || config.max_predictions > config.seq_len || batch <= 0 ||
       config.hidden_dropout < 0 || config.hidden_dropout >= 1 || warmup < 0 || steps <= 0 ||
       variants.empty() || !ShellWord(variants) ||
+      (precision_name != "fp32" && precision_name != "bf16") ||
       !ShellWord(absl::GetFlag(FLAGS_torch_wait_policy))) {
     std::fprintf(stderr, "bert_train_bench: a flag is out of range (see --help)\n");
     return kExitUsage;
   }
   const int threads = omp_get_max_threads();
   std::printf(
-      "BERT training step (forward with losses, backward), fp32, CPU, %d threads\n"
+      "BERT training step (forward with losses, backward), %s, CPU, %d threads\n"
       "  layers %ld, hidden %ld, heads %ld, intermediate %ld, vocab %ld, seq %ld, batch %ld, "
       "%ld predictions/sample, dropout %g; %d warm-up steps, median of %d\n",
-      threads, config.layers, config.hidden, config.heads, config.intermediate, config.vocab_size,
-      config.seq_len, batch, config.max_predictions, config.hidden_dropout, warmup, steps);
+      precision_name.c_str(), threads, config.layers, config.hidden, config.heads,
+      config.intermediate, config.vocab_size, config.seq_len, batch, config.max_predictions,
+      config.hidden_dropout, warmup, steps);
   if (absl::GetFlag(FLAGS_torch)) {
     const std::string policy = absl::GetFlag(FLAGS_torch_wait_policy);
     std::printf("  peer: transformers' BertForPreTraining, torch.set_num_threads(%d), %s\n",
@@ -180,10 +182,10 @@ int Run() {
   const std::string batch_path = (std::filesystem::temp_directory_path() /
                                   fmt::format("bert_train_bench_{}.safetensors", ::getpid()))
                                      .string();
-  const Stats ours = TimeOurs(config, batch, warmup, steps, batch_path);
+  const Stats ours = TimeOurs(config, batch, warmup, steps, batch_path, precision);
   std::map<std::string, Stats> torch;
   if (absl::GetFlag(FLAGS_torch)) {
-    torch = TimeTorch(config, warmup, steps, threads, batch_path, variants);
+    torch = TimeTorch(config, warmup, steps, threads, batch_path, variants, precision_name);
   }
   std::remove(batch_path.c_str());
   auto row = [&](const char* name, const Stats& s) {

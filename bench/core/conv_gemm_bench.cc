@@ -1,6 +1,7 @@
 // CPU GFLOP/s of the GEMM and convolution paths of the training core, against
 // the BLAS peak (a large square SGEMM) and against PyTorch on the same ops in
-// the same run (/usr/bin/python3 with python3-torch; skipped if absent).
+// the same run (/usr/bin/python3 with python3-torch; skipped if absent); the
+// bf16 GEMMs (AMX where the CPU has it) against PyTorch's bf16 matmul.
 //
 //   build-core/bin/core_conv_gemm_bench [--repeats N]
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "reference/kernels/conv_geometry.h"
 #include "reference/kernels/cpu/conv.h"
 #include "reference/kernels/cpu/gemm.h"
+#include "reference/kernels/cpu/gemm_amx.h"
 
 namespace mlperf {
 namespace {
@@ -61,6 +63,11 @@ double TorchGflops(const std::string& op, int repeats) {
       "a=[int(x) for x in sys.argv[3:]]\n"
       "if op=='gemm':\n"
       "  m,n,k=a; A=torch.rand(m,k)-.5; B=torch.rand(k,n)-.5; f=lambda: A@B; fl=2*m*n*k\n"
+      "elif op=='bgemm':\n"
+      "  m,n,k,ta,tb=a; bf=torch.bfloat16\n"
+      "  A=(torch.rand(k,m)-.5).to(bf).t() if ta else (torch.rand(m,k)-.5).to(bf)\n"
+      "  B=(torch.rand(n,k)-.5).to(bf).t() if tb else (torch.rand(k,n)-.5).to(bf)\n"
+      "  f=lambda: A@B; fl=2*m*n*k\n"
       "else:\n"
       "  n,c,h,w,kk,r,s,p=a; x=torch.rand(n,c,h,w)-.5; wt=torch.rand(kk,c,r,r)-.5\n"
       "  f=lambda: torch.nn.functional.conv2d(x,wt,stride=s,padding=p)\n"
@@ -118,6 +125,39 @@ int Main(int argc, char** argv) {
     char name[64];
     std::snprintf(name, sizeof(name), "gemm %ldx%ldx%ld", static_cast<long>(s[0]),
                   static_cast<long>(s[1]), static_cast<long>(s[2]));
+    std::printf("%-34s %9.2f %9.1f %7.0f%% %9.1f %8.2f\n", name, r.seconds * 1e3, r.gflops,
+                100.0 * r.gflops / peak.gflops, torch, torch > 0 ? r.gflops / torch : 0.0);
+  }
+
+  // bf16 GEMMs (bf16 compute precision: AMX where the CPU has it, else fp32
+  // OpenBLAS) from fp32 operands, against PyTorch's bf16 matmul on bf16
+  // tensors. BERT-Large's feed-forward at 512 tokens: forward (NT), the
+  // input gradient (NN) and the weight gradient (TN).
+  std::printf("bf16 GEMMs: %s\n", cpu::AmxBf16Available() ? "AMX tiles" : "no AMX, fp32 OpenBLAS");
+  struct Bf16Case {
+    int64_t m, n, k;
+    bool trans_a, trans_b;
+  };
+  const Bf16Case bf16_cases[] = {{2048, 2048, 2048, false, false},
+                                 {512, 4096, 1024, false, true},
+                                 {512, 1024, 4096, false, false},
+                                 {4096, 1024, 512, true, false}};
+  for (const Bf16Case& s : bf16_cases) {
+    std::vector<float> x = Random(s.m * s.k, 3), w = Random(s.k * s.n, 4), y(s.m * s.n);
+    cpu::SetBf16Operands(true);
+    const Result r = Time(
+        [&] {
+          cpu::Gemm(s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0f, x.data(), w.data(), 0.0f, y.data());
+        },
+        2.0 * s.m * s.n * s.k, repeats);
+    cpu::SetBf16Operands(false);
+    char args[96], name[64];
+    std::snprintf(args, sizeof(args), "bgemm %ld %ld %ld %d %d", static_cast<long>(s.m),
+                  static_cast<long>(s.n), static_cast<long>(s.k), s.trans_a, s.trans_b);
+    std::snprintf(name, sizeof(name), "bf16 gemm %ldx%ldx%ld %c%c", static_cast<long>(s.m),
+                  static_cast<long>(s.n), static_cast<long>(s.k), s.trans_a ? 'T' : 'N',
+                  s.trans_b ? 'T' : 'N');
+    const double torch = have_torch ? TorchGflops(args, repeats) : -1;
     std::printf("%-34s %9.2f %9.1f %7.0f%% %9.1f %8.2f\n", name, r.seconds * 1e3, r.gflops,
                 100.0 * r.gflops / peak.gflops, torch, torch > 0 ? r.gflops / torch : 0.0);
   }

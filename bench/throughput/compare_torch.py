@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """run_benchmark beside PyTorch on the same model, batch and method, in one run.
 
-Runs run_benchmark (synthetic data, fp32) for the batch sizes and device
-counts given, then torch_peer.py for every one-device configuration on the
-same cores, and prints a Markdown table with PyTorch's throughput as a
-column (its faster memory format).
+Runs run_benchmark (synthetic data, fp32 or bf16) for the batch sizes and
+device counts given, then torch_peer.py for every one-device configuration
+on the same cores (bf16: under torch.autocast), and prints a Markdown table
+with PyTorch's throughput as a column (its faster memory format).
 
 usage: compare_torch.py --bin build/bin/run_benchmark --size small|full --mode train|infer
-                        -b 8,64 [-n 1,2] [-w W] [-i I] [-r R]
+                        -b 8,64 [-n 1,2] [-w W] [-i I] [-r R] [--dtype fp32|bf16]
 """
 import argparse
 import json
@@ -31,16 +31,18 @@ def main():
     ap.add_argument("-w", type=int, default=5)
     ap.add_argument("-i", type=int, default=50)
     ap.add_argument("-r", type=int, default=5)
+    ap.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
     args = ap.parse_args()
     threads = os.cpu_count()
     with tempfile.TemporaryDirectory() as tmp:
         report = os.path.join(tmp, "r.json")
         subprocess.run([args.bin, "--size", args.size, "--mode", args.mode, "-b", args.b,
                         "-n", args.n, "-w", str(args.w), "-i", str(args.i), "-r", str(args.r),
-                        "-o", report], check=True, stdout=subprocess.DEVNULL)
+                        "--dtype", args.dtype, "-o", report], check=True,
+                       stdout=subprocess.DEVNULL)
         rep = json.load(open(report))
     width, image, classes = MEMBERS[args.size]
-    print(f"{rep['model']}, {args.mode}, fp32, synthetic data, {rep['machine']}, "
+    print(f"{rep['model']}, {args.mode}, {args.dtype}, synthetic data, {rep['machine']}, "
           f"{args.w} warm-up + {args.r} x {args.i} steps, median\n")
     print("| processes | batch | run_benchmark samples/s | PyTorch samples/s | ours / PyTorch |")
     print("|---:|---:|---:|---:|---:|")
@@ -51,7 +53,7 @@ def main():
             out = subprocess.run(
                 ["/usr/bin/python3", os.path.join(HERE, "torch_peer.py"), args.mode, str(width),
                  str(image), str(classes), str(c["batch_per_device"]), str(args.w), str(args.i),
-                 str(args.r), str(threads)], capture_output=True, text=True)
+                 str(args.r), str(threads), args.dtype], capture_output=True, text=True)
             peers = {}
             for line in out.stdout.splitlines():
                 name, value = line.split()

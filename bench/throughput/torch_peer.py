@@ -7,9 +7,10 @@ wall time; prints the median per memory format: "<format> <samples/s>".
 train = forward, cross-entropy with label smoothing 0.1, backward, SGD with
 momentum (the step run_benchmark times uses LARS); infer = eval-mode forward
 and the top-1 count read back to the host, under torch.inference_mode.
-Run with /usr/bin/python3.
+PRECISION bf16 runs the forward and the loss under torch.autocast (bf16 on
+the CPU). Run with /usr/bin/python3.
 
-usage: torch_peer.py MODE WIDTH IMAGE CLASSES BATCH WARMUP ITERS REPEATS THREADS
+usage: torch_peer.py MODE WIDTH IMAGE CLASSES BATCH WARMUP ITERS REPEATS THREADS [PRECISION]
 """
 import os
 import statistics
@@ -27,6 +28,7 @@ def main():
     mode = sys.argv[1]
     width, image, classes, batch, warmup, iters, repeats, threads = (
         int(a) for a in sys.argv[2:10])
+    bf16 = len(sys.argv) > 10 and sys.argv[10] == "bf16"
     torch.set_num_threads(threads)
     for name, fmt in (("channels_last", torch.channels_last),
                       ("contiguous", torch.contiguous_format)):
@@ -40,13 +42,16 @@ def main():
 
             def step():
                 opt.zero_grad(set_to_none=True)
-                F.cross_entropy(model(x), y, label_smoothing=0.1).backward()
+                with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                    loss = F.cross_entropy(model(x), y, label_smoothing=0.1)
+                loss.backward()
                 opt.step()
         else:
             model.eval()
 
             def step():
-                with torch.inference_mode():
+                with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16,
+                                                            enabled=bf16):
                     (model(x).argmax(1) == y).sum().item()
         for _ in range(warmup):
             step()

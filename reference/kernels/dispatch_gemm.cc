@@ -26,8 +26,8 @@ namespace {
 // (nothing changes under fp32): on a CUDA device under bf16/fp16 the
 // operands are converted to that type (unless stored in it) and the op
 // writes that type, into y itself when y is stored in it and else widened
-// into y (precision_operands.h); otherwise it reads rounded fp32 copies and
-// y is rounded in place. `op(device, a, b, y)` runs the backend's twin.
+// into y (precision_operands.h); otherwise it reads rounded fp32 copies
+// (GemmOperand) and y is rounded in place. `op(device, a, b, y)` runs the backend's twin.
 template <typename Op>
 void RoundedConvolution(bool device, const Tensor& a, const Tensor& b, const Tensor& y, Op&& op) {
   if (device && InPrecisionType(a)) {
@@ -37,7 +37,7 @@ void RoundedConvolution(bool device, const Tensor& a, const Tensor& b, const Ten
     if (!typed) CopyToFp32(typed_y, y);
     return;
   }
-  op(device, RoundedOperand(a, 0), RoundedOperand(b, 1), y);
+  op(device, GemmOperand(a, 0), GemmOperand(b, 1), y);
   RoundOutput(y);
 }
 
@@ -88,8 +88,8 @@ void GemmStridedBatched(Device device, bool trans_a, bool trans_b, int64_t m, in
                                           PrecisionTypeOperand(fb, 1).data(), stride_b, beta, c,
                                           stride_c, batch, ComputePrecision(), core::DType::kF32));
   } else {
-    const float* ra = RoundedOperand(fa, 0).f32();
-    const float* rb = RoundedOperand(fb, 1).f32();
+    const float* ra = GemmOperand(fa, 0).f32();
+    const float* rb = GemmOperand(fb, 1).f32();
     if (device == Device::kCuda) {
       MLPERF_CUDA_TWIN(GemmStridedBatched(trans_a, trans_b, m, n, k, alpha, ra, stride_a, rb,
                                           stride_b, beta, c, stride_c, batch));
@@ -111,8 +111,8 @@ void GemmStridedBatched(Device device, bool trans_a, bool trans_b, int64_t m, in
 void LinearForward(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y) {
   const bool device = OnDevice(x, {&w, &bias, &y});
   const bool typed = device && InPrecisionType(x);
-  const Tensor rx = typed ? PrecisionTypeOperand(x, 0) : RoundedOperand(x, 0);
-  const Tensor rw = typed ? PrecisionTypeOperand(w, 1) : RoundedOperand(w, 1);
+  const Tensor rx = typed ? PrecisionTypeOperand(x, 0) : GemmOperand(x, 0);
+  const Tensor rw = typed ? PrecisionTypeOperand(w, 1) : GemmOperand(w, 1);
   const Tensor rb = typed && y.dtype() == ComputePrecision() ? PrecisionTypeOperand(bias, 2)
                                                              : RoundedOperand(bias, 2);
   if (device) {
@@ -127,8 +127,9 @@ void LinearBackward(const Tensor& x, const Tensor& w, const Tensor& dy, const Te
                     const Tensor& dw, const Tensor& dbias) {
   const bool device = OnDevice(x, {&w, &dy, &dx, &dw, &dbias});
   const bool typed = device && InPrecisionType(x);
-  const Tensor rx = typed ? PrecisionTypeOperand(x, 0) : RoundedOperand(x, 0);
-  const Tensor rw = typed ? PrecisionTypeOperand(w, 1) : RoundedOperand(w, 1);
+  const Tensor rx = typed ? PrecisionTypeOperand(x, 0) : GemmOperand(x, 0);
+  const Tensor rw = typed ? PrecisionTypeOperand(w, 1) : GemmOperand(w, 1);
+  // dy also feeds the bias gradient: rounded here.
   const Tensor rdy = typed ? PrecisionTypeOperand(dy, 2) : RoundedOperand(dy, 2);
   if (device) {
     MLPERF_CUDA_TWIN(LinearBackward(rx, rw, rdy, dx, dw, dbias));

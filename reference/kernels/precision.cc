@@ -6,6 +6,7 @@
 
 #include "base/check.h"
 #include "reference/kernels/cpu/elementwise.h"
+#include "reference/kernels/cpu/gemm.h"
 #include "reference/kernels/precision_operands.h"
 
 #ifdef MLPERF_HAVE_CUDA
@@ -49,9 +50,13 @@ PrecisionScope::PrecisionScope(core::DType precision) : previous_(g_precision) {
   MLPERF_CHECK_MSG(precision == core::DType::kF32 || Reduced(precision),
                    "compute precision must be fp32, bf16 or fp16");
   g_precision = precision;
+  cpu::SetBf16Operands(precision == core::DType::kBF16);
 }
 
-PrecisionScope::~PrecisionScope() { g_precision = previous_; }
+PrecisionScope::~PrecisionScope() {
+  g_precision = previous_;
+  cpu::SetBf16Operands(previous_ == core::DType::kBF16);
+}
 
 void RoundToPrecision(core::DType precision, const core::Tensor& src, const core::Tensor& dst) {
   MLPERF_CHECK(Reduced(precision) && src.numel() == dst.numel());
@@ -114,6 +119,11 @@ core::Tensor RoundedOperand(const core::Tensor& x, int slot) {
   const core::Tensor copy(data, x.shape(), x.dtype(), x.device(), x.layout());
   RoundToPrecision(precision, x, copy);
   return copy;
+}
+
+core::Tensor GemmOperand(const core::Tensor& x, int slot) {
+  if (x.device() == core::Device::kCpu && cpu::GemmsRoundToBf16()) return x;
+  return RoundedOperand(x, slot);
 }
 
 void RoundOutput(const core::Tensor& y) {

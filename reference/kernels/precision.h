@@ -8,7 +8,9 @@
 // to the precision (round to nearest even) into a scratch copy, the product
 // accumulates in fp32, and the op's outputs (activation, input gradient,
 // weight and bias gradients) are rounded in place. Norm statistics, softmax,
-// losses, pointwise ops and the optimizers compute in fp32.
+// losses, pointwise ops and the optimizers compute in fp32. On a CPU with
+// AMX, bf16 GEMMs run on its tiles, which round the operands as they load
+// them (cpu/gemm_amx.h): the same products, summed in another order.
 //
 // The storage points: a model that stores its activations in the precision
 // (ResNet: every conv + BN unit's output, the pooled stem, and their

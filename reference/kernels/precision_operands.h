@@ -12,6 +12,10 @@ constexpr int kOperandSlots = 3;
 // the compute precision in scratch `slot` of x's device, valid until the
 // next op that uses the slot.
 core::Tensor RoundedOperand(const core::Tensor& x, int slot);
+// x as an op's GEMMs alone read it: x itself where the CPU's GEMMs round
+// their operands to bf16 as they pack them (AMX under bf16, cpu/gemm.h),
+// else RoundedOperand(x, slot). The products are the same.
+core::Tensor GemmOperand(const core::Tensor& x, int slot);
 // Rounds an op's output in place to the compute precision (nothing under
 // fp32, or when y is stored in the precision's type: its op rounded it).
 void RoundOutput(const core::Tensor& y);

@@ -9,6 +9,7 @@
 #include <omp.h>
 
 #include "reference/kernels/cpu/blas_threads.h"
+#include "reference/kernels/cpu/gemm_amx.h"
 
 namespace mlperf::cpu {
 namespace {
@@ -16,9 +17,14 @@ namespace {
 // Below this many multiply-adds a GEMM is not worth a fork/join.
 constexpr int64_t kMinTeamMacs = int64_t{1} << 20;
 
-// One CBLAS call on a block of C with explicit leading dimensions.
+bool g_bf16_operands = false;
+
+// One block of C with explicit leading dimensions, in the calling thread.
 void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
            int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  // Every GEMM, however small, when they round their operands (GemmOperand).
+  if (GemmsRoundToBf16())
+    return GemmBf16Amx(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
               trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
               static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
@@ -87,6 +93,10 @@ void GemmStridedBatched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_
     Gemm(trans_a, trans_b, m, n, k, alpha, a + i * stride_a, b + i * stride_b, beta,
          c + i * stride_c);
 }
+
+void SetBf16Operands(bool on) { g_bf16_operands = on; }
+
+bool GemmsRoundToBf16() { return g_bf16_operands && AmxBf16Available(); }
 
 void SetComputeThreads(int threads) {
   omp_set_num_threads(threads);

@@ -15,6 +15,15 @@ void GemmStridedBatched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_
                         const float* a, int64_t stride_a, const float* b, int64_t stride_b,
                         float beta, float* c, int64_t stride_c, int64_t batch);
 
+// Whether GEMMs read their operands as bf16, as bf16 compute precision asks
+// (precision.h): they then run on AMX tiles where the CPU has them
+// (gemm_amx.h), which round every operand as they pack it; elsewhere in fp32
+// through OpenBLAS, on operands the caller rounded. Set with the precision;
+// not for concurrent use.
+void SetBf16Operands(bool on);
+// Whether the GEMMs round their operands themselves (bf16 operands on AMX).
+bool GemmsRoundToBf16();
+
 // Threads of the CPU kernels in this process: the OpenMP team and OpenBLAS's
 // own pool (set together; more than the cores stalls OpenMP barriers).
 void SetComputeThreads(int threads);

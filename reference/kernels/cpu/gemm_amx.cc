@@ -1,0 +1,263 @@
+// The AMX bf16 GEMM: both operands are packed into tiles (A as 16 rows of 32
+// bf16, B as 16 rows of 16 bf16 pairs along k, the layout TDPBF16PS reads),
+// then each 32x32 block of C sums its tiles' products in four accumulator
+// tiles. The AMX instructions are written as inline assembly with memory
+// clobbers (GCC's intrinsics for them do not tell the compiler that they
+// read or write memory); the packing uses AVX-512 BF16, which every AMX CPU
+// has, in functions compiled for it and called only once AMX is known.
+#include "reference/kernels/cpu/gemm_amx.h"
+
+#if defined(__x86_64__)
+
+#include <cpuid.h>
+#include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string_view>
+#include <vector>
+
+namespace mlperf::cpu {
+namespace {
+
+constexpr int64_t kTileRows = 16;    // rows of a tile
+constexpr int64_t kTileK = 32;       // bf16 per row of an A tile (64 bytes)
+constexpr int64_t kTileSize = 512;   // bf16 per tile (1 KiB)
+constexpr int64_t kBlockTiles = 32;  // rows of tiles of A packed at a time (512 rows)
+
+// Linux: ask for the AMX tile data state (arch_prctl ARCH_REQ_XCOMP_PERM,
+// XFEATURE_XTILEDATA).
+constexpr int kArchReqXcompPerm = 0x1023;
+constexpr int kXfeatureXtiledata = 18;
+
+bool Detect() {
+  const char* env = std::getenv("MLPERF_CPU_AMX");
+  if (env != nullptr && std::string_view(env) == "0") return false;
+  unsigned eax, ebx, ecx, edx;
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
+  const bool avx512 = (ebx >> 16 & 1) && (ebx >> 30 & 1);  // AVX512F, AVX512BW
+  const bool amx = (edx >> 22 & 1) && (edx >> 24 & 1);     // AMX-BF16, AMX-TILE
+  if (!avx512 || !amx || __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) == 0) return false;
+  if (!(eax >> 5 & 1)) return false;                                                  // AVX512_BF16
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0 || !(ecx >> 27 & 1)) return false;  // OSXSAVE
+  // The OS must save the AVX-512 (bits 5-7) and tile (17, 18) state.
+  unsigned xcr0_lo, xcr0_hi;
+  __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+  const unsigned need = 0xe0u | (3u << 17);
+  if ((xcr0_lo & need) != need) return false;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+}
+
+struct alignas(64) TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t bytes_per_row[16] = {};
+  uint8_t rows[16] = {};
+};
+
+// Tiles 0-3 accumulate C (16 x 16 fp32), 4-5 hold A, 6-7 hold B: all 16 rows
+// of 64 bytes.
+void LoadTileConfig() {
+  TileConfig config;
+  for (int t = 0; t < 8; ++t) {
+    config.rows[t] = kTileRows;
+    config.bytes_per_row[t] = 64;
+  }
+  __asm__ volatile("ldtilecfg %0" ::"m"(config) : "memory");
+}
+
+void ReleaseTiles() { __asm__ volatile("tilerelease" ::: "memory"); }
+
+#define MLPERF_TILE_ZERO(t) __asm__ volatile("tilezero %%tmm" #t ::: "memory")
+#define MLPERF_TILE_LOAD(t, p, stride) \
+  __asm__ volatile("tileloadd (%0,%1,1), %%tmm" #t ::"r"(p), "r"(stride) : "memory")
+#define MLPERF_TILE_STORE(t, p, stride) \
+  __asm__ volatile("tilestored %%tmm" #t ", (%0,%1,1)" ::"r"(p), "r"(stride) : "memory")
+// tmm<c> += tmm<a> (A rows) times tmm<b> (B pairs).
+#define MLPERF_TILE_DP(c, a, b) \
+  __asm__ volatile("tdpbf16ps %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::: "memory")
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512bf16")
+
+inline __mmask16 FirstLanes(int64_t count) {
+  if (count <= 0) return 0;
+  return count >= 16 ? __mmask16(0xffff) : __mmask16((1u << count) - 1);
+}
+
+// `count` floats at p (0 to 32; zeros after them) as 32 bf16 at dst.
+inline void PackRow32(const float* p, int64_t count, uint16_t* dst) {
+  const __m512 lo = _mm512_maskz_loadu_ps(FirstLanes(count), p);
+  const __m512 hi = _mm512_maskz_loadu_ps(FirstLanes(count - 16), p + 16);
+  _mm512_storeu_si512(dst, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo)));
+}
+
+// Rows r and r + 1 at p (stride ld; zeros from row `count` on) of `lanes`
+// floats (zeros after them, 16 in all), as 16 bf16 pairs, row r's low.
+inline __m512i PairRows(const float* p, int64_t ld, int64_t r, int64_t count, int64_t lanes) {
+  alignas(64) static constexpr uint16_t kInterleave[32] = {
+      0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
+      8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  const __mmask16 mask = FirstLanes(lanes);
+  const __m512 v0 = _mm512_maskz_loadu_ps(r < count ? mask : 0, p + std::min(r, count - 1) * ld);
+  const __m512 v1 =
+      _mm512_maskz_loadu_ps(r + 1 < count ? mask : 0, p + std::min(r + 1, count - 1) * ld);
+  const __m512i both = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(v1, v0));
+  return _mm512_permutexvar_epi16(_mm512_load_si512(kInterleave), both);
+}
+
+// Writes 16 pairs down column `column` (in pairs) of a tile's 16 rows.
+inline void ScatterColumn(uint16_t* tile, int64_t column, __m512i pairs) {
+  const __m512i row_starts = _mm512_set_epi32(240, 224, 208, 192, 176, 160, 144, 128, 112, 96, 80,
+                                              64, 48, 32, 16, 0);  // in 32-bit words
+  _mm512_i32scatter_epi32(tile + 2 * column, row_starts, pairs, 4);
+}
+
+// Rows [i0, i0 + 16 * tiles) of op(A) (m x k), as tiles[tile row][k / 32].
+void PackA(bool trans, const float* a, int64_t lda, int64_t m, int64_t k, int64_t i0, int64_t tiles,
+           int64_t kt, uint16_t* dst) {
+  for (int64_t it = 0; it < tiles; ++it) {
+    const int64_t row0 = i0 + it * kTileRows, rows = std::min(kTileRows, m - row0);
+    for (int64_t q = 0; q < kt; ++q) {
+      uint16_t* tile = dst + (it * kt + q) * kTileSize;
+      const int64_t k0 = q * kTileK, kc = std::min(kTileK, k - k0);
+      if (!trans) {
+        for (int64_t r = 0; r < kTileRows; ++r)
+          PackRow32(r < rows ? a + (row0 + r) * lda + k0 : a, r < rows ? kc : 0, tile + r * kTileK);
+        continue;
+      }
+      // op(A)[i][kk] = a[kk * lda + i]: rows 2p and 2p + 1 of a are the
+      // tile's column of pairs p.
+      for (int64_t p = 0; p < kTileRows; ++p)
+        ScatterColumn(tile, p, PairRows(a + k0 * lda + row0, lda, 2 * p, kc, rows));
+    }
+  }
+}
+
+// op(B) (k x n), all of it, as tiles[n / 16][k / 32], each 16 rows of
+// (B[2p][j], B[2p + 1][j]) for j < 16.
+void PackB(bool trans, const float* b, int64_t ldb, int64_t k, int64_t n, int64_t nt, int64_t kt,
+           uint16_t* dst) {
+  for (int64_t jt = 0; jt < nt; ++jt) {
+    const int64_t n0 = jt * kTileRows, cols = std::min(kTileRows, n - n0);
+    for (int64_t q = 0; q < kt; ++q) {
+      uint16_t* tile = dst + (jt * kt + q) * kTileSize;
+      const int64_t k0 = q * kTileK, kc = std::min(kTileK, k - k0);
+      if (!trans) {
+        // op(B)[kk][j] = b[kk * ldb + j]: rows 2p and 2p + 1 of b are the
+        // tile's row p.
+        for (int64_t p = 0; p < kTileRows; ++p)
+          _mm512_storeu_si512(tile + p * 32, PairRows(b + k0 * ldb + n0, ldb, 2 * p, kc, cols));
+        continue;
+      }
+      // op(B)[kk][j] = b[j * ldb + kk]: row j of b is the tile's column j.
+      alignas(64) uint16_t row[32];
+      for (int64_t j = 0; j < kTileRows; ++j) {
+        PackRow32(j < cols ? b + (n0 + j) * ldb + k0 : b, j < cols ? kc : 0, row);
+        ScatterColumn(tile, j, _mm512_load_si512(row));
+      }
+    }
+  }
+}
+
+// C rows [i0, i0 + 16 * tiles) from the packed A block and all of B.
+void MultiplyBlock(const uint16_t* pa, const uint16_t* pb, int64_t tiles, int64_t nt, int64_t kt,
+                   int64_t i0, int64_t m, int64_t n, float alpha, float beta, float* c,
+                   int64_t ldc) {
+  alignas(64) float acc[32 * 32];
+  const int64_t stride = kTileK * 2, acc_stride = 32 * sizeof(float);
+  for (int64_t jt = 0; jt < nt; jt += 2) {
+    const uint16_t* b0 = pb + jt * kt * kTileSize;
+    const uint16_t* b1 = b0 + kt * kTileSize;
+    for (int64_t it = 0; it < tiles; it += 2) {
+      const uint16_t* a0 = pa + it * kt * kTileSize;
+      const uint16_t* a1 = a0 + kt * kTileSize;
+      MLPERF_TILE_ZERO(0);
+      MLPERF_TILE_ZERO(1);
+      MLPERF_TILE_ZERO(2);
+      MLPERF_TILE_ZERO(3);
+      for (int64_t q = 0; q < kt; ++q) {
+        MLPERF_TILE_LOAD(4, a0 + q * kTileSize, stride);
+        MLPERF_TILE_LOAD(5, a1 + q * kTileSize, stride);
+        MLPERF_TILE_LOAD(6, b0 + q * kTileSize, stride);
+        MLPERF_TILE_LOAD(7, b1 + q * kTileSize, stride);
+        MLPERF_TILE_DP(0, 4, 6);
+        MLPERF_TILE_DP(1, 4, 7);
+        MLPERF_TILE_DP(2, 5, 6);
+        MLPERF_TILE_DP(3, 5, 7);
+      }
+      MLPERF_TILE_STORE(0, acc, acc_stride);
+      MLPERF_TILE_STORE(1, acc + 16, acc_stride);
+      MLPERF_TILE_STORE(2, acc + 16 * 32, acc_stride);
+      MLPERF_TILE_STORE(3, acc + 16 * 32 + 16, acc_stride);
+      const int64_t row0 = i0 + it * kTileRows, col0 = jt * kTileRows;
+      const int64_t rows = std::min<int64_t>(32, m - row0), cols = std::min<int64_t>(32, n - col0);
+      for (int64_t r = 0; r < rows; ++r) {
+        float* out = c + (row0 + r) * ldc + col0;
+        const float* sum = acc + r * 32;
+        if (beta == 0.0f) {
+          for (int64_t j = 0; j < cols; ++j) out[j] = alpha * sum[j];
+        } else {
+          for (int64_t j = 0; j < cols; ++j) out[j] = alpha * sum[j] + beta * out[j];
+        }
+      }
+    }
+  }
+}
+
+#pragma GCC pop_options
+
+// Packing buffers of the calling thread; they only grow.
+uint16_t* Buffer(std::vector<uint16_t>& buffer, int64_t elements) {
+  if (static_cast<int64_t>(buffer.size()) < elements) buffer.resize(static_cast<size_t>(elements));
+  return buffer.data();
+}
+
+}  // namespace
+
+bool AmxBf16Available() {
+  static const bool available = Detect();
+  return available;
+}
+
+void GemmBf16Amx(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                 const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                 int64_t ldc) {
+  if (m <= 0 || n <= 0) return;
+  // Tiles are computed in pairs: pad rows and columns of tiles to even counts.
+  const auto even_tiles = [](int64_t x) { return ((x + kTileRows - 1) / kTileRows + 1) / 2 * 2; };
+  const int64_t mt = even_tiles(m), nt = even_tiles(n), kt = (k + kTileK - 1) / kTileK;
+  static thread_local std::vector<uint16_t> buffer_a, buffer_b;
+  uint16_t* pb = Buffer(buffer_b, nt * kt * kTileSize);
+  uint16_t* pa = Buffer(buffer_a, std::min(mt, kBlockTiles) * kt * kTileSize);
+  PackB(trans_b, b, ldb, k, n, nt, kt, pb);
+  LoadTileConfig();
+  for (int64_t it = 0; it < mt; it += kBlockTiles) {
+    const int64_t tiles = std::min(kBlockTiles, mt - it), i0 = it * kTileRows;
+    PackA(trans_a, a, lda, m, k, i0, tiles, kt, pa);
+    MultiplyBlock(pa, pb, tiles, nt, kt, i0, m, n, alpha, beta, c, ldc);
+  }
+  ReleaseTiles();
+}
+
+}  // namespace mlperf::cpu
+
+#else  // not x86-64: no AMX
+
+#include "base/check.h"
+
+namespace mlperf::cpu {
+
+bool AmxBf16Available() { return false; }
+
+void GemmBf16Amx(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
+                 int64_t, float, float*, int64_t) {
+  MLPERF_CHECK_MSG(false, "GemmBf16Amx: AMX is x86-64 only");
+}
+
+}  // namespace mlperf::cpu
+
+#endif

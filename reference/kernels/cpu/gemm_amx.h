@@ -1,0 +1,24 @@
+// bf16 GEMMs on the AMX tiles of recent Intel Xeons (Sapphire Rapids on),
+// for the CPU under bf16 compute precision: bf16 operands, products summed
+// in fp32, as the GPU's tensor cores do. Only the order of the sums differs
+// from an fp32 GEMM on the same rounded operands.
+#pragma once
+
+#include <cstdint>
+
+namespace mlperf::cpu {
+
+// Whether this process may run AMX bf16 instructions: the CPU has them, the
+// OS saves their state and granted it to the process (asked once). False when
+// MLPERF_CPU_AMX=0.
+bool AmxBf16Available();
+
+// C[m,n] = alpha * op(A) * op(B) + beta * C in the calling thread, CBLAS
+// row-major conventions (lda, ldb, ldc in elements). The operands are
+// rounded to bf16 (nearest even; exact for the rounded operands of bf16
+// precision). Requires AmxBf16Available(); beta == 0 never reads C.
+void GemmBf16Amx(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                 const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                 int64_t ldc);
+
+}  // namespace mlperf::cpu

@@ -1,0 +1,139 @@
+// The AMX bf16 GEMM (kernels/cpu/gemm_amx.h) against an fp64 sum of the
+// bf16-rounded operands, over shapes with partial tiles in every dimension,
+// transposes, strides, alpha and beta. Skips on CPUs without AMX.
+#include "reference/kernels/cpu/gemm_amx.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "reference/core/dtype.h"
+#include "reference/core/philox.h"
+#include "reference/kernels/cpu/gemm.h"
+
+namespace mlperf {
+namespace {
+
+float Bf16(float x) { return core::Bf16ToFloat(core::FloatToBf16(x)); }
+
+std::vector<float> Uniform(int64_t size, uint64_t seed) {
+  std::vector<float> v(static_cast<size_t>(size));
+  for (int64_t i = 0; i < size; ++i) v[i] = 2.0f * core::PhiloxUniform(seed, 0, i) - 1.0f;
+  return v;
+}
+
+struct Case {
+  int64_t m, n, k;
+  bool trans_a, trans_b;
+  float alpha, beta;
+  int64_t pad;  // extra elements per row of every operand
+};
+
+// Runs one case and checks every element of C, and that the padding of C's
+// rows is untouched.
+void Check(const Case& t) {
+  SCOPED_TRACE(testing::Message() << t.m << "x" << t.n << "x" << t.k << " trans " << t.trans_a
+                                  << t.trans_b << " alpha " << t.alpha << " beta " << t.beta
+                                  << " pad " << t.pad);
+  const int64_t a_rows = t.trans_a ? t.k : t.m, a_cols = t.trans_a ? t.m : t.k;
+  const int64_t b_rows = t.trans_b ? t.n : t.k, b_cols = t.trans_b ? t.k : t.n;
+  const int64_t lda = a_cols + t.pad, ldb = b_cols + t.pad, ldc = t.n + t.pad;
+  const std::vector<float> a = Uniform(a_rows * lda, 1), b = Uniform(b_rows * ldb, 2);
+  std::vector<float> c = Uniform(t.m * ldc, 3);
+  const std::vector<float> c0 = c;
+  const auto op_a = [&](int64_t i, int64_t p) {
+    return Bf16(t.trans_a ? a[p * lda + i] : a[i * lda + p]);
+  };
+  const auto op_b = [&](int64_t p, int64_t j) {
+    return Bf16(t.trans_b ? b[j * ldb + p] : b[p * ldb + j]);
+  };
+  cpu::GemmBf16Amx(t.trans_a, t.trans_b, t.m, t.n, t.k, t.alpha, a.data(), lda, b.data(), ldb,
+                   t.beta, c.data(), ldc);
+  int64_t bad = 0;
+  for (int64_t i = 0; i < t.m; ++i) {
+    for (int64_t j = 0; j < t.n; ++j) {
+      double sum = 0, magnitude = 0;
+      for (int64_t p = 0; p < t.k; ++p) {
+        const double product = double{op_a(i, p)} * op_b(p, j);
+        sum += product;
+        magnitude += std::fabs(product);
+      }
+      const double old = t.beta == 0 ? 0.0 : double{t.beta} * c0[i * ldc + j];
+      const double want = t.alpha * sum + old;
+      // fp32 sums of k exact products: at most k roundings of the running sum.
+      const double tolerance =
+          (t.k + 2) * std::ldexp(1.0, -24) * (std::fabs(t.alpha) * magnitude + std::fabs(old)) +
+          1e-30;
+      if (std::fabs(c[i * ldc + j] - want) > tolerance && ++bad <= 5)
+        ADD_FAILURE() << "C[" << i << "][" << j << "] = " << c[i * ldc + j] << ", want " << want;
+    }
+    for (int64_t j = t.n; j < ldc; ++j)
+      ASSERT_EQ(c[i * ldc + j], c0[i * ldc + j]) << "padding of row " << i << " written";
+  }
+  EXPECT_EQ(bad, 0);
+}
+
+class GemmAmxTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cpu::AmxBf16Available()) GTEST_SKIP() << "this CPU (or MLPERF_CPU_AMX=0) has no AMX bf16";
+  }
+};
+
+TEST_F(GemmAmxTest, EqualsTheSumOfRoundedProductsForEveryLayout) {
+  const int64_t shapes[][3] = {{1, 1, 1},    {16, 16, 32}, {32, 32, 64},  {17, 33, 31},
+                               {3, 70, 100}, {65, 5, 47},  {100, 90, 33}, {40, 48, 700}};
+  for (const auto& s : shapes)
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) Check({s[0], s[1], s[2], ta, tb, 1.0f, 0.0f, 0});
+}
+
+TEST_F(GemmAmxTest, AlphaBetaAndStridedRows) {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      Check({37, 29, 75, ta, tb, 0.5f, 1.0f, 3});
+      Check({20, 50, 40, ta, tb, -2.0f, -0.25f, 16});
+    }
+}
+
+// A block of more than 512 rows packs A in several blocks against one B.
+TEST_F(GemmAmxTest, ManyRowBlocks) {
+  Check({1100, 40, 96, false, true, 1.0f, 0.0f, 0});
+  Check({530, 18, 64, true, false, 1.0f, 1.0f, 0});
+}
+
+TEST_F(GemmAmxTest, BetaZeroIgnoresCAndNaNPropagates) {
+  const int64_t m = 20, n = 20, k = 40;
+  std::vector<float> a = Uniform(m * k, 4), b = Uniform(k * n, 5);
+  std::vector<float> c(m * n, std::numeric_limits<float>::quiet_NaN());
+  cpu::GemmBf16Amx(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n);
+  for (float v : c) ASSERT_TRUE(std::isfinite(v));
+  a[3 * k + 7] = std::numeric_limits<float>::quiet_NaN();
+  cpu::GemmBf16Amx(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) EXPECT_EQ(std::isnan(c[i * n + j]), i == 3) << i << "," << j;
+}
+
+// cpu::Gemm takes the AMX path under bf16 operands (the same bits as a
+// direct call in one thread) and OpenBLAS's fp32 one otherwise.
+TEST_F(GemmAmxTest, GemmUsesItUnderBf16Operands) {
+  const int64_t m = 48, n = 64, k = 80;
+  const std::vector<float> a = Uniform(m * k, 6), b = Uniform(k * n, 7);
+  std::vector<float> direct(m * n), through(m * n), fp32(m * n);
+  cpu::GemmBf16Amx(false, true, m, n, k, 1.0f, a.data(), k, b.data(), k, 0.0f, direct.data(), n);
+  cpu::SetBf16Operands(true);
+  cpu::Gemm(false, true, m, n, k, 1.0f, a.data(), b.data(), 0.0f, through.data());
+  cpu::SetBf16Operands(false);
+  cpu::Gemm(false, true, m, n, k, 1.0f, a.data(), b.data(), 0.0f, fp32.data());
+  EXPECT_EQ(direct, through);
+  // Unrounded fp32 operands: a different product in almost every element.
+  int64_t same = 0;
+  for (int64_t i = 0; i < m * n; ++i) same += fp32[i] == direct[i];
+  EXPECT_LT(same, m * n / 10);
+}
+
+}  // namespace
+}  // namespace mlperf

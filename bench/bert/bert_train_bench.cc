@@ -67,8 +67,7 @@ constexpr std::string_view kFlags[] = {
 
 constexpr char kUsage[] =
     "Times one BERT training step (forward with the losses, backward) on the CPU in fp32 or\n"
-    "bf16,"
-    "ours against transformers' BertForPreTraining on the same batch, sizes and threads.\n"
+    "bf16, ours against transformers' BertForPreTraining on the same batch, sizes and threads.\n"
     "Usage: bert_train_bench [flags]   (threads: OMP_NUM_THREADS, else all cores)\n\nFlags:\n";
 
 // Median, minimum and maximum seconds of the timed steps (the median of an

@@ -27,7 +27,8 @@ namespace {
 // operands are converted to that type (unless stored in it) and the op
 // writes that type, into y itself when y is stored in it and else widened
 // into y (precision_operands.h); otherwise it reads rounded fp32 copies
-// (GemmOperand) and y is rounded in place. `op(device, a, b, y)` runs the backend's twin.
+// (GemmOperand) and y is rounded in place. `op(device, a, b, y)` runs the
+// backend's twin.
 template <typename Op>
 void RoundedConvolution(bool device, const Tensor& a, const Tensor& b, const Tensor& y, Op&& op) {
   if (device && InPrecisionType(a)) {

@@ -96,6 +96,10 @@ TEST_F(GemmAmxTest, AlphaBetaAndStridedRows) {
     for (bool tb : {false, true}) {
       Check({37, 29, 75, ta, tb, 0.5f, 1.0f, 3});
       Check({20, 50, 40, ta, tb, -2.0f, -0.25f, 16});
+      // Whole 32x32 blocks with alpha 1 and beta 0 are stored straight
+      // from the accumulators, the edges (and beta 1) through `acc`.
+      Check({70, 96, 100, ta, tb, 1.0f, 1.0f, 5});
+      Check({64, 70, 64, ta, tb, 1.0f, 0.0f, 3});
     }
 }
 
@@ -105,16 +109,19 @@ TEST_F(GemmAmxTest, ManyRowBlocks) {
   Check({530, 18, 64, true, false, 1.0f, 1.0f, 0});
 }
 
+// Both paths to C: the general one (20 x 20) and whole blocks (64 x 64).
 TEST_F(GemmAmxTest, BetaZeroIgnoresCAndNaNPropagates) {
-  const int64_t m = 20, n = 20, k = 40;
-  std::vector<float> a = Uniform(m * k, 4), b = Uniform(k * n, 5);
-  std::vector<float> c(m * n, std::numeric_limits<float>::quiet_NaN());
-  cpu::GemmBf16Amx(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n);
-  for (float v : c) ASSERT_TRUE(std::isfinite(v));
-  a[3 * k + 7] = std::numeric_limits<float>::quiet_NaN();
-  cpu::GemmBf16Amx(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n);
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) EXPECT_EQ(std::isnan(c[i * n + j]), i == 3) << i << "," << j;
+  for (const int64_t m : {20, 64}) {
+    const int64_t n = m, k = 40;
+    std::vector<float> a = Uniform(m * k, 4), b = Uniform(k * n, 5);
+    std::vector<float> c(m * n, std::numeric_limits<float>::quiet_NaN());
+    cpu::GemmBf16Amx(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n);
+    for (float v : c) ASSERT_TRUE(std::isfinite(v));
+    a[3 * k + 7] = std::numeric_limits<float>::quiet_NaN();
+    cpu::GemmBf16Amx(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) EXPECT_EQ(std::isnan(c[i * n + j]), i == 3) << i << "," << j;
+  }
 }
 
 // cpu::Gemm takes the AMX path under bf16 operands (the same bits as a

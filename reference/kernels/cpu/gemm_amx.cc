@@ -1,7 +1,8 @@
 // The AMX bf16 GEMM: both operands are packed into tiles (A as 16 rows of 32
 // bf16, B as 16 rows of 16 bf16 pairs along k, the layout TDPBF16PS reads),
 // then each 32x32 block of C sums its tiles' products in four accumulator
-// tiles. The AMX instructions are written as inline assembly with memory
+// tiles. Operands whose k runs down rows of memory are packed k-major, so
+// that they are read along rows. The AMX instructions are written as inline assembly with memory
 // clobbers (GCC's intrinsics for them do not tell the compiler that they
 // read or write memory); the packing uses AVX-512 BF16, which every AMX CPU
 // has, in functions compiled for it and called only once AMX is known.
@@ -82,17 +83,25 @@ void ReleaseTiles() { __asm__ volatile("tilerelease" ::: "memory"); }
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512bf16")
+// GCC 12's AVX-512 shuffle intrinsics start from an "undefined" vector that
+// it then warns about.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 inline __mmask16 FirstLanes(int64_t count) {
   if (count <= 0) return 0;
   return count >= 16 ? __mmask16(0xffff) : __mmask16((1u << count) - 1);
 }
 
-// `count` floats at p (0 to 32; zeros after them) as 32 bf16 at dst.
-inline void PackRow32(const float* p, int64_t count, uint16_t* dst) {
+// `count` floats at p (0 to 32; zeros after them) as 32 bf16.
+inline __m512i Row32(const float* p, int64_t count) {
   const __m512 lo = _mm512_maskz_loadu_ps(FirstLanes(count), p);
   const __m512 hi = _mm512_maskz_loadu_ps(FirstLanes(count - 16), p + 16);
-  _mm512_storeu_si512(dst, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo)));
+  return reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
+}
+
+inline void PackRow32(const float* p, int64_t count, uint16_t* dst) {
+  _mm512_storeu_si512(dst, Row32(p, count));
 }
 
 // Rows r and r + 1 at p (stride ld; zeros from row `count` on) of `lanes`
@@ -109,58 +118,101 @@ inline __m512i PairRows(const float* p, int64_t ld, int64_t r, int64_t count, in
   return _mm512_permutexvar_epi16(_mm512_load_si512(kInterleave), both);
 }
 
-// Writes 16 pairs down column `column` (in pairs) of a tile's 16 rows.
-inline void ScatterColumn(uint16_t* tile, int64_t column, __m512i pairs) {
-  const __m512i row_starts = _mm512_set_epi32(240, 224, 208, 192, 176, 160, 144, 128, 112, 96, 80,
-                                              64, 48, 32, 16, 0);  // in 32-bit words
-  _mm512_i32scatter_epi32(tile + 2 * column, row_starts, pairs, 4);
+// Stores the transpose of v (16 rows of 16 32-bit pairs) as a tile's rows,
+// tile row j holding element j of every v[i]: 64 shuffles in registers
+// rather than 16 scatters to memory.
+inline void StoreTransposed(__m512i v[16], uint16_t* tile) {
+  __m512i t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(v[i], v[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(v[i], v[i + 1]);
+  }
+  // u[4g + c], 128-bit lane l: column 4l + c of rows 4g to 4g + 3.
+  __m512i u[16];
+  for (int g = 0; g < 16; g += 4) {
+    u[g] = _mm512_unpacklo_epi64(t[g], t[g + 2]);
+    u[g + 1] = _mm512_unpackhi_epi64(t[g], t[g + 2]);
+    u[g + 2] = _mm512_unpacklo_epi64(t[g + 1], t[g + 3]);
+    u[g + 3] = _mm512_unpackhi_epi64(t[g + 1], t[g + 3]);
+  }
+  // Row 4l + c of the tile: lane l of u[c], u[4 + c], u[8 + c], u[12 + c].
+  for (int c = 0; c < 4; ++c) {
+    const __m512i v0 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x44);
+    const __m512i v1 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xee);
+    const __m512i v2 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x44);
+    const __m512i v3 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xee);
+    _mm512_storeu_si512(tile + c * 32, _mm512_shuffle_i32x4(v0, v2, 0x88));
+    _mm512_storeu_si512(tile + (4 + c) * 32, _mm512_shuffle_i32x4(v0, v2, 0xdd));
+    _mm512_storeu_si512(tile + (8 + c) * 32, _mm512_shuffle_i32x4(v1, v3, 0x88));
+    _mm512_storeu_si512(tile + (12 + c) * 32, _mm512_shuffle_i32x4(v1, v3, 0xdd));
+  }
+}
+
+// The tile of op(A) (m x k) at rows [row0, row0 + 16) and k [k0, k0 + 32),
+// zeros past `rows` and `kc`.
+inline void PackTileA(bool trans, const float* a, int64_t lda, int64_t row0, int64_t rows,
+                      int64_t k0, int64_t kc, uint16_t* tile) {
+  if (!trans) {
+    for (int64_t r = 0; r < kTileRows; ++r)
+      PackRow32(r < rows ? a + (row0 + r) * lda + k0 : a, r < rows ? kc : 0, tile + r * kTileK);
+    return;
+  }
+  // op(A)[i][kk] = a[kk * lda + i]: rows 2p and 2p + 1 of a are the tile's
+  // column of pairs p.
+  __m512i pairs[16];
+  for (int64_t p = 0; p < kTileRows; ++p)
+    pairs[p] = PairRows(a + k0 * lda + row0, lda, 2 * p, kc, rows);
+  StoreTransposed(pairs, tile);
+}
+
+// The tile of op(B) (k x n) at k [k0, k0 + 32) and columns [n0, n0 + 16),
+// each of its 16 rows (B[2p][j], B[2p + 1][j]) for j < 16.
+inline void PackTileB(bool trans, const float* b, int64_t ldb, int64_t n0, int64_t cols, int64_t k0,
+                      int64_t kc, uint16_t* tile) {
+  if (!trans) {
+    // op(B)[kk][j] = b[kk * ldb + j]: rows 2p and 2p + 1 of b are row p.
+    for (int64_t p = 0; p < kTileRows; ++p)
+      _mm512_storeu_si512(tile + p * 32, PairRows(b + k0 * ldb + n0, ldb, 2 * p, kc, cols));
+    return;
+  }
+  // op(B)[kk][j] = b[j * ldb + kk]: row j of b is the tile's column j.
+  __m512i rows[16];
+  for (int64_t j = 0; j < kTileRows; ++j)
+    rows[j] = Row32(j < cols ? b + (n0 + j) * ldb + k0 : b, j < cols ? kc : 0);
+  StoreTransposed(rows, tile);
+}
+
+// Visits the tiles (outer, inner) of a packed operand in the order that
+// reads its source along rows of memory: k outermost where k runs down them.
+template <typename F>
+inline void ForEachTile(bool k_down_rows, int64_t tiles, int64_t kt, F pack) {
+  if (k_down_rows) {
+    for (int64_t q = 0; q < kt; ++q)
+      for (int64_t t = 0; t < tiles; ++t) pack(t, q);
+  } else {
+    for (int64_t t = 0; t < tiles; ++t)
+      for (int64_t q = 0; q < kt; ++q) pack(t, q);
+  }
 }
 
 // Rows [i0, i0 + 16 * tiles) of op(A) (m x k), as tiles[tile row][k / 32].
 void PackA(bool trans, const float* a, int64_t lda, int64_t m, int64_t k, int64_t i0, int64_t tiles,
            int64_t kt, uint16_t* dst) {
-  for (int64_t it = 0; it < tiles; ++it) {
-    const int64_t row0 = i0 + it * kTileRows, rows = std::min(kTileRows, m - row0);
-    for (int64_t q = 0; q < kt; ++q) {
-      uint16_t* tile = dst + (it * kt + q) * kTileSize;
-      const int64_t k0 = q * kTileK, kc = std::min(kTileK, k - k0);
-      if (!trans) {
-        for (int64_t r = 0; r < kTileRows; ++r)
-          PackRow32(r < rows ? a + (row0 + r) * lda + k0 : a, r < rows ? kc : 0, tile + r * kTileK);
-        continue;
-      }
-      // op(A)[i][kk] = a[kk * lda + i]: rows 2p and 2p + 1 of a are the
-      // tile's column of pairs p.
-      for (int64_t p = 0; p < kTileRows; ++p)
-        ScatterColumn(tile, p, PairRows(a + k0 * lda + row0, lda, 2 * p, kc, rows));
-    }
-  }
+  ForEachTile(trans, tiles, kt, [&](int64_t it, int64_t q) {
+    const int64_t row0 = i0 + it * kTileRows;
+    PackTileA(trans, a, lda, row0, std::min(kTileRows, m - row0), q * kTileK,
+              std::min(kTileK, k - q * kTileK), dst + (it * kt + q) * kTileSize);
+  });
 }
 
-// op(B) (k x n), all of it, as tiles[n / 16][k / 32], each 16 rows of
-// (B[2p][j], B[2p + 1][j]) for j < 16.
+// op(B) (k x n), all of it, as tiles[n / 16][k / 32].
 void PackB(bool trans, const float* b, int64_t ldb, int64_t k, int64_t n, int64_t nt, int64_t kt,
            uint16_t* dst) {
-  for (int64_t jt = 0; jt < nt; ++jt) {
-    const int64_t n0 = jt * kTileRows, cols = std::min(kTileRows, n - n0);
-    for (int64_t q = 0; q < kt; ++q) {
-      uint16_t* tile = dst + (jt * kt + q) * kTileSize;
-      const int64_t k0 = q * kTileK, kc = std::min(kTileK, k - k0);
-      if (!trans) {
-        // op(B)[kk][j] = b[kk * ldb + j]: rows 2p and 2p + 1 of b are the
-        // tile's row p.
-        for (int64_t p = 0; p < kTileRows; ++p)
-          _mm512_storeu_si512(tile + p * 32, PairRows(b + k0 * ldb + n0, ldb, 2 * p, kc, cols));
-        continue;
-      }
-      // op(B)[kk][j] = b[j * ldb + kk]: row j of b is the tile's column j.
-      alignas(64) uint16_t row[32];
-      for (int64_t j = 0; j < kTileRows; ++j) {
-        PackRow32(j < cols ? b + (n0 + j) * ldb + k0 : b, j < cols ? kc : 0, row);
-        ScatterColumn(tile, j, _mm512_load_si512(row));
-      }
-    }
-  }
+  ForEachTile(!trans, nt, kt, [&](int64_t jt, int64_t q) {
+    const int64_t n0 = jt * kTileRows;
+    PackTileB(trans, b, ldb, n0, std::min(kTileRows, n - n0), q * kTileK,
+              std::min(kTileK, k - q * kTileK), dst + (jt * kt + q) * kTileSize);
+  });
 }
 
 // C rows [i0, i0 + 16 * tiles) from the packed A block and all of B.
@@ -175,6 +227,16 @@ void MultiplyBlock(const uint16_t* pa, const uint16_t* pb, int64_t tiles, int64_
     for (int64_t it = 0; it < tiles; it += 2) {
       const uint16_t* a0 = pa + it * kt * kTileSize;
       const uint16_t* a1 = a0 + kt * kTileSize;
+      const int64_t row0 = i0 + it * kTileRows, col0 = jt * kTileRows;
+      const int64_t rows = std::min<int64_t>(32, m - row0), cols = std::min<int64_t>(32, n - col0);
+      // A whole block with alpha 1 and beta 0 is stored straight from the
+      // accumulators into C: no pass through `acc` (small-k GEMMs spend a
+      // fifth of their time there). Beta 1 keeps the pass, which adds C
+      // after the products, not before.
+      float* direct = rows == 32 && cols == 32 && alpha == 1.0f && beta == 0.0f
+                          ? c + row0 * ldc + col0
+                          : nullptr;
+      const int64_t c_stride = ldc * sizeof(float);
       MLPERF_TILE_ZERO(0);
       MLPERF_TILE_ZERO(1);
       MLPERF_TILE_ZERO(2);
@@ -189,12 +251,17 @@ void MultiplyBlock(const uint16_t* pa, const uint16_t* pb, int64_t tiles, int64_
         MLPERF_TILE_DP(2, 5, 6);
         MLPERF_TILE_DP(3, 5, 7);
       }
+      if (direct != nullptr) {
+        MLPERF_TILE_STORE(0, direct, c_stride);
+        MLPERF_TILE_STORE(1, direct + 16, c_stride);
+        MLPERF_TILE_STORE(2, direct + 16 * ldc, c_stride);
+        MLPERF_TILE_STORE(3, direct + 16 * ldc + 16, c_stride);
+        continue;
+      }
       MLPERF_TILE_STORE(0, acc, acc_stride);
       MLPERF_TILE_STORE(1, acc + 16, acc_stride);
       MLPERF_TILE_STORE(2, acc + 16 * 32, acc_stride);
       MLPERF_TILE_STORE(3, acc + 16 * 32 + 16, acc_stride);
-      const int64_t row0 = i0 + it * kTileRows, col0 = jt * kTileRows;
-      const int64_t rows = std::min<int64_t>(32, m - row0), cols = std::min<int64_t>(32, n - col0);
       for (int64_t r = 0; r < rows; ++r) {
         float* out = c + (row0 + r) * ldc + col0;
         const float* sum = acc + r * 32;
@@ -208,6 +275,7 @@ void MultiplyBlock(const uint16_t* pa, const uint16_t* pb, int64_t tiles, int64_
   }
 }
 
+#pragma GCC diagnostic pop
 #pragma GCC pop_options
 
 // Packing buffers of the calling thread; they only grow.

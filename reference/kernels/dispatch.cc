@@ -106,23 +106,27 @@ void BatchNormActForwardTraining(const BatchNormParams& p, bool relu, const Tens
                                  const Tensor& y, const Tensor& save_mean,
                                  const Tensor& save_inv_std, const Tensor& running_mean,
                                  const Tensor& running_var, const Tensor& relu_mask) {
-  if (OnDevice(x, {&residual, &gamma, &y, &running_mean, &relu_mask}))
-    return MLPERF_CUDA_TWIN(BatchNormActForwardTraining(p, relu, x, residual, gamma, beta, y,
-                                                        save_mean, save_inv_std, running_mean,
-                                                        running_var, relu_mask));
+  if (OnDevice(x, {&residual, &gamma, &y, &running_mean, &relu_mask})) {
+    MLPERF_CUDA_TWIN(BatchNormActForwardTraining(p, relu, x, residual, gamma, beta, y, save_mean,
+                                                 save_inv_std, running_mean, running_var,
+                                                 relu_mask));
+    return RoundStored(y);
+  }
   cpu::BatchNormActForwardTraining(p, relu, x, residual, gamma, beta, y, save_mean, save_inv_std,
-                                   running_mean, running_var);
+                                   running_mean, running_var, StoredRounding(y));
 }
 
 void BatchNormActForwardInference(const BatchNormParams& p, bool relu, const Tensor& x,
                                   const Tensor& residual, const Tensor& gamma, const Tensor& beta,
                                   const Tensor& running_mean, const Tensor& running_var,
                                   const Tensor& y, const Tensor& relu_mask) {
-  if (OnDevice(x, {&residual, &gamma, &y, &running_mean, &relu_mask}))
-    return MLPERF_CUDA_TWIN(BatchNormActForwardInference(p, relu, x, residual, gamma, beta,
-                                                         running_mean, running_var, y, relu_mask));
-  cpu::BatchNormActForwardInference(p, relu, x, residual, gamma, beta, running_mean, running_var,
-                                    y);
+  if (OnDevice(x, {&residual, &gamma, &y, &running_mean, &relu_mask})) {
+    MLPERF_CUDA_TWIN(BatchNormActForwardInference(p, relu, x, residual, gamma, beta, running_mean,
+                                                  running_var, y, relu_mask));
+    return RoundStored(y);
+  }
+  cpu::BatchNormActForwardInference(p, relu, x, residual, gamma, beta, running_mean, running_var, y,
+                                    StoredRounding(y));
 }
 
 void BatchNormActBackward(bool relu, const Tensor& x, const Tensor& y, const Tensor& dy,
@@ -133,15 +137,17 @@ void BatchNormActBackward(bool relu, const Tensor& x, const Tensor& y, const Ten
   // under a reduced precision, where RoundStored rounds it apart.
   const bool device = OnDevice(x, {&y, &dy, &dx, &dgamma, &addend, &relu_mask});
   if (!addend.empty() && (!device || dy.dtype() != ComputePrecision())) {
-    Accumulate(addend, dy);
-    RoundStored(dy);
+    AccumulateStored(addend, dy);
     return BatchNormActBackward(relu, x, y, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta,
                                 Tensor(), relu_mask);
   }
-  if (device)
-    return MLPERF_CUDA_TWIN(BatchNormActBackward(relu, x, y, dy, gamma, save_mean, save_inv_std, dx,
-                                                 dgamma, dbeta, addend, relu_mask));
-  cpu::BatchNormActBackward(relu, x, y, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta);
+  if (device) {
+    MLPERF_CUDA_TWIN(BatchNormActBackward(relu, x, y, dy, gamma, save_mean, save_inv_std, dx,
+                                          dgamma, dbeta, addend, relu_mask));
+    return RoundStored(dx);
+  }
+  cpu::BatchNormActBackward(relu, x, y, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta,
+                            StoredRounding(dx));
 }
 
 void ReluForward(const Tensor& x, const Tensor& y) {
@@ -162,6 +168,14 @@ void Add(const Tensor& a, const Tensor& b, const Tensor& y) {
 void Accumulate(const Tensor& x, const Tensor& y) {
   if (OnDevice(x, {&y})) return MLPERF_CUDA_TWIN(Accumulate(x, y));
   cpu::Accumulate(x, y);
+}
+
+void AccumulateStored(const Tensor& x, const Tensor& y) {
+  if (OnDevice(x, {&y})) {
+    MLPERF_CUDA_TWIN(Accumulate(x, y));
+    return RoundStored(y);
+  }
+  cpu::Accumulate(x, y, StoredRounding(y));
 }
 
 void ConcatChannels(const Tensor& a, const Tensor& b, const Tensor& y) {

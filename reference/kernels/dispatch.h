@@ -53,7 +53,9 @@ void BatchNormBackward(const core::Tensor& x, const core::Tensor& dy, const core
 // caller passes it to a backward only after a forward that was given it.
 int64_t ReluMaskWords(const core::Tensor& y);
 
-// Batch norm fused with the residual add and ReLU (cpu/norm.h).
+// Batch norm fused with the residual add and ReLU (cpu/norm.h). y, and the
+// backward's dx, are stored: rounded as RoundStored rounds (on the CPU as
+// they are written).
 void BatchNormActForwardTraining(const BatchNormParams& p, bool relu, const core::Tensor& x,
                                  const core::Tensor& residual, const core::Tensor& gamma,
                                  const core::Tensor& beta, const core::Tensor& y,
@@ -125,6 +127,9 @@ void ReluForward(const core::Tensor& x, const core::Tensor& y);
 void ReluBackward(const core::Tensor& y, const core::Tensor& dy, const core::Tensor& dx);
 void Add(const core::Tensor& a, const core::Tensor& b, const core::Tensor& y);
 void Accumulate(const core::Tensor& x, const core::Tensor& y);
+// y += x where y is a stored activation or gradient: the sum rounded as
+// RoundStored rounds (on the CPU in the same pass).
+void AccumulateStored(const core::Tensor& x, const core::Tensor& y);
 // y = [a, b] along the channels in either layout, and its adjoint.
 void ConcatChannels(const core::Tensor& a, const core::Tensor& b, const core::Tensor& y);
 void SplitChannels(const core::Tensor& y, const core::Tensor& a, const core::Tensor& b);

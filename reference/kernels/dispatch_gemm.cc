@@ -27,49 +27,56 @@ namespace {
 // operands are converted to that type (unless stored in it) and the op
 // writes that type, into y itself when y is stored in it and else widened
 // into y (precision_operands.h); otherwise it reads rounded fp32 copies
-// (GemmOperand) and y is rounded in place. `op(device, a, b, y)` runs the
-// backend's twin.
+// (GemmOperand) and y is rounded in place, on the CPU as it is written.
+// `op(device, a, b, y, round_to)` runs the backend's twin; the CPU's rounds
+// its output to round_to.
 template <typename Op>
 void RoundedConvolution(bool device, const Tensor& a, const Tensor& b, const Tensor& y, Op&& op) {
   if (device && InPrecisionType(a)) {
     const bool typed = y.dtype() == ComputePrecision();
     const Tensor typed_y = typed ? y : PrecisionTypeOutput(y, 2);
-    op(true, PrecisionTypeOperand(a, 0), PrecisionTypeOperand(b, 1), typed_y);
+    op(true, PrecisionTypeOperand(a, 0), PrecisionTypeOperand(b, 1), typed_y, core::DType::kF32);
     if (!typed) CopyToFp32(typed_y, y);
     return;
   }
-  op(device, GemmOperand(a, 0), GemmOperand(b, 1), y);
-  RoundOutput(y);
+  if (device) {
+    op(true, GemmOperand(a, 0), GemmOperand(b, 1), y, core::DType::kF32);
+    return RoundOutput(y);
+  }
+  op(false, GemmOperand(a, 0), GemmOperand(b, 1), y, StoredRounding(y));
 }
 
 }  // namespace
 
 void ConvForward(const ConvGeometry& g, const Tensor& x, const Tensor& w, const Tensor& y,
                  const Tensor& workspace) {
-  RoundedConvolution(OnDevice(x, {&w, &y}), x, w, y,
-                     [&](bool device, const Tensor& rx, const Tensor& rw, const Tensor& ry) {
-                       if (device) return MLPERF_CUDA_TWIN(ConvForward(g, rx, rw, ry, workspace));
-                       cpu::ConvForward(g, rx, rw, ry, workspace);
-                     });
+  RoundedConvolution(
+      OnDevice(x, {&w, &y}), x, w, y,
+      [&](bool device, const Tensor& rx, const Tensor& rw, const Tensor& ry, core::DType round_to) {
+        if (device) return MLPERF_CUDA_TWIN(ConvForward(g, rx, rw, ry, workspace));
+        cpu::ConvForward(g, rx, rw, ry, workspace, round_to);
+      });
 }
 
 void ConvBackwardData(const ConvGeometry& g, const Tensor& dy, const Tensor& w, const Tensor& dx,
                       const Tensor& workspace) {
   RoundedConvolution(OnDevice(dy, {&w, &dx}), dy, w, dx,
-                     [&](bool device, const Tensor& rdy, const Tensor& rw, const Tensor& rdx) {
+                     [&](bool device, const Tensor& rdy, const Tensor& rw, const Tensor& rdx,
+                         core::DType round_to) {
                        if (device)
                          return MLPERF_CUDA_TWIN(ConvBackwardData(g, rdy, rw, rdx, workspace));
-                       cpu::ConvBackwardData(g, rdy, rw, rdx, workspace);
+                       cpu::ConvBackwardData(g, rdy, rw, rdx, workspace, round_to);
                      });
 }
 
 void ConvBackwardWeight(const ConvGeometry& g, const Tensor& x, const Tensor& dy, const Tensor& dw,
                         const Tensor& workspace) {
   RoundedConvolution(OnDevice(x, {&dy, &dw}), x, dy, dw,
-                     [&](bool device, const Tensor& rx, const Tensor& rdy, const Tensor& rdw) {
+                     [&](bool device, const Tensor& rx, const Tensor& rdy, const Tensor& rdw,
+                         core::DType round_to) {
                        if (device)
                          return MLPERF_CUDA_TWIN(ConvBackwardWeight(g, rx, rdy, rdw, workspace));
-                       cpu::ConvBackwardWeight(g, rx, rdy, rdw, workspace);
+                       cpu::ConvBackwardWeight(g, rx, rdy, rdw, workspace, round_to);
                      });
 }
 

@@ -96,12 +96,17 @@ core::DType ActivationStorageType(core::Device device) {
              : core::DType::kF32;
 }
 
-void RoundStored(const core::Tensor& t) {
+core::DType StoredRounding(const core::Tensor& t) {
   const core::DType precision = ComputePrecision();
-  if (t.empty() || t.dtype() == precision) return;
+  if (t.empty() || t.dtype() == precision) return core::DType::kF32;
   MLPERF_CHECK_MSG(t.dtype() == core::DType::kF32,
                    "ops: an activation stored in a reduced type, used under another precision");
-  if (Reduced(precision)) RoundToPrecision(precision, t, t);
+  return Reduced(precision) ? precision : core::DType::kF32;
+}
+
+void RoundStored(const core::Tensor& t) {
+  const core::DType precision = StoredRounding(t);
+  if (precision != core::DType::kF32) RoundToPrecision(precision, t, t);
 }
 
 core::Tensor RoundedOperand(const core::Tensor& x, int slot) {

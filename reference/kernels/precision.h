@@ -76,6 +76,9 @@ core::DType ActivationStorageType(core::Device device);
 // point: nothing under fp32 or when t is already stored in the precision's
 // type (its kernel rounded it).
 void RoundStored(const core::Tensor& t);
+// What RoundStored(t) rounds t to: the compute precision, or kF32 for
+// nothing; for the CPU kernels that round their outputs as they write them.
+core::DType StoredRounding(const core::Tensor& t);
 
 // dst = src rounded to `precision` (bf16 or fp16, nearest even, Inf beyond
 // the range, NaN kept), both fp32 tensors on the same device; in place when

@@ -54,9 +54,9 @@ void ConvBn::Allocate(const ConvGeometry& g, core::Layout layout, bool relu,
 void ConvBn::Forward(const Tensor& x, bool training, const BatchNormParams& bn,
                      const Tensor& workspace, const Tensor& residual) {
   ops::ConvForward(g_, x, w_, z_, workspace);
-  // Under bf16/fp16 the normalised value is stored (rounded) before the
-  // residual add, as a typed y_ is by the fused op's two passes; fp32
-  // storage splits the op to round at the same point.
+  // Under bf16/fp16 the normalised value is stored (rounded, by the op)
+  // before the residual add, as a typed y_ is by the fused op's two passes;
+  // fp32 storage splits the op to round at the same point.
   const bool split = !residual.empty() && ops::ComputePrecision() != core::DType::kF32 &&
                      y_.dtype() == core::DType::kF32;
   const Tensor fused_residual = split ? Tensor() : residual;
@@ -72,10 +72,8 @@ void ConvBn::Forward(const Tensor& x, bool training, const BatchNormParams& bn,
     ops::BatchNormActForwardInference(bn, fused_relu, z_, fused_residual, gamma_, beta_,
                                       running_mean_, running_var_, y_, mask);
   }
-  ops::RoundStored(y_);
   if (split) {
-    ops::Accumulate(residual, y_);
-    ops::RoundStored(y_);
+    ops::AccumulateStored(residual, y_);
     if (relu_) ops::ReluForward(y_, y_);  // exact on rounded values
   }
 }
@@ -84,11 +82,11 @@ void ConvBn::Backward(const Tensor& x, const Tensor& dy, const Tensor& dz, const
                       const Tensor& workspace, const Tensor& addend) {
   const Tensor dy_view = ViewAs(dy, y_);
   const Tensor dz_view = ViewAs(dz, z_);
-  // The masked dy (+ addend, stored) stays representable; dz is stored.
+  // The masked dy (+ addend, stored) stays representable; dz is stored (by
+  // the op).
   ops::BatchNormActBackward(relu_, z_, y_, dy_view, gamma_, save_mean_, save_inv_std_, dz_view,
                             dgamma_, dbeta_, addend.empty() ? Tensor() : ViewAs(addend, y_),
                             mask_written_ ? relu_mask_ : Tensor());
-  ops::RoundStored(dz_view);
   ops::ConvBackwardWeight(g_, x, dz_view, dw_, workspace);
   if (!dx.empty()) ops::ConvBackwardData(g_, dz_view, w_, ViewAs(dx, x), workspace);
 }

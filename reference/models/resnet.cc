@@ -255,8 +255,7 @@ void ResNet::Backward() {
     dx = addend;
   }
   const Tensor dpooled = layers::ViewAs(dout, pooled_);
-  ops::Accumulate(layers::ViewAs(addend, pooled_), dpooled);
-  ops::RoundStored(dpooled);
+  ops::AccumulateStored(layers::ViewAs(addend, pooled_), dpooled);
   const Tensor dstem = layers::ViewAs(scratch, stem_.output());
   ops::MaxPoolBackward(pool_, stem_.output(), dpooled, dstem);
   ops::RoundStored(dstem);  // overlapping windows sum

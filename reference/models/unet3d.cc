@@ -218,8 +218,7 @@ void UNet3D::Backward() {
     const Tensor dx = i > 0 ? layers::ViewAs(a, x) : Tensor();
     l.conv1.Backward(x, c, b, dx, workspace_);
     if (i > 0) {
-      ops::Accumulate(dx, dskip_[i - 1]);
-      ops::RoundStored(dskip_[i - 1]);  // the instance norm's backward reads the sum
+      ops::AccumulateStored(dx, dskip_[i - 1]);  // the instance norm's backward reads the sum
     }
     NotifyGradientsReady(l.grad_offset);
   }

@@ -7,9 +7,11 @@
 
 #include "reference/kernels/cpu/blas_threads.h"
 #include "reference/kernels/cpu/conv_nhwc.h"
+#include "reference/kernels/cpu/elementwise.h"
 #include "reference/kernels/cpu/gemm.h"
 #include "reference/kernels/cpu/layout.h"
 #include "reference/kernels/cpu/parallel.h"
+#include "reference/kernels/cpu/round.h"
 
 namespace mlperf::cpu {
 namespace {
@@ -112,9 +114,10 @@ int64_t ConvWorkspaceElements(const ConvGeometry& g, core::Layout layout) {
 }
 
 void ConvForward(const ConvGeometry& g, const Tensor& x, const Tensor& w, const Tensor& y,
-                 const Tensor& workspace) {
+                 const Tensor& workspace, core::DType round_to) {
   if (CheckShapes(g, x, w, y)) {
-    nhwc::ConvForward(g, x.f32(), w.f32(), y.f32(), Scratch(workspace), workspace.numel());
+    nhwc::ConvForward(g, x.f32(), w.f32(), y.f32(), Scratch(workspace), workspace.numel(),
+                      round_to);
     return;
   }
   const int64_t k = g.in_channels * g.kernel_volume(), p = g.out_spatial();
@@ -127,16 +130,18 @@ void ConvForward(const ConvGeometry& g, const Tensor& x, const Tensor& w, const 
         Im2ColOrCol2Im<false>(g, xn, workspace.f32() + t * g.col_elements());
         col = workspace.f32() + t * g.col_elements();
       }
-      Gemm(false, false, g.out_channels, p, k, 1.0f, w.f32(), col, 0.0f,
-           y.f32() + n * g.out_channels * p);
+      float* yn = y.f32() + n * g.out_channels * p;
+      Gemm(false, false, g.out_channels, p, k, 1.0f, w.f32(), col, 0.0f, yn);
+      RoundSpan(round_to, yn, g.out_channels * p);
     }
   });
 }
 
 void ConvBackwardData(const ConvGeometry& g, const Tensor& dy, const Tensor& w, const Tensor& dx,
-                      const Tensor& workspace) {
+                      const Tensor& workspace, core::DType round_to) {
   if (CheckShapes(g, dx, w, dy)) {
-    nhwc::ConvBackwardData(g, dy.f32(), w.f32(), dx.f32(), Scratch(workspace), workspace.numel());
+    nhwc::ConvBackwardData(g, dy.f32(), w.f32(), dx.f32(), Scratch(workspace), workspace.numel(),
+                           round_to);
     return;
   }
   const int64_t k = g.in_channels * g.kernel_volume(), p = g.out_spatial();
@@ -147,20 +152,22 @@ void ConvBackwardData(const ConvGeometry& g, const Tensor& dy, const Tensor& w, 
       const float* dyn = dy.f32() + n * g.out_channels * p;
       if (g.is_pointwise()) {
         Gemm(true, false, k, p, g.out_channels, 1.0f, w.f32(), dyn, 0.0f, dxn);
-        continue;
+      } else {
+        float* col = workspace.f32() + t * g.col_elements();
+        Gemm(true, false, k, p, g.out_channels, 1.0f, w.f32(), dyn, 0.0f, col);
+        std::memset(dxn, 0, sizeof(float) * g.in_channels * g.in_spatial());
+        Im2ColOrCol2Im<true>(g, dxn, col);
       }
-      float* col = workspace.f32() + t * g.col_elements();
-      Gemm(true, false, k, p, g.out_channels, 1.0f, w.f32(), dyn, 0.0f, col);
-      std::memset(dxn, 0, sizeof(float) * g.in_channels * g.in_spatial());
-      Im2ColOrCol2Im<true>(g, dxn, col);
+      RoundSpan(round_to, dxn, g.in_channels * g.in_spatial());
     }
   });
 }
 
 void ConvBackwardWeight(const ConvGeometry& g, const Tensor& x, const Tensor& dy, const Tensor& dw,
-                        const Tensor& workspace) {
+                        const Tensor& workspace, core::DType round_to) {
   if (CheckShapes(g, x, dw, dy)) {
     nhwc::ConvBackwardWeight(g, x.f32(), dy.f32(), dw.f32(), Scratch(workspace), workspace.numel());
+    if (round_to != core::DType::kF32) RoundToPrecision(round_to, dw, dw);
     return;
   }
   const int64_t k = g.in_channels * g.kernel_volume(), p = g.out_spatial();
@@ -189,6 +196,7 @@ void ConvBackwardWeight(const ConvGeometry& g, const Tensor& x, const Tensor& dy
 #pragma omp parallel for if (WorthParallel(WeightElements(g)))
     for (int64_t i = 0; i < WeightElements(g); ++i) dw.f32()[i] += part[i];
   }
+  if (round_to != core::DType::kF32) RoundToPrecision(round_to, dw, dw);
 }
 
 void BiasAddChannels(const Tensor& bias, const Tensor& y) {

@@ -22,12 +22,18 @@ namespace mlperf::cpu {
 // more threads than the workspace was sized for uses fewer threads.
 int64_t ConvWorkspaceElements(const ConvGeometry& g, core::Layout layout = core::Layout::kNCHW);
 
+// Each output is rounded to `round_to` (bf16 or fp16) if given: a block at a
+// time as it is written where the output is written once (per image, per
+// chunk of rows), else in one pass at the end.
 void ConvForward(const ConvGeometry& g, const core::Tensor& x, const core::Tensor& w,
-                 const core::Tensor& y, const core::Tensor& workspace);
+                 const core::Tensor& y, const core::Tensor& workspace,
+                 core::DType round_to = core::DType::kF32);
 void ConvBackwardData(const ConvGeometry& g, const core::Tensor& dy, const core::Tensor& w,
-                      const core::Tensor& dx, const core::Tensor& workspace);
+                      const core::Tensor& dx, const core::Tensor& workspace,
+                      core::DType round_to = core::DType::kF32);
 void ConvBackwardWeight(const ConvGeometry& g, const core::Tensor& x, const core::Tensor& dy,
-                        const core::Tensor& dw, const core::Tensor& workspace);
+                        const core::Tensor& dw, const core::Tensor& workspace,
+                        core::DType round_to = core::DType::kF32);
 
 // y[n, c, s] += bias[c]; and its gradient db[c] = sum over n, s of dy. The
 // channel is dim 1, or the last dim for channels-last tensors.

@@ -20,6 +20,7 @@
 #include "reference/kernels/cpu/blas_threads.h"
 #include "reference/kernels/cpu/gemm.h"
 #include "reference/kernels/cpu/parallel.h"
+#include "reference/kernels/cpu/round.h"
 
 namespace mlperf::cpu::nhwc {
 namespace {
@@ -34,10 +35,14 @@ constexpr int64_t kMinChunkRows = 512;
 int64_t ColWidth(const ConvGeometry& g) { return g.kernel_volume() * g.in_channels; }
 int64_t Rows(const ConvGeometry& g) { return g.batch * g.out_spatial(); }
 
-// A pointwise conv reads x in place: one GEMM per thread share.
-int64_t ChunkRows(const ConvGeometry& g) {
-  if (g.is_pointwise()) return Rows(g);
-  return std::min(Rows(g), std::max(kMinChunkRows, kChunkFloats / ColWidth(g)));
+// A pointwise conv reads x in place: one GEMM per thread share, unless its
+// `out_width`-wide output is rounded, which is done a chunk at a time while
+// the chunk is in cache.
+int64_t ChunkRows(const ConvGeometry& g, core::DType round_to = core::DType::kF32,
+                  int64_t out_width = 1) {
+  if (g.is_pointwise() && round_to == core::DType::kF32) return Rows(g);
+  const int64_t width = g.is_pointwise() ? out_width : ColWidth(g);
+  return std::min(Rows(g), std::max(kMinChunkRows, kChunkFloats / width));
 }
 
 // Only kernels larger than 1 need the weight in [K, V, C] order.
@@ -155,7 +160,7 @@ int64_t ConvWorkspaceElements(const ConvGeometry& g) {
 }
 
 void ConvForward(const ConvGeometry& g, const float* x, const float* w, float* y, float* workspace,
-                 int64_t workspace_elements) {
+                 int64_t workspace_elements, core::DType round_to) {
   const int64_t k = g.out_channels, width = ColWidth(g);
   const int threads = Threads(g, workspace_elements);
   const float* wk = w;
@@ -169,14 +174,16 @@ void ConvForward(const ConvGeometry& g, const float* x, const float* w, float* y
     int64_t begin, end;
     ThreadShare(Rows(g), &begin, &end);
     float* col = workspace + RepackElements(g) + omp_get_thread_num() * PerThreadElements(g);
-    for (int64_t r0 = begin; r0 < end; r0 += ChunkRows(g)) {
-      const int64_t r1 = std::min(end, r0 + ChunkRows(g));
+    const int64_t chunk = ChunkRows(g, round_to, k);
+    for (int64_t r0 = begin; r0 < end; r0 += chunk) {
+      const int64_t r1 = std::min(end, r0 + chunk);
       const float* a = x + r0 * width;
       if (!g.is_pointwise()) {
         Im2Col(g, x, r0, r1, col);
         a = col;
       }
       Gemm(false, true, r1 - r0, k, width, 1.0f, a, wk, 0.0f, y + r0 * k);
+      RoundSpan(round_to, y + r0 * k, (r1 - r0) * k);
     }
   }
 }
@@ -188,7 +195,7 @@ void ConvForward(const ConvGeometry& g, const float* x, const float* w, float* y
 // then, after a barrier, those last depths, which reach no other slab's last
 // depths as long as every slab is at least two halos deep.
 void ConvBackwardData(const ConvGeometry& g, const float* dy, const float* w, float* dx,
-                      float* workspace, int64_t workspace_elements) {
+                      float* workspace, int64_t workspace_elements, core::DType round_to) {
   const int64_t k = g.out_channels, width = ColWidth(g), p = g.out_spatial();
   const int threads = Threads(g, workspace_elements);
   const float* wk = w;
@@ -205,12 +212,15 @@ void ConvBackwardData(const ConvGeometry& g, const float* dy, const float* w, fl
     const int team = omp_get_num_threads();
     const int64_t slabs = std::min<int64_t>(team, depth / std::max<int64_t>(1, 2 * halo));
     float* col = workspace + RepackElements(g) + omp_get_thread_num() * PerThreadElements(g);
-    // dy rows [r0, r1) through the GEMM into col, then added into dx.
+    // dy rows [r0, r1) through the GEMM into col, then added into dx (a
+    // pointwise conv's rows are dx's, rounded as they are written).
+    const int64_t chunk = ChunkRows(g, round_to, width);
     auto add_rows = [&](int64_t r0, int64_t r1) {
-      for (int64_t c0 = r0; c0 < r1; c0 += ChunkRows(g)) {
-        const int64_t c1 = std::min(r1, c0 + ChunkRows(g));
+      for (int64_t c0 = r0; c0 < r1; c0 += chunk) {
+        const int64_t c1 = std::min(r1, c0 + chunk);
         if (g.is_pointwise()) {
           Gemm(false, false, c1 - c0, width, k, 1.0f, dy + c0 * k, wk, 0.0f, dx + c0 * width);
+          RoundSpan(round_to, dx + c0 * width, (c1 - c0) * width);
           continue;
         }
         Gemm(false, false, c1 - c0, width, k, 1.0f, dy + c0 * k, wk, 0.0f, col);
@@ -222,10 +232,19 @@ void ConvBackwardData(const ConvGeometry& g, const float* dy, const float* w, fl
       ThreadShare(Rows(g), &begin, &end);
       add_rows(begin, end);
     } else if (g.batch >= team || slabs <= 1) {
+      // When rounding, a group of whole images (about a chunk of rows) at a
+      // time, each group rounded once all its rows are added; else the
+      // whole share, chunked across images.
       int64_t n0, n1;
       ThreadShare(g.batch, &n0, &n1);
-      std::fill(dx + n0 * image, dx + n1 * image, 0.0f);
-      add_rows(n0 * p, n1 * p);
+      const int64_t group =
+          round_to == core::DType::kF32 ? n1 - n0 : std::max<int64_t>(1, chunk / p);
+      for (int64_t n = n0; n < n1; n += group) {
+        const int64_t m = std::min(n1, n + group);
+        std::fill(dx + n * image, dx + m * image, 0.0f);
+        add_rows(n * p, m * p);
+        RoundSpan(round_to, dx + n * image, (m - n) * image);
+      }
     } else {
       int64_t i0, i1;
       ThreadShare(g.batch * image, &i0, &i1);
@@ -238,6 +257,8 @@ void ConvBackwardData(const ConvGeometry& g, const float* dy, const float* w, fl
 #pragma omp barrier
         if (t < slabs) add_rows(n * p + (z1 - halo) * plane, n * p + z1 * plane);
       }
+#pragma omp barrier
+      RoundSpan(round_to, dx + i0, i1 - i0);
     }
   }
 }

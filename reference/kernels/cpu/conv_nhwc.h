@@ -2,20 +2,22 @@
 // conv.h; raw pointers, shapes already checked there. Weights stay
 // [K, C, kD, kH, kW] as in every layout. The workspace is sized for
 // omp_get_max_threads() threads at the time ConvWorkspaceElements is called;
-// a call uses at most as many threads as its workspace has room for.
+// a call uses at most as many threads as its workspace has room for. Outputs
+// are rounded to `round_to` as conv.h says.
 #pragma once
 
 #include <cstdint>
 
+#include "reference/core/dtype.h"
 #include "reference/kernels/conv_geometry.h"
 
 namespace mlperf::cpu::nhwc {
 
 int64_t ConvWorkspaceElements(const ConvGeometry& g);
 void ConvForward(const ConvGeometry& g, const float* x, const float* w, float* y, float* workspace,
-                 int64_t workspace_elements);
+                 int64_t workspace_elements, core::DType round_to);
 void ConvBackwardData(const ConvGeometry& g, const float* dy, const float* w, float* dx,
-                      float* workspace, int64_t workspace_elements);
+                      float* workspace, int64_t workspace_elements, core::DType round_to);
 void ConvBackwardWeight(const ConvGeometry& g, const float* x, const float* dy, float* dw,
                         float* workspace, int64_t workspace_elements);
 

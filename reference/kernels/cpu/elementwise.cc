@@ -1,13 +1,13 @@
 #include "reference/kernels/cpu/elementwise.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstring>
 
 #include "reference/core/philox.h"
 #include "reference/kernels/cpu/layout.h"
 #include "reference/kernels/cpu/parallel.h"
+#include "reference/kernels/cpu/round.h"
 #include "reference/kernels/cpu/vec_math.h"
 
 namespace mlperf::cpu {
@@ -182,13 +182,21 @@ void Add(const Tensor& a, const Tensor& b, const Tensor& y) {
   for (int64_t i = 0; i < n; ++i) py[i] = pa[i] + pb[i];
 }
 
-void Accumulate(const Tensor& x, const Tensor& y) {
+void Accumulate(const Tensor& x, const Tensor& y, DType round_to) {
   MLPERF_CHECK(x.numel() == y.numel());
   const float* px = x.f32();
   float* py = y.f32();
   const int64_t n = x.numel();
+  if (round_to == DType::kBF16) {
 #pragma omp parallel for if (WorthParallel(n))
-  for (int64_t i = 0; i < n; ++i) py[i] += px[i];
+    for (int64_t i = 0; i < n; ++i) py[i] = RoundToBf16(py[i] + px[i]);
+  } else if (round_to == DType::kF16) {
+#pragma omp parallel for if (WorthParallel(n))
+    for (int64_t i = 0; i < n; ++i) py[i] = RoundToHalf(py[i] + px[i]);
+  } else {
+#pragma omp parallel for if (WorthParallel(n))
+    for (int64_t i = 0; i < n; ++i) py[i] += px[i];
+  }
 }
 
 void Scale(const Tensor& x, float alpha) {
@@ -251,38 +259,9 @@ void Cast(const Tensor& src, const Tensor& dst) {
   for (int64_t i = 0; i < src.numel(); ++i) StoreFromFloat(dst, i, LoadAsFloat(src, i));
 }
 
-namespace {
-
-// x rounded to bf16 or fp16 precision, kept in fp32: the conversion there
-// and back (core/dtype.h) bit for bit (tested), but without branches, so
-// that the loops vectorise (the fp16 conversion pair made fp16 runs 4x slower).
-float RoundToBf16(float x) {
-  const uint32_t u = std::bit_cast<uint32_t>(x);
-  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
-  const uint32_t nan = (u | 0x00400000u) & 0xffff0000u;  // quiet, as the conversion
-  return std::bit_cast<float>((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
-}
-
-float RoundToHalf(float x) {
-  const uint32_t u = std::bit_cast<uint32_t>(x);
-  const uint32_t sign = u & 0x80000000u, abs = u & 0x7fffffffu;
-  // Normal halves: 10 mantissa bits kept, nearest even (a carry may bump the exponent).
-  const uint32_t normal = (u + 0xfffu + ((u >> 13) & 1u)) & 0xffffe000u;
-  // Subnormal halves are multiples of 2^-24: x * 2^24 rounded to an integer
-  // by adding and subtracting 1.5 * 2^23; the sign put back for zeros.
-  const float t = x * 0x1p24f;
-  const float sub = ((t + 12582912.0f) - 12582912.0f) * 0x1p-24f;
-  const uint32_t subnormal = std::bit_cast<uint32_t>(sub) | sign;
-  uint32_t r = abs < 0x38800000u ? subnormal : normal;  // below 2^-14
-  r = abs >= 0x477ff000u ? (sign | 0x7f800000u) : r;    // rounds to >= 65520: Inf
-  r = abs > 0x7f800000u ? (u | 0x00400000u) : r;        // NaN stays a (quiet) NaN
-  return std::bit_cast<float>(r);
-}
-
-}  // namespace
-
 void RoundToPrecision(DType precision, const Tensor& src, const Tensor& dst) {
   MLPERF_CHECK(src.numel() == dst.numel());
+  MLPERF_CHECK(precision == DType::kBF16 || precision == DType::kF16);
   const float* in = src.f32();
   float* out = dst.f32();
   const int64_t n = src.numel();
@@ -290,7 +269,6 @@ void RoundToPrecision(DType precision, const Tensor& src, const Tensor& dst) {
 #pragma omp parallel for if (WorthParallel(n))
     for (int64_t i = 0; i < n; ++i) out[i] = RoundToBf16(in[i]);
   } else {
-    MLPERF_CHECK(precision == DType::kF16);
 #pragma omp parallel for if (WorthParallel(n))
     for (int64_t i = 0; i < n; ++i) out[i] = RoundToHalf(in[i]);
   }

@@ -21,8 +21,10 @@ void TanhBackward(const core::Tensor& y, const core::Tensor& dy, const core::Ten
 
 // y = a + b (residual connections). Its backward hands dy to both inputs.
 void Add(const core::Tensor& a, const core::Tensor& b, const core::Tensor& y);
-// y += x (gradient accumulation where a tensor feeds two consumers).
-void Accumulate(const core::Tensor& x, const core::Tensor& y);
+// y += x (gradient accumulation where a tensor feeds two consumers); the
+// sum rounded to `round_to` (bf16 or fp16) as it is written, if given.
+void Accumulate(const core::Tensor& x, const core::Tensor& y,
+                core::DType round_to = core::DType::kF32);
 void Scale(const core::Tensor& x, float alpha);
 // x *= *alpha, alpha a scalar on x's device (the dynamic loss scale, which
 // the host never reads).

@@ -8,6 +8,7 @@
 
 #include "reference/kernels/cpu/layout.h"
 #include "reference/kernels/cpu/parallel.h"
+#include "reference/kernels/cpu/round.h"
 
 namespace mlperf::cpu {
 namespace {
@@ -82,27 +83,42 @@ void RowShare(int64_t rows, int t, int n, int64_t* begin, int64_t* end) {
   *end = rows * (t + 1) / n;
 }
 
-// Per-channel affine y = (x - mean) * scale + beta, with the residual add and
-// ReLU of a fused unit, over `count` contiguous channel vectors of width c
-// (channels-last rows) or over one channel's contiguous run (c == 1). In fp32:
-// subtracting the mean first keeps it exact where x is near the mean.
-template <bool kRelu, bool kResidual>
-void ApplyAffine(int64_t count, int64_t c, const float* x, const float* residual, const float* mean,
-                 const float* scale, const float* beta, float* y) {
-  for (int64_t r = 0; r < count; ++r) {
-    const float* xr = x + r * c;
-    float* yr = y + r * c;
-    for (int64_t j = 0; j < c; ++j) {
-      float v = (xr[j] - mean[j]) * scale[j] + beta[j];
-      if constexpr (kResidual) v += residual[r * c + j];
-      if constexpr (kRelu) v = v > 0.0f ? v : 0.0f;
-      yr[j] = v;
-    }
+// Calls body(r0, r1) for blocks of rows [0, count) of width c, then rounds
+// each block's `out` rows to `round_to` while they are in cache.
+template <typename Body>
+void RoundedRowBlocks(int64_t count, int64_t c, core::DType round_to, float* out, Body body) {
+  const int64_t block = std::max<int64_t>(1, 4096 / c);
+  for (int64_t r0 = 0; r0 < count; r0 += block) {
+    const int64_t r1 = std::min(count, r0 + block);
+    body(r0, r1);
+    RoundSpan(round_to, out + r0 * c, (r1 - r0) * c);
   }
 }
 
+// Per-channel affine y = (x - mean) * scale + beta, with the residual add and
+// ReLU of a fused unit, over `count` contiguous channel vectors of width c
+// (channels-last rows) or over one channel's contiguous run (c == 1), y
+// rounded to `round_to`. In fp32: subtracting the mean first keeps it exact
+// where x is near the mean.
+template <bool kRelu, bool kResidual>
+void ApplyAffine(int64_t count, int64_t c, const float* x, const float* residual, const float* mean,
+                 const float* scale, const float* beta, float* y, core::DType round_to) {
+  RoundedRowBlocks(count, c, round_to, y, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* xr = x + r * c;
+      float* yr = y + r * c;
+      for (int64_t j = 0; j < c; ++j) {
+        float v = (xr[j] - mean[j]) * scale[j] + beta[j];
+        if constexpr (kResidual) v += residual[r * c + j];
+        if constexpr (kRelu) v = v > 0.0f ? v : 0.0f;
+        yr[j] = v;
+      }
+    }
+  });
+}
+
 using ApplyFn = void (*)(int64_t, int64_t, const float*, const float*, const float*, const float*,
-                         const float*, float*);
+                         const float*, float*, core::DType);
 
 ApplyFn PickApply(bool relu, bool residual) {
   if (relu) return residual ? ApplyAffine<true, true> : ApplyAffine<true, false>;
@@ -133,19 +149,19 @@ int64_t Channels(const Tensor& x) { return IsChannelsLast(x) ? LastDim(x) : x.di
 
 // Applies `a` to `rows` channel vectors of width c, the rows shared by threads.
 void ApplyRows(ApplyFn apply, int64_t rows, int64_t c, const float* x, const float* residual,
-               const Affine& a, float* y, int threads) {
+               const Affine& a, float* y, core::DType round_to, int threads) {
 #pragma omp parallel num_threads(threads)
   {
     int64_t r0, r1;
     RowShare(rows, omp_get_thread_num(), omp_get_num_threads(), &r0, &r1);
     apply(r1 - r0, c, x + r0 * c, residual == nullptr ? nullptr : residual + r0 * c, a.mean,
-          a.scale, a.beta, y + r0 * c);
+          a.scale, a.beta, y + r0 * c, round_to);
   }
 }
 
 // Applies `a` to x (plus residual, then ReLU) into y, in either layout.
 void ApplyNormalization(bool relu, const Tensor& x, const Tensor& residual, const Affine& a,
-                        const Tensor& y) {
+                        const Tensor& y, core::DType round_to = core::DType::kF32) {
   const ApplyFn apply = PickApply(relu, !residual.empty());
   const float* res = residual.empty() ? nullptr : residual.f32();
   const float* xp = x.f32();
@@ -153,7 +169,7 @@ void ApplyNormalization(bool relu, const Tensor& x, const Tensor& residual, cons
   const int threads = BnThreads(x.numel());
   if (IsChannelsLast(x)) {
     const int64_t c = LastDim(x);
-    ApplyRows(apply, x.numel() / c, c, xp, res, a, yp, threads);
+    ApplyRows(apply, x.numel() / c, c, xp, res, a, yp, round_to, threads);
     return;
   }
   const Dims d = ChannelDims(x);
@@ -162,7 +178,7 @@ void ApplyNormalization(bool relu, const Tensor& x, const Tensor& residual, cons
     for (int64_t c = 0; c < d.channels; ++c) {
       const int64_t base = (i * d.channels + c) * d.inner;
       apply(d.inner, 1, xp + base, res == nullptr ? nullptr : res + base, a.mean + c, a.scale + c,
-            a.beta + c, yp + base);
+            a.beta + c, yp + base, round_to);
     }
 }
 
@@ -270,15 +286,18 @@ void BackwardSums(int64_t count, int64_t c, const float* x, const float* y, floa
 }
 
 // dx = A * dy - B * (x - mean) - D per channel (GroupBackward's formula with
-// its per-channel constants folded), in fp32.
+// its per-channel constants folded), in fp32, rounded to `round_to`.
 void BackwardApply(int64_t count, int64_t c, const float* x, const float* dy, const float* mean,
-                   const float* a, const float* b, const float* d, float* dx) {
-  for (int64_t r = 0; r < count; ++r) {
-    const float* xr = x + r * c;
-    const float* dyr = dy + r * c;
-    float* dxr = dx + r * c;
-    for (int64_t j = 0; j < c; ++j) dxr[j] = a[j] * dyr[j] - b[j] * (xr[j] - mean[j]) - d[j];
-  }
+                   const float* a, const float* b, const float* d, float* dx,
+                   core::DType round_to = core::DType::kF32) {
+  RoundedRowBlocks(count, c, round_to, dx, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* xr = x + r * c;
+      const float* dyr = dy + r * c;
+      float* dxr = dx + r * c;
+      for (int64_t j = 0; j < c; ++j) dxr[j] = a[j] * dyr[j] - b[j] * (xr[j] - mean[j]) - d[j];
+    }
+  });
 }
 
 // Per-channel sums of dy and dy * (x - mean) over `rows` channel vectors of
@@ -310,12 +329,13 @@ void RowBackwardSums(bool relu, int64_t rows, int64_t c, const float* x, const f
 
 // BackwardApply over `rows` channel vectors, the rows shared by threads.
 void RowBackwardApply(int64_t rows, int64_t c, const float* x, const float* dy, const float* mean,
-                      const float* a, const float* b, const float* d, float* dx, int threads) {
+                      const float* a, const float* b, const float* d, float* dx, int threads,
+                      core::DType round_to = core::DType::kF32) {
 #pragma omp parallel num_threads(threads)
   {
     int64_t r0, r1;
     RowShare(rows, omp_get_thread_num(), omp_get_num_threads(), &r0, &r1);
-    BackwardApply(r1 - r0, c, x + r0 * c, dy + r0 * c, mean, a, b, d, dx + r0 * c);
+    BackwardApply(r1 - r0, c, x + r0 * c, dy + r0 * c, mean, a, b, d, dx + r0 * c, round_to);
   }
 }
 
@@ -339,7 +359,8 @@ void InstanceNormForwardRows(float epsilon, const Tensor& x, const Tensor& gamma
       a.scale[j] = static_cast<float>(static_cast<double>(*inv_std) * gamma.f32()[j]);
       a.beta[j] = beta.f32()[j];
     }
-    ApplyRows(PickApply(false, false), rows, c, x.f32() + o, nullptr, a, y.f32() + o, threads);
+    ApplyRows(PickApply(false, false), rows, c, x.f32() + o, nullptr, a, y.f32() + o,
+              core::DType::kF32, threads);
   }
 }
 
@@ -383,7 +404,7 @@ void BatchNormActForwardTraining(const BatchNormParams& p, bool relu, const Tens
                                  const Tensor& residual, const Tensor& gamma, const Tensor& beta,
                                  const Tensor& y, const Tensor& save_mean,
                                  const Tensor& save_inv_std, const Tensor& running_mean,
-                                 const Tensor& running_var) {
+                                 const Tensor& running_var, core::DType round_to) {
   CheckForward(x, residual, y);
   const int64_t channels = Channels(x), count = x.numel() / channels;
   double* moments = Scratch<double, 0>(2 * channels);
@@ -403,13 +424,13 @@ void BatchNormActForwardTraining(const BatchNormParams& p, bool relu, const Tens
     a.scale[c] = static_cast<float>(gamma.f32()[c] * inv_std);
     a.beta[c] = beta.f32()[c];
   }
-  ApplyNormalization(relu, x, residual, a, y);
+  ApplyNormalization(relu, x, residual, a, y, round_to);
 }
 
 void BatchNormActForwardInference(const BatchNormParams& p, bool relu, const Tensor& x,
                                   const Tensor& residual, const Tensor& gamma, const Tensor& beta,
                                   const Tensor& running_mean, const Tensor& running_var,
-                                  const Tensor& y) {
+                                  const Tensor& y, core::DType round_to) {
   CheckForward(x, residual, y);
   const int64_t channels = Channels(x);
   const Affine a = AffineScratch(channels);
@@ -419,12 +440,13 @@ void BatchNormActForwardInference(const BatchNormParams& p, bool relu, const Ten
     a.scale[c] = static_cast<float>(gamma.f32()[c] * inv_std);
     a.beta[c] = beta.f32()[c];
   }
-  ApplyNormalization(relu, x, residual, a, y);
+  ApplyNormalization(relu, x, residual, a, y, round_to);
 }
 
 void BatchNormActBackward(bool relu, const Tensor& x, const Tensor& y, const Tensor& dy,
                           const Tensor& gamma, const Tensor& save_mean, const Tensor& save_inv_std,
-                          const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta) {
+                          const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
+                          core::DType round_to) {
   MLPERF_CHECK(x.numel() == dy.numel() && x.numel() == dx.numel());
   SameLayoutFamily(x, dy);
   SameLayoutFamily(x, dx);
@@ -474,14 +496,15 @@ void BatchNormActBackward(bool relu, const Tensor& x, const Tensor& y, const Ten
   }
   float* dxp = dx.f32();
   if (IsChannelsLast(x)) {
-    RowBackwardApply(count, channels, xp, dyp, mean_f, a, b, d, dxp, threads);
+    RowBackwardApply(count, channels, xp, dyp, mean_f, a, b, d, dxp, threads, round_to);
   } else {
     const Dims dims = ChannelDims(x);
 #pragma omp parallel for collapse(2) num_threads(threads)
     for (int64_t i = 0; i < dims.outer; ++i)
       for (int64_t c = 0; c < dims.channels; ++c) {
         const int64_t o = (i * dims.channels + c) * dims.inner;
-        BackwardApply(dims.inner, 1, xp + o, dyp + o, mean_f + c, a + c, b + c, d + c, dxp + o);
+        BackwardApply(dims.inner, 1, xp + o, dyp + o, mean_f + c, a + c, b + c, d + c, dxp + o,
+                      round_to);
       }
   }
 }

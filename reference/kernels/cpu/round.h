@@ -1,0 +1,48 @@
+// Rounding fp32 values to bf16 or fp16 precision in place, for the kernels
+// that round their outputs as they write them (the rounding points of
+// ops/precision.h, fused where the values are still in cache).
+#pragma once
+
+#include <bit>
+#include <cstdint>
+
+#include "reference/core/dtype.h"
+
+namespace mlperf::cpu {
+
+// x rounded to bf16 or fp16 precision, kept in fp32: the conversion there
+// and back (core/dtype.h) bit for bit (tested), but without branches, so
+// that the loops vectorise (the fp16 conversion pair made fp16 runs 4x slower).
+inline float RoundToBf16(float x) {
+  const uint32_t u = std::bit_cast<uint32_t>(x);
+  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+  const uint32_t nan = (u | 0x00400000u) & 0xffff0000u;  // quiet, as the conversion
+  return std::bit_cast<float>((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
+}
+
+inline float RoundToHalf(float x) {
+  const uint32_t u = std::bit_cast<uint32_t>(x);
+  const uint32_t sign = u & 0x80000000u, abs = u & 0x7fffffffu;
+  // Normal halves: 10 mantissa bits kept, nearest even (a carry may bump the exponent).
+  const uint32_t normal = (u + 0xfffu + ((u >> 13) & 1u)) & 0xffffe000u;
+  // Subnormal halves are multiples of 2^-24: x * 2^24 rounded to an integer
+  // by adding and subtracting 1.5 * 2^23; the sign put back for zeros.
+  const float t = x * 0x1p24f;
+  const float sub = ((t + 12582912.0f) - 12582912.0f) * 0x1p-24f;
+  const uint32_t subnormal = std::bit_cast<uint32_t>(sub) | sign;
+  uint32_t r = abs < 0x38800000u ? subnormal : normal;  // below 2^-14
+  r = abs >= 0x477ff000u ? (sign | 0x7f800000u) : r;    // rounds to >= 65520: Inf
+  r = abs > 0x7f800000u ? (u | 0x00400000u) : r;        // NaN stays a (quiet) NaN
+  return std::bit_cast<float>(r);
+}
+
+// p[0, n) rounded to `precision` in place; nothing under kF32.
+inline void RoundSpan(core::DType precision, float* p, int64_t n) {
+  if (precision == core::DType::kBF16) {
+    for (int64_t i = 0; i < n; ++i) p[i] = RoundToBf16(p[i]);
+  } else if (precision == core::DType::kF16) {
+    for (int64_t i = 0; i < n; ++i) p[i] = RoundToHalf(p[i]);
+  }
+}
+
+}  // namespace mlperf::cpu

@@ -228,11 +228,13 @@ void InstanceNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma
 void InstanceNormReluForward(float epsilon, const Tensor& x, const Tensor& gamma,
                              const Tensor& beta, const Tensor& y, const Tensor& save_mean,
                              const Tensor& save_inv_std, const Tensor& relu_mask) {
-  if (OnDevice(x, {&gamma, &y, &relu_mask}))
-    return MLPERF_CUDA_TWIN(
+  if (OnDevice(x, {&gamma, &y, &relu_mask})) {
+    MLPERF_CUDA_TWIN(
         InstanceNormReluForward(epsilon, x, gamma, beta, y, save_mean, save_inv_std, relu_mask));
-  cpu::InstanceNormForward(epsilon, x, gamma, beta, y, save_mean, save_inv_std);
-  cpu::ReluForward(y, y);
+    return RoundStored(y);
+  }
+  cpu::InstanceNormForward(epsilon, x, gamma, beta, y, save_mean, save_inv_std, true,
+                           StoredRounding(y));
 }
 
 void InstanceNormReluBackward(const Tensor& x, const Tensor& y, const Tensor& dy,
@@ -242,8 +244,7 @@ void InstanceNormReluBackward(const Tensor& x, const Tensor& y, const Tensor& dy
   if (OnDevice(x, {&y, &dy, &dx, &relu_mask}))
     return MLPERF_CUDA_TWIN(InstanceNormReluBackward(x, y, dy, gamma, save_mean, save_inv_std, dx,
                                                      dgamma, dbeta, relu_mask));
-  cpu::ReluBackward(y, dy, dy);
-  cpu::InstanceNormBackward(x, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta);
+  cpu::InstanceNormBackward(x, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta, y);
 }
 
 void BiasAddChannels(const Tensor& bias, const Tensor& y) {

@@ -87,9 +87,10 @@ void InstanceNormBackward(const core::Tensor& x, const core::Tensor& dy, const c
                           const core::Tensor& save_mean, const core::Tensor& save_inv_std,
                           const core::Tensor& dx, const core::Tensor& dgamma,
                           const core::Tensor& dbeta);
-// The same followed by a ReLU (3D U-Net's units), y = relu(norm(x)); the
-// backward first zeroes dy where y <= 0, in place, as ReluBackward leaves
-// it. Channels-last on CUDA, one pass does both.
+// The same followed by a ReLU (3D U-Net's units), y = relu(norm(x)), y
+// stored: rounded as RoundStored rounds; the backward first zeroes dy where
+// y <= 0, in place, as ReluBackward leaves it. In one pass on the CPU and,
+// channels-last, on CUDA.
 void InstanceNormReluForward(float epsilon, const core::Tensor& x, const core::Tensor& gamma,
                              const core::Tensor& beta, const core::Tensor& y,
                              const core::Tensor& save_mean, const core::Tensor& save_inv_std,

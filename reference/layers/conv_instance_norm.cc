@@ -44,14 +44,14 @@ void ConvInstanceNormRelu::Allocate(const ConvGeometry& g, core::Layout layout, 
 
 void ConvInstanceNormRelu::Forward(const Tensor& x, const Tensor& workspace) {
   ops::ConvForward(g_, x, w_, z_, workspace);
-  // The mask where y_ is stored in the precision's type (RoundStored below
-  // leaves it alone; rounding it could flush a tiny y to zero).
+  // The mask where y_ is stored in the precision's type (fp32 storage is
+  // rounded after the ReLU, which could flush a tiny y to zero).
   mask_written_ = !relu_mask_.empty() && y_.dtype() == ops::ComputePrecision();
+  // The op stores y_ rounded: its consumers round it anyway, but the ReLU's
+  // backward reads its sign, which fp16's flush of the tiniest values
+  // changes.
   ops::InstanceNormReluForward(epsilon_, z_, gamma_, beta_, y_, save_mean_, save_inv_std_,
                                mask_written_ ? relu_mask_ : Tensor());
-  // Its consumers round it anyway, but the ReLU's backward reads its sign,
-  // which fp16's flush of the tiniest values changes.
-  ops::RoundStored(y_);
 }
 
 void ConvInstanceNormRelu::Backward(const Tensor& x, const Tensor& dy, const Tensor& dz,

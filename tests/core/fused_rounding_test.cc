@@ -1,8 +1,8 @@
 // The CPU kernels that round their outputs to bf16 or fp16 as they write
-// them (convolutions, the fused batch norms, Accumulate) give, bit for bit,
-// the unrounded kernel followed by a rounding pass: in both layouts, for
-// pointwise convolutions split into several chunks, and for the
-// channels-last backward whose threads share an image's depth slabs.
+// them (convolutions, the fused batch and instance norms, Accumulate) give,
+// bit for bit, the unrounded kernel followed by a rounding pass: in both
+// layouts, for pointwise convolutions split into several chunks, and for
+// the channels-last backward whose threads share an image's depth slabs.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -149,6 +149,28 @@ TEST(FusedRoundingTest, BatchNormsRoundTheirOutputs) {
                                   inv_std.t(), view(dx_fused), dg.t(), db.t(), precision);
         ExpectRoundedCopy(precision, dx, dx_fused, what + " backward");
       }
+  }
+}
+
+TEST(FusedRoundingTest, InstanceNormReluRoundsItsOutput) {
+  for (bool last : {false, true}) {
+    const Shape shape = last ? Shape{2, 6, 7, 5, 37} : Shape{2, 37, 6, 7, 5};
+    const Layout layout = last ? Layout::kNDHWC : Layout::kNCDHW;
+    const auto view = [&](Buffer& b) { return b.t().Reshaped(shape, layout); };
+    Buffer x(shape), gamma({37}), beta({37}), mean({74}), inv_std({74});
+    testing::FillRandom(x, 11, -2.0f, 3.0f);
+    testing::FillRandom(gamma, 12, 0.5f, 1.5f);
+    testing::FillRandom(beta, 13);
+    for (DType precision : kReduced) {
+      Buffer y(shape), y_fused(shape);
+      cpu::InstanceNormForward(1e-5f, view(x), gamma.t(), beta.t(), view(y), mean.t(), inv_std.t(),
+                               true);
+      cpu::InstanceNormForward(1e-5f, view(x), gamma.t(), beta.t(), view(y_fused), mean.t(),
+                               inv_std.t(), true, precision);
+      ExpectRoundedCopy(
+          precision, y, y_fused,
+          std::string(last ? "ndhwc " : "ncdhw ") + std::string(core::DTypeName(precision)));
+    }
   }
 }
 

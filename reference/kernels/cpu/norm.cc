@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "reference/kernels/cpu/elementwise.h"
 #include "reference/kernels/cpu/layout.h"
 #include "reference/kernels/cpu/parallel.h"
 #include "reference/kernels/cpu/round.h"
@@ -342,7 +343,7 @@ void RowBackwardApply(int64_t rows, int64_t c, const float* x, const float* dy, 
 // Instance norm channels-last: per sample, the batch norm of its [S, C] rows.
 void InstanceNormForwardRows(float epsilon, const Tensor& x, const Tensor& gamma,
                              const Tensor& beta, const Tensor& y, const Tensor& save_mean,
-                             const Tensor& save_inv_std) {
+                             const Tensor& save_inv_std, bool relu, core::DType round_to) {
   const int64_t n = x.dim(0), c = LastDim(x), rows = x.numel() / (n * c);
   const int threads = BnThreads(rows * c);
   double* moments = Scratch<double, 0>(2 * c);
@@ -359,14 +360,15 @@ void InstanceNormForwardRows(float epsilon, const Tensor& x, const Tensor& gamma
       a.scale[j] = static_cast<float>(static_cast<double>(*inv_std) * gamma.f32()[j]);
       a.beta[j] = beta.f32()[j];
     }
-    ApplyRows(PickApply(false, false), rows, c, x.f32() + o, nullptr, a, y.f32() + o,
-              core::DType::kF32, threads);
+    ApplyRows(PickApply(relu, false), rows, c, x.f32() + o, nullptr, a, y.f32() + o, round_to,
+              threads);
   }
 }
 
 void InstanceNormBackwardRows(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                               const Tensor& save_mean, const Tensor& save_inv_std, const Tensor& dx,
-                              const Tensor& dgamma, const Tensor& dbeta) {
+                              const Tensor& dgamma, const Tensor& dbeta, const Tensor& relu_y) {
+  const bool relu = !relu_y.empty();
   const int64_t n = x.dim(0), c = LastDim(x), rows = x.numel() / (n * c);
   const int threads = BnThreads(rows * c);
   // [sum dy][sum dy (x - mean)][dgamma][dbeta]
@@ -378,8 +380,8 @@ void InstanceNormBackwardRows(const Tensor& x, const Tensor& dy, const Tensor& g
   for (int64_t i = 0; i < n; ++i) {
     const int64_t o = i * rows * c;
     const float* mean = save_mean.f32() + i * c;
-    RowBackwardSums(false, rows, c, x.f32() + o, nullptr, dy.f32() + o, mean, threads, sum_dy,
-                    sum_dy_xc);
+    RowBackwardSums(relu, rows, c, x.f32() + o, relu ? relu_y.f32() + o : nullptr, dy.f32() + o,
+                    mean, threads, sum_dy, sum_dy_xc);
     for (int64_t j = 0; j < c; ++j) {
       const double inv_std = save_inv_std.f32()[i * c + j];
       const double g = gamma.f32()[j] * inv_std;
@@ -532,10 +534,11 @@ void BatchNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
 }
 
 void InstanceNormForward(float epsilon, const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                         const Tensor& y, const Tensor& save_mean, const Tensor& save_inv_std) {
+                         const Tensor& y, const Tensor& save_mean, const Tensor& save_inv_std,
+                         bool relu, core::DType round_to) {
   MLPERF_CHECK(x.numel() == y.numel());
   if (SameLayoutFamily(x, y)) {
-    InstanceNormForwardRows(epsilon, x, gamma, beta, y, save_mean, save_inv_std);
+    InstanceNormForwardRows(epsilon, x, gamma, beta, y, save_mean, save_inv_std, relu, round_to);
     return;
   }
   const Dims d = ChannelDims(x);
@@ -552,21 +555,29 @@ void InstanceNormForward(float epsilon, const Tensor& x, const Tensor& gamma, co
     mean = save_mean.f32()[g];
     const double inv_std = save_inv_std.f32()[g];
     const int64_t c = g % d.channels;
-    for (int64_t q = 0; q < d.inner; ++q)
-      y.f32()[g * d.inner + q] =
-          static_cast<float>((xg[q] - mean) * inv_std * gamma.f32()[c] + beta.f32()[c]);
+    float* yg = y.f32() + g * d.inner;
+    for (int64_t q = 0; q < d.inner; ++q) {
+      const float v = static_cast<float>((xg[q] - mean) * inv_std * gamma.f32()[c] + beta.f32()[c]);
+      yg[q] = relu ? (v > 0.0f ? v : 0.0f) : v;
+    }
+    RoundSpan(round_to, yg, d.inner);
   }
 }
 
 void InstanceNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                           const Tensor& save_mean, const Tensor& save_inv_std, const Tensor& dx,
-                          const Tensor& dgamma, const Tensor& dbeta) {
+                          const Tensor& dgamma, const Tensor& dbeta, const Tensor& relu_y) {
   MLPERF_CHECK(x.numel() == dy.numel() && x.numel() == dx.numel());
   SameLayoutFamily(x, dy);
+  if (!relu_y.empty()) {
+    MLPERF_CHECK(relu_y.numel() == x.numel());
+    SameLayoutFamily(x, relu_y);
+  }
   if (SameLayoutFamily(x, dx)) {
-    InstanceNormBackwardRows(x, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta);
+    InstanceNormBackwardRows(x, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta, relu_y);
     return;
   }
+  if (!relu_y.empty()) ReluBackward(relu_y, dy, dy);
   const Dims d = ChannelDims(x);
 #pragma omp parallel for if (WorthParallel(x.numel()))
   for (int64_t c = 0; c < d.channels; ++c) {

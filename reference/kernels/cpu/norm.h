@@ -57,14 +57,18 @@ void BatchNormActBackward(bool relu, const core::Tensor& x, const core::Tensor& 
 
 // Instance norm (InstanceNorm3d(affine=True), no running statistics, as the
 // 3D U-Net reference): statistics per (n, c); save_* hold N*C values. Either
-// layout; x, y (dy, dx) must agree.
+// layout; x, y (dy, dx) must agree. With `relu` the forward writes
+// relu(norm(x)), rounded to `round_to` (bf16 or fp16) if given; the
+// backward of that forward is given its y as `relu_y`, and first zeroes dy
+// where y <= 0, in place (ReluBackward's values).
 void InstanceNormForward(float epsilon, const core::Tensor& x, const core::Tensor& gamma,
                          const core::Tensor& beta, const core::Tensor& y,
-                         const core::Tensor& save_mean, const core::Tensor& save_inv_std);
+                         const core::Tensor& save_mean, const core::Tensor& save_inv_std,
+                         bool relu = false, core::DType round_to = core::DType::kF32);
 void InstanceNormBackward(const core::Tensor& x, const core::Tensor& dy, const core::Tensor& gamma,
                           const core::Tensor& save_mean, const core::Tensor& save_inv_std,
                           const core::Tensor& dx, const core::Tensor& dgamma,
-                          const core::Tensor& dbeta);
+                          const core::Tensor& dbeta, const core::Tensor& relu_y = core::Tensor());
 
 // Layer norm over the last dimension of x = [rows, features]; BERT uses
 // epsilon 1e-12 (reference modeling.py).

@@ -162,7 +162,7 @@ void ApplyRows(ApplyFn apply, int64_t rows, int64_t c, const float* x, const flo
 
 // Applies `a` to x (plus residual, then ReLU) into y, in either layout.
 void ApplyNormalization(bool relu, const Tensor& x, const Tensor& residual, const Affine& a,
-                        const Tensor& y, core::DType round_to = core::DType::kF32) {
+                        const Tensor& y, core::DType round_to) {
   const ApplyFn apply = PickApply(relu, !residual.empty());
   const float* res = residual.empty() ? nullptr : residual.f32();
   const float* xp = x.f32();
@@ -290,7 +290,7 @@ void BackwardSums(int64_t count, int64_t c, const float* x, const float* y, floa
 // its per-channel constants folded), in fp32, rounded to `round_to`.
 void BackwardApply(int64_t count, int64_t c, const float* x, const float* dy, const float* mean,
                    const float* a, const float* b, const float* d, float* dx,
-                   core::DType round_to = core::DType::kF32) {
+                   core::DType round_to) {
   RoundedRowBlocks(count, c, round_to, dx, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const float* xr = x + r * c;

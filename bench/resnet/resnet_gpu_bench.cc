@@ -223,7 +223,9 @@ Profile OpProfile(core::Layout layout, core::DType precision, int64_t n, int rep
         fmt::format("{}x{}/{} {}->{} at {}x{}", g.kernel[1], g.kernel[2], g.stride[1],
                     g.in_channels, g.out_channels, g.in[1], g.in[2]);
     time("conv forward", shape, [&] { ops::ConvForward(g, x, wt, y, none); });
-    time("conv backward data", shape, [&] { ops::ConvBackwardData(g, dy, wt, dx, none); });
+    // The stem's input is the images, which take no gradient (models/resnet.cc).
+    if (&u != &units.front())
+      time("conv backward data", shape, [&] { ops::ConvBackwardData(g, dy, wt, dx, none); });
     time("conv backward weight", shape, [&] { ops::ConvBackwardWeight(g, x, dy, dwt, none); });
     // The batch norm as the model runs it (layers/conv_norm.cc): with the
     // shortcut's add and the ReLU fused; its output in bdx's memory, the

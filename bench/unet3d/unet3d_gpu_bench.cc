@@ -6,10 +6,10 @@
 // type, "typed"; each precision once more with the convolution algorithms
 // picked by timing, "timed algos", as cudnn.benchmark picks PyTorch's),
 // against the same network in PyTorch on the same device in
-// the same run (bench/unet3d/unet3d_gpu_torch_bench.py: AMP bf16 and fp32,
-// channels_last_3d, cudnn.benchmark). Each step ends in the loss on the
-// host, so wall time per step is device time; median after two warm-up
-// steps. Ours first, each line printed as it is measured (the first forward
+// the same run (bench/unet3d/unet3d_gpu_torch_bench.py: AMP bf16 for bf16
+// and fp16, fp32 for fp32; channels_last_3d, cudnn.benchmark). Each step
+// ends in the loss on the host, so wall time per step is device time;
+// median after two warm-up steps. Ours first, each line printed as it is measured (the first forward
 // and backward alone, the warm-up's time, then a per-op profile with every
 // convolution's line, so that a run stopped at its limit still tells where
 // the time went), then the peer, then the sliding-window evaluation of 42
@@ -333,7 +333,8 @@ int main(int argc, char** argv) {
   }
   for (const auto& [name, ms] :
        bench::TorchPeer("bench/unet3d/unet3d_gpu_torch_bench.py",
-                        fmt::format("32,64,128,256,320 128 {} {}", batch, steps)))
+                        fmt::format("32,64,128,256,320 128 {} {} {}", batch, steps,
+                                    argc > 5 ? argv[5] : "fp32")))
     std::printf("  torch %-24s %8.1f ms/step %8.2f samples/s\n", name.c_str(), ms,
                 1000.0 * batch / ms);
   for (core::Layout layout : layouts) Evaluate(layout, batch, shape);

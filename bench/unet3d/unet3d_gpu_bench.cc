@@ -1,21 +1,21 @@
 // Samples/s per GPU of the 3D U-Net training step (forward, DiceCE loss,
-// backward, Nesterov SGD) at the reference's shapes (128^3 patches, batch 7
-// per GPU as in the MLPerf submissions), in each precision asked for (bf16
-// and fp16: the convolutions in that type on the tensor cores, fp16 with
-// dynamic loss scaling; each once more with the activations stored in that
-// type, "typed"; each precision once more with the convolution algorithms
-// picked by timing, "timed algos", as cudnn.benchmark picks PyTorch's),
-// against the same network in PyTorch on the same device in
-// the same run (bench/unet3d/unet3d_gpu_torch_bench.py: AMP bf16 for bf16
-// and fp16, fp32 for fp32; channels_last_3d, cudnn.benchmark). Each step
-// ends in the loss on the host, so wall time per step is device time;
-// median after two warm-up steps. Ours first, each line printed as it is measured (the first forward
-// and backward alone, the warm-up's time, then a per-op profile with every
-// convolution's line, so that a run stopped at its limit still tells where
-// the time went), then the peer, then the sliding-window evaluation of 42
-// generated volumes (the validation set's count) of one preprocessed-case
-// shape, `batch` windows at a time, and last the "timed algos" steps, whose
-// search over engines on first use may take long.
+// backward, Nesterov SGD) at the reference's shapes (128^3 patches, batch 7 per
+// GPU as in the MLPerf submissions), in each precision asked for (bf16 and
+// fp16: the convolutions in that type on the tensor cores, fp16 with dynamic
+// loss scaling; each once more with the activations stored in that type,
+// "typed"; each precision once more with the convolution algorithms picked by
+// timing, "timed algos", as cudnn.benchmark picks PyTorch's), against the same
+// network in PyTorch on the same device in the same run
+// (bench/unet3d/unet3d_gpu_torch_bench.py: AMP bf16 for bf16 and fp16, fp32 for
+// fp32; channels_last_3d, cudnn.benchmark). Each step ends in the loss on the
+// host, so wall time per step is device time; median after two warm-up steps.
+// Ours first, each line printed as it is measured (the first forward and
+// backward alone, the warm-up's time, then a per-op profile with every
+// convolution's line, so that a run stopped at its limit still tells where the
+// time went), then the peer, then the sliding-window evaluation of 42 generated
+// volumes (the validation set's count) of one preprocessed-case shape, `batch`
+// windows at a time, and last the "timed algos" steps, whose search over
+// engines on first use may take long.
 //
 //   unet3d_gpu_bench [batch] [steps] [ncdhw|ndhwc|both|auto] [D,H,W of the eval volumes]
 //                    [precisions]

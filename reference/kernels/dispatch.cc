@@ -95,6 +95,24 @@ void BatchNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
   cpu::BatchNormBackward(x, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta);
 }
 
+namespace {
+
+// Under bf16/fp16 the normalised value is rounded before a residual is added
+// (precision.h). The CUDA kernels round it so only as they store a y of the
+// precision's type, so an fp32 y there takes the op in three: the batch
+// norm, the rounded add, the ReLU. The CPU twin rounds at both points itself.
+bool SplitsResidual(const Tensor& residual, const Tensor& y) {
+  return !residual.empty() && y.dtype() == core::DType::kF32 &&
+         ComputePrecision() != core::DType::kF32;
+}
+
+void AddResidualThenRelu(bool relu, const Tensor& residual, const Tensor& y) {
+  AccumulateStored(residual, y);
+  if (relu) ReluForward(y, y);  // exact on rounded values
+}
+
+}  // namespace
+
 int64_t ReluMaskWords(const Tensor& y) {
   const bool last = y.layout() == core::Layout::kNHWC || y.layout() == core::Layout::kNDHWC;
   const int64_t channels = last ? y.dim(y.shape().rank() - 1) : y.dim(1);
@@ -107,6 +125,11 @@ void BatchNormActForwardTraining(const BatchNormParams& p, bool relu, const Tens
                                  const Tensor& save_inv_std, const Tensor& running_mean,
                                  const Tensor& running_var, const Tensor& relu_mask) {
   if (OnDevice(x, {&residual, &gamma, &y, &running_mean, &relu_mask})) {
+    if (SplitsResidual(residual, y)) {
+      BatchNormActForwardTraining(p, false, x, Tensor(), gamma, beta, y, save_mean, save_inv_std,
+                                  running_mean, running_var, Tensor());
+      return AddResidualThenRelu(relu, residual, y);
+    }
     MLPERF_CUDA_TWIN(BatchNormActForwardTraining(p, relu, x, residual, gamma, beta, y, save_mean,
                                                  save_inv_std, running_mean, running_var,
                                                  relu_mask));
@@ -121,6 +144,11 @@ void BatchNormActForwardInference(const BatchNormParams& p, bool relu, const Ten
                                   const Tensor& running_mean, const Tensor& running_var,
                                   const Tensor& y, const Tensor& relu_mask) {
   if (OnDevice(x, {&residual, &gamma, &y, &running_mean, &relu_mask})) {
+    if (SplitsResidual(residual, y)) {
+      BatchNormActForwardInference(p, false, x, Tensor(), gamma, beta, running_mean, running_var, y,
+                                   Tensor());
+      return AddResidualThenRelu(relu, residual, y);
+    }
     MLPERF_CUDA_TWIN(BatchNormActForwardInference(p, relu, x, residual, gamma, beta, running_mean,
                                                   running_var, y, relu_mask));
     return RoundStored(y);
@@ -134,9 +162,10 @@ void BatchNormActBackward(bool relu, const Tensor& x, const Tensor& y, const Ten
                           const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
                           const Tensor& addend, const Tensor& relu_mask) {
   // The CUDA twin rounds the sum to dy's type: enough unless dy is fp32
-  // under a reduced precision, where RoundStored rounds it apart.
+  // under a reduced precision, where RoundStored rounds it apart. The CPU
+  // twin rounds it to the precision itself.
   const bool device = OnDevice(x, {&y, &dy, &dx, &dgamma, &addend, &relu_mask});
-  if (!addend.empty() && (!device || dy.dtype() != ComputePrecision())) {
+  if (!addend.empty() && device && dy.dtype() != ComputePrecision()) {
     AccumulateStored(addend, dy);
     return BatchNormActBackward(relu, x, y, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta,
                                 Tensor(), relu_mask);
@@ -147,7 +176,7 @@ void BatchNormActBackward(bool relu, const Tensor& x, const Tensor& y, const Ten
     return RoundStored(dx);
   }
   cpu::BatchNormActBackward(relu, x, y, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta,
-                            StoredRounding(dx));
+                            StoredRounding(dx), addend);
 }
 
 void ReluForward(const Tensor& x, const Tensor& y) {

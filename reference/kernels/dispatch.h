@@ -55,7 +55,8 @@ int64_t ReluMaskWords(const core::Tensor& y);
 
 // Batch norm fused with the residual add and ReLU (cpu/norm.h). y, and the
 // backward's dx, are stored: rounded as RoundStored rounds (on the CPU as
-// they are written).
+// they are written); with a residual under bf16/fp16, so is the normalised
+// value before the add.
 void BatchNormActForwardTraining(const BatchNormParams& p, bool relu, const core::Tensor& x,
                                  const core::Tensor& residual, const core::Tensor& gamma,
                                  const core::Tensor& beta, const core::Tensor& y,
@@ -69,8 +70,9 @@ void BatchNormActForwardInference(const BatchNormParams& p, bool relu, const cor
                                   const core::Tensor& relu_mask = core::Tensor());
 // With an addend, the output gradient is dy + addend (a residual unit's
 // two branches), added and stored in dy (RoundStored) before the backward:
-// on a CUDA device, within the channels-last kernels' first pass when dy is
-// stored in the precision's type; the same values either way.
+// within the first pass over dy on the CPU in channels-last and on a CUDA
+// device where dy is stored in the precision's type; the same values either
+// way.
 void BatchNormActBackward(bool relu, const core::Tensor& x, const core::Tensor& y,
                           const core::Tensor& dy, const core::Tensor& gamma,
                           const core::Tensor& save_mean, const core::Tensor& save_inv_std,

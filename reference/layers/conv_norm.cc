@@ -54,27 +54,18 @@ void ConvBn::Allocate(const ConvGeometry& g, core::Layout layout, bool relu,
 void ConvBn::Forward(const Tensor& x, bool training, const BatchNormParams& bn,
                      const Tensor& workspace, const Tensor& residual) {
   ops::ConvForward(g_, x, w_, z_, workspace);
-  // Under bf16/fp16 the normalised value is stored (rounded, by the op)
-  // before the residual add, as a typed y_ is by the fused op's two passes;
-  // fp32 storage splits the op to round at the same point.
-  const bool split = !residual.empty() && ops::ComputePrecision() != core::DType::kF32 &&
-                     y_.dtype() == core::DType::kF32;
-  const Tensor fused_residual = split ? Tensor() : residual;
-  const bool fused_relu = relu_ && !split;
-  // The mask where y_ is stored in the precision's type: rounding it in
-  // place afterwards could flush a tiny y to zero, and the sign with it.
-  mask_written_ = fused_relu && !relu_mask_.empty() && y_.dtype() == ops::ComputePrecision();
+  // The op rounds the normalised value before the residual add under
+  // bf16/fp16, and y_ (ops/precision.h). The mask where y_ is stored in the
+  // precision's type: rounding it in place afterwards could flush a tiny y
+  // to zero, and the sign with it.
+  mask_written_ = relu_ && !relu_mask_.empty() && y_.dtype() == ops::ComputePrecision();
   const Tensor mask = mask_written_ ? relu_mask_ : Tensor();
   if (training) {
-    ops::BatchNormActForwardTraining(bn, fused_relu, z_, fused_residual, gamma_, beta_, y_,
-                                     save_mean_, save_inv_std_, running_mean_, running_var_, mask);
+    ops::BatchNormActForwardTraining(bn, relu_, z_, residual, gamma_, beta_, y_, save_mean_,
+                                     save_inv_std_, running_mean_, running_var_, mask);
   } else {
-    ops::BatchNormActForwardInference(bn, fused_relu, z_, fused_residual, gamma_, beta_,
-                                      running_mean_, running_var_, y_, mask);
-  }
-  if (split) {
-    ops::AccumulateStored(residual, y_);
-    if (relu_) ops::ReluForward(y_, y_);  // exact on rounded values
+    ops::BatchNormActForwardInference(bn, relu_, z_, residual, gamma_, beta_, running_mean_,
+                                      running_var_, y_, mask);
   }
 }
 

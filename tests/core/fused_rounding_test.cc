@@ -3,6 +3,8 @@
 // bit for bit, the unrounded kernel followed by a rounding pass: in both
 // layouts, for pointwise convolutions split into several chunks, and for
 // the channels-last backward whose threads share an image's depth slabs.
+// The fused batch norm's residual add and the backward's addend give the
+// same bits as the separate ops they replace.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -134,6 +136,21 @@ TEST(FusedRoundingTest, BatchNormsRoundTheirOutputs) {
         cpu::BatchNormActForwardTraining({}, relu, view(x), view(residual), gamma.t(), beta.t(),
                                          view(y_fused), mean.t(), inv_std.t(), rm.t(), rv.t(),
                                          precision);
+        // With the residual the normalised value is rounded before the add:
+        // the plain norm, rounded, then the rounded add, then the ReLU.
+        Buffer split(shape), rm2({c}), rv2({c}, 1.0f);
+        cpu::BatchNormActForwardTraining({}, false, view(x), Tensor(), gamma.t(), beta.t(),
+                                         view(split), mean.t(), inv_std.t(), rm2.t(), rv2.t(),
+                                         precision);
+        cpu::Accumulate(view(residual), view(split), precision);
+        if (relu) cpu::ReluForward(view(split), view(split));
+        EXPECT_EQ(std::memcmp(split.data.data(), y_fused.data.data(), split.size() * 4), 0)
+            << what << " training with a residual";
+        cpu::BatchNormActForwardTraining({}, relu, view(x), Tensor(), gamma.t(), beta.t(), view(y),
+                                         mean.t(), inv_std.t(), rm.t(), rv.t());
+        cpu::BatchNormActForwardTraining({}, relu, view(x), Tensor(), gamma.t(), beta.t(),
+                                         view(y_fused), mean.t(), inv_std.t(), rm.t(), rv.t(),
+                                         precision);
         ExpectRoundedCopy(precision, y, y_fused, what + " training");
         Buffer yi(shape), yi_fused(shape);
         cpu::BatchNormActForwardInference({}, relu, view(x), Tensor(), gamma.t(), beta.t(), rm.t(),
@@ -148,6 +165,21 @@ TEST(FusedRoundingTest, BatchNormsRoundTheirOutputs) {
         cpu::BatchNormActBackward(relu, view(x), view(y), view(dy_b), gamma.t(), mean.t(),
                                   inv_std.t(), view(dx_fused), dg.t(), db.t(), precision);
         ExpectRoundedCopy(precision, dx, dx_fused, what + " backward");
+        // With an addend: the rounded sum dy + addend, left in dy (masked),
+        // and the same dx as the backward of that sum.
+        Buffer dy_c = dy, dy_d = dy, dx_c(shape), dx_d(shape), dg2({c}), db2({c});
+        cpu::Accumulate(view(residual), view(dy_c), precision);
+        cpu::BatchNormActBackward(relu, view(x), view(y), view(dy_c), gamma.t(), mean.t(),
+                                  inv_std.t(), view(dx_c), dg.t(), db.t(), precision);
+        cpu::BatchNormActBackward(relu, view(x), view(y), view(dy_d), gamma.t(), mean.t(),
+                                  inv_std.t(), view(dx_d), dg2.t(), db2.t(), precision,
+                                  view(residual));
+        EXPECT_EQ(std::memcmp(dy_c.data.data(), dy_d.data.data(), dy_c.size() * 4), 0)
+            << what << " dy + addend";
+        EXPECT_EQ(std::memcmp(dx_c.data.data(), dx_d.data.data(), dx_c.size() * 4), 0)
+            << what << " dx with an addend";
+        EXPECT_EQ(dg.data, dg2.data) << what;
+        EXPECT_EQ(db.data, db2.data) << what;
       }
   }
 }

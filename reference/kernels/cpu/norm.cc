@@ -99,12 +99,29 @@ void RoundedRowBlocks(int64_t count, int64_t c, core::DType round_to, float* out
 // Per-channel affine y = (x - mean) * scale + beta, with the residual add and
 // ReLU of a fused unit, over `count` contiguous channel vectors of width c
 // (channels-last rows) or over one channel's contiguous run (c == 1), y
-// rounded to `round_to`. In fp32: subtracting the mean first keeps it exact
-// where x is near the mean.
+// rounded to `round_to`. With a residual, the normalised value is rounded
+// too, before the add (precision.h's rounding points, as a GPU storing y
+// in bf16/fp16 has them); rounding after the ReLU gives the same bits as
+// before it. In fp32: subtracting the mean first keeps it exact where x is
+// near the mean.
 template <bool kRelu, bool kResidual>
 void ApplyAffine(int64_t count, int64_t c, const float* x, const float* residual, const float* mean,
                  const float* scale, const float* beta, float* y, core::DType round_to) {
+  const bool round_first = kResidual && round_to != core::DType::kF32;
   RoundedRowBlocks(count, c, round_to, y, [&](int64_t r0, int64_t r1) {
+    if (round_first) {  // the block's rows are contiguous: whole-block passes, in cache
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t j = 0; j < c; ++j)
+          y[r * c + j] = (x[r * c + j] - mean[j]) * scale[j] + beta[j];
+      float* yb = y + r0 * c;
+      const float* rb = residual + r0 * c;
+      const int64_t n = (r1 - r0) * c;
+      RoundSpan(round_to, yb, n);
+      for (int64_t i = 0; i < n; ++i) yb[i] += rb[i];
+      if constexpr (kRelu)
+        for (int64_t i = 0; i < n; ++i) yb[i] = yb[i] > 0.0f ? yb[i] : 0.0f;
+      return;
+    }
     for (int64_t r = r0; r < r1; ++r) {
       const float* xr = x + r * c;
       float* yr = y + r * c;
@@ -242,16 +259,23 @@ void Moments(const Tensor& x, double* mean, double* var) {
 // loses nothing that matters.
 constexpr int64_t kSumBlockRows = 64;
 
-// One block of rows: f1 += dy, f2 += dy * (x - mean). With kRelu, dy is
-// first masked by y > 0 and written back (its own loop, with the row then in
-// L1 for the sums: fused with them, the select does not vectorise).
+// One block of rows: f1 += dy, f2 += dy * (x - mean). With an addend, dy
+// first becomes dy + addend, rounded to `round_to`; with kRelu, dy is then
+// masked by y > 0; each written back (own loops, with the row then in L1 for
+// the sums: fused with them, the select does not vectorise).
 template <bool kRelu>
 void BackwardSumsBlock(int64_t rows, int64_t c, const float* __restrict x,
                        const float* __restrict y, float* __restrict dy,
+                       const float* __restrict addend, core::DType round_to,
                        const float* __restrict mean, float* __restrict f1, float* __restrict f2) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * c;
     float* dyr = dy + r * c;
+    if (addend != nullptr) {
+      const float* ar = addend + r * c;
+      for (int64_t j = 0; j < c; ++j) dyr[j] += ar[j];
+      RoundSpan(round_to, dyr, c);
+    }
     if constexpr (kRelu) {
       const float* yr = y + r * c;
       for (int64_t j = 0; j < c; ++j) {
@@ -272,13 +296,15 @@ void BackwardSumsBlock(int64_t rows, int64_t c, const float* __restrict x,
 // c == 1). Called by each thread on its own rows.
 template <bool kRelu>
 void BackwardSums(int64_t count, int64_t c, const float* x, const float* y, float* dy,
-                  const float* mean, double* s1, double* s2) {
+                  const float* addend, core::DType round_to, const float* mean, double* s1,
+                  double* s2) {
   float* f = Scratch<float, 2>(2 * c);
   for (int64_t r0 = 0; r0 < count; r0 += kSumBlockRows) {
     const int64_t rows = std::min(kSumBlockRows, count - r0);
     std::fill(f, f + 2 * c, 0.0f);
-    BackwardSumsBlock<kRelu>(rows, c, x + r0 * c, kRelu ? y + r0 * c : nullptr, dy + r0 * c, mean,
-                             f, f + c);
+    BackwardSumsBlock<kRelu>(rows, c, x + r0 * c, kRelu ? y + r0 * c : nullptr, dy + r0 * c,
+                             addend == nullptr ? nullptr : addend + r0 * c, round_to, mean, f,
+                             f + c);
     for (int64_t j = 0; j < c; ++j) {
       s1[j] += f[j];
       s2[j] += f[c + j];
@@ -302,10 +328,12 @@ void BackwardApply(int64_t count, int64_t c, const float* x, const float* dy, co
 }
 
 // Per-channel sums of dy and dy * (x - mean) over `rows` channel vectors of
-// width c (masking dy by y > 0 first with `relu`): per-thread partials over
-// contiguous shares of the rows, added in thread order.
+// width c (dy first made dy + addend, rounded to `round_to`, with an addend,
+// and masked by y > 0 with `relu`): per-thread partials over contiguous
+// shares of the rows, added in thread order.
 void RowBackwardSums(bool relu, int64_t rows, int64_t c, const float* x, const float* y, float* dy,
-                     const float* mean, int threads, double* sum_dy, double* sum_dy_xc) {
+                     const float* addend, core::DType round_to, const float* mean, int threads,
+                     double* sum_dy, double* sum_dy_xc) {
   double* partial = Scratch<double, 1>(2 * threads * c);
   std::fill(partial, partial + 2 * threads * c, 0.0);
   auto sums_fn = relu ? BackwardSums<true> : BackwardSums<false>;
@@ -314,8 +342,9 @@ void RowBackwardSums(bool relu, int64_t rows, int64_t c, const float* x, const f
     const int t = omp_get_thread_num();
     int64_t r0, r1;
     RowShare(rows, t, omp_get_num_threads(), &r0, &r1);
-    sums_fn(r1 - r0, c, x + r0 * c, y == nullptr ? nullptr : y + r0 * c, dy + r0 * c, mean,
-            partial + 2 * t * c, partial + (2 * t + 1) * c);
+    sums_fn(r1 - r0, c, x + r0 * c, y == nullptr ? nullptr : y + r0 * c, dy + r0 * c,
+            addend == nullptr ? nullptr : addend + r0 * c, round_to, mean, partial + 2 * t * c,
+            partial + (2 * t + 1) * c);
   }
   for (int64_t j = 0; j < c; ++j) {
     double s1 = 0.0, s2 = 0.0;
@@ -381,7 +410,7 @@ void InstanceNormBackwardRows(const Tensor& x, const Tensor& dy, const Tensor& g
     const int64_t o = i * rows * c;
     const float* mean = save_mean.f32() + i * c;
     RowBackwardSums(relu, rows, c, x.f32() + o, relu ? relu_y.f32() + o : nullptr, dy.f32() + o,
-                    mean, threads, sum_dy, sum_dy_xc);
+                    nullptr, core::DType::kF32, mean, threads, sum_dy, sum_dy_xc);
     for (int64_t j = 0; j < c; ++j) {
       const double inv_std = save_inv_std.f32()[i * c + j];
       const double g = gamma.f32()[j] * inv_std;
@@ -448,13 +477,23 @@ void BatchNormActForwardInference(const BatchNormParams& p, bool relu, const Ten
 void BatchNormActBackward(bool relu, const Tensor& x, const Tensor& y, const Tensor& dy,
                           const Tensor& gamma, const Tensor& save_mean, const Tensor& save_inv_std,
                           const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
-                          core::DType round_to) {
+                          core::DType round_to, const Tensor& addend) {
   MLPERF_CHECK(x.numel() == dy.numel() && x.numel() == dx.numel());
   SameLayoutFamily(x, dy);
   SameLayoutFamily(x, dx);
   if (relu) {
     MLPERF_CHECK(y.numel() == x.numel());
     SameLayoutFamily(x, y);
+  }
+  const float* addp = nullptr;
+  if (!addend.empty()) {
+    MLPERF_CHECK(addend.numel() == x.numel());
+    SameLayoutFamily(x, addend);
+    if (IsChannelsLast(x)) {
+      addp = addend.f32();  // added in the sums' pass
+    } else {
+      Accumulate(addend, dy, round_to);
+    }
   }
   const int64_t channels = Channels(x), count = x.numel() / channels;
   const int threads = BnThreads(x.numel());
@@ -467,7 +506,8 @@ void BatchNormActBackward(bool relu, const Tensor& x, const Tensor& y, const Ten
   float* dyp = dy.f32();
   auto sums_fn = relu ? BackwardSums<true> : BackwardSums<false>;
   if (IsChannelsLast(x)) {
-    RowBackwardSums(relu, count, channels, xp, yp, dyp, mean, threads, sum_dy, sum_dy_xc);
+    RowBackwardSums(relu, count, channels, xp, yp, dyp, addp, round_to, mean, threads, sum_dy,
+                    sum_dy_xc);
   } else {
     const Dims d = ChannelDims(x);
 #pragma omp parallel for num_threads(threads)
@@ -475,8 +515,8 @@ void BatchNormActBackward(bool relu, const Tensor& x, const Tensor& y, const Ten
       double s1 = 0.0, s2 = 0.0;
       for (int64_t i = 0; i < d.outer; ++i) {
         const int64_t base = (i * d.channels + c) * d.inner;
-        sums_fn(d.inner, 1, xp + base, yp == nullptr ? nullptr : yp + base, dyp + base, mean + c,
-                &s1, &s2);
+        sums_fn(d.inner, 1, xp + base, yp == nullptr ? nullptr : yp + base, dyp + base, nullptr,
+                core::DType::kF32, mean + c, &s1, &s2);
       }
       sum_dy[c] = s1;
       sum_dy_xc[c] = s2;

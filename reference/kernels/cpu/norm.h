@@ -32,7 +32,8 @@ void BatchNormBackward(const core::Tensor& x, const core::Tensor& dy, const core
 // activation makes one trip through memory: y = act(BN(x) + residual), where
 // act is ReLU when `relu` is set (else the identity) and `residual` may be
 // empty (no add). residual is in x's layout. y must not alias x or residual.
-// y is rounded to `round_to` (bf16 or fp16) as it is written, if given.
+// y is rounded to `round_to` (bf16 or fp16) as it is written, if given, and
+// with a residual so is BN(x) before the add (ops/precision.h's points).
 void BatchNormActForwardTraining(const BatchNormParams& p, bool relu, const core::Tensor& x,
                                  const core::Tensor& residual, const core::Tensor& gamma,
                                  const core::Tensor& beta, const core::Tensor& y,
@@ -48,12 +49,15 @@ void BatchNormActForwardInference(const BatchNormParams& p, bool relu, const cor
 // gradient. With `relu`, dy is first overwritten by the gradient before the
 // ReLU (dy where y > 0), which is also the residual's gradient; without it,
 // y is not read (may be empty) and dy is left as it is. dx may alias dy; dy
-// must not alias x or y. dx is rounded to `round_to` as it is written.
+// must not alias x or y. dx is rounded to `round_to` as it is written. A
+// non-empty `addend` (a residual unit's second gradient branch) is added to
+// dy first, the sum rounded to `round_to` and left in dy (before the mask).
 void BatchNormActBackward(bool relu, const core::Tensor& x, const core::Tensor& y,
                           const core::Tensor& dy, const core::Tensor& gamma,
                           const core::Tensor& save_mean, const core::Tensor& save_inv_std,
                           const core::Tensor& dx, const core::Tensor& dgamma,
-                          const core::Tensor& dbeta, core::DType round_to = core::DType::kF32);
+                          const core::Tensor& dbeta, core::DType round_to = core::DType::kF32,
+                          const core::Tensor& addend = core::Tensor());
 
 // Instance norm (InstanceNorm3d(affine=True), no running statistics, as the
 // 3D U-Net reference): statistics per (n, c); save_* hold N*C values. Either

@@ -212,7 +212,8 @@ constexpr int64_t kSumBlockRows = 64;
 // so results are reproducible for a given thread count. The sums are of x
 // minus the first row, so the one-pass variance does not cancel, in fp32
 // over blocks of kSumBlockRows rows and in fp64 across blocks, as in the
-// backward (all fp64 made the ResNet-50 bf16 step 5% slower on AVX-512).
+// backward (all fp64, half the vector lanes, made the ResNet-50 bf16 step
+// 5% slower).
 void RowMoments(const float* xp, int64_t rows, int64_t c, int threads, double* mean, double* var) {
   double* shift = Scratch<double, 1>((2 * threads + 1) * c);
   double* partial = shift + c;

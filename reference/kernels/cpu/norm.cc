@@ -200,9 +200,9 @@ void ApplyNormalization(bool relu, const Tensor& x, const Tensor& residual, cons
     }
 }
 
-// Rows per block of fp32 partial sums in the backward, which are then added
-// in fp64: fp32 runs twice the vector lanes of fp64, and over 64 rows it
-// loses nothing that matters.
+// Rows per block of fp32 partial sums (the statistics', the backward's),
+// which are then added in fp64: fp32 runs twice the vector lanes of fp64,
+// and over 64 rows it loses nothing that matters.
 constexpr int64_t kSumBlockRows = 64;
 
 // Mean and (biased) variance per channel of `rows` channel vectors of width

@@ -4,27 +4,18 @@
 
 #include <algorithm>
 #include <cmath>
-#include <vector>
 
 #include "reference/kernels/cpu/elementwise.h"
 #include "reference/kernels/cpu/layout.h"
+#include "reference/kernels/cpu/norm_rows.h"
 #include "reference/kernels/cpu/parallel.h"
 #include "reference/kernels/cpu/round.h"
 
 namespace mlperf::cpu {
-namespace {
 
 using core::Tensor;
 
-// x viewed as [outer, channels, inner]; statistics per channel over outer*inner.
-struct Dims {
-  int64_t outer, channels, inner;
-};
-
-Dims ChannelDims(const Tensor& x) {
-  const int64_t n = x.dim(0), c = x.dim(1);
-  return {n, c, x.numel() / (n * c)};
-}
+namespace norm_detail {
 
 void ChannelMoments(const float* x, Dims d, int64_t c, double* mean, double* var) {
   double sum = 0.0, sum_sq = 0.0;
@@ -42,38 +33,6 @@ void ChannelMoments(const float* x, Dims d, int64_t c, double* mean, double* var
     }
   }
   *var = sum_sq / count;
-}
-
-// The normalisation backward shared by all three norms, for one group of
-// `count` elements reached through `at(i)`:
-//   dx = inv_std * (g*dy - mean(g*dy) - xhat * mean(g*dy*xhat)).
-template <typename At>
-void GroupBackward(int64_t count, At at, const float* x, const float* dy, float* dx, float gamma,
-                   double mean, double inv_std, double* sum_dy, double* sum_dy_xhat) {
-  double s1 = 0.0, s2 = 0.0;
-  for (int64_t i = 0; i < count; ++i) {
-    const int64_t j = at(i);
-    s1 += dy[j];
-    s2 += dy[j] * (x[j] - mean) * inv_std;
-  }
-  *sum_dy = s1;
-  *sum_dy_xhat = s2;
-  const double m1 = s1 / count, m2 = s2 / count;
-  for (int64_t i = 0; i < count; ++i) {
-    const int64_t j = at(i);
-    const double xhat = (x[j] - mean) * inv_std;
-    dx[j] = static_cast<float>(gamma * inv_std * (dy[j] - m1 - xhat * m2));
-  }
-}
-
-// Grows on first use and is reused afterwards, so that steady-state training
-// steps allocate nothing. One buffer per calling thread, type and slot (the
-// slot keeps buffers that are live at the same time apart).
-template <typename T, int kSlot>
-T* Scratch(size_t n) {
-  static thread_local std::vector<T> buffer;
-  if (buffer.size() < n) buffer.resize(n);
-  return buffer.data();
 }
 
 int BnThreads(int64_t elements) { return WorthParallel(elements) ? omp_get_max_threads() : 1; }
@@ -135,19 +94,10 @@ void ApplyAffine(int64_t count, int64_t c, const float* x, const float* residual
   });
 }
 
-using ApplyFn = void (*)(int64_t, int64_t, const float*, const float*, const float*, const float*,
-                         const float*, float*, core::DType);
-
 ApplyFn PickApply(bool relu, bool residual) {
   if (relu) return residual ? ApplyAffine<true, true> : ApplyAffine<true, false>;
   return residual ? ApplyAffine<false, true> : ApplyAffine<false, false>;
 }
-
-// The per-channel scalars of a normalisation, in fp32 for the elementwise
-// passes: y = (x - mean) * scale + beta.
-struct Affine {
-  float *mean, *scale, *beta;
-};
 
 Affine AffineScratch(int64_t channels) {
   float* f = Scratch<float, 0>(3 * channels);
@@ -373,7 +323,7 @@ void RowBackwardSums(bool relu, int64_t rows, int64_t c, const float* x, const f
 // BackwardApply over `rows` channel vectors, the rows shared by threads.
 void RowBackwardApply(int64_t rows, int64_t c, const float* x, const float* dy, const float* mean,
                       const float* a, const float* b, const float* d, float* dx, int threads,
-                      core::DType round_to = core::DType::kF32) {
+                      core::DType round_to) {
 #pragma omp parallel num_threads(threads)
   {
     int64_t r0, r1;
@@ -382,67 +332,9 @@ void RowBackwardApply(int64_t rows, int64_t c, const float* x, const float* dy, 
   }
 }
 
-// Instance norm channels-last: per sample, the batch norm of its [S, C] rows.
-void InstanceNormForwardRows(float epsilon, const Tensor& x, const Tensor& gamma,
-                             const Tensor& beta, const Tensor& y, const Tensor& save_mean,
-                             const Tensor& save_inv_std, bool relu, core::DType round_to) {
-  const int64_t n = x.dim(0), c = LastDim(x), rows = x.numel() / (n * c);
-  const int threads = BnThreads(rows * c);
-  double* moments = Scratch<double, 0>(2 * c);
-  const Affine a = AffineScratch(c);
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t o = i * rows * c;
-    RowMoments(x.f32() + o, rows, c, threads, moments, moments + c);
-    for (int64_t j = 0; j < c; ++j) {
-      float* mean = save_mean.f32() + i * c + j;
-      float* inv_std = save_inv_std.f32() + i * c + j;
-      *mean = static_cast<float>(moments[j]);
-      *inv_std = static_cast<float>(1.0 / std::sqrt(moments[c + j] + epsilon));
-      a.mean[j] = *mean;
-      a.scale[j] = static_cast<float>(static_cast<double>(*inv_std) * gamma.f32()[j]);
-      a.beta[j] = beta.f32()[j];
-    }
-    ApplyRows(PickApply(relu, false), rows, c, x.f32() + o, nullptr, a, y.f32() + o, round_to,
-              threads);
-  }
-}
+}  // namespace norm_detail
 
-void InstanceNormBackwardRows(const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                              const Tensor& save_mean, const Tensor& save_inv_std, const Tensor& dx,
-                              const Tensor& dgamma, const Tensor& dbeta, const Tensor& relu_y) {
-  const bool relu = !relu_y.empty();
-  const int64_t n = x.dim(0), c = LastDim(x), rows = x.numel() / (n * c);
-  const int threads = BnThreads(rows * c);
-  // [sum dy][sum dy (x - mean)][dgamma][dbeta]
-  double* sums = Scratch<double, 0>(4 * c);
-  double *sum_dy = sums, *sum_dy_xc = sums + c, *dg = sums + 2 * c, *db = sums + 3 * c;
-  std::fill(dg, dg + 2 * c, 0.0);
-  float* f = Scratch<float, 1>(3 * c);
-  float *a = f, *b = f + c, *d = f + 2 * c;
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t o = i * rows * c;
-    const float* mean = save_mean.f32() + i * c;
-    RowBackwardSums(relu, rows, c, x.f32() + o, relu ? relu_y.f32() + o : nullptr, dy.f32() + o,
-                    nullptr, core::DType::kF32, mean, threads, sum_dy, sum_dy_xc);
-    for (int64_t j = 0; j < c; ++j) {
-      const double inv_std = save_inv_std.f32()[i * c + j];
-      const double g = gamma.f32()[j] * inv_std;
-      const double m1 = sum_dy[j] / rows, m2 = sum_dy_xc[j] * inv_std / rows;
-      dg[j] += sum_dy_xc[j] * inv_std;
-      db[j] += sum_dy[j];
-      a[j] = static_cast<float>(g);
-      b[j] = static_cast<float>(g * inv_std * m2);
-      d[j] = static_cast<float>(g * m1);
-    }
-    RowBackwardApply(rows, c, x.f32() + o, dy.f32() + o, mean, a, b, d, dx.f32() + o, threads);
-  }
-  for (int64_t j = 0; j < c; ++j) {
-    dgamma.f32()[j] = static_cast<float>(dg[j]);
-    dbeta.f32()[j] = static_cast<float>(db[j]);
-  }
-}
-
-}  // namespace
+using namespace norm_detail;
 
 void BatchNormActForwardTraining(const BatchNormParams& p, bool relu, const Tensor& x,
                                  const Tensor& residual, const Tensor& gamma, const Tensor& beta,
@@ -584,69 +476,6 @@ void BatchNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                        const Tensor& dgamma, const Tensor& dbeta) {
   BatchNormActBackward(/*relu=*/false, x, Tensor(), dy, gamma, save_mean, save_inv_std, dx, dgamma,
                        dbeta);
-}
-
-void InstanceNormForward(float epsilon, const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                         const Tensor& y, const Tensor& save_mean, const Tensor& save_inv_std,
-                         bool relu, core::DType round_to) {
-  MLPERF_CHECK(x.numel() == y.numel());
-  if (SameLayoutFamily(x, y)) {
-    InstanceNormForwardRows(epsilon, x, gamma, beta, y, save_mean, save_inv_std, relu, round_to);
-    return;
-  }
-  const Dims d = ChannelDims(x);
-#pragma omp parallel for if (WorthParallel(x.numel()))
-  for (int64_t g = 0; g < d.outer * d.channels; ++g) {
-    const float* xg = x.f32() + g * d.inner;
-    double mean, var;
-    ChannelMoments(xg, Dims{1, 1, d.inner}, 0, &mean, &var);
-    // Normalised with the saved (fp32) statistics, which the backward reads:
-    // with few voxels per group and a large mean, the rounding of the mean
-    // would otherwise make the two disagree on x-hat.
-    save_mean.f32()[g] = static_cast<float>(mean);
-    save_inv_std.f32()[g] = static_cast<float>(1.0 / std::sqrt(var + epsilon));
-    mean = save_mean.f32()[g];
-    const double inv_std = save_inv_std.f32()[g];
-    const int64_t c = g % d.channels;
-    float* yg = y.f32() + g * d.inner;
-    for (int64_t q = 0; q < d.inner; ++q) {
-      const float v = static_cast<float>((xg[q] - mean) * inv_std * gamma.f32()[c] + beta.f32()[c]);
-      yg[q] = relu ? (v > 0.0f ? v : 0.0f) : v;
-    }
-    RoundSpan(round_to, yg, d.inner);
-  }
-}
-
-void InstanceNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                          const Tensor& save_mean, const Tensor& save_inv_std, const Tensor& dx,
-                          const Tensor& dgamma, const Tensor& dbeta, const Tensor& relu_y) {
-  MLPERF_CHECK(x.numel() == dy.numel() && x.numel() == dx.numel());
-  SameLayoutFamily(x, dy);
-  if (!relu_y.empty()) {
-    MLPERF_CHECK(relu_y.numel() == x.numel());
-    SameLayoutFamily(x, relu_y);
-  }
-  if (SameLayoutFamily(x, dx)) {
-    InstanceNormBackwardRows(x, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta, relu_y);
-    return;
-  }
-  if (!relu_y.empty()) ReluBackward(relu_y, dy, dy);
-  const Dims d = ChannelDims(x);
-#pragma omp parallel for if (WorthParallel(x.numel()))
-  for (int64_t c = 0; c < d.channels; ++c) {
-    double db = 0.0, dg = 0.0;
-    for (int64_t n = 0; n < d.outer; ++n) {
-      const int64_t g = n * d.channels + c;
-      auto at = [&](int64_t i) { return g * d.inner + i; };
-      double sum_dy, sum_dy_xhat;
-      GroupBackward(d.inner, at, x.f32(), dy.f32(), dx.f32(), gamma.f32()[c], save_mean.f32()[g],
-                    save_inv_std.f32()[g], &sum_dy, &sum_dy_xhat);
-      db += sum_dy;
-      dg += sum_dy_xhat;
-    }
-    dgamma.f32()[c] = static_cast<float>(dg);
-    dbeta.f32()[c] = static_cast<float>(db);
-  }
 }
 
 }  // namespace mlperf::cpu

@@ -327,6 +327,67 @@ TEST_F(CudaCnnTwinTest, PoolingMatchesIncludingSamePaddingAndNonFinite) {
   }
 }
 
+// Channels-last max pooling with a channel count that is a multiple of 16
+// bytes' worth runs the lane kernels (16 bytes of channels per thread); 12
+// bf16 channels do not. Both give the CPU twin's bits in every dtype: the
+// same first maximum, the same sums in the same order, one rounding.
+TEST_F(CudaCnnTwinTest, ChannelsLastMaxPoolMatchesBitForBitInEveryDtype) {
+  ConvGeometry same = Conv2d(2, 16, 11, 11, 16, 3, 3, 2, 0);
+  SetSamePadding(&same);
+  const std::vector<std::pair<std::string, ConvGeometry>> cases = {
+      {"same_3x3_s2 c16", same},
+      {"sym_3x3_s2_p1 c24", Conv2d(2, 24, 10, 9, 24, 3, 3, 2, 1)},
+      {"sym_3x3_s2_p1 c12", Conv2d(2, 12, 10, 9, 12, 3, 3, 2, 1)},
+      {"3d_3_s2_p1 c8", Conv3d(1, 8, 5, 6, 5, 8, 3, 2, 1)}};
+  for (const auto& [name, g] : cases)
+    for (const DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+      const std::string what = name + " " + Name(dtype);
+      const int64_t c = g.in_channels, nx = g.batch * c * g.in_spatial(),
+                    ny = g.batch * c * g.out_spatial();
+      Floats x = Rounded(Random(nx, 30), dtype), dy = Rounded(Random(ny, 31), dtype);
+      for (int64_t i = 0; i < nx; i += 3) x[i] = 0.0f;
+      for (int64_t i = 1; i < nx; i += 3) x[i] = std::round(4.0f * x[i]);
+      x[5] = INFINITY;
+      x[nx / 2 + 1] = NAN;
+      Floats y(ny), dx(nx);
+      cpu::MaxPoolForward(g, Host(x, {nx}), Host(y, {ny}));
+      cpu::MaxPoolBackward(g, Host(x, {nx}), Host(dy, {ny}), Host(dx, {nx}));
+      const int64_t out_sp[3] = {g.out(0), g.out(1), g.out(2)};
+      const Layout layout = ActLayout(g, true);
+      Dev gx(ToChannelsLast(x, g.batch, c), ActShape(g, c, g.in, true), dtype, layout),
+          gdy(ToChannelsLast(dy, g.batch, c), ActShape(g, c, out_sp, true), dtype, layout),
+          gy(Floats(ny), ActShape(g, c, out_sp, true), dtype, layout),
+          gdx(Floats(nx), ActShape(g, c, g.in, true), dtype, layout);
+      cuda::MaxPoolForward(g, gx.t(), gy.t());
+      cuda::MaxPoolBackward(g, gx.t(), gdy.t(), gdx.t());
+      ExpectClose(FromChannelsLast(gy.Get(), g.batch, c), Rounded(y, dtype), 0.0,
+                  what + " max forward");
+      ExpectClose(FromChannelsLast(gdx.Get(), g.batch, c), Rounded(dx, dtype), 0.0,
+                  what + " max backward");
+    }
+}
+
+// A window larger than the unpadded input has no outputs: the forwards write
+// nothing and the backwards zero the input gradient.
+TEST_F(CudaCnnTwinTest, PoolingWithoutOutputsZeroesTheGradient) {
+  const ConvGeometry g = Conv2d(1, 8, 2, 2, 8, 3, 3, 1, 0);
+  ASSERT_EQ(g.out_spatial(), 0);
+  const Shape in{1, 2, 2, 8};
+  Dev x(Random(32, 32), in, DType::kBF16, Layout::kNHWC);
+  const Tensor empty(x.t().data(), {1, 0, 0, 8}, DType::kBF16, core::Device::kCuda, Layout::kNHWC);
+  for (const bool max : {true, false}) {
+    Dev dx(Floats(32, 5.0f), in, DType::kBF16, Layout::kNHWC);
+    if (max) {
+      cuda::MaxPoolForward(g, x.t(), empty);
+      cuda::MaxPoolBackward(g, x.t(), empty, dx.t());
+    } else {
+      cuda::AvgPoolForward(g, true, x.t(), empty);
+      cuda::AvgPoolBackward(g, true, empty, dx.t());
+    }
+    ExpectClose(dx.Get(), Floats(32, 0.0f), 0.0, max ? "max backward" : "avg backward");
+  }
+}
+
 TEST_F(CudaCnnTwinTest, EmbeddingAndLosses) {
   const int64_t rows = 37, vocab = 50, width = 24;
   std::vector<int32_t> ids(rows);

@@ -38,6 +38,26 @@ __device__ __forceinline__ void StoreAs(void* p, core::DType t, int64_t i, float
   }
 }
 
+// The same conversions for a type known at compile time.
+__device__ __forceinline__ float ToFloat(float v) { return v; }
+__device__ __forceinline__ float ToFloat(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float ToFloat(__half v) { return __half2float(v); }
+
+template <typename T>
+__device__ __forceinline__ T FromFloat(float v);
+template <>
+__device__ __forceinline__ float FromFloat<float>(float v) {
+  return v;
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 FromFloat<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+template <>
+__device__ __forceinline__ __half FromFloat<__half>(float v) {
+  return __float2half_rn(v);
+}
+
 // Sum over a block of kThreads threads (a multiple of 32); every thread gets
 // the result. Safe to call repeatedly in one kernel.
 template <int kThreads>

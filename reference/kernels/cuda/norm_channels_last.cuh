@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "reference/kernels/cuda/check.h"
+#include "reference/kernels/cuda/device_util.cuh"
 #include "reference/kernels/cuda/norm_channels_last.h"
 
 namespace mlperf::cuda::channels_last {
@@ -30,24 +31,8 @@ using core::Tensor;
 constexpr int kLanes = 32, kRowsPerStep = 8, kUnroll = 4;
 static_assert(kUnroll == 4, "the sums below are written out for four rows");
 
-__device__ __forceinline__ float ToFloat(float v) { return v; }
-__device__ __forceinline__ float ToFloat(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float ToFloat(__half v) { return __half2float(v); }
-
-template <typename T>
-__device__ __forceinline__ T FromFloat(float v);
-template <>
-__device__ __forceinline__ float FromFloat<float>(float v) {
-  return v;
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 FromFloat<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
-template <>
-__device__ __forceinline__ __half FromFloat<__half>(float v) {
-  return __float2half_rn(v);
-}
+using detail::FromFloat;
+using detail::ToFloat;
 
 // V neighbouring elements of T as one load or store.
 template <typename T, int V>

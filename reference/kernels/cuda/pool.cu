@@ -1,6 +1,8 @@
 #include <algorithm>
 #include <cfloat>
 #include <cstdint>
+#include <initializer_list>
+#include <type_traits>
 
 #include "reference/kernels/cuda/check.h"
 #include "reference/kernels/cuda/context.h"
@@ -108,6 +110,37 @@ void WithWindow(const ConvGeometry& g, const Tensor& activation, Fn&& fn) {
   const int64_t largest = planes * std::max(g.in_spatial(), g.out_spatial());
   if (largest < FastDiv::kLimit) return fn(MakeWindow<FastDiv>(g, activation));
   fn(MakeWindow<WideDiv>(g, activation));
+}
+
+// Where the lane kernels below apply (channels-last fp32, bf16 or fp16, the
+// channel count a multiple of a lane group, every tensor 16-byte aligned),
+// calls fn(T{}, window, divider by the lane groups per position) and returns
+// true; otherwise false.
+template <typename Fn>
+bool WithLanes(const ConvGeometry& g, const Tensor& activation,
+               std::initializer_list<const void*> data, Fn&& fn) {
+  if (!detail::ChannelsLast(activation)) return false;
+  for (const void* p : data)
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
+  const auto run = [&](auto tag) {
+    constexpr int64_t lanes = 16 / sizeof(tag);
+    if (g.in_channels % lanes != 0) return false;
+    WithWindow(g, activation, [&](const auto& w) {
+      using D = std::decay_t<decltype(w.by_channels)>;
+      fn(tag, w, D(g.in_channels / lanes));
+    });
+    return true;
+  };
+  switch (activation.dtype()) {
+    case DType::kBF16:
+      return run(__nv_bfloat16{});
+    case DType::kF16:
+      return run(__half{});
+    case DType::kF32:
+      return run(float{});
+    default:
+      return false;
+  }
 }
 
 // Calls visit(s) for the in-bounds input positions s of output o's window,
@@ -221,6 +254,117 @@ __global__ void MaxPoolBackwardKernel(Window<D> w, const uint16_t* code, const v
   }
 }
 
+// Channels-last max pooling, 16 bytes of neighbouring channels per thread
+// (8 bf16/fp16 or 4 fp32 channels at one position): the index arithmetic of
+// a position is done once for all of them and every access is one 16-byte
+// transaction, where the kernels above divide and load per element. Each
+// channel sees the same comparisons and sums in the same order as there, so
+// the bits are the same. ResNet-50's stem max pool runs here.
+template <typename T>
+struct alignas(16) Lanes {
+  static constexpr int kCount = 16 / sizeof(T);
+  T v[kCount];
+};
+template <int V>
+struct alignas(2 * V) LaneCodes {
+  uint16_t c[V];
+};
+
+template <typename T>
+__device__ __forceinline__ Lanes<T> LoadLanes(const T* p, int64_t i) {
+  return *reinterpret_cast<const Lanes<T>*>(p + i);
+}
+
+// Lane group i of a tensor of `plane` positions: image n, position s and
+// first channel c0 (the group's element offset is i * kCount).
+template <typename D>
+__device__ __forceinline__ void SplitLanes(const D& by_groups, const D& plane, int lanes, int64_t i,
+                                           int64_t* n, int64_t* s, int64_t* c0) {
+  const int64_t q = by_groups.Div(i);
+  *c0 = (i - q * by_groups.divisor()) * lanes;
+  *n = plane.Div(q);
+  *s = q - *n * plane.divisor();
+}
+
+template <typename T, typename D>
+__global__ void MaxPoolForwardLanes(Window<D> w, D by_groups, const T* x, T* y, int64_t count) {
+  constexpr int V = Lanes<T>::kCount;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t n, s, c0, o[3];
+    SplitLanes(by_groups, w.by_out_plane, V, i, &n, &s, &c0);
+    w.OutPosition(s, o);
+    float best[V];
+    for (int j = 0; j < V; ++j) best[j] = -INFINITY;
+    ForEachWindowInput(w, o, [&](int64_t q) {
+      const Lanes<T> v = LoadLanes(x, w.Offset(n, c0, q, w.InSpatial()));
+      for (int j = 0; j < V; ++j) {
+        const float f = detail::ToFloat(v.v[j]);
+        if (f > best[j]) best[j] = f;
+      }
+    });
+    Lanes<T> out;
+    for (int j = 0; j < V; ++j) out.v[j] = detail::FromFloat<T>(best[j]);
+    *reinterpret_cast<Lanes<T>*>(y + i * V) = out;
+  }
+}
+
+template <typename T, typename D>
+__global__ void MaxPoolArgMaxLanes(Window<D> w, D by_groups, const T* x, uint16_t* code,
+                                   int64_t count) {
+  constexpr int V = Lanes<T>::kCount;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t n, s, c0, o[3];
+    SplitLanes(by_groups, w.by_out_plane, V, i, &n, &s, &c0);
+    w.OutPosition(s, o);
+    LaneCodes<V> arg;
+    float best[V];
+    for (int j = 0; j < V; ++j) {
+      arg.c[j] = kNoInput;
+      best[j] = 0.0f;
+    }
+    ForEachWindowInput(w, o, [&](int64_t q) {
+      const Lanes<T> v = LoadLanes(x, w.Offset(n, c0, q, w.InSpatial()));
+      int64_t p[3];
+      w.InPosition(q, p);
+      const auto here = static_cast<uint16_t>(WindowCode(w, o, p));
+      for (int j = 0; j < V; ++j) {
+        const float f = detail::ToFloat(v.v[j]);
+        if (arg.c[j] == kNoInput || f > best[j]) {
+          arg.c[j] = here;
+          best[j] = f;
+        }
+      }
+    });
+    *reinterpret_cast<LaneCodes<V>*>(code + i * V) = arg;
+  }
+}
+
+template <typename T, typename D>
+__global__ void MaxPoolBackwardLanes(Window<D> w, D by_groups, const uint16_t* code, const T* dy,
+                                     T* dx, int64_t count) {
+  constexpr int V = Lanes<T>::kCount;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t n, s, c0, p[3];
+    SplitLanes(by_groups, w.by_in_plane, V, i, &n, &s, &c0);
+    w.InPosition(s, p);
+    float sum[V] = {};
+    ForEachCoveringOutput(w, p, [&](const int64_t o[3], int64_t os) {
+      const int64_t j = w.Offset(n, c0, os, w.OutSpatial());
+      const LaneCodes<V> k = *reinterpret_cast<const LaneCodes<V>*>(code + j);
+      const Lanes<T> g = LoadLanes(dy, j);
+      const auto here = static_cast<uint16_t>(WindowCode(w, o, p));
+      for (int l = 0; l < V; ++l)
+        if (k.c[l] == here) sum[l] += detail::ToFloat(g.v[l]);
+    });
+    Lanes<T> out;
+    for (int l = 0; l < V; ++l) out.v[l] = detail::FromFloat<T>(sum[l]);
+    *reinterpret_cast<Lanes<T>*>(dx + i * V) = out;
+  }
+}
+
 template <typename D>
 __global__ void AvgPoolForwardKernel(Window<D> w, bool include_pad, const void* x, void* y, DType t,
                                      int64_t count) {
@@ -296,14 +440,31 @@ void CheckPool(const ConvGeometry& g, const Tensor& in, const Tensor& out) {
   MLPERF_CHECK(in.dtype() == out.dtype());
 }
 
+// Without outputs (a window larger than the padded input) no input takes a
+// gradient; the window's dividers would be zero.
+void ZeroEmpty(const Tensor& dx) {
+  if (dx.numel() > 0)
+    CUDA_CHECK(cudaMemsetAsync(dx.data(), 0, dx.numel() * core::DTypeSize(dx.dtype()), Stream()));
+}
+
 }  // namespace
 
 void MaxPoolForward(const ConvGeometry& g, const Tensor& x, const Tensor& y) {
   CheckPool(g, x, y);
-  WithWindow(g, x, [&](const auto& w) {
-    MaxPoolForwardKernel<<<Blocks(y.numel()), kThreads, 0, Stream()>>>(w, x.data(), y.data(),
-                                                                       x.dtype(), y.numel());
-  });
+  if (y.numel() == 0) return;
+  const bool lanes =
+      WithLanes(g, x, {x.data(), y.data()}, [&](auto tag, const auto& w, const auto& by_groups) {
+        using T = decltype(tag);
+        const int64_t count = y.numel() / Lanes<T>::kCount;
+        MaxPoolForwardLanes<<<Blocks(count), kThreads, 0, Stream()>>>(
+            w, by_groups, static_cast<const T*>(x.data()), static_cast<T*>(y.data()), count);
+      });
+  if (!lanes) {
+    WithWindow(g, x, [&](const auto& w) {
+      MaxPoolForwardKernel<<<Blocks(y.numel()), kThreads, 0, Stream()>>>(w, x.data(), y.data(),
+                                                                         x.dtype(), y.numel());
+    });
+  }
   CUDA_CHECK_LAUNCH();
 }
 
@@ -312,22 +473,37 @@ void MaxPoolBackward(const ConvGeometry& g, const Tensor& x, const Tensor& dy, c
   MLPERF_CHECK(x.numel() == dx.numel() && x.dtype() == dx.dtype());
   MLPERF_CHECK_MSG(g.kernel[0] * g.kernel[1] * g.kernel[2] < kNoInput,
                    "max pool window too large for its 16-bit argmax codes");
+  if (dy.numel() == 0) return ZeroEmpty(dx);
   // The argmax of each window once, rather than once per input it covers
   // (up to 4 times for ResNet's 3x3/2, each 9 loads).
   auto* code = static_cast<uint16_t*>(Scratch(dy.numel() * sizeof(uint16_t), kScratchReduce));
-  WithWindow(g, x, [&](const auto& w) {
-    MaxPoolArgMaxKernel<<<Blocks(dy.numel()), kThreads, 0, Stream()>>>(w, x.data(), x.dtype(), code,
-                                                                       dy.numel());
-    CUDA_CHECK_LAUNCH();
-    MaxPoolBackwardKernel<<<Blocks(dx.numel()), kThreads, 0, Stream()>>>(
-        w, code, dy.data(), dx.data(), dx.dtype(), dx.numel());
-  });
+  const bool lanes = WithLanes(
+      g, x, {x.data(), dy.data(), dx.data()}, [&](auto tag, const auto& w, const auto& by_groups) {
+        using T = decltype(tag);
+        constexpr int V = Lanes<T>::kCount;
+        MaxPoolArgMaxLanes<<<Blocks(dy.numel() / V), kThreads, 0, Stream()>>>(
+            w, by_groups, static_cast<const T*>(x.data()), code, dy.numel() / V);
+        CUDA_CHECK_LAUNCH();
+        MaxPoolBackwardLanes<<<Blocks(dx.numel() / V), kThreads, 0, Stream()>>>(
+            w, by_groups, code, static_cast<const T*>(dy.data()), static_cast<T*>(dx.data()),
+            dx.numel() / V);
+      });
+  if (!lanes) {
+    WithWindow(g, x, [&](const auto& w) {
+      MaxPoolArgMaxKernel<<<Blocks(dy.numel()), kThreads, 0, Stream()>>>(w, x.data(), x.dtype(),
+                                                                         code, dy.numel());
+      CUDA_CHECK_LAUNCH();
+      MaxPoolBackwardKernel<<<Blocks(dx.numel()), kThreads, 0, Stream()>>>(
+          w, code, dy.data(), dx.data(), dx.dtype(), dx.numel());
+    });
+  }
   CUDA_CHECK_LAUNCH();
 }
 
 void AvgPoolForward(const ConvGeometry& g, bool count_include_pad, const Tensor& x,
                     const Tensor& y) {
   CheckPool(g, x, y);
+  if (y.numel() == 0) return;
   WithWindow(g, x, [&](const auto& w) {
     AvgPoolForwardKernel<<<Blocks(y.numel()), kThreads, 0, Stream()>>>(
         w, count_include_pad, x.data(), y.data(), x.dtype(), y.numel());
@@ -338,6 +514,7 @@ void AvgPoolForward(const ConvGeometry& g, bool count_include_pad, const Tensor&
 void AvgPoolBackward(const ConvGeometry& g, bool count_include_pad, const Tensor& dy,
                      const Tensor& dx) {
   CheckPool(g, dx, dy);
+  if (dy.numel() == 0) return ZeroEmpty(dx);
   WithWindow(g, dx, [&](const auto& w) {
     AvgPoolBackwardKernel<<<Blocks(dx.numel()), kThreads, 0, Stream()>>>(
         w, count_include_pad, dy.data(), dx.data(), dx.dtype(), dx.numel());

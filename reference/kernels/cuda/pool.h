@@ -4,7 +4,10 @@
 // rule (the first maximum of a window receives the gradient) and its backward
 // signature (x, not y) are then kept. Backwards gather over the windows that
 // contain each input, so they are deterministic (no atomics). Activations may
-// be channels-last (kNHWC/kNDHWC tags) and fp32, bf16 or fp16.
+// be channels-last (kNHWC/kNDHWC tags) and fp32, bf16 or fp16. Channels-last
+// max pooling whose channel count is a multiple of 16 bytes' worth (ResNet's
+// stem) takes 16 bytes of channels per thread, with the same bits. An empty
+// output geometry writes nothing (its backward zeroes dx).
 #pragma once
 
 #include "reference/core/tensor.h"

@@ -10,7 +10,9 @@
 // replayed (TrainerConfig::cuda_graph); last, as its search over engines
 // may take long, the first of them once more with the convolution
 // algorithms picked by timing ("timed algos", as cudnn.benchmark picks
-// PyTorch's). Under bf16 and fp16 the convolutions
+// PyTorch's); before it, under bf16/fp16 NHWC, the first of them with the
+// batch norms' statistics from the convolutions' epilogues ("conv stats",
+// cuda::ConvChannelSums). Under bf16 and fp16 the convolutions
 // and the FC layer run in that type on the tensor cores (fp16 with dynamic
 // loss scaling), with the activations stored in that type. PyTorch's AMP
 // bf16 line is the target. Then, for the first layout and precision, a
@@ -39,6 +41,7 @@
 #include "reference/core/philox.h"
 #include "reference/dist/communicator.h"
 #include "reference/kernels/cuda/conv.h"
+#include "reference/kernels/cuda/conv_graph.h"
 #include "reference/kernels/dispatch.h"
 #include "reference/kernels/precision.h"
 #include "reference/layers/conv_norm.h"
@@ -352,11 +355,28 @@ void Run(int64_t batch, int steps, const std::string& which,
     for (const auto& [call, ms] : profile.calls)
       std::printf("      %-50s %7.3f\n", call.c_str(), ms);
   }
+  if (configs.empty()) return;
+  const auto [layout, precision] = configs[0];
+  // The first configuration, if bf16/fp16 NHWC, with each batch norm's
+  // statistics from its convolution's epilogue (MLPERF_CUDNN_GENSTATS=1),
+  // and how many convolutions cuDNN fused so while the step was recorded.
+  if (layout == core::Layout::kNHWC && precision != core::DType::kF32) {
+    const bool sums = cuda::ConvChannelSums();
+    cuda::SetConvChannelSums(true);
+    const int64_t before = cuda::ConvChannelSumsRuns();
+    const StepResult r = TimeTrainingStep(layout, batch, steps, precision, true, false);
+    const int64_t fused = cuda::ConvChannelSumsRuns() - before;
+    cuda::SetConvChannelSums(sums);
+    PrintStep(fmt::format("{} NHWC graph conv stats", ops::PrecisionName(precision)), r, true,
+              batch, torch);
+    std::printf(
+        "    conv stats: %ld fused convolution calls while the step ran as queued and "
+        "was recorded\n",
+        fused);
+  }
   // Last, as the search over engines may take long on first use: the first
   // configuration with algorithms picked by timing (MLPERF_CUDNN_FIND=1's
   // search) rather than cuDNN's heuristics.
-  if (configs.empty()) return;
-  const auto [layout, precision] = configs[0];
   const cuda::ConvAlgoSearch search = cuda::GetConvAlgoSearch();
   cuda::SetConvAlgoSearch(cuda::ConvAlgoSearch::kExhaustive);
   const StepResult r = TimeTrainingStep(layout, batch, steps, precision, true, false);

@@ -5,9 +5,13 @@
 #include "reference/kernels/dispatch.h"
 #include "reference/kernels/dispatch_backend.h"
 #include "reference/kernels/precision.h"
+#include "reference/kernels/precision_operands.h"
 
 #ifdef MLPERF_HAVE_CUDA
+#include "reference/kernels/cuda/conv.h"
+#include "reference/kernels/cuda/conv_graph.h"
 #include "reference/kernels/cuda/norm.h"
+#include "reference/kernels/cuda/norm_channels_last.h"
 #endif
 
 namespace mlperf::ops {
@@ -60,11 +64,14 @@ void AddResidualThenRelu(bool relu, const Tensor& residual, const Tensor& y) {
   if (relu) ReluForward(y, y);  // exact on rounded values
 }
 
+bool ChannelsLast(const Tensor& t) {
+  return t.layout() == core::Layout::kNHWC || t.layout() == core::Layout::kNDHWC;
+}
+
 }  // namespace
 
 int64_t ReluMaskWords(const Tensor& y) {
-  const bool last = y.layout() == core::Layout::kNHWC || y.layout() == core::Layout::kNDHWC;
-  const int64_t channels = last ? y.dim(y.shape().rank() - 1) : y.dim(1);
+  const int64_t channels = ChannelsLast(y) ? y.dim(y.shape().rank() - 1) : y.dim(1);
   return y.numel() / channels * ((channels + 31) / 32);
 }
 
@@ -86,6 +93,33 @@ void BatchNormActForwardTraining(const BatchNormParams& p, bool relu, const Tens
   }
   cpu::BatchNormActForwardTraining(p, relu, x, residual, gamma, beta, y, save_mean, save_inv_std,
                                    running_mean, running_var, StoredRounding(y));
+}
+
+void ConvBatchNormActForwardTraining(const ConvGeometry& g, const Tensor& x, const Tensor& w,
+                                     const Tensor& z, const Tensor& workspace,
+                                     const BatchNormParams& p, bool relu, const Tensor& residual,
+                                     const Tensor& gamma, const Tensor& beta, const Tensor& y,
+                                     const Tensor& save_mean, const Tensor& save_inv_std,
+                                     const Tensor& running_mean, const Tensor& running_var,
+                                     const Tensor& relu_mask) {
+#ifdef MLPERF_HAVE_CUDA
+  const bool typed = z.dtype() == ComputePrecision() && y.dtype() == z.dtype() &&
+                     (residual.empty() || residual.dtype() == z.dtype());
+  if (OnDevice(x, {&w, &z, &y, &residual, &gamma, &save_mean, &running_mean, &relu_mask}) &&
+      InPrecisionType(x) && typed && ChannelsLast(z) && cuda::ChannelsLastNormKernels() &&
+      cuda::ConvChannelSums()) {
+    if (cuda::ConvForwardChannelSums(g, PrecisionTypeOperand(x, 0), PrecisionTypeOperand(w, 1), z,
+                                     save_mean.f32(), save_inv_std.f32()))
+      return cuda::BatchNormActForwardTrainingFromSums(p, relu, z, residual, gamma, beta, y,
+                                                       save_mean, save_inv_std, running_mean,
+                                                       running_var, relu_mask);
+    return BatchNormActForwardTraining(p, relu, z, residual, gamma, beta, y, save_mean,
+                                       save_inv_std, running_mean, running_var, relu_mask);
+  }
+#endif
+  ConvForward(g, x, w, z, workspace);
+  BatchNormActForwardTraining(p, relu, z, residual, gamma, beta, y, save_mean, save_inv_std,
+                              running_mean, running_var, relu_mask);
 }
 
 void BatchNormActForwardInference(const BatchNormParams& p, bool relu, const Tensor& x,

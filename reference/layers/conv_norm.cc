@@ -53,17 +53,19 @@ void ConvBn::Allocate(const ConvGeometry& g, core::Layout layout, bool relu,
 
 void ConvBn::Forward(const Tensor& x, bool training, const BatchNormParams& bn,
                      const Tensor& workspace, const Tensor& residual) {
-  ops::ConvForward(g_, x, w_, z_, workspace);
-  // The op rounds the normalised value before the residual add under
+  // The batch norm rounds the normalised value before the residual add under
   // bf16/fp16, and y_ (ops/precision.h). The mask where y_ is stored in the
   // precision's type: rounding it in place afterwards could flush a tiny y
   // to zero, and the sign with it.
   mask_written_ = relu_ && !relu_mask_.empty() && y_.dtype() == ops::ComputePrecision();
   const Tensor mask = mask_written_ ? relu_mask_ : Tensor();
   if (training) {
-    ops::BatchNormActForwardTraining(bn, relu_, z_, residual, gamma_, beta_, y_, save_mean_,
-                                     save_inv_std_, running_mean_, running_var_, mask);
+    // One op, so that a GPU may take the statistics from the convolution.
+    ops::ConvBatchNormActForwardTraining(g_, x, w_, z_, workspace, bn, relu_, residual, gamma_,
+                                         beta_, y_, save_mean_, save_inv_std_, running_mean_,
+                                         running_var_, mask);
   } else {
+    ops::ConvForward(g_, x, w_, z_, workspace);
     ops::BatchNormActForwardInference(bn, relu_, z_, residual, gamma_, beta_, running_mean_,
                                       running_var_, y_, mask);
   }

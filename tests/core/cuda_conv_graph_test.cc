@@ -1,9 +1,9 @@
 // Label core: needs cuDNN but no GPU. cuDNN's graph API accepts the
 // convolutions cuda/conv_graph describes (tensors, the convolution and each
 // direction's operation), in every dtype, both orders, 2-D and 3-D and with
-// uneven padding, and refuses a description whose output shape does not
-// follow from the rest. Choosing and running an engine needs a GPU
-// (CudaPrecisionTwinTest.GraphApiConvolutionsRoundLikeTheCpu).
+// uneven padding, with the channel sums of a forward's output too, and
+// refuses a description whose output shape does not follow from the rest. Choosing and running an
+// engine needs a GPU (CudaPrecisionTwinTest.GraphApiConvolutionsRoundLikeTheCpu).
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -50,6 +50,33 @@ TEST(ConvGraphTest, CudnnAcceptsEveryDirectionDtypeAndOrder) {
               << "direction " << dir << " dtype " << dtype << " channels-last " << last << " in "
               << c.g.in[1] << " kernel " << c.g.kernel[1];
         }
+      }
+    }
+  }
+}
+
+// The channel sums (a batch norm's statistics in the forward's epilogue):
+// cuDNN accepts their operation's attributes on every forward's output (it
+// checks their shapes only when a device builds the graph), and the suite
+// describes none for the gradients.
+TEST(ConvGraphTest, ChannelSumsDescribeOnForwardCallsOnly) {
+  ConvGeometry same = Conv2d(4, 128, 14, 14, 128, 3, 3, 2, 1);
+  same.pad_begin[1] = same.pad_begin[2] = 0;  // TF "same": the extra row at the end
+  const struct {
+    ConvGeometry g;
+    bool three_d;
+  } cases[] = {{Conv2d(4, 64, 14, 14, 256, 1, 1, 1, 0), false},
+               {same, false},
+               {Conv3d(1, 8, 6, 6, 6, 16, 3, 2, 1), true}};
+  for (const auto& c : cases) {
+    for (cudnnDataType_t dtype : {CUDNN_DATA_FLOAT, CUDNN_DATA_BFLOAT16, CUDNN_DATA_HALF}) {
+      for (Direction dir :
+           {Direction::kForward, Direction::kBackwardData, Direction::kBackwardFilter}) {
+        cuda::ConvGraphCall call = cuda::DescribeConvGraph(dir, c.g, dtype, c.three_d, true, true);
+        EXPECT_FALSE(call.channel_sums);  // off unless asked for
+        call.channel_sums = true;
+        EXPECT_EQ(cuda::ConvGraphDescribable(call), dir == Direction::kForward)
+            << "direction " << dir << " dtype " << dtype << " 3-D " << c.three_d;
       }
     }
   }

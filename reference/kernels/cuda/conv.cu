@@ -502,6 +502,21 @@ void ConvForward(const ConvGeometry& g, const Tensor& x, const Tensor& w, const 
                                       Workspace(*c), c->workspace, &beta, p.y.d, y.data()));
 }
 
+bool ConvForwardChannelSums(const ConvGeometry& g, const Tensor& x, const Tensor& w,
+                            const Tensor& y, float* sum, float* sqsum) {
+  if (NeedsChannelsLastFilter(x, w))
+    return ConvForwardChannelSums(g, x, Restaged(w, w.dtype(), true, kScratchFilter), y, sum,
+                                  sqsum);
+  if (ConvGraphApi() && ConvChannelSums()) {
+    const Plan checked(g, x, w, y);  // the operands' shapes and dtypes, as ConvForward checks
+    ConvGraphCall call = GraphCall(ConvGraphCall::kForward, g, x, w);
+    call.channel_sums = true;
+    if (RunConvGraph(call, x.data(), w.data(), y.data(), sum, sqsum)) return true;
+  }
+  ConvForward(g, x, w, y, Tensor());
+  return false;
+}
+
 void ConvBackwardData(const ConvGeometry& g, const Tensor& dy, const Tensor& w, const Tensor& dx,
                       const Tensor& workspace) {
   if (NeedsChannelsLastFilter(dx, w))

@@ -48,6 +48,12 @@ ConvAlgoSearch GetConvAlgoSearch();
 
 void ConvForward(const ConvGeometry& g, const core::Tensor& x, const core::Tensor& w,
                  const core::Tensor& y, const core::Tensor& workspace);
+// ConvForward that, where cuDNN fuses them into the convolution (the graph
+// API with ConvChannelSums() on, conv_graph.h), also writes the sum and the
+// sum of squares of y per output channel (fp32, K each) and returns true;
+// otherwise it runs ConvForward alone and returns false.
+bool ConvForwardChannelSums(const ConvGeometry& g, const core::Tensor& x, const core::Tensor& w,
+                            const core::Tensor& y, float* sum, float* sqsum);
 void ConvBackwardData(const ConvGeometry& g, const core::Tensor& dy, const core::Tensor& w,
                       const core::Tensor& dx, const core::Tensor& workspace);
 void ConvBackwardWeight(const ConvGeometry& g, const core::Tensor& x, const core::Tensor& dy,

@@ -62,7 +62,14 @@ constexpr size_t kTimedCandidates = 8;
 // choice's): a scratch allocation that fails would end the run.
 constexpr int64_t kTimedWorkspaceLimit = int64_t{1} << 30;
 
-enum Uid : int64_t { kUidX = 1, kUidW = 2, kUidY = 3 };
+enum Uid : int64_t { kUidX = 1, kUidW = 2, kUidY = 3, kUidSum = 4, kUidSqSum = 5 };
+
+// The device pointers of one execution, in Uid order (the sums only when the
+// call has them).
+struct Operands {
+  void* data[5];
+  int64_t count;
+};
 
 std::unique_ptr<Desc> TensorDesc(int64_t uid, cudnnDataType_t dtype, int nb, const int64_t* dims,
                                  const int64_t* strides, int64_t alignment) {
@@ -103,10 +110,41 @@ bool Acceptable(const Desc& config, bool fp32, bool deterministic) {
   return true;
 }
 
-// The operation of one convolution, with the descriptors it refers to
-// appended to `parts` (the operation last); false when cuDNN refuses it.
-bool DescribeOperation(const ConvGraphCall& c, const int64_t alignment[3],
-                       std::vector<std::unique_ptr<Desc>>& parts) {
+// The [1, K, 1, 1(, 1)] fp32 tensor of one statistic per output channel.
+std::unique_ptr<Desc> ChannelTensor(int64_t uid, const ConvGraphCall& c) {
+  int64_t dims[5], strides[5];
+  for (int i = 0; i < c.nb_dims; ++i) dims[i] = strides[i] = 1;
+  dims[1] = c.y_dims[1];
+  for (int i = 0; i < c.nb_dims; ++i) strides[i] = i == 1 ? 1 : dims[1];
+  return TensorDesc(uid, CUDNN_DATA_FLOAT, c.nb_dims, dims, strides, 16);
+}
+
+// The sum and the sum of squares of y per channel, from the tensor y already
+// described (`y`), appended to `parts` with their tensors.
+bool DescribeChannelSums(const ConvGraphCall& c, const Desc& y,
+                         std::vector<std::unique_ptr<Desc>>& parts) {
+  auto sum = ChannelTensor(kUidSum, c), sqsum = ChannelTensor(kUidSqSum, c);
+  if (!sum || !sqsum) return false;
+  auto op = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR);
+  const cudnnGenStatsMode_t mode = CUDNN_GENSTATS_SUM_SQSUM;
+  const cudnnDataType_t math = CUDNN_DATA_FLOAT;
+  if (!(op->Set(CUDNN_ATTR_OPERATION_GENSTATS_MODE, CUDNN_TYPE_GENSTATS_MODE, 1, &mode) &&
+        op->Set(CUDNN_ATTR_OPERATION_GENSTATS_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &math) &&
+        op->SetDesc(CUDNN_ATTR_OPERATION_GENSTATS_XDESC, y) &&
+        op->SetDesc(CUDNN_ATTR_OPERATION_GENSTATS_SUMDESC, *sum) &&
+        op->SetDesc(CUDNN_ATTR_OPERATION_GENSTATS_SQSUMDESC, *sqsum) && op->Finalize()))
+    return false;
+  for (auto* part : {&sum, &sqsum, &op}) parts.push_back(std::move(*part));
+  return true;
+}
+
+// The operations of one call (the convolution, then with channel_sums the
+// statistics of its output), with the descriptors they refer to appended to
+// `parts` and the operations to `ops`; false when cuDNN refuses them.
+bool DescribeOperations(const ConvGraphCall& c, const int64_t alignment[3],
+                        std::vector<std::unique_ptr<Desc>>& parts,
+                        std::vector<cudnnBackendDescriptor_t>& ops) {
+  if (c.channel_sums && c.direction != ConvGraphCall::kForward) return false;
   const int nb = c.nb_dims, spatial = nb - 2;
   auto x = TensorDesc(kUidX, c.dtype, nb, c.x_dims, c.x_strides, alignment[0]);
   auto w = TensorDesc(kUidW, c.dtype, nb, c.w_dims, c.w_strides, alignment[1]);
@@ -164,93 +202,112 @@ bool DescribeOperation(const ConvGraphCall& c, const int64_t alignment[3],
         op->SetDesc(names.conv, *conv) && op->Set(names.alpha, CUDNN_TYPE_FLOAT, 1, &alpha) &&
         op->Set(names.beta, CUDNN_TYPE_FLOAT, 1, &beta) && op->Finalize()))
     return false;
+  ops.push_back(op->get());
+  const Desc& y_desc = *y;
   for (auto* part : {&x, &w, &y, &conv, &op}) parts.push_back(std::move(*part));
+  if (!c.channel_sums) return true;
+  if (!DescribeChannelSums(c, y_desc, parts)) return false;
+  ops.push_back(parts.back()->get());
   return true;
 }
 
-// The operation graph of one convolution and the first engine cuDNN's
-// heuristics rank for it that is acceptable and builds, or with `timed` the
-// first kTimedCandidates of them as candidates; null when none.
-std::unique_ptr<GraphPlan> Build(const ConvGraphCall& c, const int64_t alignment[3], bool timed) {
-  auto out = std::make_unique<GraphPlan>();
-  if (!DescribeOperation(c, alignment, out->parts)) return nullptr;
-  const Desc& op = *out->parts.back();
-
-  cudnnHandle_t handle = Cudnn();
-  auto graph = std::make_unique<Desc>(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-  if (!(graph->SetDesc(CUDNN_ATTR_OPERATIONGRAPH_OPS, op) &&
-        graph->Set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle) &&
-        graph->Finalize()))
-    return nullptr;
-
+// The engine configurations cuDNN's heuristics in `mode` rank for `graph`,
+// best first; empty when it has none.
+std::vector<std::unique_ptr<Desc>> RankedConfigs(const Desc& graph, cudnnBackendHeurMode_t mode) {
+  std::vector<std::unique_ptr<Desc>> configs;
   Desc heuristics(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
-  const cudnnBackendHeurMode_t heur_mode = CUDNN_HEUR_MODE_A;
-  if (!(heuristics.SetDesc(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, *graph) &&
-        heuristics.Set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &heur_mode) &&
-        heuristics.Finalize()))
-    return nullptr;
   int64_t count = 0;
-  if (cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+  if (!(heuristics.SetDesc(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph) &&
+        heuristics.Set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode) &&
+        heuristics.Finalize()) ||
+      cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
                                CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count,
                                nullptr) != CUDNN_STATUS_SUCCESS ||
       count <= 0)
-    return nullptr;
-  std::vector<std::unique_ptr<Desc>> configs;
+    return configs;
   std::vector<cudnnBackendDescriptor_t> handles;
   for (int64_t i = 0; i < count; ++i) {
     configs.push_back(std::make_unique<Desc>(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
-    if (!*configs.back()) return nullptr;
+    if (!*configs.back()) return {};
     handles.push_back(configs.back()->get());
   }
   int64_t returned = 0;
   if (cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
                                CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &returned,
                                handles.data()) != CUDNN_STATUS_SUCCESS)
+    return {};
+  configs.resize(static_cast<size_t>(std::min(returned, count)));
+  return configs;
+}
+
+// The operation graph of one call and the first engine cuDNN's heuristics
+// rank for it that is acceptable and builds, or with `timed` the first
+// kTimedCandidates of them as candidates; null when none. A call with
+// channel sums takes deterministic engines only (the statistics of a seeded
+// run must reproduce) and, where mode A has none, asks the fallback mode:
+// the fused engines are compiled at run time, and mode A may not list them.
+std::unique_ptr<GraphPlan> Build(const ConvGraphCall& c, const int64_t alignment[3], bool timed) {
+  auto out = std::make_unique<GraphPlan>();
+  std::vector<cudnnBackendDescriptor_t> ops;
+  if (!DescribeOperations(c, alignment, out->parts, ops)) return nullptr;
+
+  cudnnHandle_t handle = Cudnn();
+  auto graph = std::make_unique<Desc>(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+  if (!(graph->Set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                   static_cast<int64_t>(ops.size()), ops.data()) &&
+        graph->Set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle) &&
+        graph->Finalize()))
     return nullptr;
 
   const bool fp32 = c.dtype == CUDNN_DATA_FLOAT;
-  for (const bool deterministic : {true, false}) {
-    for (int64_t i = 0; i < returned; ++i) {
-      if (!Acceptable(*configs[i], fp32, deterministic)) continue;
-      auto plan = std::make_unique<Desc>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-      int64_t workspace = 0;
-      if (!(plan->Set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle) &&
-            plan->SetDesc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, *configs[i]) &&
-            plan->Finalize()))
-        continue;
-      int64_t n = 0;
-      if (cudnnBackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                   CUDNN_TYPE_INT64, 1, &n, &workspace) != CUDNN_STATUS_SUCCESS)
-        continue;
-      if (out->plan == nullptr) {
-        out->workspace = workspace;
-        out->plan = plan.get();
+  std::vector<cudnnBackendHeurMode_t> modes = {CUDNN_HEUR_MODE_A};
+  if (c.channel_sums) modes.push_back(CUDNN_HEUR_MODE_FALLBACK);
+  for (const cudnnBackendHeurMode_t mode : modes) {
+    std::vector<std::unique_ptr<Desc>> configs = RankedConfigs(*graph, mode);
+    for (const bool deterministic : {true, false}) {
+      if (!deterministic && c.channel_sums) break;
+      for (auto& config : configs) {
+        if (!config || !Acceptable(*config, fp32, deterministic)) continue;
+        auto plan = std::make_unique<Desc>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+        int64_t workspace = 0;
+        if (!(plan->Set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle) &&
+              plan->SetDesc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, *config) && plan->Finalize()))
+          continue;
+        int64_t n = 0;
+        if (cudnnBackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                     CUDNN_TYPE_INT64, 1, &n, &workspace) != CUDNN_STATUS_SUCCESS)
+          continue;
+        if (out->plan == nullptr) {
+          out->workspace = workspace;
+          out->plan = plan.get();
+        }
+        if (timed && (out->candidates.empty() ||
+                      workspace <= std::max(kTimedWorkspaceLimit, out->workspace)))
+          out->candidates.emplace_back(plan.get(), workspace);
+        out->parts.push_back(std::move(config));
+        out->parts.push_back(std::move(plan));
+        if (!timed || out->candidates.size() == kTimedCandidates) break;
       }
-      if (timed &&
-          (out->candidates.empty() || workspace <= std::max(kTimedWorkspaceLimit, out->workspace)))
-        out->candidates.emplace_back(plan.get(), workspace);
-      for (auto* part : {&configs[i], &plan}) out->parts.push_back(std::move(*part));
-      if (!timed || out->candidates.size() == kTimedCandidates) break;
-    }
-    // Non-deterministic engines only where no deterministic one builds.
-    if (out->plan != nullptr) {
-      out->parts.push_back(std::move(graph));
-      return out;
+      // Non-deterministic engines only where no deterministic one builds.
+      if (out->plan != nullptr) {
+        out->parts.push_back(std::move(graph));
+        return out;
+      }
     }
   }
   return nullptr;
 }
 
-// Queues plan on x, w, y with `workspace` bytes of scratch.
-cudnnStatus_t Execute(const Desc& plan, int64_t workspace, void* x, void* w, void* y) {
+// Queues plan on the operands with `workspace` bytes of scratch.
+cudnnStatus_t Execute(const Desc& plan, int64_t workspace, const Operands& operands) {
   void* scratch =
       workspace > 0 ? Scratch(static_cast<size_t>(workspace), kScratchWorkspace) : nullptr;
-  void* pointers[3] = {x, w, y};
-  const int64_t uids[3] = {kUidX, kUidW, kUidY};
+  const int64_t uids[5] = {kUidX, kUidW, kUidY, kUidSum, kUidSqSum};
   Desc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
   MLPERF_CHECK_MSG(
-      pack.Set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, pointers) &&
-          pack.Set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids) &&
+      pack.Set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, operands.count,
+               operands.data) &&
+          pack.Set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, operands.count, uids) &&
           pack.Set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &scratch) &&
           pack.Finalize(),
       "cuDNN graph API: the variant pack of a convolution could not be built");
@@ -258,18 +315,19 @@ cudnnStatus_t Execute(const Desc& plan, int64_t workspace, void* x, void* w, voi
 }
 
 // The fastest of three runs after an untimed one, in ms (infinite when the
-// plan fails to run). The outputs are overwritten (beta is 0), so running
-// on the call's own tensors is harmless.
-float TimePlan(const Desc& plan, int64_t workspace, void* x, void* w, void* y) {
+// plan fails to run). The outputs are overwritten (beta is 0; the sums are
+// zeroed before the call's own run), so running on the call's own tensors is
+// harmless.
+float TimePlan(const Desc& plan, int64_t workspace, const Operands& operands) {
   constexpr float kFailed = std::numeric_limits<float>::infinity();
-  if (Execute(plan, workspace, x, w, y) != CUDNN_STATUS_SUCCESS) return kFailed;
+  if (Execute(plan, workspace, operands) != CUDNN_STATUS_SUCCESS) return kFailed;
   cudaEvent_t start, stop;
   CUDA_CHECK(cudaEventCreate(&start));
   CUDA_CHECK(cudaEventCreate(&stop));
   float best = kFailed;
   for (int run = 0; run < 3; ++run) {
     CUDA_CHECK(cudaEventRecord(start, Stream()));
-    const cudnnStatus_t status = Execute(plan, workspace, x, w, y);
+    const cudnnStatus_t status = Execute(plan, workspace, operands);
     CUDA_CHECK(cudaEventRecord(stop, Stream()));
     CUDA_CHECK(cudaEventSynchronize(stop));
     float ms = 0.0f;
@@ -283,13 +341,13 @@ float TimePlan(const Desc& plan, int64_t workspace, void* x, void* w, void* y) {
 
 // Times the candidates on the call's tensors and keeps the fastest; while
 // the stream is being captured (nothing can be timed) the heuristics' first.
-void PickTimed(GraphPlan* p, void* x, void* w, void* y) {
+void PickTimed(GraphPlan* p, const Operands& operands) {
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   CUDA_CHECK(cudaStreamIsCapturing(Stream(), &capture));
   if (capture == cudaStreamCaptureStatusNone && p->candidates.size() > 1) {
     std::vector<float> ms;
     for (const auto& [plan, workspace] : p->candidates)
-      ms.push_back(TimePlan(*plan, workspace, x, w, y));
+      ms.push_back(TimePlan(*plan, workspace, operands));
     size_t best = 0;
     for (size_t i = 1; i < ms.size(); ++i)
       if (ms[i] < ms[best]) best = i;
@@ -314,10 +372,12 @@ int64_t Alignment(const void* p) {
   return 1;
 }
 
-thread_local int64_t g_runs = 0;
+thread_local int64_t g_runs = 0, g_sums_runs = 0;
 
 bool g_graph_api = std::getenv("MLPERF_CUDNN_GRAPH") == nullptr ||
                    std::string_view(std::getenv("MLPERF_CUDNN_GRAPH")) != "0";
+bool g_channel_sums = std::getenv("MLPERF_CUDNN_GENSTATS") != nullptr &&
+                      std::string_view(std::getenv("MLPERF_CUDNN_GENSTATS")) == "1";
 
 }  // namespace
 
@@ -362,17 +422,23 @@ ConvGraphCall DescribeConvGraph(ConvGraphCall::Direction direction, const ConvGe
 void SetConvGraphApi(bool on) { g_graph_api = on; }
 bool ConvGraphApi() { return g_graph_api; }
 int64_t ConvGraphRuns() { return g_runs; }
+void SetConvChannelSums(bool on) { g_channel_sums = on; }
+bool ConvChannelSums() { return g_channel_sums; }
+int64_t ConvChannelSumsRuns() { return g_sums_runs; }
 
 bool ConvGraphDescribable(const ConvGraphCall& call) {
   const int64_t alignment[3] = {16, 16, 16};
   std::vector<std::unique_ptr<Desc>> parts;
-  return DescribeOperation(call, alignment, parts);
+  std::vector<cudnnBackendDescriptor_t> ops;
+  return DescribeOperations(call, alignment, parts, ops);
 }
 
-bool RunConvGraph(const ConvGraphCall& c, void* x, void* w, void* y) {
+bool RunConvGraph(const ConvGraphCall& c, void* x, void* w, void* y, float* sum, float* sqsum) {
+  MLPERF_CHECK_MSG(!c.channel_sums || (sum != nullptr && sqsum != nullptr),
+                   "cuDNN graph API: a call with channel sums needs their buffers");
   const int64_t alignment[3] = {Alignment(x), Alignment(w), Alignment(y)};
-  std::vector<int64_t> key = {c.direction,  c.dtype,      c.nb_dims,
-                              alignment[0], alignment[1], alignment[2]};
+  std::vector<int64_t> key = {c.direction,  c.dtype,      c.nb_dims,     alignment[0],
+                              alignment[1], alignment[2], c.channel_sums};
   for (int i = 0; i < c.nb_dims; ++i)
     key.insert(key.end(), {c.x_dims[i], c.x_strides[i], c.w_dims[i], c.w_strides[i], c.y_dims[i],
                            c.y_strides[i]});
@@ -388,9 +454,17 @@ bool RunConvGraph(const ConvGraphCall& c, void* x, void* w, void* y) {
              .first;
   GraphPlan* plan = it->second.get();
   if (plan == nullptr) return false;
-  if (!plan->candidates.empty()) PickTimed(plan, x, w, y);
-  CUDNN_CHECK(Execute(*plan->plan, plan->workspace, x, w, y));
+  const Operands operands = {{x, w, y, sum, sqsum}, c.channel_sums ? 5 : 3};
+  if (!plan->candidates.empty()) PickTimed(plan, operands);
+  if (c.channel_sums) {
+    // Whether the engine writes the sums or adds to them, they start at zero.
+    const size_t bytes = sizeof(float) * static_cast<size_t>(c.y_dims[1]);
+    CUDA_CHECK(cudaMemsetAsync(sum, 0, bytes, Stream()));
+    CUDA_CHECK(cudaMemsetAsync(sqsum, 0, bytes, Stream()));
+  }
+  CUDNN_CHECK(Execute(*plan->plan, plan->workspace, operands));
   ++g_runs;
+  if (c.channel_sums) ++g_sums_runs;
   return true;
 }
 

@@ -27,6 +27,11 @@ struct ConvGraphCall {
   int64_t w_dims[5], w_strides[5];
   int64_t y_dims[5], y_strides[5];
   int64_t pre_pad[3], post_pad[3], stride[3];
+  // Forward only: cuDNN also writes the sum and the sum of squares of y per
+  // output channel (fp32, K each) in the convolution's epilogue, the
+  // statistics a batch norm of y needs, rather than a pass of its own reading
+  // y again. They are of the fp32 results before y is rounded to its dtype.
+  bool channel_sums;
 };
 
 // Dimensions N, C, (D,) H, W (2-D: `spatial` holds D, H, W and D is left
@@ -50,16 +55,28 @@ ConvGraphCall DescribeConvGraph(ConvGraphCall::Direction direction, const ConvGe
 // dtype and alignment and kept: the heuristics' first acceptable engine, or
 // under ConvAlgoSearch::kExhaustive (MLPERF_CUDNN_FIND=1) the fastest of
 // their first eight, timed on the call's own tensors on first use.
-bool RunConvGraph(const ConvGraphCall& call, void* x, void* w, void* y);
+// With call.channel_sums it also writes `sum` and `sqsum` and takes
+// deterministic engines only, from the heuristics' mode A or else their
+// fallback list (cuDNN compiles such fused engines at run time).
+bool RunConvGraph(const ConvGraphCall& call, void* x, void* w, void* y, float* sum = nullptr,
+                  float* sqsum = nullptr);
 
 // Whether cuda/conv tries RunConvGraph first (default: yes, unless
 // MLPERF_CUDNN_GRAPH=0).
 void SetConvGraphApi(bool on);
 bool ConvGraphApi();
 
-// Whether cuDNN accepts the call's operation (its tensors, the convolution
-// and the direction's operation descriptor), 16-byte aligned: the part of
-// RunConvGraph that needs no device (tests).
+// Whether cuda/conv's ConvForwardChannelSums asks for the channel sums
+// (default: no, unless MLPERF_CUDNN_GENSTATS=1; opt-in until a GPU check has
+// measured it), and how many calls this thread has run with them.
+void SetConvChannelSums(bool on);
+bool ConvChannelSums();
+int64_t ConvChannelSumsRuns();
+
+// Whether cuDNN accepts the call's operations (its tensors, the convolution
+// and the direction's operation descriptor, and with channel_sums their
+// statistics), 16-byte aligned: the part of RunConvGraph that needs no
+// device (tests).
 bool ConvGraphDescribable(const ConvGraphCall& call);
 
 // How many convolutions this thread has run through the graph API (tests

@@ -71,6 +71,22 @@ __global__ void MomentsFinal(const T* x, int64_t groups, int64_t rows, int64_t c
   running_var[c] = (1.0f - momentum) * running_var[c] + momentum * unbiased;
 }
 
+// One thread per channel, in place (ChannelsLastMomentsFromSums).
+__global__ void MomentsFromSumsKernel(int64_t rows, int64_t channels, float epsilon, float momentum,
+                                      float* sum, float* sqsum, float* running_mean,
+                                      float* running_var) {
+  const int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (c >= channels) return;
+  const double n = static_cast<double>(rows), mean = sum[c] / n;
+  const double var = fmax(sqsum[c] / n - mean * mean, 0.0);
+  sum[c] = static_cast<float>(mean);
+  sqsum[c] = static_cast<float>(1.0 / sqrt(var + epsilon));
+  if (running_mean == nullptr) return;
+  const float unbiased = static_cast<float>(rows > 1 ? var * n / (n - 1.0) : var);
+  running_mean[c] = (1.0f - momentum) * running_mean[c] + momentum * static_cast<float>(mean);
+  running_var[c] = (1.0f - momentum) * running_var[c] + momentum * unbiased;
+}
+
 __global__ void InvStdKernel(const float* var, int64_t channels, float epsilon, float* inv_std) {
   const int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (c < channels)
@@ -173,6 +189,14 @@ void ChannelsLastMoments(const ChannelsLastGroups& s, const Tensor& x, float eps
         save_inv_std, running_mean, running_var);
     CUDA_CHECK_LAUNCH();
   });
+}
+
+void ChannelsLastMomentsFromSums(int64_t rows, int64_t channels, float epsilon, float momentum,
+                                 float* sum, float* sqsum, float* running_mean,
+                                 float* running_var) {
+  MomentsFromSumsKernel<<<Blocks(channels), 256, 0, Stream()>>>(
+      rows, channels, epsilon, momentum, sum, sqsum, running_mean, running_var);
+  CUDA_CHECK_LAUNCH();
 }
 
 const float* InferenceInvStd(const float* running_var, int64_t channels, float epsilon) {

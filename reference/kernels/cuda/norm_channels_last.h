@@ -41,6 +41,14 @@ void ChannelsLastMoments(const ChannelsLastGroups& s, const core::Tensor& x, flo
                          float momentum, float* save_mean, float* save_inv_std, float* running_mean,
                          float* running_var);
 
+// The same statistics of one group of `rows` rows from x's sums and sums of
+// squares per channel (cuda/conv's ConvForwardChannelSums writes them),
+// computed in place: `sum` becomes the mean and `sqsum` 1/sqrt(var +
+// epsilon), var = sqsum / rows - mean^2 in fp64 (at least 0); the running
+// statistics as above.
+void ChannelsLastMomentsFromSums(int64_t rows, int64_t channels, float epsilon, float momentum,
+                                 float* sum, float* sqsum, float* running_mean, float* running_var);
+
 // inv_std = 1/sqrt(running_var + epsilon) per channel, in scratch (the
 // inference statistics for ChannelsLastNormalize).
 const float* InferenceInvStd(const float* running_var, int64_t channels, float epsilon);

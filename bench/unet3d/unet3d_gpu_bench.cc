@@ -21,8 +21,8 @@
 //                    [precisions]
 // defaults: 7 10 both 192,256,256 fp32 (auto: each precision in the layout
 // the model takes for it on a GPU, fp32 NCDHW, bf16/fp16 NDHWC; the
-// evaluation runs in fp32). MLPERF_PYTHON and MLPERF_SOURCE_DIR
-// override the peer's interpreter and the checkout baked in at build time.
+// evaluation runs in each layout's first precision, with typed storage). MLPERF_PYTHON and
+// MLPERF_SOURCE_DIR override the peer's interpreter and the checkout baked in at build time.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -262,7 +262,11 @@ void OpProfile(core::Layout layout, core::DType precision, int64_t n, int repeat
   std::printf("    %-32s %8.1f ms\n", "summed", total);
 }
 
-void Evaluate(core::Layout layout, int64_t batch, const std::vector<int64_t>& eval_shape) {
+// In `precision` with its typed storage, as run_closed evaluates.
+void Evaluate(core::Layout layout, core::DType precision, int64_t batch,
+              const std::vector<int64_t>& eval_shape) {
+  const ops::PrecisionScope scope(precision);
+  const ops::TypedActivationsScope storage(true);
   const models::UNet3DConfig config = Config(layout);
   models::UNet3D model(config, batch);
   model.Initialize(1);
@@ -277,8 +281,9 @@ void Evaluate(core::Layout layout, int64_t batch, const std::vector<int64_t>& ev
   const core::Tensor labels_t(labels.data(), {1, d, h, w}, core::DType::kI32);
   const Clock::time_point start = Clock::now();
   for (int c = 0; c < 42; ++c) model.EvaluateCase(image_t, labels_t, {.roi = config.roi});
-  std::printf("  ours  fp32 %s evaluation of 42 volumes of %ldx%ldx%ld: %.1f s\n", Name(layout), d,
-              h, w, Seconds(start));
+  std::printf("  ours  %s %s evaluation of 42 volumes of %ldx%ldx%ld: %.1f s\n",
+              std::string(ops::PrecisionName(precision)).c_str(), Name(layout), d, h, w,
+              Seconds(start));
 }
 
 }  // namespace
@@ -313,8 +318,8 @@ int main(int argc, char** argv) {
   }
   std::printf("3D U-Net training step, reference width, 128^3, batch %ld per GPU, median of %ld\n",
               batch, steps);
-  std::vector<core::Layout> layouts;
-  std::vector<std::pair<core::Layout, core::DType>> timed;
+  // The evaluation's layouts, each in the first precision trained in it.
+  std::vector<std::pair<core::Layout, core::DType>> evaluated, timed;
   const int n = static_cast<int>(steps);
   for (core::DType precision : precisions) {
     std::vector<core::Layout> these;
@@ -327,8 +332,9 @@ int main(int argc, char** argv) {
       if (precision != core::DType::kF32) Train(layout, precision, true, false, batch, n);
       OpProfile(layout, precision, batch, 1);
       timed.emplace_back(layout, precision);
-      if (std::find(layouts.begin(), layouts.end(), layout) == layouts.end())
-        layouts.push_back(layout);
+      if (std::none_of(evaluated.begin(), evaluated.end(),
+                       [&](const auto& e) { return e.first == layout; }))
+        evaluated.emplace_back(layout, precision);
     }
   }
   for (const auto& [name, ms] :
@@ -337,7 +343,7 @@ int main(int argc, char** argv) {
                                     argc > 5 ? argv[5] : "fp32")))
     std::printf("  torch %-24s %8.1f ms/step %8.2f samples/s\n", name.c_str(), ms,
                 1000.0 * batch / ms);
-  for (core::Layout layout : layouts) Evaluate(layout, batch, shape);
+  for (const auto& [layout, precision] : evaluated) Evaluate(layout, precision, batch, shape);
   // Last, as the search over engines may take long on first use.
   for (const auto& [layout, precision] : timed)
     Train(layout, precision, precision != core::DType::kF32, /*timed=*/true, batch, n);

@@ -436,6 +436,8 @@ bool ConvGraphDescribable(const ConvGraphCall& call) {
 bool RunConvGraph(const ConvGraphCall& c, void* x, void* w, void* y, float* sum, float* sqsum) {
   MLPERF_CHECK_MSG(!c.channel_sums || (sum != nullptr && sqsum != nullptr),
                    "cuDNN graph API: a call with channel sums needs their buffers");
+  // The sums' tensors are described 16-byte aligned.
+  if (c.channel_sums && (Alignment(sum) < 16 || Alignment(sqsum) < 16)) return false;
   const int64_t alignment[3] = {Alignment(x), Alignment(w), Alignment(y)};
   std::vector<int64_t> key = {c.direction,  c.dtype,      c.nb_dims,     alignment[0],
                               alignment[1], alignment[2], c.channel_sums};

@@ -11,8 +11,9 @@
 // may take long, the first of them once more with the convolution
 // algorithms picked by timing ("timed algos", as cudnn.benchmark picks
 // PyTorch's); before it, under bf16/fp16 NHWC, the first of them with the
-// batch norms' statistics from the convolutions' epilogues ("conv stats",
-// cuda::ConvChannelSums). Under bf16 and fp16 the convolutions
+// opt-in paths: the batch norms' statistics from the convolutions'
+// epilogues ("conv stats", cuda::ConvChannelSums), the batch norms' wide
+// kernels ("wide norms", cuda::WideNormKernels), and both. Under bf16 and fp16 the convolutions
 // and the FC layer run in that type on the tensor cores (fp16 with dynamic
 // loss scaling), with the activations stored in that type. PyTorch's AMP
 // bf16 line is the target. Then, for the first layout and precision, a
@@ -42,6 +43,7 @@
 #include "reference/dist/communicator.h"
 #include "reference/kernels/cuda/conv.h"
 #include "reference/kernels/cuda/conv_graph.h"
+#include "reference/kernels/cuda/norm_channels_last.h"
 #include "reference/kernels/dispatch.h"
 #include "reference/kernels/precision.h"
 #include "reference/layers/conv_norm.h"
@@ -357,22 +359,28 @@ void Run(int64_t batch, int steps, const std::string& which,
   }
   if (configs.empty()) return;
   const auto [layout, precision] = configs[0];
-  // The first configuration, if bf16/fp16 NHWC, with each batch norm's
-  // statistics from its convolution's epilogue (MLPERF_CUDNN_GENSTATS=1),
-  // and how many convolutions cuDNN fused so while the step was recorded.
+  // The first configuration, if bf16/fp16 NHWC, with the opt-in GPU paths
+  // not yet made the default: each batch norm's statistics from its
+  // convolution's epilogue ("conv stats", MLPERF_CUDNN_GENSTATS=1; with the
+  // count of convolutions cuDNN fused so while the step ran as queued and
+  // was recorded), the batch norms' wide kernels ("wide norms",
+  // MLPERF_NORM_WIDE=1), and both.
   if (layout == core::Layout::kNHWC && precision != core::DType::kF32) {
-    const bool sums = cuda::ConvChannelSums();
-    cuda::SetConvChannelSums(true);
-    const int64_t before = cuda::ConvChannelSumsRuns();
-    const StepResult r = TimeTrainingStep(layout, batch, steps, precision, true, false);
-    const int64_t fused = cuda::ConvChannelSumsRuns() - before;
+    const bool sums = cuda::ConvChannelSums(), wide = cuda::WideNormKernels();
+    for (const auto& [with_sums, with_wide] :
+         {std::pair{true, false}, {false, true}, {true, true}}) {
+      cuda::SetConvChannelSums(with_sums);
+      cuda::SetWideNormKernels(with_wide);
+      const int64_t before = cuda::ConvChannelSumsRuns();
+      const StepResult r = TimeTrainingStep(layout, batch, steps, precision, true, false);
+      const int64_t fused = cuda::ConvChannelSumsRuns() - before;
+      PrintStep(fmt::format("{} NHWC graph{}{}", ops::PrecisionName(precision),
+                            with_sums ? " conv stats" : "", with_wide ? " wide norms" : ""),
+                r, true, batch, torch);
+      if (with_sums) std::printf("    conv stats: %ld fused convolution calls\n", fused);
+    }
     cuda::SetConvChannelSums(sums);
-    PrintStep(fmt::format("{} NHWC graph conv stats", ops::PrecisionName(precision)), r, true,
-              batch, torch);
-    std::printf(
-        "    conv stats: %ld fused convolution calls while the step ran as queued and "
-        "was recorded\n",
-        fused);
+    cuda::SetWideNormKernels(wide);
   }
   // Last, as the search over engines may take long on first use: the first
   // configuration with algorithms picked by timing (MLPERF_CUDNN_FIND=1's

@@ -26,18 +26,26 @@ struct NormShape {
   int64_t total() const { return n * c * h * w; }
 };
 
-// Parameter: whether channels-last tensors take the own kernels (true) or
-// cuDNN's batch norm (false).
-class CudaNormTwinTest : public ::testing::TestWithParam<bool> {
+// Parameter: what channels-last tensors take: cuDNN's batch norm, the own
+// kernels, or the own kernels' wide variant (16 bytes of channels a thread
+// where the channel count is a multiple of 8).
+enum Kernels { kCudnn, kOwn, kOwnWide };
+
+class CudaNormTwinTest : public ::testing::TestWithParam<Kernels> {
  protected:
   void SetUp() override {
     if (!cuda::DeviceAvailable()) GTEST_SKIP() << "no CUDA device; the CPU twins are tested";
-    cuda::SetChannelsLastNormKernels(GetParam());
+    cuda::SetChannelsLastNormKernels(GetParam() != kCudnn);
+    cuda::SetWideNormKernels(GetParam() == kOwnWide);
   }
-  void TearDown() override { cuda::SetChannelsLastNormKernels(own_); }
+  void TearDown() override {
+    cuda::SetChannelsLastNormKernels(own_);
+    cuda::SetWideNormKernels(wide_);
+  }
 
  private:
   const bool own_ = cuda::ChannelsLastNormKernels();
+  const bool wide_ = cuda::WideNormKernels();
 };
 
 // Training, inference and backward of the plain batch norm in one dtype and
@@ -105,6 +113,12 @@ TEST_P(CudaNormTwinTest, BatchNormTrainingInferenceBackward) {
       // rows: many partial sums. 35: an odd count, one channel a thread.
       CheckBatchNorm({16, 70, 14, 14}, dtype, cl);
       CheckBatchNorm({8, 35, 9, 9}, dtype, cl);
+      // Multiples of 8 (the wide kernels' 16 bytes): 64 and 40 channels on
+      // four rows a warp, 128 on two, 264 a warp and a part on one.
+      CheckBatchNorm({16, 64, 14, 14}, dtype, cl);
+      CheckBatchNorm({8, 40, 9, 9}, dtype, cl);
+      CheckBatchNorm({8, 128, 9, 9}, dtype, cl);
+      CheckBatchNorm({4, 264, 7, 7}, dtype, cl);
     }
   // A large mean against a small spread: the shifted sums must not cancel.
   const int64_t n = 8, c = 40, total = n * c * 9 * 9;
@@ -239,8 +253,11 @@ void CheckFusedBatchNorm(const NormShape& s, DType dtype, bool cl) {
 TEST_P(CudaNormTwinTest, BatchNormActFusedWithResidualAndRelu) {
   for (bool cl : {false, true}) {
     CheckFusedBatchNorm({4, 6, 5, 5}, DType::kF32, cl);
-    for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16})
+    for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
       CheckFusedBatchNorm({16, 70, 14, 14}, dtype, cl);
+      CheckFusedBatchNorm({16, 64, 14, 14}, dtype, cl);
+      CheckFusedBatchNorm({4, 264, 7, 7}, dtype, cl);
+    }
   }
 }
 
@@ -318,9 +335,11 @@ TEST_P(CudaNormTwinTest, ChannelsLastInstanceNorm) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(ChannelsLast, CudaNormTwinTest, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool>& info) {
-                           return info.param ? "OwnKernels" : "Cudnn";
+INSTANTIATE_TEST_SUITE_P(ChannelsLast, CudaNormTwinTest, ::testing::Values(kCudnn, kOwn, kOwnWide),
+                         [](const ::testing::TestParamInfo<Kernels>& info) {
+                           return info.param == kCudnn ? "Cudnn"
+                                  : info.param == kOwn ? "OwnKernels"
+                                                       : "OwnWideKernels";
                          });
 
 }  // namespace

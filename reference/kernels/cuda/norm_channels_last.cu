@@ -14,16 +14,16 @@ using namespace channels_last;  // NOLINT: this file's own building blocks
 
 // Partial sums of (x - shift) and (x - shift)^2 per (group, chunk, channel),
 // shift being the group's first value of the channel.
-template <typename T, int V>
+template <typename T, int V, int L>
 __global__ void MomentsPartial(const T* x, int64_t rows, int64_t channels, int64_t rows_per_chunk,
                                float* partial) {
-  const int64_t c0 = FirstChannel<V>();
+  const int64_t c0 = FirstChannel<V, L>();
   float s1[V] = {}, s2[V] = {};
   if (c0 < channels) {
     const int64_t base = blockIdx.z * rows * channels + c0;
     float shift[V];
     Pack<T, V>::Load(x, base, shift);
-    ForRows(
+    ForRows<L>(
         RowsOf(rows, rows_per_chunk), base, channels,
         [&](int64_t i, int64_t) {
           float v[V];
@@ -34,7 +34,7 @@ __global__ void MomentsPartial(const T* x, int64_t rows, int64_t channels, int64
             s2[j] += v[j] * v[j];
           }
         },
-        [&](const int64_t* i, int64_t) {
+        [&](const int64_t* i, const int64_t*) {
           float v[kUnroll][V];
           for (int r = 0; r < kUnroll; ++r) Pack<T, V>::Load(x, i[r], v[r]);
           for (int j = 0; j < V; ++j) {
@@ -45,7 +45,7 @@ __global__ void MomentsPartial(const T* x, int64_t rows, int64_t channels, int64
           }
         });
   }
-  WritePartial<V>(s1, s2, c0, channels, partial);
+  WritePartial<V, L>(s1, s2, c0, channels, partial);
 }
 
 // One warp per (group, channel): the statistics from the chunks' sums.
@@ -94,15 +94,15 @@ __global__ void InvStdKernel(const float* var, int64_t channels, float epsilon, 
 }
 
 // With relu_bits (and relu), also the mask y > 0 as bits; a lane past the
-// last channel then only joins its warp's ballots.
-template <typename T, int V>
+// last channel then only joins its warp's ballots (V of 1 or 2).
+template <typename T, int V, int L>
 __global__ void Normalize(const T* x, int64_t rows, int64_t channels, int64_t rows_per_chunk,
                           const float* mean, const float* inv_std, const float* gamma,
                           const float* beta, const T* residual, bool relu, T* y,
                           uint32_t* relu_bits) {
-  const int64_t c0 = FirstChannel<V>();
+  const int64_t c0 = FirstChannel<V, L>();
   const bool live = c0 < channels;
-  if (!live && relu_bits == nullptr) return;
+  if (!live && (relu_bits == nullptr || V == 8)) return;
   const int64_t gc = blockIdx.z * channels + c0, base = blockIdx.z * rows * channels + c0;
   float mu[V] = {}, scale[V] = {}, shift[V] = {};
   for (int j = 0; live && j < V; ++j) {
@@ -131,10 +131,10 @@ __global__ void Normalize(const T* x, int64_t rows, int64_t channels, int64_t ro
   auto mask = [&](const float* v, int64_t r) {
     bool on[V];
     for (int j = 0; j < V; ++j) on[j] = live && ToFloat(FromFloat<T>(v[j])) > 0.0f;
-    StoreMaskBits<V>(on, blockIdx.z * rows + r, channels, relu_bits);
+    StoreMaskBits<V>(on, blockIdx.z * rows + r, channels, c0, relu_bits);
   };
   const bool masks = relu && relu_bits != nullptr;
-  ForRows(
+  ForRows<L>(
       RowsOf(rows, rows_per_chunk), base, channels,
       [&](int64_t i, int64_t r) {
         float v[V] = {}, res[V];
@@ -145,7 +145,7 @@ __global__ void Normalize(const T* x, int64_t rows, int64_t channels, int64_t ro
         }
         if (masks) mask(v, r);
       },
-      [&](const int64_t* i, int64_t r) {
+      [&](const int64_t* i, const int64_t* r) {
         float v[kUnroll][V] = {}, res[kUnroll][V];
         if (live) {
           for (int m = 0; m < kUnroll; ++m) load(i[m], v[m], res[m]);
@@ -155,17 +155,21 @@ __global__ void Normalize(const T* x, int64_t rows, int64_t channels, int64_t ro
           }
         }
         if (masks)
-          for (int m = 0; m < kUnroll; ++m) mask(v[m], r + m * kRowsPerStep);
+          for (int m = 0; m < kUnroll; ++m) mask(v[m], r[m]);
       });
 }
 
 bool g_own_kernels = std::getenv("MLPERF_CUDNN_BATCHNORM") == nullptr ||
                      std::string_view(std::getenv("MLPERF_CUDNN_BATCHNORM")) == "0";
+bool g_wide_kernels = std::getenv("MLPERF_NORM_WIDE") != nullptr &&
+                      std::string_view(std::getenv("MLPERF_NORM_WIDE")) == "1";
 
 }  // namespace
 
 void SetChannelsLastNormKernels(bool on) { g_own_kernels = on; }
 bool ChannelsLastNormKernels() { return g_own_kernels; }
+void SetWideNormKernels(bool on) { g_wide_kernels = on; }
+bool WideNormKernels() { return g_wide_kernels; }
 
 void ChannelsLastMoments(const ChannelsLastGroups& s, const Tensor& x, float epsilon,
                          float momentum, float* save_mean, float* save_inv_std, float* running_mean,
@@ -173,15 +177,16 @@ void ChannelsLastMoments(const ChannelsLastGroups& s, const Tensor& x, float eps
   CheckShape(s, x);
   MLPERF_CHECK(running_mean == nullptr || s.groups == 1);
   const int v = Width(x.dtype(), s.channels, {x.data()});
-  const Grid grid = Reduction(s, v);
+  const Grid grid = Reduction(s, v, LanesPerRow(v, s.channels));
   float* partial = static_cast<float*>(
       Scratch(sizeof(float) * 2 * grid.blocks.x * s.groups * s.channels, kScratchReduce));
   ByType(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* xp = static_cast<const T*>(x.data());
-    WithWidth<T>(v, [&](auto width) {
-      MomentsPartial<T, decltype(width)::value><<<grid.blocks, kBlock, 0, Stream()>>>(
-          xp, s.rows, s.channels, grid.rows_per_chunk, partial);
+    WithWidth<T>(v, s.channels, [&](auto width, auto lanes) {
+      MomentsPartial<T, decltype(width)::value, decltype(lanes)::value>
+          <<<grid.blocks, kBlock, 0, Stream()>>>(xp, s.rows, s.channels, grid.rows_per_chunk,
+                                                 partial);
     });
     CUDA_CHECK_LAUNCH();
     MomentsFinal<T><<<Blocks(s.groups * s.channels * kLanes), 256, 0, Stream()>>>(
@@ -220,14 +225,16 @@ void ChannelsLastNormalize(const ChannelsLastGroups& s, const Tensor& x, const f
                (residual.numel() == x.numel() && residual.dtype() == x.dtype()));
   uint32_t* bits = relu ? MaskBits(s, relu_mask) : nullptr;
   const int v = Width(x.dtype(), s.channels, {x.data(), residual.data(), y.data()});
-  const Grid grid = Pointwise(s, v);
+  const Grid grid = Pointwise(s, v, LanesPerRow(v, s.channels));
   ByType(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    WithWidth<T>(v, [&](auto width) {
-      Normalize<T, decltype(width)::value><<<grid.blocks, kBlock, 0, Stream()>>>(
-          static_cast<const T*>(x.data()), s.rows, s.channels, grid.rows_per_chunk, mean, inv_std,
-          gamma, beta, residual.empty() ? nullptr : static_cast<const T*>(residual.data()), relu,
-          static_cast<T*>(y.data()), bits);
+    WithWidth<T>(v, s.channels, [&](auto width, auto lanes) {
+      Normalize<T, decltype(width)::value, decltype(lanes)::value>
+          <<<grid.blocks, kBlock, 0, Stream()>>>(
+              static_cast<const T*>(x.data()), s.rows, s.channels, grid.rows_per_chunk, mean,
+              inv_std, gamma, beta,
+              residual.empty() ? nullptr : static_cast<const T*>(residual.data()), relu,
+              static_cast<T*>(y.data()), bits);
     });
     CUDA_CHECK_LAUNCH();
   });

@@ -22,12 +22,15 @@ namespace mlperf::cuda::channels_last {
 using core::DType;
 using core::Tensor;
 
-// A block is 32 * V channels (one warp reads 32 * V neighbours of a row)
-// by 8 rows; each thread keeps V neighbouring channels and walks every 8th
-// row of its block's chunk, four rows per iteration so that four loads are
-// in flight. V is 2 for 16-bit types where the channel count allows (a
-// warp then reads 128 bytes, as with fp32), else 1; each channel's sums
-// are added in the same order either way.
+// A block is 8 warps; each thread keeps V neighbouring channels and walks
+// its block's chunk of rows, four rows per iteration so that four loads are
+// in flight. A warp's lanes are L lanes of channels (L * V neighbours of a
+// row) by 32 / L rows: V is 2 for 16-bit types where the channel count
+// allows (a warp then reads 128 bytes of one row, as with fp32, L = 32),
+// else 1; with the wide kernels (WideNormKernels) 8 for 16-bit types, 16
+// bytes a lane, with L = 8, 16 or 32 so that few lanes idle at 64 or 128
+// channels. Each channel's sums are added in the same order for a given V
+// and L.
 constexpr int kLanes = 32, kRowsPerStep = 8, kUnroll = 4;
 static_assert(kUnroll == 4, "the sums below are written out for four rows");
 
@@ -64,11 +67,45 @@ template <>
 struct Pack<__nv_bfloat16, 2> : PackOfTwo<__nv_bfloat16, __nv_bfloat162> {};
 template <>
 struct Pack<__half, 2> : PackOfTwo<__half, __half2> {};
+// Eight 16-bit elements as one 16-byte access (four pairs).
+template <typename T, typename Two>
+struct PackOfEight {
+  __device__ __forceinline__ static void Load(const T* p, int64_t i, float* v) {
+    const uint4 q = *reinterpret_cast<const uint4*>(p + i);
+    const Two* h = reinterpret_cast<const Two*>(&q);
+    for (int k = 0; k < 4; ++k) {
+      v[2 * k] = ToFloat(h[k].x);
+      v[2 * k + 1] = ToFloat(h[k].y);
+    }
+  }
+  __device__ __forceinline__ static void Store(T* p, int64_t i, const float* v) {
+    uint4 q;
+    Two* h = reinterpret_cast<Two*>(&q);
+    for (int k = 0; k < 4; ++k) {
+      h[k].x = FromFloat<T>(v[2 * k]);
+      h[k].y = FromFloat<T>(v[2 * k + 1]);
+    }
+    *reinterpret_cast<uint4*>(p + i) = q;
+  }
+};
+template <>
+struct Pack<__nv_bfloat16, 8> : PackOfEight<__nv_bfloat16, __nv_bfloat162> {};
+template <>
+struct Pack<__half, 8> : PackOfEight<__half, __half2> {};
 
 // This thread's first channel.
-template <int V>
+template <int V, int L>
 __device__ __forceinline__ int64_t FirstChannel() {
-  return (blockIdx.y * static_cast<int64_t>(kLanes) + threadIdx.x) * V;
+  return (blockIdx.y * static_cast<int64_t>(L) + threadIdx.x % L) * V;
+}
+
+// The rows a block's threads cover at once, and this thread's among them
+// (its warp's 32 / L rows are neighbours).
+template <int L>
+constexpr int kRowsPerBlockStep = kRowsPerStep*(kLanes / L);
+template <int L>
+__device__ __forceinline__ int RowInStep() {
+  return static_cast<int>(threadIdx.y) * (kLanes / L) + static_cast<int>(threadIdx.x) / L;
 }
 
 // The chunk of rows of block (chunk, channel block, group).
@@ -83,19 +120,20 @@ __device__ __forceinline__ Chunk RowsOf(int64_t rows, int64_t rows_per_chunk) {
 
 // Calls one(i, r) with the element offset i = base + r * channels of each
 // of this thread's rows r of the chunk, kUnroll rows at a time through
-// four(i[4], r) (rows r + m * kRowsPerStep; it loads all four before using
-// them). The loop is the same for every lane of a warp.
-template <typename One, typename Four>
+// four(i[4], r[4]) (it loads all four before using them). With L = 32 the
+// loop is the same for every lane of a warp.
+template <int L, typename One, typename Four>
 __device__ __forceinline__ void ForRows(Chunk k, int64_t base, int64_t channels, One one,
                                         Four four) {
-  int64_t r = k.begin + threadIdx.y;
-  for (; r + (kUnroll - 1) * kRowsPerStep < k.end; r += kUnroll * kRowsPerStep) {
-    const int64_t i[kUnroll] = {base + r * channels, base + (r + kRowsPerStep) * channels,
-                                base + (r + 2 * kRowsPerStep) * channels,
-                                base + (r + 3 * kRowsPerStep) * channels};
-    four(i, r);
+  constexpr int64_t step = kRowsPerBlockStep<L>;
+  int64_t r = k.begin + RowInStep<L>();
+  for (; r + (kUnroll - 1) * step < k.end; r += kUnroll * step) {
+    const int64_t rows[kUnroll] = {r, r + step, r + 2 * step, r + 3 * step};
+    const int64_t i[kUnroll] = {base + rows[0] * channels, base + rows[1] * channels,
+                                base + rows[2] * channels, base + rows[3] * channels};
+    four(i, rows);
   }
-  for (; r < k.end; r += kRowsPerStep) one(base + r * channels, r);
+  for (; r < k.end; r += step) one(base + r * channels, r);
 }
 
 // The ReLU's mask as bits (ReluMaskWords): a row of channels is
@@ -114,26 +152,34 @@ __device__ __forceinline__ uint32_t SpreadEven(uint32_t v) {
   return (v | (v << 1)) & 0x55555555u;
 }
 
-// Stores the warp's flags `on` (this lane's V channels from FirstChannel)
-// for row `row` (counted over all groups) as mask bits: the warp's 32 * V
-// channels are V whole words. Every lane of the warp must call it.
+// Stores the flags `on` of this lane's V channels from c0 for row `row`
+// (counted over all groups) as mask bits. V = 8: the lane's byte of its
+// word (c0 is a multiple of 8), live lanes only. V = 1 or 2: the warp's 32 *
+// V channels are V whole words, and every lane of the warp must call it.
 template <int V>
 __device__ __forceinline__ void StoreMaskBits(const bool* on, int64_t row, int64_t channels,
-                                              uint32_t* bits) {
+                                              int64_t c0, uint32_t* bits) {
   const int64_t per_row = MaskWordsPerRow(channels), first = blockIdx.y * static_cast<int64_t>(V);
-  uint32_t low, high = 0;
-  if constexpr (V == 1) {
-    low = __ballot_sync(0xffffffffu, on[0]);
+  if constexpr (V == 8) {
+    uint32_t byte = 0;
+    for (int j = 0; j < 8; ++j) byte |= static_cast<uint32_t>(on[j]) << j;
+    if (c0 < channels)
+      reinterpret_cast<uint8_t*>(bits)[row * per_row * 4 + c0 / 8] = static_cast<uint8_t>(byte);
   } else {
-    // Lane l holds channels 2l and 2l + 1 of the warp's 64.
-    const uint32_t even = __ballot_sync(0xffffffffu, on[0]),
-                   odd = __ballot_sync(0xffffffffu, on[1]);
-    low = SpreadEven(even) | (SpreadEven(odd) << 1);
-    high = SpreadEven(even >> 16) | (SpreadEven(odd >> 16) << 1);
+    uint32_t low, high = 0;
+    if constexpr (V == 1) {
+      low = __ballot_sync(0xffffffffu, on[0]);
+    } else {
+      // Lane l holds channels 2l and 2l + 1 of the warp's 64.
+      const uint32_t even = __ballot_sync(0xffffffffu, on[0]),
+                     odd = __ballot_sync(0xffffffffu, on[1]);
+      low = SpreadEven(even) | (SpreadEven(odd) << 1);
+      high = SpreadEven(even >> 16) | (SpreadEven(odd >> 16) << 1);
+    }
+    const int lane = static_cast<int>(threadIdx.x);
+    if (lane < V && first + lane < per_row)
+      bits[row * per_row + first + lane] = lane == 0 ? low : high;
   }
-  const int lane = static_cast<int>(threadIdx.x);
-  if (lane < V && first + lane < per_row)
-    bits[row * per_row + first + lane] = lane == 0 ? low : high;
 }
 
 // This lane's V flags of row `row` from the mask bits.
@@ -141,13 +187,18 @@ template <int V>
 __device__ __forceinline__ void LoadMaskBits(const uint32_t* bits, int64_t row, int64_t channels,
                                              int64_t c0, bool* on) {
   const uint32_t* words = bits + row * MaskWordsPerRow(channels);
-  for (int j = 0; j < V; ++j) on[j] = (words[(c0 + j) / 32] >> ((c0 + j) % 32)) & 1u;
+  if constexpr (V == 8) {  // one word holds all eight
+    const uint32_t w = words[c0 / 32] >> (c0 % 32);
+    for (int j = 0; j < 8; ++j) on[j] = (w >> j) & 1u;
+  } else {
+    for (int j = 0; j < V; ++j) on[j] = (words[(c0 + j) / 32] >> ((c0 + j) % 32)) & 1u;
+  }
 }
 
-// Adds the 8 row-threads' (a, b) of each of channels c0.. c0 + V - 1 in a
-// fixed order and writes them to
+// Adds the block's row-threads' (a, b) of each of channels c0.. c0 + V - 1
+// in a fixed order (warps, then a warp's rows) and writes them to
 // partial[((group * chunks + chunk) * 2 + {0, 1}) * C + c].
-template <int V>
+template <int V, int L>
 __device__ __forceinline__ void WritePartial(const float* a, const float* b, int64_t c0,
                                              int64_t channels, float* partial) {
   __shared__ float sa[kRowsPerStep][kLanes * V], sb[kRowsPerStep][kLanes * V];
@@ -156,13 +207,15 @@ __device__ __forceinline__ void WritePartial(const float* a, const float* b, int
     sb[threadIdx.y][threadIdx.x * V + j] = b[j];
   }
   __syncthreads();
-  if (threadIdx.y != 0 || c0 >= channels) return;
+  if (threadIdx.y != 0 || threadIdx.x >= L || c0 >= channels) return;
   float* p = partial + (static_cast<int64_t>(blockIdx.z) * gridDim.x + blockIdx.x) * 2 * channels;
   for (int j = 0; j < V; ++j) {
     float ta = 0.0f, tb = 0.0f;
     for (int i = 0; i < kRowsPerStep; ++i) {
-      ta += sa[i][threadIdx.x * V + j];
-      tb += sb[i][threadIdx.x * V + j];
+      for (int row = 0; row < kLanes / L; ++row) {
+        ta += sa[i][(row * L + threadIdx.x) * V + j];
+        tb += sb[i][(row * L + threadIdx.x) * V + j];
+      }
     }
     p[c0 + j] = ta;
     p[channels + c0 + j] = tb;
@@ -202,8 +255,8 @@ struct Grid {
   dim3 blocks;
   int64_t rows_per_chunk;
 };
-inline Grid Reduction(const ChannelsLastGroups& s, int v) {
-  const int64_t cblocks = (s.channels + kLanes * v - 1) / (kLanes * v);
+inline Grid Reduction(const ChannelsLastGroups& s, int v, int lanes) {
+  const int64_t cblocks = (s.channels + lanes * v - 1) / (lanes * v);
   const int64_t max_chunks = std::max<int64_t>(1, (s.rows + 63) / 64);
   const int64_t chunks =
       std::clamp<int64_t>(1024 / std::max<int64_t>(1, cblocks * s.groups), 1, max_chunks);
@@ -212,10 +265,10 @@ inline Grid Reduction(const ChannelsLastGroups& s, int v) {
                static_cast<unsigned>(s.groups)),
           per};
 }
-inline Grid Pointwise(const ChannelsLastGroups& s, int v) {
+inline Grid Pointwise(const ChannelsLastGroups& s, int v, int lanes) {
   constexpr int64_t kRowsPerBlock = 256;
   return {dim3(static_cast<unsigned>((s.rows + kRowsPerBlock - 1) / kRowsPerBlock),
-               static_cast<unsigned>((s.channels + kLanes * v - 1) / (kLanes * v)),
+               static_cast<unsigned>((s.channels + lanes * v - 1) / (lanes * v)),
                static_cast<unsigned>(s.groups)),
           kRowsPerBlock};
 }
@@ -244,22 +297,45 @@ void ByType(DType t, Fn&& fn) {
   }
 }
 
-// Channels per thread: 2 for 16-bit activations whose rows start on a pair
-// (an even channel count) in 4-byte aligned tensors, else 1.
+// Channels per thread: with the wide kernels on, 8 for 16-bit activations
+// whose channel count is a multiple of 8 in 16-byte aligned tensors; else 2
+// for 16-bit activations whose rows start on a pair (an even channel count)
+// in 4-byte aligned tensors; else 1.
 inline int Width(DType t, int64_t channels, std::initializer_list<const void*> data) {
+  const auto aligned = [&](uintptr_t bytes) {
+    for (const void* p : data)
+      if (reinterpret_cast<uintptr_t>(p) % bytes != 0) return false;
+    return true;
+  };
   if (core::DTypeSize(t) != 2 || channels % 2 != 0) return 1;
-  for (const void* p : data)
-    if (reinterpret_cast<uintptr_t>(p) % 4 != 0) return 1;
-  return 2;
+  if (WideNormKernels() && channels % 8 == 0 && aligned(16)) return 8;
+  return aligned(4) ? 2 : 1;
 }
 
-// Calls fn(std::integral_constant<int, V>{}) with V = v (2 only for 16-bit T).
+// Lanes of channels per warp row for v channels a thread: 32 up to v = 2;
+// for v = 8 the fewest of 8, 16, 32 that cover the channels, so that 64 or
+// 128 channels keep the warp's lanes busy on 4 or 2 rows.
+inline int LanesPerRow(int v, int64_t channels) {
+  if (v != 8) return kLanes;
+  return channels <= 64 ? 8 : channels <= 128 ? 16 : kLanes;
+}
+
+// Calls fn(std::integral_constant<int, V>{}, std::integral_constant<int, L>{})
+// with V = v (2 and 8 only for 16-bit T) and L = LanesPerRow(v, channels).
 template <typename T, typename Fn>
-void WithWidth(int v, Fn&& fn) {
+void WithWidth(int v, int64_t channels, Fn&& fn) {
+  using L32 = std::integral_constant<int, kLanes>;
   if constexpr (sizeof(T) == 2) {
-    if (v == 2) return fn(std::integral_constant<int, 2>{});
+    if (v == 8) {
+      using V8 = std::integral_constant<int, 8>;
+      const int lanes = LanesPerRow(v, channels);
+      if (lanes == 8) return fn(V8{}, std::integral_constant<int, 8>{});
+      if (lanes == 16) return fn(V8{}, std::integral_constant<int, 16>{});
+      return fn(V8{}, L32{});
+    }
+    if (v == 2) return fn(std::integral_constant<int, 2>{}, L32{});
   }
-  fn(std::integral_constant<int, 1>{});
+  fn(std::integral_constant<int, 1>{}, L32{});
 }
 
 // The mask's words, or null; checked for size.

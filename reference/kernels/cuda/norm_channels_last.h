@@ -33,6 +33,15 @@ struct ChannelsLastGroups {
 void SetChannelsLastNormKernels(bool on);
 bool ChannelsLastNormKernels();
 
+// Whether they take 16 bytes of channels a thread (8 of bf16/fp16, where the
+// channel count is a multiple of 8 and the tensors 16-byte aligned), a warp
+// then covering 2 or 4 rows of 128 or 64 channels, rather than 4 bytes
+// (default: no, unless MLPERF_NORM_WIDE=1; written without a GPU, opt-in
+// until a GPU check has run and timed it). The sums' order changes with it,
+// so the statistics' last bits do.
+void SetWideNormKernels(bool on);
+bool WideNormKernels();
+
 // Mean and 1/sqrt(var + epsilon) (biased variance) per (group, channel)
 // into save_mean and save_inv_std ([groups * channels]). With running_mean
 // given (one group only), also the running statistics, as the CPU twin:

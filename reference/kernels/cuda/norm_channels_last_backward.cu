@@ -15,11 +15,11 @@ using namespace channels_last;  // NOLINT: this file's own building blocks
 // an addend, dy becomes dy + addend (rounded to T) first; with relu, dy is
 // zeroed where y <= 0 (NaN included), read from the mask bits when given,
 // else from y; what changed is written back.
-template <typename T, int V>
+template <typename T, int V, int L>
 __global__ void BackwardPartial(const T* x, const T* y, const uint32_t* relu_bits, T* dy,
                                 const T* addend, int64_t rows, int64_t channels,
                                 int64_t rows_per_chunk, const float* mean, float* partial) {
-  const int64_t c0 = FirstChannel<V>();
+  const int64_t c0 = FirstChannel<V, L>();
   float s1[V] = {}, s2[V] = {};
   if (c0 < channels) {
     const int64_t base = blockIdx.z * rows * channels + c0;
@@ -53,7 +53,7 @@ __global__ void BackwardPartial(const T* x, const T* y, const uint32_t* relu_bit
       }
       if (changed) Pack<T, V>::Store(dy, i, d);
     };
-    ForRows(
+    ForRows<L>(
         RowsOf(rows, rows_per_chunk), base, channels,
         [&](int64_t i, int64_t r) {
           float d[V], xv[V];
@@ -64,11 +64,11 @@ __global__ void BackwardPartial(const T* x, const T* y, const uint32_t* relu_bit
             s2[j] += d[j] * (xv[j] - mu[j]);
           }
         },
-        [&](const int64_t* i, int64_t r0) {
+        [&](const int64_t* i, const int64_t* rows_of) {
           float d[kUnroll][V], xc[kUnroll][V];
           for (int r = 0; r < kUnroll; ++r) {
             Pack<T, V>::Load(x, i[r], xc[r]);
-            grad(i[r], r0 + r * kRowsPerStep, d[r]);
+            grad(i[r], rows_of[r], d[r]);
           }
           for (int j = 0; j < V; ++j) {
             for (int r = 0; r < kUnroll; ++r) xc[r][j] -= mu[j];
@@ -78,7 +78,7 @@ __global__ void BackwardPartial(const T* x, const T* y, const uint32_t* relu_bit
           }
         });
   }
-  WritePartial<V>(s1, s2, c0, channels, partial);
+  WritePartial<V, L>(s1, s2, c0, channels, partial);
 }
 
 // One warp per (group, channel): the coefficients of
@@ -117,10 +117,10 @@ __global__ void ParamGrads(int64_t groups, int64_t channels, const float* coef, 
   dbeta[c] = static_cast<float>(db);
 }
 
-template <typename T, int V>
+template <typename T, int V, int L>
 __global__ void BackwardApply(const T* x, const T* dy, int64_t rows, int64_t channels,
                               int64_t rows_per_chunk, const float* mean, const float* coef, T* dx) {
-  const int64_t c0 = FirstChannel<V>();
+  const int64_t c0 = FirstChannel<V, L>();
   if (c0 >= channels) return;
   const int64_t gc_count = gridDim.z * static_cast<int64_t>(channels);
   const int64_t gc = blockIdx.z * channels + c0, base = blockIdx.z * rows * channels + c0;
@@ -135,7 +135,7 @@ __global__ void BackwardApply(const T* x, const T* dy, int64_t rows, int64_t cha
   auto out = [&](float* dv, const float* xv) {
     for (int j = 0; j < V; ++j) dv[j] = a[j] * dv[j] - b[j] * (xv[j] - mu[j]) - d[j];
   };
-  ForRows(
+  ForRows<L>(
       RowsOf(rows, rows_per_chunk), base, channels,
       [&](int64_t i, int64_t) {
         float dv[V], xv[V];
@@ -144,7 +144,7 @@ __global__ void BackwardApply(const T* x, const T* dy, int64_t rows, int64_t cha
         out(dv, xv);
         Pack<T, V>::Store(dx, i, dv);
       },
-      [&](const int64_t* i, int64_t) {
+      [&](const int64_t* i, const int64_t*) {
         float dv[kUnroll][V], xv[kUnroll][V];
         for (int r = 0; r < kUnroll; ++r) {
           Pack<T, V>::Load(dy, i[r], dv[r]);
@@ -176,7 +176,8 @@ void ChannelsLastNormBackward(const ChannelsLastGroups& s, bool relu, const Tens
   const int v =
       Width(x.dtype(), s.channels,
             {x.data(), reads_y ? y.data() : nullptr, dy.data(), dx.data(), addend.data()});
-  const Grid reduce = Reduction(s, v), apply = Pointwise(s, v);
+  const int lanes = LanesPerRow(v, s.channels);
+  const Grid reduce = Reduction(s, v, lanes), apply = Pointwise(s, v, lanes);
   const int64_t gc = s.groups * s.channels;
   // [coefficients and parameter-gradient shares: 5 * groups * channels][partial sums]
   float* coef = static_cast<float*>(
@@ -186,11 +187,12 @@ void ChannelsLastNormBackward(const ChannelsLastGroups& s, bool relu, const Tens
     using T = decltype(tag);
     const T* xp = static_cast<const T*>(x.data());
     T* dyp = static_cast<T*>(dy.data());
-    WithWidth<T>(v, [&](auto width) {
-      BackwardPartial<T, decltype(width)::value><<<reduce.blocks, kBlock, 0, Stream()>>>(
-          xp, reads_y ? static_cast<const T*>(y.data()) : nullptr, bits, dyp,
-          addend.empty() ? nullptr : static_cast<const T*>(addend.data()), s.rows, s.channels,
-          reduce.rows_per_chunk, mean, partial);
+    WithWidth<T>(v, s.channels, [&](auto width, auto lanes_per_row) {
+      BackwardPartial<T, decltype(width)::value, decltype(lanes_per_row)::value>
+          <<<reduce.blocks, kBlock, 0, Stream()>>>(
+              xp, reads_y ? static_cast<const T*>(y.data()) : nullptr, bits, dyp,
+              addend.empty() ? nullptr : static_cast<const T*>(addend.data()), s.rows, s.channels,
+              reduce.rows_per_chunk, mean, partial);
     });
     CUDA_CHECK_LAUNCH();
     BackwardFinal<<<Blocks(gc * kLanes), 256, 0, Stream()>>>(
@@ -198,8 +200,8 @@ void ChannelsLastNormBackward(const ChannelsLastGroups& s, bool relu, const Tens
     CUDA_CHECK_LAUNCH();
     ParamGrads<<<Blocks(s.channels), 256, 0, Stream()>>>(s.groups, s.channels, coef, dgamma, dbeta);
     CUDA_CHECK_LAUNCH();
-    WithWidth<T>(v, [&](auto width) {
-      BackwardApply<T, decltype(width)::value>
+    WithWidth<T>(v, s.channels, [&](auto width, auto lanes_per_row) {
+      BackwardApply<T, decltype(width)::value, decltype(lanes_per_row)::value>
           <<<apply.blocks, kBlock, 0, Stream()>>>(xp, dyp, s.rows, s.channels, apply.rows_per_chunk,
                                                   mean, coef, static_cast<T*>(dx.data()));
     });

@@ -388,6 +388,44 @@ TEST_F(CudaCnnTwinTest, PoolingWithoutOutputsZeroesTheGradient) {
   }
 }
 
+// Channels-last concatenation and split in every dtype: 16-byte copies
+// where both parts' rows are whole 16-byte units (32 + 32 and 24 + 40
+// channels of bf16, 24 + 40 of fp32), the 2-D copy otherwise (12 + 20 of
+// bf16); the CPU's values exactly either way.
+TEST_F(CudaCnnTwinTest, ChannelsLastConcatAndSplitCopyExactly) {
+  const int64_t n = 2, d = 3, h = 5, w = 7, rows = n * d * h * w;
+  const struct {
+    int64_t ca, cb;
+    DType dtype;
+  } cases[] = {{32, 32, DType::kBF16},
+               {24, 40, DType::kBF16},
+               {24, 40, DType::kF32},
+               {12, 20, DType::kBF16},
+               {24, 40, DType::kF16}};
+  for (const auto& c : cases) {
+    const std::string what =
+        std::to_string(c.ca) + "+" + std::to_string(c.cb) + " " + Name(c.dtype);
+    const int64_t cy = c.ca + c.cb;
+    Floats a = Rounded(Random(rows * c.ca, 50), c.dtype),
+           b = Rounded(Random(rows * c.cb, 51), c.dtype), y(rows * cy);
+    const auto host = [](Floats& v, int64_t channels) {
+      return Tensor(v.data(), {2, 3, 5, 7, channels}, DType::kF32, core::Device::kCpu,
+                    Layout::kNDHWC);
+    };
+    cpu::ConcatChannels(host(a, c.ca), host(b, c.cb), host(y, cy));
+    const auto dev = [&](const Floats& v, int64_t channels) {
+      return std::make_unique<Dev>(v, Shape{2, 3, 5, 7, channels}, c.dtype, Layout::kNDHWC);
+    };
+    auto ga = dev(a, c.ca), gb = dev(b, c.cb), gy = dev(Floats(rows * cy), cy),
+         ga2 = dev(Floats(rows * c.ca), c.ca), gb2 = dev(Floats(rows * c.cb), c.cb);
+    cuda::ConcatChannels(ga->t(), gb->t(), gy->t());
+    ExpectClose(gy->Get(), y, 0.0, what + " concat");
+    cuda::SplitChannels(gy->t(), ga2->t(), gb2->t());
+    ExpectClose(ga2->Get(), a, 0.0, what + " split, first part");
+    ExpectClose(gb2->Get(), b, 0.0, what + " split, second part");
+  }
+}
+
 TEST_F(CudaCnnTwinTest, EmbeddingAndLosses) {
   const int64_t rows = 37, vocab = 50, width = 24;
   std::vector<int32_t> ids(rows);

@@ -3,7 +3,8 @@
 // GPU as in the MLPerf submissions), in each precision asked for (bf16 and
 // fp16: the convolutions in that type on the tensor cores, fp16 with dynamic
 // loss scaling; each once more with the activations stored in that type,
-// "typed"; each precision once more with the convolution algorithms picked by
+// "typed", and typed with the norms' wide kernels, "wide norms", each with its
+// per-op profile; each precision once more with the convolution algorithms picked by
 // timing, "timed algos", as cudnn.benchmark picks PyTorch's), against the same
 // network in PyTorch on the same device in the same run
 // (bench/unet3d/unet3d_gpu_torch_bench.py: AMP bf16 for bf16 and fp16, fp32 for
@@ -42,6 +43,7 @@
 #include "reference/kernels/composite.h"
 #include "reference/kernels/conv_geometry.h"
 #include "reference/kernels/cuda/conv.h"
+#include "reference/kernels/cuda/norm_channels_last.h"
 #include "reference/kernels/dispatch.h"
 #include "reference/kernels/precision.h"
 #include "reference/layers/conv_instance_norm.h"
@@ -80,9 +82,10 @@ void Train(core::Layout layout, core::DType precision, bool typed, bool timed, i
   const cuda::ConvAlgoSearch search = cuda::GetConvAlgoSearch();
   if (timed) cuda::SetConvAlgoSearch(cuda::ConvAlgoSearch::kExhaustive);
   models::UNet3D model(Config(layout), batch);
-  const std::string name = fmt::format(
-      "{} {}{}{}", ops::PrecisionName(precision), Name(layout),
-      model.activation_storage() != core::DType::kF32 ? " typed" : "", timed ? " timed algos" : "");
+  const std::string name =
+      fmt::format("{} {}{}{}{}", ops::PrecisionName(precision), Name(layout),
+                  model.activation_storage() != core::DType::kF32 ? " typed" : "",
+                  cuda::WideNormKernels() ? " wide norms" : "", timed ? " timed algos" : "");
   model.Initialize(1);
   auto comm = dist::MakeSingleProcessCommunicator();
   train::Trainer trainer(model,
@@ -193,7 +196,8 @@ void OpProfile(core::Layout layout, core::DType precision, int64_t n, int repeat
   };
   const core::Tensor none;
   std::map<std::string, double> kinds;
-  const std::string what = fmt::format("{} {}", ops::PrecisionName(precision), Name(layout));
+  const std::string what = fmt::format("{} {}{}", ops::PrecisionName(precision), Name(layout),
+                                       cuda::WideNormKernels() ? " wide norms" : "");
   std::printf("  ours  %s per-op profile (ms, each op alone):\n", what.c_str());
   for (const ConvGeometry& g : convs) {
     const int64_t out[3] = {g.out(0), g.out(1), g.out(2)};
@@ -331,6 +335,14 @@ int main(int argc, char** argv) {
       Train(layout, precision, /*typed=*/false, /*timed=*/false, batch, n);
       if (precision != core::DType::kF32) Train(layout, precision, true, false, batch, n);
       OpProfile(layout, precision, batch, 1);
+      if (precision != core::DType::kF32) {
+        // The instance norms' wide kernels (MLPERF_NORM_WIDE=1, opt-in).
+        const bool wide = cuda::WideNormKernels();
+        cuda::SetWideNormKernels(true);
+        Train(layout, precision, true, false, batch, n);
+        OpProfile(layout, precision, batch, 1);
+        cuda::SetWideNormKernels(wide);
+      }
       timed.emplace_back(layout, precision);
       if (std::none_of(evaluated.begin(), evaluated.end(),
                        [&](const auto& e) { return e.first == layout; }))

@@ -113,8 +113,10 @@ TEST_P(CudaNormTwinTest, BatchNormTrainingInferenceBackward) {
       // rows: many partial sums. 35: an odd count, one channel a thread.
       CheckBatchNorm({16, 70, 14, 14}, dtype, cl);
       CheckBatchNorm({8, 35, 9, 9}, dtype, cl);
-      // Multiples of 8 (the wide kernels' 16 bytes): 64 and 40 channels on
-      // four rows a warp, 128 on two, 264 a warp and a part on one.
+      // Multiples of 8 (the wide kernels' 16 bytes): 32 channels on eight
+      // rows a warp, 64 and 40 on four, 128 on two, 264 a warp and a part
+      // on one.
+      CheckBatchNorm({16, 32, 14, 14}, dtype, cl);
       CheckBatchNorm({16, 64, 14, 14}, dtype, cl);
       CheckBatchNorm({8, 40, 9, 9}, dtype, cl);
       CheckBatchNorm({8, 128, 9, 9}, dtype, cl);
@@ -262,11 +264,13 @@ TEST_P(CudaNormTwinTest, BatchNormActFusedWithResidualAndRelu) {
 }
 
 // Instance norm, channels-last against the CPU's channels-first results:
-// N groups of spatial rows each; then with the ReLU fused.
-TEST_P(CudaNormTwinTest, ChannelsLastInstanceNorm) {
-  const int64_t n = 3, c = 40, d = 6, h = 7, w = 8, total = n * c * d * h * w;
+// N groups of spatial rows each; then with the ReLU fused. 40 and 32
+// channels (3D U-Net's top level; the wide kernels' eight rows a warp).
+void CheckChannelsLastInstanceNorm(int64_t c) {
+  const int64_t n = 3, d = 6, h = 7, w = 8, total = n * c * d * h * w;
   for (DType dtype : {DType::kF32, DType::kBF16}) {
-    const std::string what = std::string("instance norm ndhwc ") + Name(dtype);
+    const std::string what =
+        std::string("instance norm ndhwc ") + Name(dtype) + " " + std::to_string(c);
     Floats x = Rounded(Random(total, 40, -2.0f, 2.0f), dtype),
            dy = Rounded(Random(total, 41), dtype);
     Floats gamma = Random(c, 42, 0.5f, 1.5f), beta = Random(c, 43);
@@ -333,6 +337,11 @@ TEST_P(CudaNormTwinTest, ChannelsLastInstanceNorm) {
     EXPECT_EQ(gdym.Get(), gdyr.Get()) << what << " relu masked dy from the bits";
     EXPECT_EQ(gdxm.Get(), gdxr.Get()) << what << " relu dx from the bits";
   }
+}
+
+TEST_P(CudaNormTwinTest, ChannelsLastInstanceNorm) {
+  CheckChannelsLastInstanceNorm(40);
+  CheckChannelsLastInstanceNorm(32);
 }
 
 INSTANTIATE_TEST_SUITE_P(ChannelsLast, CudaNormTwinTest, ::testing::Values(kCudnn, kOwn, kOwnWide),

@@ -28,9 +28,9 @@ using core::Tensor;
 // row) by 32 / L rows: V is 2 for 16-bit types where the channel count
 // allows (a warp then reads 128 bytes of one row, as with fp32, L = 32),
 // else 1; with the wide kernels (WideNormKernels) 8 for 16-bit types, 16
-// bytes a lane, with L = 8, 16 or 32 so that few lanes idle at 64 or 128
-// channels. Each channel's sums are added in the same order for a given V
-// and L.
+// bytes a lane, with L = 4, 8, 16 or 32 so that few lanes idle at 32, 64
+// or 128 channels (3D U-Net's top level, ResNet's first stages). Each channel's sums are added in
+// the same order for a given V and L.
 constexpr int kLanes = 32, kRowsPerStep = 8, kUnroll = 4;
 static_assert(kUnroll == 4, "the sums below are written out for four rows");
 
@@ -313,11 +313,11 @@ inline int Width(DType t, int64_t channels, std::initializer_list<const void*> d
 }
 
 // Lanes of channels per warp row for v channels a thread: 32 up to v = 2;
-// for v = 8 the fewest of 8, 16, 32 that cover the channels, so that 64 or
-// 128 channels keep the warp's lanes busy on 4 or 2 rows.
+// for v = 8 the fewest of 4, 8, 16, 32 that cover the channels, so that 32,
+// 64 or 128 channels keep the warp's lanes busy on 8, 4 or 2 rows.
 inline int LanesPerRow(int v, int64_t channels) {
   if (v != 8) return kLanes;
-  return channels <= 64 ? 8 : channels <= 128 ? 16 : kLanes;
+  return channels <= 32 ? 4 : channels <= 64 ? 8 : channels <= 128 ? 16 : kLanes;
 }
 
 // Calls fn(std::integral_constant<int, V>{}, std::integral_constant<int, L>{})
@@ -329,6 +329,7 @@ void WithWidth(int v, int64_t channels, Fn&& fn) {
     if (v == 8) {
       using V8 = std::integral_constant<int, 8>;
       const int lanes = LanesPerRow(v, channels);
+      if (lanes == 4) return fn(V8{}, std::integral_constant<int, 4>{});
       if (lanes == 8) return fn(V8{}, std::integral_constant<int, 8>{});
       if (lanes == 16) return fn(V8{}, std::integral_constant<int, 16>{});
       return fn(V8{}, L32{});

@@ -35,7 +35,7 @@ bool ChannelsLastNormKernels();
 
 // Whether they take 16 bytes of channels a thread (8 of bf16/fp16, where the
 // channel count is a multiple of 8 and the tensors 16-byte aligned), a warp
-// then covering 2 or 4 rows of 128 or 64 channels, rather than 4 bytes
+// then covering 2, 4 or 8 rows of 128, 64 or 32 channels, rather than 4 bytes
 // (default: no, unless MLPERF_NORM_WIDE=1; written without a GPU, opt-in
 // until a GPU check has run and timed it). The sums' order changes with it,
 // so the statistics' last bits do.

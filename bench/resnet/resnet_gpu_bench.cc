@@ -13,7 +13,9 @@
 // PyTorch's); before it, under bf16/fp16 NHWC, the first of them with the
 // opt-in paths: the batch norms' statistics from the convolutions'
 // epilogues ("conv stats", cuda::ConvChannelSums), the batch norms' wide
-// kernels ("wide norms", cuda::WideNormKernels), and both. Under bf16 and fp16 the convolutions
+// kernels ("wide norms", cuda::WideNormKernels), the stem's input channels
+// padded to 8 ("padded stem", cuda::ConvPadChannels), each alone, and all
+// three. Under bf16 and fp16 the convolutions
 // and the FC layer run in that type on the tensor cores (fp16 with dynamic
 // loss scaling), with the activations stored in that type. PyTorch's AMP
 // bf16 line is the target. Then, for the first layout and precision, a
@@ -42,6 +44,7 @@
 #include "reference/core/philox.h"
 #include "reference/dist/communicator.h"
 #include "reference/kernels/cuda/conv.h"
+#include "reference/kernels/cuda/conv_channel_pad.h"
 #include "reference/kernels/cuda/conv_graph.h"
 #include "reference/kernels/cuda/norm_channels_last.h"
 #include "reference/kernels/dispatch.h"
@@ -360,27 +363,35 @@ void Run(int64_t batch, int steps, const std::string& which,
   if (configs.empty()) return;
   const auto [layout, precision] = configs[0];
   // The first configuration, if bf16/fp16 NHWC, with the opt-in GPU paths
-  // not yet made the default: each batch norm's statistics from its
-  // convolution's epilogue ("conv stats", MLPERF_CUDNN_GENSTATS=1; with the
-  // count of convolutions cuDNN fused so while the step ran as queued and
-  // was recorded), the batch norms' wide kernels ("wide norms",
-  // MLPERF_NORM_WIDE=1), and both.
+  // not yet made the default, each alone and all together: each batch norm's
+  // statistics from its convolution's epilogue ("conv stats",
+  // MLPERF_CUDNN_GENSTATS=1; with the count of convolutions cuDNN fused so
+  // while the step ran as queued and was recorded), the norms' wide kernels
+  // ("wide norms", MLPERF_NORM_WIDE=1), and the stem's input channels padded
+  // to 8 ("padded stem", MLPERF_CONV_PAD_CHANNELS=1).
   if (layout == core::Layout::kNHWC && precision != core::DType::kF32) {
-    const bool sums = cuda::ConvChannelSums(), wide = cuda::WideNormKernels();
-    for (const auto& [with_sums, with_wide] :
-         {std::pair{true, false}, {false, true}, {true, true}}) {
-      cuda::SetConvChannelSums(with_sums);
-      cuda::SetWideNormKernels(with_wide);
+    const bool sums = cuda::ConvChannelSums(), wide = cuda::WideNormKernels(),
+               pad = cuda::ConvPadChannels();
+    struct OptIn {
+      bool sums, wide, pad;
+    };
+    for (const OptIn o : {OptIn{true, false, false}, OptIn{false, true, false},
+                          OptIn{false, false, true}, OptIn{true, true, true}}) {
+      cuda::SetConvChannelSums(o.sums);
+      cuda::SetWideNormKernels(o.wide);
+      cuda::SetConvPadChannels(o.pad);
       const int64_t before = cuda::ConvChannelSumsRuns();
       const StepResult r = TimeTrainingStep(layout, batch, steps, precision, true, false);
       const int64_t fused = cuda::ConvChannelSumsRuns() - before;
-      PrintStep(fmt::format("{} NHWC graph{}{}", ops::PrecisionName(precision),
-                            with_sums ? " conv stats" : "", with_wide ? " wide norms" : ""),
+      PrintStep(fmt::format("{} NHWC graph{}{}{}", ops::PrecisionName(precision),
+                            o.sums ? " conv stats" : "", o.wide ? " wide norms" : "",
+                            o.pad ? " padded stem" : ""),
                 r, true, batch, torch);
-      if (with_sums) std::printf("    conv stats: %ld fused convolution calls\n", fused);
+      if (o.sums) std::printf("    conv stats: %ld fused convolution calls\n", fused);
     }
     cuda::SetConvChannelSums(sums);
     cuda::SetWideNormKernels(wide);
+    cuda::SetConvPadChannels(pad);
   }
   // Last, as the search over engines may take long on first use: the first
   // configuration with algorithms picked by timing (MLPERF_CUDNN_FIND=1's

@@ -10,6 +10,7 @@
 #include "reference/kernels/cuda/check.h"
 #include "reference/kernels/cuda/context.h"
 #include "reference/kernels/cuda/conv.h"
+#include "reference/kernels/cuda/conv_channel_pad.h"
 #include "reference/kernels/cuda/conv_graph.h"
 #include "reference/kernels/cuda/cudnn_type.h"
 #include "reference/kernels/cuda/device_util.cuh"
@@ -482,6 +483,11 @@ ConvAlgoSearch GetConvAlgoSearch() { return g_search; }
 
 void ConvForward(const ConvGeometry& g, const Tensor& x, const Tensor& w, const Tensor& y,
                  const Tensor& workspace) {
+  if (PadsChannels(g, x)) {
+    const ConvGeometry padded = WithPaddedChannels(g);
+    return ConvForward(padded, PaddedChannels(x, padded.in_channels, kScratchChannelPad0),
+                       PaddedChannels(w, padded.in_channels, kScratchChannelPad1), y, workspace);
+  }
   if (NeedsChannelsLastFilter(x, w))
     return ConvForward(g, x, Restaged(w, w.dtype(), true, kScratchFilter), y, workspace);
   if (ConvGraphApi() &&
@@ -504,6 +510,12 @@ void ConvForward(const ConvGeometry& g, const Tensor& x, const Tensor& w, const 
 
 bool ConvForwardChannelSums(const ConvGeometry& g, const Tensor& x, const Tensor& w,
                             const Tensor& y, float* sum, float* sqsum) {
+  if (PadsChannels(g, x)) {
+    const ConvGeometry padded = WithPaddedChannels(g);
+    return ConvForwardChannelSums(
+        padded, PaddedChannels(x, padded.in_channels, kScratchChannelPad0),
+        PaddedChannels(w, padded.in_channels, kScratchChannelPad1), y, sum, sqsum);
+  }
   if (NeedsChannelsLastFilter(x, w))
     return ConvForwardChannelSums(g, x, Restaged(w, w.dtype(), true, kScratchFilter), y, sum,
                                   sqsum);
@@ -519,6 +531,13 @@ bool ConvForwardChannelSums(const ConvGeometry& g, const Tensor& x, const Tensor
 
 void ConvBackwardData(const ConvGeometry& g, const Tensor& dy, const Tensor& w, const Tensor& dx,
                       const Tensor& workspace) {
+  if (PadsChannels(g, dx)) {
+    const ConvGeometry padded = WithPaddedChannels(g);
+    const Tensor padded_dx = PaddedChannelsLike(dx, padded.in_channels, kScratchChannelPad0);
+    ConvBackwardData(padded, dy, PaddedChannels(w, padded.in_channels, kScratchChannelPad1),
+                     padded_dx, workspace);
+    return CropChannels(padded_dx, dx);
+  }
   if (NeedsChannelsLastFilter(dx, w))
     return ConvBackwardData(g, dy, Restaged(w, w.dtype(), true, kScratchFilter), dx, workspace);
   if (ConvGraphApi() && RunConvGraph(GraphCall(ConvGraphCall::kBackwardData, g, dx, w), dx.data(),
@@ -543,6 +562,13 @@ void ConvBackwardData(const ConvGeometry& g, const Tensor& dy, const Tensor& w, 
 
 void ConvBackwardWeight(const ConvGeometry& g, const Tensor& x, const Tensor& dy, const Tensor& dw,
                         const Tensor& workspace) {
+  if (PadsChannels(g, x)) {
+    const ConvGeometry padded = WithPaddedChannels(g);
+    const Tensor padded_dw = PaddedChannelsLike(dw, padded.in_channels, kScratchChannelPad1);
+    ConvBackwardWeight(padded, PaddedChannels(x, padded.in_channels, kScratchChannelPad0), dy,
+                       padded_dw, workspace);
+    return CropChannels(padded_dw, dw);
+  }
   if (NeedsChannelsLastFilter(x, dw)) {
     const Tensor sdw = StagedLike(dw, dw.dtype(), true, kScratchFilter);
     ConvBackwardWeight(g, x, dy, sdw, workspace);

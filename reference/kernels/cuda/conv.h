@@ -21,6 +21,9 @@
 // all, in fp32 or bf16). A call that cuDNN still has no acceptable kernel for
 // runs on fp32 channels-first copies of its operands, with the same fp32
 // accumulation and one rounding of the result, and is named on stderr once.
+// With MLPERF_CONV_PAD_CHANNELS=1, channels-last bf16/fp16 calls whose input
+// channels are not a multiple of 8 (an image stem) run on copies with the
+// channels zero-padded to one (cuda/conv_channel_pad.h).
 //
 // Asymmetric (TF "same") padding is outside the legacy cuDNN API: such calls
 // pad the input explicitly into context scratch and run an unpadded

@@ -48,6 +48,21 @@ __global__ void MomentsPartial(const T* x, int64_t rows, int64_t channels, int64
   WritePartial<V, L>(s1, s2, c0, channels, partial);
 }
 
+// Saves the statistics of (group, channel) pair i, channel c, from its mean
+// and biased variance over n rows; with running_mean, updates the running
+// ones (the unbiased variance, as the CPU twin).
+__device__ __forceinline__ void StoreMoments(double mean, double var, double n, float epsilon,
+                                             float momentum, int64_t i, int64_t c, float* save_mean,
+                                             float* save_inv_std, float* running_mean,
+                                             float* running_var) {
+  save_mean[i] = static_cast<float>(mean);
+  save_inv_std[i] = static_cast<float>(1.0 / sqrt(var + epsilon));
+  if (running_mean == nullptr) return;
+  const float unbiased = static_cast<float>(n > 1.0 ? var * n / (n - 1.0) : var);
+  running_mean[c] = (1.0f - momentum) * running_mean[c] + momentum * static_cast<float>(mean);
+  running_var[c] = (1.0f - momentum) * running_var[c] + momentum * unbiased;
+}
+
 // One warp per (group, channel): the statistics from the chunks' sums.
 template <typename T>
 __global__ void MomentsFinal(const T* x, int64_t groups, int64_t rows, int64_t channels,
@@ -63,12 +78,8 @@ __global__ void MomentsFinal(const T* x, int64_t groups, int64_t rows, int64_t c
   const double n = static_cast<double>(rows), shifted = s1 / n;
   const double var = fmax(s2 / n - shifted * shifted, 0.0);
   const double mean = ToFloat(x[g * rows * channels + c]) + shifted;
-  save_mean[i] = static_cast<float>(mean);
-  save_inv_std[i] = static_cast<float>(1.0 / sqrt(var + epsilon));
-  if (running_mean == nullptr) return;
-  const float unbiased = static_cast<float>(rows > 1 ? var * n / (n - 1.0) : var);
-  running_mean[c] = (1.0f - momentum) * running_mean[c] + momentum * static_cast<float>(mean);
-  running_var[c] = (1.0f - momentum) * running_var[c] + momentum * unbiased;
+  StoreMoments(mean, var, n, epsilon, momentum, i, c, save_mean, save_inv_std, running_mean,
+               running_var);
 }
 
 // One thread per channel, in place (ChannelsLastMomentsFromSums).
@@ -79,12 +90,7 @@ __global__ void MomentsFromSumsKernel(int64_t rows, int64_t channels, float epsi
   if (c >= channels) return;
   const double n = static_cast<double>(rows), mean = sum[c] / n;
   const double var = fmax(sqsum[c] / n - mean * mean, 0.0);
-  sum[c] = static_cast<float>(mean);
-  sqsum[c] = static_cast<float>(1.0 / sqrt(var + epsilon));
-  if (running_mean == nullptr) return;
-  const float unbiased = static_cast<float>(rows > 1 ? var * n / (n - 1.0) : var);
-  running_mean[c] = (1.0f - momentum) * running_mean[c] + momentum * static_cast<float>(mean);
-  running_var[c] = (1.0f - momentum) * running_var[c] + momentum * unbiased;
+  StoreMoments(mean, var, n, epsilon, momentum, c, c, sum, sqsum, running_mean, running_var);
 }
 
 __global__ void InvStdKernel(const float* var, int64_t channels, float epsilon, float* inv_std) {

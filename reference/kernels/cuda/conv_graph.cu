@@ -464,7 +464,18 @@ bool RunConvGraph(const ConvGraphCall& c, void* x, void* w, void* y, float* sum,
     CUDA_CHECK(cudaMemsetAsync(sum, 0, bytes, Stream()));
     CUDA_CHECK(cudaMemsetAsync(sqsum, 0, bytes, Stream()));
   }
-  CUDNN_CHECK(Execute(*plan->plan, plan->workspace, operands));
+  const cudnnStatus_t status = Execute(*plan->plan, plan->workspace, operands);
+  if (c.channel_sums && status != CUDNN_STATUS_SUCCESS) {
+    // A fused engine that builds but does not run: the caller runs the
+    // plain forward (which rewrites y) from now on.
+    std::fprintf(stderr,
+                 "cuDNN graph API: the fused channel sums failed to run (%s); "
+                 "the convolution runs without them\n",
+                 cudnnGetErrorString(status));
+    it->second.reset();
+    return false;
+  }
+  CUDNN_CHECK(status);
   ++g_runs;
   if (c.channel_sums) ++g_sums_runs;
   return true;

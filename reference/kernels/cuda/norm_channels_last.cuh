@@ -29,8 +29,8 @@ using core::Tensor;
 // allows (a warp then reads 128 bytes of one row, as with fp32, L = 32),
 // else 1; with the wide kernels (WideNormKernels) 8 for 16-bit types, 16
 // bytes a lane, with L = 4, 8, 16 or 32 so that few lanes idle at 32, 64
-// or 128 channels (3D U-Net's top level, ResNet's first stages). Each channel's sums are added in
-// the same order for a given V and L.
+// or 128 channels (3D U-Net's top level, ResNet's first stages). Each
+// channel's sums are added in the same order for a given V and L.
 constexpr int kLanes = 32, kRowsPerStep = 8, kUnroll = 4;
 static_assert(kUnroll == 4, "the sums below are written out for four rows");
 
@@ -102,7 +102,7 @@ __device__ __forceinline__ int64_t FirstChannel() {
 // The rows a block's threads cover at once, and this thread's among them
 // (its warp's 32 / L rows are neighbours).
 template <int L>
-constexpr int kRowsPerBlockStep = kRowsPerStep*(kLanes / L);
+constexpr int kRowsPerBlockStep = (kLanes / L) * kRowsPerStep;
 template <int L>
 __device__ __forceinline__ int RowInStep() {
   return static_cast<int>(threadIdx.y) * (kLanes / L) + static_cast<int>(threadIdx.x) / L;

@@ -142,5 +142,28 @@ TEST_F(GemmAmxTest, GemmUsesItUnderBf16Operands) {
   EXPECT_LT(same, m * n / 10);
 }
 
+// A weight shared by a team's GEMMs (cpu::SharedB): packed once, in shares
+// by three threads, it gives each GEMM the bits of cpu::Gemm, both
+// transposes of B, with bf16 operands on AMX and with fp32 ones.
+TEST_F(GemmAmxTest, SharedBGivesGemmsBits) {
+  const int64_t m = 100, n = 72, k = 90;  // partial tiles everywhere
+  const std::vector<float> a = Uniform(m * k, 8), b = Uniform(k * n, 9);
+  for (const bool bf16 : {true, false}) {
+    cpu::SetBf16Operands(bf16);
+    for (const bool trans_b : {false, true}) {
+      std::vector<float> want(m * n), got(m * n, -1.0f);
+      cpu::Gemm(false, trans_b, m, n, k, 1.0f, a.data(), b.data(), 0.0f, want.data());
+      cpu::SharedB shared;
+      shared.Prepare(trans_b, k, n, b.data());
+      for (int t = 0; t < 3; ++t) shared.Pack(t, 3);
+      // Two GEMMs over row blocks, as a convolution's chunks.
+      shared.Gemm(false, 40, 1.0f, a.data(), 0.0f, got.data());
+      shared.Gemm(false, m - 40, 1.0f, a.data() + 40 * k, 0.0f, got.data() + 40 * n);
+      EXPECT_EQ(got, want) << "bf16 " << bf16 << " trans_b " << trans_b;
+    }
+  }
+  cpu::SetBf16Operands(false);
+}
+
 }  // namespace
 }  // namespace mlperf

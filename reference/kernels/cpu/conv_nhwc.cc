@@ -64,6 +64,13 @@ int Threads(const ConvGeometry& g, int64_t workspace_elements) {
   return static_cast<int>(std::min<int64_t>(omp_get_max_threads(), fit));
 }
 
+// The calling thread's weight operand, packed once per call for the team's
+// GEMMs (it only grows).
+SharedB& SharedWeight() {
+  static thread_local SharedB weight;
+  return weight;
+}
+
 // Offset of input pixel (n, z, y, x) in an N[D]HWC tensor.
 int64_t PixelOffset(const ConvGeometry& g, int64_t n, int64_t z, int64_t y, int64_t x) {
   return (((n * g.in[0] + z) * g.in[1] + y) * g.in[2] + x) * g.in_channels;
@@ -168,9 +175,13 @@ void ConvForward(const ConvGeometry& g, const float* x, const float* w, float* y
     RepackWeight<true>(g, w, workspace);
     wk = workspace;
   }
+  SharedB& weight = SharedWeight();
+  weight.Prepare(true, width, k, wk);  // op(B) = wk^T
   BlasInCallingThread blas;
 #pragma omp parallel num_threads(threads)
   {
+    weight.Pack(omp_get_thread_num(), omp_get_num_threads());
+#pragma omp barrier
     int64_t begin, end;
     ThreadShare(Rows(g), &begin, &end);
     float* col = workspace + RepackElements(g) + omp_get_thread_num() * PerThreadElements(g);
@@ -182,7 +193,7 @@ void ConvForward(const ConvGeometry& g, const float* x, const float* w, float* y
         Im2Col(g, x, r0, r1, col);
         a = col;
       }
-      Gemm(false, true, r1 - r0, k, width, 1.0f, a, wk, 0.0f, y + r0 * k);
+      weight.Gemm(false, r1 - r0, 1.0f, a, 0.0f, y + r0 * k);
       RoundSpan(round_to, y + r0 * k, (r1 - r0) * k);
     }
   }
@@ -205,11 +216,15 @@ void ConvBackwardData(const ConvGeometry& g, const float* dy, const float* w, fl
   }
   const int64_t image = g.in_spatial() * g.in_channels, plane = g.out(1) * g.out(2);
   const int64_t depth = g.out(0), halo = (g.kernel[0] - 1) / g.stride[0];
+  SharedB& weight = SharedWeight();
+  weight.Prepare(false, k, width, wk);
   BlasInCallingThread blas;
 #pragma omp parallel num_threads(threads)
   {
     // From the team OpenMP gave, which may be smaller than asked for.
     const int team = omp_get_num_threads();
+    weight.Pack(omp_get_thread_num(), team);
+#pragma omp barrier
     const int64_t slabs = std::min<int64_t>(team, depth / std::max<int64_t>(1, 2 * halo));
     float* col = workspace + RepackElements(g) + omp_get_thread_num() * PerThreadElements(g);
     // dy rows [r0, r1) through the GEMM into col, then added into dx (a
@@ -219,11 +234,11 @@ void ConvBackwardData(const ConvGeometry& g, const float* dy, const float* w, fl
       for (int64_t c0 = r0; c0 < r1; c0 += chunk) {
         const int64_t c1 = std::min(r1, c0 + chunk);
         if (g.is_pointwise()) {
-          Gemm(false, false, c1 - c0, width, k, 1.0f, dy + c0 * k, wk, 0.0f, dx + c0 * width);
+          weight.Gemm(false, c1 - c0, 1.0f, dy + c0 * k, 0.0f, dx + c0 * width);
           RoundSpan(round_to, dx + c0 * width, (c1 - c0) * width);
           continue;
         }
-        Gemm(false, false, c1 - c0, width, k, 1.0f, dy + c0 * k, wk, 0.0f, col);
+        weight.Gemm(false, c1 - c0, 1.0f, dy + c0 * k, 0.0f, col);
         Col2ImAdd(g, col, c0, c1, dx);
       }
     };

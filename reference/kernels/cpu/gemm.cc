@@ -98,6 +98,28 @@ void SetBf16Operands(bool on) { g_bf16_operands = on; }
 
 bool GemmsRoundToBf16() { return g_bf16_operands && AmxBf16Available(); }
 
+void SharedB::Prepare(bool trans_b, int64_t k, int64_t n, const float* b) {
+  trans_b_ = trans_b;
+  k_ = k;
+  n_ = n;
+  b_ = b;
+  packed_ = GemmsRoundToBf16();
+  const auto elements = static_cast<size_t>(packed_ ? AmxPackedBElements(k, n) : 0);
+  if (tiles_.size() < elements) tiles_.resize(elements);
+}
+
+void SharedB::Pack(int thread, int team) {
+  if (packed_) PackBf16AmxB(trans_b_, k_, n_, b_, trans_b_ ? k_ : n_, thread, team, tiles_.data());
+}
+
+void SharedB::Gemm(bool trans_a, int64_t m, float alpha, const float* a, float beta,
+                   float* c) const {
+  const int64_t lda = trans_a ? m : k_;
+  if (packed_)
+    return GemmBf16AmxPackedB(trans_a, m, n_, k_, alpha, a, lda, tiles_.data(), beta, c, n_);
+  Sgemm(trans_a, trans_b_, m, n_, k_, alpha, a, lda, b_, trans_b_ ? k_ : n_, beta, c, n_);
+}
+
 void SetComputeThreads(int threads) {
   omp_set_num_threads(threads);
   openblas_set_num_threads(threads);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace mlperf::cpu {
 
@@ -9,6 +10,27 @@ namespace mlperf::cpu {
 // all row-major and densely packed.
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           const float* b, float beta, float* c);
+
+// op(B) of GEMMs that share it (a convolution's weight across its chunks of
+// rows), prepared once per op: packed into AMX tiles where the GEMMs round
+// to bf16 on them (GemmsRoundToBf16), rather than packed again by every
+// GEMM; elsewhere only remembered. Prepare outside the parallel region, Pack
+// from every thread of the team (each packs its share; a barrier follows
+// before any Gemm), then Gemm from any of them. Same results as Gemm.
+class SharedB {
+ public:
+  // op(B) is [k, n], row-major and densely packed, as Gemm's.
+  void Prepare(bool trans_b, int64_t k, int64_t n, const float* b);
+  void Pack(int thread, int team);
+  // C[m, n] = alpha * op(A) * op(B) + beta * C in the calling thread.
+  void Gemm(bool trans_a, int64_t m, float alpha, const float* a, float beta, float* c) const;
+
+ private:
+  bool trans_b_ = false, packed_ = false;
+  int64_t k_ = 0, n_ = 0;
+  const float* b_ = nullptr;
+  std::vector<uint16_t> tiles_;
+};
 
 // `batch` independent GEMMs, the i-th at a + i*stride_a etc.
 void GemmStridedBatched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,

@@ -205,11 +205,11 @@ void PackA(bool trans, const float* a, int64_t lda, int64_t m, int64_t k, int64_
   });
 }
 
-// op(B) (k x n), all of it, as tiles[n / 16][k / 32].
-void PackB(bool trans, const float* b, int64_t ldb, int64_t k, int64_t n, int64_t nt, int64_t kt,
-           uint16_t* dst) {
-  ForEachTile(!trans, nt, kt, [&](int64_t jt, int64_t q) {
-    const int64_t n0 = jt * kTileRows;
+// Tile columns [jt0, jt1) of op(B) (k x n), as tiles[n / 16][k / 32].
+void PackB(bool trans, const float* b, int64_t ldb, int64_t k, int64_t n, int64_t jt0, int64_t jt1,
+           int64_t kt, uint16_t* dst) {
+  ForEachTile(!trans, jt1 - jt0, kt, [&](int64_t t, int64_t q) {
+    const int64_t jt = jt0 + t, n0 = jt * kTileRows;
     PackTileB(trans, b, ldb, n0, std::min(kTileRows, n - n0), q * kTileK,
               std::min(kTileK, k - q * kTileK), dst + (jt * kt + q) * kTileSize);
   });
@@ -278,6 +278,10 @@ void MultiplyBlock(const uint16_t* pa, const uint16_t* pb, int64_t tiles, int64_
 #pragma GCC diagnostic pop
 #pragma GCC pop_options
 
+// Tiles are computed in pairs: rows and columns of tiles are padded to even
+// counts.
+int64_t EvenTiles(int64_t x) { return ((x + kTileRows - 1) / kTileRows + 1) / 2 * 2; }
+
 // Packing buffers of the calling thread; they only grow.
 uint16_t* Buffer(std::vector<uint16_t>& buffer, int64_t elements) {
   if (static_cast<int64_t>(buffer.size()) < elements) buffer.resize(static_cast<size_t>(elements));
@@ -295,13 +299,28 @@ void GemmBf16Amx(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, fl
                  const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
                  int64_t ldc) {
   if (m <= 0 || n <= 0) return;
-  // Tiles are computed in pairs: pad rows and columns of tiles to even counts.
-  const auto even_tiles = [](int64_t x) { return ((x + kTileRows - 1) / kTileRows + 1) / 2 * 2; };
-  const int64_t mt = even_tiles(m), nt = even_tiles(n), kt = (k + kTileK - 1) / kTileK;
-  static thread_local std::vector<uint16_t> buffer_a, buffer_b;
-  uint16_t* pb = Buffer(buffer_b, nt * kt * kTileSize);
+  static thread_local std::vector<uint16_t> buffer_b;
+  uint16_t* pb = Buffer(buffer_b, AmxPackedBElements(k, n));
+  PackBf16AmxB(trans_b, k, n, b, ldb, 0, 1, pb);
+  GemmBf16AmxPackedB(trans_a, m, n, k, alpha, a, lda, pb, beta, c, ldc);
+}
+
+int64_t AmxPackedBElements(int64_t k, int64_t n) {
+  return EvenTiles(n) * ((k + kTileK - 1) / kTileK) * kTileSize;
+}
+
+void PackBf16AmxB(bool trans_b, int64_t k, int64_t n, const float* b, int64_t ldb, int part,
+                  int parts, uint16_t* tiles) {
+  const int64_t nt = EvenTiles(n), kt = (k + kTileK - 1) / kTileK;
+  PackB(trans_b, b, ldb, k, n, nt * part / parts, nt * (part + 1) / parts, kt, tiles);
+}
+
+void GemmBf16AmxPackedB(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                        int64_t lda, const uint16_t* pb, float beta, float* c, int64_t ldc) {
+  if (m <= 0 || n <= 0) return;
+  const int64_t mt = EvenTiles(m), nt = EvenTiles(n), kt = (k + kTileK - 1) / kTileK;
+  static thread_local std::vector<uint16_t> buffer_a;
   uint16_t* pa = Buffer(buffer_a, std::min(mt, kBlockTiles) * kt * kTileSize);
-  PackB(trans_b, b, ldb, k, n, nt, kt, pb);
   LoadTileConfig();
   for (int64_t it = 0; it < mt; it += kBlockTiles) {
     const int64_t tiles = std::min(kBlockTiles, mt - it), i0 = it * kTileRows;
@@ -324,6 +343,17 @@ bool AmxBf16Available() { return false; }
 void GemmBf16Amx(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
                  int64_t, float, float*, int64_t) {
   MLPERF_CHECK_MSG(false, "GemmBf16Amx: AMX is x86-64 only");
+}
+
+int64_t AmxPackedBElements(int64_t, int64_t) { return 0; }
+
+void PackBf16AmxB(bool, int64_t, int64_t, const float*, int64_t, int, int, uint16_t*) {
+  MLPERF_CHECK_MSG(false, "PackBf16AmxB: AMX is x86-64 only");
+}
+
+void GemmBf16AmxPackedB(bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
+                        const uint16_t*, float, float*, int64_t) {
+  MLPERF_CHECK_MSG(false, "GemmBf16AmxPackedB: AMX is x86-64 only");
 }
 
 }  // namespace mlperf::cpu

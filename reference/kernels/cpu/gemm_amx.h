@@ -21,4 +21,14 @@ void GemmBf16Amx(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, fl
                  const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
                  int64_t ldc);
 
+// The same in two steps, for GEMMs that share op(B) (a convolution's chunks
+// of rows): op(B) (k x n) packed into tiles once, AmxPackedBElements(k, n)
+// bf16 of them, share `part` of `parts` (of the tile columns) per call so
+// that a team can pack it together; then any number of GEMMs with it.
+int64_t AmxPackedBElements(int64_t k, int64_t n);
+void PackBf16AmxB(bool trans_b, int64_t k, int64_t n, const float* b, int64_t ldb, int part,
+                  int parts, uint16_t* tiles);
+void GemmBf16AmxPackedB(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                        int64_t lda, const uint16_t* tiles, float beta, float* c, int64_t ldc);
+
 }  // namespace mlperf::cpu

@@ -520,7 +520,11 @@ bool ConvForwardChannelSums(const ConvGeometry& g, const Tensor& x, const Tensor
     return ConvForwardChannelSums(g, x, Restaged(w, w.dtype(), true, kScratchFilter), y, sum,
                                   sqsum);
   if (ConvGraphApi() && ConvChannelSums()) {
-    const Plan checked(g, x, w, y);  // the operands' shapes and dtypes, as ConvForward checks
+    // The checks of Plan, which the graph API's path does not build.
+    MLPERF_CHECK_MSG(w.dtype() == x.dtype() && y.dtype() == x.dtype(),
+                     "conv: x, w and y must share one dtype");
+    MLPERF_CHECK(x.numel() == g.batch * g.in_channels * g.in_spatial() &&
+                 y.numel() == g.batch * g.out_channels * g.out_spatial());
     ConvGraphCall call = GraphCall(ConvGraphCall::kForward, g, x, w);
     call.channel_sums = true;
     if (RunConvGraph(call, x.data(), w.data(), y.data(), sum, sqsum)) return true;

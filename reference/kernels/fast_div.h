@@ -55,4 +55,12 @@ class WideDiv {
   int64_t divisor_ = 1;
 };
 
+// Calls fn(D{}) with the divider a kernel's flat indices allow: FastDiv when
+// every index and divisor is below its limit (below `largest`), else WideDiv.
+template <typename Fn>
+void WithDivider(int64_t largest, Fn&& fn) {
+  if (largest < FastDiv::kLimit) return fn(FastDiv());
+  fn(WideDiv());
+}
+
 }  // namespace mlperf

@@ -433,16 +433,12 @@ Tensor StagedLike(const Tensor& t, DType dtype, bool channels_last, int slot) {
 void CopyStaged(const Tensor& src, const Tensor& dst) {
   MLPERF_CHECK(src.numel() == dst.numel());
   const detail::ActivationView to = detail::ViewOf(dst);
-  const auto launch = [&](auto by_channels, auto by_spatial) {
+  WithDivider(dst.numel(), [&](auto tag) {
+    using D = decltype(tag);
     RestageKernel<<<Blocks(dst.numel()), 256, 0, Stream()>>>(
         src.data(), src.dtype(), detail::ViewOf(src), dst.data(), dst.dtype(), to.channels_last,
-        by_channels, by_spatial, dst.numel());
-  };
-  if (dst.numel() < FastDiv::kLimit) {
-    launch(FastDiv(to.channels), FastDiv(to.spatial));
-  } else {
-    launch(WideDiv(to.channels), WideDiv(to.spatial));
-  }
+        D(to.channels), D(to.spatial), dst.numel());
+  });
   CUDA_CHECK_LAUNCH();
 }
 

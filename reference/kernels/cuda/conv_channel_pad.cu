@@ -48,14 +48,6 @@ __global__ void CropKernel(const uint16_t* src, int64_t padded, uint16_t* dst,
   }
 }
 
-// Calls launch(divider for a, divider for b) with FastDiv where `count`
-// allows it, else WideDiv.
-template <typename Launch>
-void WithDividers(int64_t count, int64_t a, int64_t b, Launch launch) {
-  if (count < FastDiv::kLimit) return launch(FastDiv(a), FastDiv(b));
-  launch(WideDiv(a), WideDiv(b));
-}
-
 }  // namespace
 
 void SetConvPadChannels(bool on) { g_pad_channels = on; }
@@ -93,10 +85,11 @@ Tensor PaddedChannels(const Tensor& t, int64_t channels, int slot) {
   const detail::ActivationView from = detail::ViewOf(t);
   const int64_t count = padded.numel();
   if (count == 0) return padded;
-  WithDividers(count, channels, from.spatial, [&](auto by_padded, auto by_spatial) {
+  WithDivider(count, [&](auto tag) {
+    using D = decltype(tag);
     PadKernel<<<Blocks(count), 256, 0, Stream()>>>(static_cast<const uint16_t*>(t.data()), from,
-                                                   static_cast<uint16_t*>(padded.data()), by_padded,
-                                                   by_spatial, count);
+                                                   static_cast<uint16_t*>(padded.data()),
+                                                   D(channels), D(from.spatial), count);
   });
   CUDA_CHECK_LAUNCH();
   return padded;
@@ -109,10 +102,11 @@ void CropChannels(const Tensor& padded, const Tensor& dst) {
                padded.numel() / padded_channels == dst.numel() / to.channels);
   const int64_t count = dst.numel();
   if (count == 0) return;
-  WithDividers(count, to.channels, to.spatial, [&](auto by_channels, auto by_spatial) {
+  WithDivider(count, [&](auto tag) {
+    using D = decltype(tag);
     CropKernel<<<Blocks(count), 256, 0, Stream()>>>(
         static_cast<const uint16_t*>(padded.data()), padded_channels,
-        static_cast<uint16_t*>(dst.data()), to, by_channels, by_spatial, count);
+        static_cast<uint16_t*>(dst.data()), to, D(to.channels), D(to.spatial), count);
   });
   CUDA_CHECK_LAUNCH();
 }

@@ -183,13 +183,10 @@ bool ConcatRows(const ConcatView& v, const Tensor& a, const Tensor& b, const Ten
   auto* yp = static_cast<uint4*>(y.data());
   auto* ap = static_cast<uint4*>(a.data());
   auto* bp = static_cast<uint4*>(b.data());
-  if (count < FastDiv::kLimit) {
-    ConcatRowsKernel<kSplit>
-        <<<Blocks(count), 256, 0, Stream()>>>(yp, ap, bp, FastDiv(vy), va, count);
-  } else {
-    ConcatRowsKernel<kSplit>
-        <<<Blocks(count), 256, 0, Stream()>>>(yp, ap, bp, WideDiv(vy), va, count);
-  }
+  WithDivider(count, [&](auto tag) {
+    using D = decltype(tag);
+    ConcatRowsKernel<kSplit><<<Blocks(count), 256, 0, Stream()>>>(yp, ap, bp, D(vy), va, count);
+  });
   CUDA_CHECK_LAUNCH();
   return true;
 }

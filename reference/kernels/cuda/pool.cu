@@ -108,8 +108,7 @@ template <typename Fn>
 void WithWindow(const ConvGeometry& g, const Tensor& activation, Fn&& fn) {
   const int64_t planes = g.batch * g.in_channels;
   const int64_t largest = planes * std::max(g.in_spatial(), g.out_spatial());
-  if (largest < FastDiv::kLimit) return fn(MakeWindow<FastDiv>(g, activation));
-  fn(MakeWindow<WideDiv>(g, activation));
+  WithDivider(largest, [&](auto tag) { fn(MakeWindow<decltype(tag)>(g, activation)); });
 }
 
 // Where the lane kernels below apply (channels-last fp32, bf16 or fp16, the

@@ -233,6 +233,10 @@ bench run_benchmark_train 90 "$bin/run_benchmark" --device gpu --mode train -b 1
   --dtype bf16,fp32 --cuda_graph -w 5 -i 10 -r 3 --json "$work/train.json"
 bench run_benchmark_infer 90 "$bin/run_benchmark" --device gpu --mode infer -b 1,32,256 \
   --dtype bf16 -w 5 -i 20 -r 3 --json "$work/infer.json"
+# The same with each batch norm in its convolution's epilogue (opt-in:
+# MLPERF_CUDNN_EPILOGUE=1).
+bench run_benchmark_infer_epilogue 60 env MLPERF_CUDNN_EPILOGUE=1 "$bin/run_benchmark" \
+  --device gpu --mode infer -b 32,256 --dtype bf16 -w 5 -i 20 -r 3 --json "$work/infer_epilogue.json"
 # The input pipeline on this machine's cores, and with decoding on the GPU
 # (nvJPEG): whether it can feed the GPU.
 bench loader 90 "$bin/datasets_loader_bench" --batches 80 --dir "$work/loader" --device

@@ -80,6 +80,21 @@ void BatchNormActForwardInference(const BatchNormParams& p, bool relu, const cor
                                   const core::Tensor& beta, const core::Tensor& running_mean,
                                   const core::Tensor& running_var, const core::Tensor& y,
                                   const core::Tensor& relu_mask = core::Tensor());
+// ConvForward(g, x, w, z) then BatchNormActForwardInference on z. On the
+// CPU in channels-last as one pass with the same bits, z never written
+// (cpu/conv_bn.h). On a CUDA device under bf16/fp16 with y (and the
+// residual) stored in that type, channels-last, no ReLU mask asked for and
+// cuda::ConvEpilogues() on, as one cuDNN kernel where cuDNN fuses it: the
+// normalisation in the convolution's epilogue on its unrounded fp32
+// products, z not written. Elsewhere as the two ops, through z.
+void ConvBatchNormActForwardInference(const ConvGeometry& g, const core::Tensor& x,
+                                      const core::Tensor& w, const core::Tensor& z,
+                                      const core::Tensor& workspace, const BatchNormParams& p,
+                                      bool relu, const core::Tensor& residual,
+                                      const core::Tensor& gamma, const core::Tensor& beta,
+                                      const core::Tensor& running_mean,
+                                      const core::Tensor& running_var, const core::Tensor& y,
+                                      const core::Tensor& relu_mask = core::Tensor());
 // With an addend, the output gradient is dy + addend (a residual unit's
 // two branches), added and stored in dy (RoundStored) before the backward:
 // within the first pass over dy on the CPU in channels-last and on a CUDA

@@ -1,6 +1,7 @@
 // The normalisation ops of ops:: (batch norm with its fused residual add
 // and ReLU, instance norm, layer norm), with the storage rounding of
 // precision.h around both backends.
+#include "reference/kernels/cpu/conv_bn.h"
 #include "reference/kernels/cpu/norm.h"
 #include "reference/kernels/dispatch.h"
 #include "reference/kernels/dispatch_backend.h"
@@ -138,6 +139,38 @@ void BatchNormActForwardInference(const BatchNormParams& p, bool relu, const Ten
   }
   cpu::BatchNormActForwardInference(p, relu, x, residual, gamma, beta, running_mean, running_var, y,
                                     StoredRounding(y));
+}
+
+void ConvBatchNormActForwardInference(const ConvGeometry& g, const Tensor& x, const Tensor& w,
+                                      const Tensor& z, const Tensor& workspace,
+                                      const BatchNormParams& p, bool relu, const Tensor& residual,
+                                      const Tensor& gamma, const Tensor& beta,
+                                      const Tensor& running_mean, const Tensor& running_var,
+                                      const Tensor& y, const Tensor& relu_mask) {
+  const bool device = OnDevice(x, {&w, &z, &y, &residual, &gamma, &running_mean, &relu_mask});
+  if (!device && cpu::FusesConvBatchNorm(x, y)) {
+    return cpu::ConvBatchNormActForwardInference(
+        g, GemmOperand(x, 0), GemmOperand(w, 1), workspace, p, relu, residual, gamma, beta,
+        running_mean, running_var, y, StoredRounding(z), StoredRounding(y));
+  }
+#ifdef MLPERF_HAVE_CUDA
+  // One cuDNN kernel: the normalisation, residual and ReLU in the
+  // convolution's epilogue (no mask: nothing trains on an inference pass).
+  const bool typed =
+      y.dtype() == ComputePrecision() && (residual.empty() || residual.dtype() == y.dtype());
+  if (device && InPrecisionType(x) && typed && ChannelsLast(y) && relu_mask.empty() &&
+      cuda::ConvEpilogues()) {
+    const int64_t k = g.out_channels;
+    const float* scale_bias = cuda::InferenceScaleBias(gamma.f32(), beta.f32(), running_mean.f32(),
+                                                       running_var.f32(), k, p.epsilon);
+    if (cuda::ConvForwardScaleBiasAct(g, PrecisionTypeOperand(x, 0), PrecisionTypeOperand(w, 1),
+                                      scale_bias, scale_bias + k, residual, relu, y))
+      return;
+  }
+#endif
+  ConvForward(g, x, w, z, workspace);
+  BatchNormActForwardInference(p, relu, z, residual, gamma, beta, running_mean, running_var, y,
+                               relu_mask);
 }
 
 void BatchNormActBackward(bool relu, const Tensor& x, const Tensor& y, const Tensor& dy,

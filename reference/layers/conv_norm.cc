@@ -56,8 +56,8 @@ void ConvBn::Forward(const Tensor& x, bool training, const BatchNormParams& bn,
   // The batch norm rounds the normalised value before the residual add under
   // bf16/fp16, and y_ (ops/precision.h). The mask where y_ is stored in the
   // precision's type: rounding it in place afterwards could flush a tiny y
-  // to zero, and the sign with it.
-  mask_written_ = relu_ && !relu_mask_.empty() && y_.dtype() == ops::ComputePrecision();
+  // to zero, and the sign with it; in training only, whose backward reads it.
+  mask_written_ = training && relu_ && !relu_mask_.empty() && y_.dtype() == ops::ComputePrecision();
   const Tensor mask = mask_written_ ? relu_mask_ : Tensor();
   if (training) {
     // One op, so that a GPU may take the statistics from the convolution.
@@ -65,9 +65,9 @@ void ConvBn::Forward(const Tensor& x, bool training, const BatchNormParams& bn,
                                          beta_, y_, save_mean_, save_inv_std_, running_mean_,
                                          running_var_, mask);
   } else {
-    ops::ConvForward(g_, x, w_, z_, workspace);
-    ops::BatchNormActForwardInference(bn, relu_, z_, residual, gamma_, beta_, running_mean_,
-                                      running_var_, y_, mask);
+    // One op, so that the batch norm may go into the convolution's epilogue.
+    ops::ConvBatchNormActForwardInference(g_, x, w_, z_, workspace, bn, relu_, residual, gamma_,
+                                          beta_, running_mean_, running_var_, y_);
   }
 }
 

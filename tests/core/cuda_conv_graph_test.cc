@@ -82,6 +82,42 @@ TEST(ConvGraphTest, ChannelSumsDescribeOnForwardCallsOnly) {
   }
 }
 
+// The inference epilogue (scale, bias, residual, ReLU on the products) is
+// described for forward calls only, in every variant (cuDNN finalises each
+// pointwise operation and virtual tensor), and not together with the
+// channel sums.
+TEST(ConvGraphTest, ScaleBiasEpilogueDescribesOnForwardCallsOnly) {
+  const struct {
+    ConvGeometry g;
+    bool three_d;
+  } cases[] = {{Conv2d(4, 64, 14, 14, 256, 1, 1, 1, 0), false},
+               {Conv2d(4, 3, 32, 32, 64, 7, 7, 2, 3), false},
+               {Conv3d(1, 8, 6, 6, 6, 16, 3, 2, 1), true}};
+  for (const auto& c : cases) {
+    for (cudnnDataType_t dtype : {CUDNN_DATA_BFLOAT16, CUDNN_DATA_HALF}) {
+      for (const bool residual : {false, true}) {
+        for (const bool relu : {false, true}) {
+          for (Direction dir :
+               {Direction::kForward, Direction::kBackwardData, Direction::kBackwardFilter}) {
+            cuda::ConvGraphCall call =
+                cuda::DescribeConvGraph(dir, c.g, dtype, c.three_d, true, true);
+            EXPECT_FALSE(call.scale_bias || call.residual || call.relu);  // off unless asked for
+            call.scale_bias = true;
+            call.residual = residual;
+            call.relu = relu;
+            EXPECT_EQ(cuda::ConvGraphDescribable(call), dir == Direction::kForward)
+                << "direction " << dir << " dtype " << dtype << " residual " << residual << " relu "
+                << relu << " 3-D " << c.three_d;
+            if (dir != Direction::kForward) continue;
+            call.channel_sums = true;
+            EXPECT_FALSE(cuda::ConvGraphDescribable(call));
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(ConvGraphTest, CudnnRefusesAnOutputOfTheWrongShape) {
   cuda::ConvGraphCall call = cuda::DescribeConvGraph(
       Direction::kForward, Conv2d(2, 8, 9, 7, 16, 3, 3, 2, 1), CUDNN_DATA_FLOAT, false, true, true);

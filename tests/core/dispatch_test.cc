@@ -126,6 +126,58 @@ TEST(Dispatch, ConvBatchNormOnTheHostIsTheTwoOps) {
   }
 }
 
+// In inference the host runs the convolution and the batch norm as one pass
+// (cpu/conv_bn.h), and still gives the two ops' bits: every precision, with
+// and without the residual and the ReLU, a padded 3x3, a strided 7x7 over
+// three channels and a pointwise convolution whose rows come in several
+// chunks per thread; channels-first takes the two ops.
+TEST(Dispatch, ConvBatchNormInferenceOnTheHostIsTheTwoOps) {
+  struct Case {
+    ConvGeometry g;
+    bool channels_last;
+  };
+  const Case cases[] = {{Conv2d(2, 8, 6, 6, 16, 3, 3, 1, 1), true},
+                        {Conv2d(3, 3, 20, 20, 8, 7, 7, 2, 3), true},
+                        {Conv2d(2, 16, 24, 24, 512, 1, 1, 1, 0), true},
+                        {Conv2d(2, 8, 6, 6, 16, 3, 3, 1, 1), false}};
+  for (const Case& c : cases) {
+    const ConvGeometry& g = c.g;
+    const int64_t k = g.out_channels;
+    const core::Layout layout = c.channels_last ? core::Layout::kNHWC : core::Layout::kNCHW;
+    const core::Shape in = c.channels_last ? core::Shape{g.batch, g.in[1], g.in[2], g.in_channels}
+                                           : core::Shape{g.batch, g.in_channels, g.in[1], g.in[2]};
+    const core::Shape out = c.channels_last ? core::Shape{g.batch, g.out(1), g.out(2), k}
+                                            : core::Shape{g.batch, k, g.out(1), g.out(2)};
+    Buffer x(in), w({k, g.in_channels, g.kernel[1], g.kernel[2]}), residual(out), gamma({k}),
+        beta({k}), mean({k}), var({k});
+    FillRandom(x, 21);
+    FillRandom(w, 22);
+    FillRandom(residual, 23);
+    FillRandom(gamma, 24, 0.5f, 1.5f);
+    FillRandom(beta, 25);
+    FillRandom(mean, 26, -0.3f, 0.3f);
+    FillRandom(var, 27, 0.5f, 2.0f);
+    Buffer ws({std::max<int64_t>(1, ops::ConvWorkspaceElements(g, layout, core::Device::kCpu))});
+    const auto view = [&](Buffer& b) { return b.t().Reshaped(b.shape, layout); };
+    for (const core::DType p : {core::DType::kF32, core::DType::kBF16, core::DType::kF16}) {
+      const ops::PrecisionScope scope(p);
+      for (const bool relu : {false, true}) {
+        for (const bool add : {false, true}) {
+          Buffer z1(out), y1(out), z2(out), y2(out);
+          const core::Tensor res = add ? view(residual) : core::Tensor();
+          ops::ConvBatchNormActForwardInference(g, view(x), w.t(), view(z1), ws.t(), {}, relu, res,
+                                                gamma.t(), beta.t(), mean.t(), var.t(), view(y1));
+          ops::ConvForward(g, view(x), w.t(), view(z2), ws.t());
+          ops::BatchNormActForwardInference({}, relu, view(z2), res, gamma.t(), beta.t(), mean.t(),
+                                            var.t(), view(y2));
+          EXPECT_EQ(y1.data, y2.data) << ops::PrecisionName(p) << " relu " << relu << " residual "
+                                      << add << " k " << k << " channels-last " << c.channels_last;
+        }
+      }
+    }
+  }
+}
+
 TEST(DispatchDeathTest, TensorsOnTwoDevicesAreRefused) {
   Buffer x({4}), y({4});
   // Never dereferenced: the device check comes first.

@@ -15,6 +15,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "base/check.h"
 #include "reference/kernels/cpu/blas_threads.h"
@@ -36,11 +37,10 @@ int64_t ColWidth(const ConvGeometry& g) { return g.kernel_volume() * g.in_channe
 int64_t Rows(const ConvGeometry& g) { return g.batch * g.out_spatial(); }
 
 // A pointwise conv reads x in place: one GEMM per thread share, unless its
-// `out_width`-wide output is rounded, which is done a chunk at a time while
-// the chunk is in cache.
-int64_t ChunkRows(const ConvGeometry& g, core::DType round_to = core::DType::kF32,
-                  int64_t out_width = 1) {
-  if (g.is_pointwise() && round_to == core::DType::kF32) return Rows(g);
+// `out_width`-wide output is handled a chunk at a time while the chunk is in
+// cache (rounded, or handed on).
+int64_t ChunkRows(const ConvGeometry& g, bool output_chunks = false, int64_t out_width = 1) {
+  if (g.is_pointwise() && !output_chunks) return Rows(g);
   const int64_t width = g.is_pointwise() ? out_width : ColWidth(g);
   return std::min(Rows(g), std::max(kMinChunkRows, kChunkFloats / width));
 }
@@ -166,8 +166,15 @@ int64_t ConvWorkspaceElements(const ConvGeometry& g) {
          g.out_channels * ColWidth(g);
 }
 
-void ConvForward(const ConvGeometry& g, const float* x, const float* w, float* y, float* workspace,
-                 int64_t workspace_elements, core::DType round_to) {
+namespace {
+
+// The forward over chunks of `chunk` output rows per thread: out(r0, r1)
+// names where the GEMM writes rows [r0, r1) (k floats each), which are
+// rounded there and then handed to done(r0, r1, rows) on the same thread.
+template <typename Out, typename Done>
+void ForwardChunks(const ConvGeometry& g, const float* x, const float* w, float* workspace,
+                   int64_t workspace_elements, core::DType round_to, int64_t chunk, Out out,
+                   Done done) {
   const int64_t k = g.out_channels, width = ColWidth(g);
   const int threads = Threads(g, workspace_elements);
   const float* wk = w;
@@ -185,7 +192,6 @@ void ConvForward(const ConvGeometry& g, const float* x, const float* w, float* y
     int64_t begin, end;
     ThreadShare(Rows(g), &begin, &end);
     float* col = workspace + RepackElements(g) + omp_get_thread_num() * PerThreadElements(g);
-    const int64_t chunk = ChunkRows(g, round_to, k);
     for (int64_t r0 = begin; r0 < end; r0 += chunk) {
       const int64_t r1 = std::min(end, r0 + chunk);
       const float* a = x + r0 * width;
@@ -193,10 +199,38 @@ void ConvForward(const ConvGeometry& g, const float* x, const float* w, float* y
         Im2Col(g, x, r0, r1, col);
         a = col;
       }
-      weight.Gemm(false, r1 - r0, 1.0f, a, 0.0f, y + r0 * k);
-      RoundSpan(round_to, y + r0 * k, (r1 - r0) * k);
+      float* rows = out(r0, r1);
+      weight.Gemm(false, r1 - r0, 1.0f, a, 0.0f, rows);
+      RoundSpan(round_to, rows, (r1 - r0) * k);
+      done(r0, r1, rows);
     }
   }
+}
+
+}  // namespace
+
+void ConvForward(const ConvGeometry& g, const float* x, const float* w, float* y, float* workspace,
+                 int64_t workspace_elements, core::DType round_to) {
+  const int64_t k = g.out_channels;
+  ForwardChunks(
+      g, x, w, workspace, workspace_elements, round_to,
+      ChunkRows(g, round_to != core::DType::kF32, k),
+      [&](int64_t r0, int64_t) { return y + r0 * k; }, [](int64_t, int64_t, const float*) {});
+}
+
+void ConvForwardRows(const ConvGeometry& g, const float* x, const float* w,
+                     const OutputRows& consume, float* workspace, int64_t workspace_elements,
+                     core::DType round_to) {
+  const int64_t k = g.out_channels, chunk = ChunkRows(g, /*output_chunks=*/true, k);
+  ForwardChunks(
+      g, x, w, workspace, workspace_elements, round_to, chunk,
+      [&](int64_t, int64_t) {
+        // Each OpenMP thread's own, kept for the next call.
+        static thread_local std::vector<float> rows;
+        if (rows.size() < static_cast<size_t>(chunk * k)) rows.resize(chunk * k);
+        return rows.data();
+      },
+      [&](int64_t r0, int64_t r1, const float* rows) { consume(r0, r1, rows); });
 }
 
 // Output rows of neighbouring depths add into shared input planes. With at
@@ -229,7 +263,7 @@ void ConvBackwardData(const ConvGeometry& g, const float* dy, const float* w, fl
     float* col = workspace + RepackElements(g) + omp_get_thread_num() * PerThreadElements(g);
     // dy rows [r0, r1) through the GEMM into col, then added into dx (a
     // pointwise conv's rows are dx's, rounded as they are written).
-    const int64_t chunk = ChunkRows(g, round_to, width);
+    const int64_t chunk = ChunkRows(g, round_to != core::DType::kF32, width);
     auto add_rows = [&](int64_t r0, int64_t r1) {
       for (int64_t c0 = r0; c0 < r1; c0 += chunk) {
         const int64_t c1 = std::min(r1, c0 + chunk);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "reference/core/dtype.h"
 #include "reference/kernels/conv_geometry.h"
@@ -16,6 +17,16 @@ namespace mlperf::cpu::nhwc {
 int64_t ConvWorkspaceElements(const ConvGeometry& g);
 void ConvForward(const ConvGeometry& g, const float* x, const float* w, float* y, float* workspace,
                  int64_t workspace_elements, core::DType round_to);
+// Output rows [r0, r1) of a forward (pixels (n, [z,] y, x) in order, k
+// floats each), as one thread computed them.
+using OutputRows = std::function<void(int64_t r0, int64_t r1, const float* rows)>;
+// ConvForward that hands its output to `consume` rather than writing y: a
+// chunk of rows at a time, rounded, on the OpenMP thread that computed it and
+// while it is in that core's cache, so that an epilogue (an inference batch
+// norm) can take it without a trip through memory.
+void ConvForwardRows(const ConvGeometry& g, const float* x, const float* w,
+                     const OutputRows& consume, float* workspace, int64_t workspace_elements,
+                     core::DType round_to);
 void ConvBackwardData(const ConvGeometry& g, const float* dy, const float* w, float* dx,
                       float* workspace, int64_t workspace_elements, core::DType round_to);
 void ConvBackwardWeight(const ConvGeometry& g, const float* x, const float* dy, float* dw,

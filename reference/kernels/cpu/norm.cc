@@ -104,6 +104,21 @@ Affine AffineScratch(int64_t channels) {
   return {f, f + channels, f + 2 * channels};
 }
 
+Affine InferenceAffine(const BatchNormParams& p, const Tensor& gamma, const Tensor& beta,
+                       const Tensor& running_mean, const Tensor& running_var) {
+  const int64_t channels = gamma.numel();
+  MLPERF_CHECK(beta.numel() == channels && running_mean.numel() == channels &&
+               running_var.numel() == channels);
+  const Affine a = AffineScratch(channels);
+  for (int64_t c = 0; c < channels; ++c) {
+    const double inv_std = 1.0 / std::sqrt(static_cast<double>(running_var.f32()[c]) + p.epsilon);
+    a.mean[c] = running_mean.f32()[c];
+    a.scale[c] = static_cast<float>(gamma.f32()[c] * inv_std);
+    a.beta[c] = beta.f32()[c];
+  }
+  return a;
+}
+
 void CheckForward(const Tensor& x, const Tensor& residual, const Tensor& y) {
   MLPERF_CHECK(x.numel() == y.numel());
   SameLayoutFamily(x, y);
@@ -368,15 +383,8 @@ void BatchNormActForwardInference(const BatchNormParams& p, bool relu, const Ten
                                   const Tensor& running_mean, const Tensor& running_var,
                                   const Tensor& y, core::DType round_to) {
   CheckForward(x, residual, y);
-  const int64_t channels = Channels(x);
-  const Affine a = AffineScratch(channels);
-  for (int64_t c = 0; c < channels; ++c) {
-    const double inv_std = 1.0 / std::sqrt(static_cast<double>(running_var.f32()[c]) + p.epsilon);
-    a.mean[c] = running_mean.f32()[c];
-    a.scale[c] = static_cast<float>(gamma.f32()[c] * inv_std);
-    a.beta[c] = beta.f32()[c];
-  }
-  ApplyNormalization(relu, x, residual, a, y, round_to);
+  ApplyNormalization(relu, x, residual, InferenceAffine(p, gamma, beta, running_mean, running_var),
+                     y, round_to);
 }
 
 void BatchNormActBackward(bool relu, const Tensor& x, const Tensor& y, const Tensor& dy,

@@ -10,6 +10,7 @@
 
 #include "reference/core/dtype.h"
 #include "reference/core/tensor.h"
+#include "reference/kernels/norm_params.h"
 
 namespace mlperf::cpu::norm_detail {
 
@@ -47,6 +48,11 @@ struct Affine {
 
 // Scratch for `channels` channels' Affine (slot 0 of the float scratch).
 Affine AffineScratch(int64_t channels);
+// The Affine of an inference batch norm (running statistics), in that
+// scratch.
+Affine InferenceAffine(const BatchNormParams& p, const core::Tensor& gamma,
+                       const core::Tensor& beta, const core::Tensor& running_mean,
+                       const core::Tensor& running_var);
 
 // y = act(affine(x) + residual) over `count` channel vectors of width c,
 // rounded to `round_to`; PickApply picks the ReLU and residual variant.

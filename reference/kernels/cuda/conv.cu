@@ -470,6 +470,29 @@ void RunStaged(const Tensor& a, const Tensor& b, const Tensor& out, Op op) {
   CopyStaged(staged_out, out);
 }
 
+// run(g', x', w') on the operands as a fused graph call takes them: input
+// channels padded to 8 where PadsChannels says, the filter channels-last;
+// after the checks of Plan, which the graph API's path does not build.
+template <typename Run>
+bool OnFusedOperands(const ConvGeometry& g, const Tensor& x, const Tensor& w, const Tensor& y,
+                     const Tensor& residual, Run run) {
+  if (PadsChannels(g, x)) {
+    const ConvGeometry padded = WithPaddedChannels(g);
+    return OnFusedOperands(padded, PaddedChannels(x, padded.in_channels, kScratchChannelPad0),
+                           PaddedChannels(w, padded.in_channels, kScratchChannelPad1), y, residual,
+                           run);
+  }
+  if (NeedsChannelsLastFilter(x, w))
+    return OnFusedOperands(g, x, Restaged(w, w.dtype(), true, kScratchFilter), y, residual, run);
+  MLPERF_CHECK_MSG(w.dtype() == x.dtype() && y.dtype() == x.dtype() &&
+                       (residual.empty() || residual.dtype() == x.dtype()),
+                   "conv: x, w, y (and a residual) must share one dtype");
+  MLPERF_CHECK(x.numel() == g.batch * g.in_channels * g.in_spatial() &&
+               y.numel() == g.batch * g.out_channels * g.out_spatial() &&
+               (residual.empty() || residual.numel() == y.numel()));
+  return run(g, x, w);
+}
+
 }  // namespace
 
 int64_t ConvWorkspaceElements(const ConvGeometry&, Layout) { return 0; }
@@ -506,27 +529,31 @@ void ConvForward(const ConvGeometry& g, const Tensor& x, const Tensor& w, const 
 
 bool ConvForwardChannelSums(const ConvGeometry& g, const Tensor& x, const Tensor& w,
                             const Tensor& y, float* sum, float* sqsum) {
-  if (PadsChannels(g, x)) {
-    const ConvGeometry padded = WithPaddedChannels(g);
-    return ConvForwardChannelSums(
-        padded, PaddedChannels(x, padded.in_channels, kScratchChannelPad0),
-        PaddedChannels(w, padded.in_channels, kScratchChannelPad1), y, sum, sqsum);
-  }
-  if (NeedsChannelsLastFilter(x, w))
-    return ConvForwardChannelSums(g, x, Restaged(w, w.dtype(), true, kScratchFilter), y, sum,
-                                  sqsum);
-  if (ConvGraphApi() && ConvChannelSums()) {
-    // The checks of Plan, which the graph API's path does not build.
-    MLPERF_CHECK_MSG(w.dtype() == x.dtype() && y.dtype() == x.dtype(),
-                     "conv: x, w and y must share one dtype");
-    MLPERF_CHECK(x.numel() == g.batch * g.in_channels * g.in_spatial() &&
-                 y.numel() == g.batch * g.out_channels * g.out_spatial());
-    ConvGraphCall call = GraphCall(ConvGraphCall::kForward, g, x, w);
-    call.channel_sums = true;
-    if (RunConvGraph(call, x.data(), w.data(), y.data(), sum, sqsum)) return true;
-  }
+  if (ConvGraphApi() && ConvChannelSums() &&
+      OnFusedOperands(
+          g, x, w, y, Tensor(), [&](const ConvGeometry& fg, const Tensor& fx, const Tensor& fw) {
+            ConvGraphCall call = GraphCall(ConvGraphCall::kForward, fg, fx, fw);
+            call.channel_sums = true;
+            return RunConvGraph(call, fx.data(), fw.data(), y.data(), {.sum = sum, .sqsum = sqsum});
+          }))
+    return true;
   ConvForward(g, x, w, y, Tensor());
   return false;
+}
+
+bool ConvForwardScaleBiasAct(const ConvGeometry& g, const Tensor& x, const Tensor& w,
+                             const float* scale, const float* bias, const Tensor& residual,
+                             bool relu, const Tensor& y) {
+  return ConvGraphApi() && ConvEpilogues() &&
+         OnFusedOperands(
+             g, x, w, y, residual, [&](const ConvGeometry& fg, const Tensor& fx, const Tensor& fw) {
+               ConvGraphCall call = GraphCall(ConvGraphCall::kForward, fg, fx, fw);
+               call.scale_bias = true;
+               call.residual = !residual.empty();
+               call.relu = relu;
+               return RunConvGraph(call, fx.data(), fw.data(), y.data(),
+                                   {.scale = scale, .bias = bias, .residual = residual.data()});
+             });
 }
 
 void ConvBackwardData(const ConvGeometry& g, const Tensor& dy, const Tensor& w, const Tensor& dx,

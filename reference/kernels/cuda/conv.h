@@ -57,6 +57,14 @@ void ConvForward(const ConvGeometry& g, const core::Tensor& x, const core::Tenso
 // otherwise it runs ConvForward alone and returns false.
 bool ConvForwardChannelSums(const ConvGeometry& g, const core::Tensor& x, const core::Tensor& w,
                             const core::Tensor& y, float* sum, float* sqsum);
+// y = act(conv(x, w) * scale + bias (+ residual)) as one cuDNN kernel, the
+// epilogue in fp32 on the unrounded products (scale and bias fp32 per output
+// channel on the device; the residual of y's dtype and layout; act a ReLU or
+// the identity), where the graph API fuses it (ConvEpilogues() on,
+// conv_graph.h): then true. Otherwise false, with nothing queued.
+bool ConvForwardScaleBiasAct(const ConvGeometry& g, const core::Tensor& x, const core::Tensor& w,
+                             const float* scale, const float* bias, const core::Tensor& residual,
+                             bool relu, const core::Tensor& y);
 void ConvBackwardData(const ConvGeometry& g, const core::Tensor& dy, const core::Tensor& w,
                       const core::Tensor& dx, const core::Tensor& workspace);
 void ConvBackwardWeight(const ConvGeometry& g, const core::Tensor& x, const core::Tensor& dy,

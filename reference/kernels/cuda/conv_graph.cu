@@ -62,23 +62,58 @@ constexpr size_t kTimedCandidates = 8;
 // choice's): a scratch allocation that fails would end the run.
 constexpr int64_t kTimedWorkspaceLimit = int64_t{1} << 30;
 
-enum Uid : int64_t { kUidX = 1, kUidW = 2, kUidY = 3, kUidSum = 4, kUidSqSum = 5 };
-
-// The device pointers of one execution, in Uid order (the sums only when the
-// call has them).
-struct Operands {
-  void* data[5];
-  int64_t count;
+// The tensors' unique ids; from kUidVirtual on, the epilogue's
+// intermediates, which live only inside the fused kernel.
+enum Uid : int64_t {
+  kUidX = 1,
+  kUidW = 2,
+  kUidY = 3,
+  kUidSum = 4,
+  kUidSqSum = 5,
+  kUidScale = 6,
+  kUidBias = 7,
+  kUidResidual = 8,
+  kUidVirtual = 100
 };
 
+// The device pointers of one execution with their tensors' ids.
+struct Operands {
+  int64_t uids[8];
+  void* data[8];
+  int64_t count = 0;
+  void Add(int64_t uid, const void* p) {
+    uids[count] = uid;
+    data[count++] = const_cast<void*>(p);
+  }
+};
+
+Operands OperandsOf(const ConvGraphCall& c, void* x, void* w, void* y, const ConvGraphExtras& e) {
+  Operands o;
+  o.Add(kUidX, x);
+  o.Add(kUidW, w);
+  o.Add(kUidY, y);
+  if (c.channel_sums) {
+    o.Add(kUidSum, e.sum);
+    o.Add(kUidSqSum, e.sqsum);
+  }
+  if (c.scale_bias) {
+    o.Add(kUidScale, e.scale);
+    o.Add(kUidBias, e.bias);
+    if (c.residual) o.Add(kUidResidual, e.residual);
+  }
+  return o;
+}
+
 std::unique_ptr<Desc> TensorDesc(int64_t uid, cudnnDataType_t dtype, int nb, const int64_t* dims,
-                                 const int64_t* strides, int64_t alignment) {
+                                 const int64_t* strides, int64_t alignment,
+                                 bool is_virtual = false) {
   auto t = std::make_unique<Desc>(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
   const bool ok = t->Set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dtype) &&
                   t->Set(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, nb, dims) &&
                   t->Set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, nb, strides) &&
                   t->Set(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid) &&
                   t->Set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment) &&
+                  t->Set(CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual) &&
                   t->Finalize();
   return ok ? std::move(t) : nullptr;
 }
@@ -138,17 +173,86 @@ bool DescribeChannelSums(const ConvGraphCall& c, const Desc& y,
   return true;
 }
 
+// One fp32 pointwise operation out = mode(in[, b]), appended to `parts` and
+// `ops`.
+bool Pointwise(cudnnPointwiseMode_t mode, const Desc& in, const Desc* b, const Desc& out,
+               std::vector<std::unique_ptr<Desc>>& parts,
+               std::vector<cudnnBackendDescriptor_t>& ops) {
+  auto pw = std::make_unique<Desc>(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+  const cudnnDataType_t math = CUDNN_DATA_FLOAT;
+  if (!(pw->Set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode) &&
+        pw->Set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &math) && pw->Finalize()))
+    return false;
+  auto op = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+  if (!(op->SetDesc(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, *pw) &&
+        op->SetDesc(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, in) &&
+        (b == nullptr || op->SetDesc(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, *b)) &&
+        op->SetDesc(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, out) && op->Finalize()))
+    return false;
+  ops.push_back(op->get());
+  parts.push_back(std::move(pw));
+  parts.push_back(std::move(op));
+  return true;
+}
+
+// The epilogue y = act(conv * scale + bias (+ residual)) on the
+// convolution's fp32 output `conv` (virtual): each step writes a virtual
+// fp32 tensor of y's shape, the last one y itself.
+bool DescribeScaleBiasAct(const ConvGraphCall& c, const Desc& conv, std::unique_ptr<Desc> y,
+                          int64_t residual_alignment, std::vector<std::unique_ptr<Desc>>& parts,
+                          std::vector<cudnnBackendDescriptor_t>& ops) {
+  auto scale = ChannelTensor(kUidScale, c), bias = ChannelTensor(kUidBias, c);
+  std::unique_ptr<Desc> residual;
+  if (c.residual)
+    residual =
+        TensorDesc(kUidResidual, c.dtype, c.nb_dims, c.y_dims, c.y_strides, residual_alignment);
+  if (!scale || !bias || (c.residual && !residual) || !y) return false;
+  struct Step {
+    cudnnPointwiseMode_t mode;
+    const Desc* b;
+  };
+  std::vector<Step> steps = {{CUDNN_POINTWISE_MUL, scale.get()}, {CUDNN_POINTWISE_ADD, bias.get()}};
+  if (c.residual) steps.push_back({CUDNN_POINTWISE_ADD, residual.get()});
+  if (c.relu) steps.push_back({CUDNN_POINTWISE_RELU_FWD, nullptr});
+  const Desc* in = &conv;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Desc* out = y.get();
+    if (i + 1 < steps.size()) {
+      parts.push_back(TensorDesc(kUidVirtual + 1 + static_cast<int64_t>(i), CUDNN_DATA_FLOAT,
+                                 c.nb_dims, c.y_dims, c.y_strides, 16, /*is_virtual=*/true));
+      if (!parts.back()) return false;
+      out = parts.back().get();
+    }
+    if (!Pointwise(steps[i].mode, *in, steps[i].b, *out, parts, ops)) return false;
+    in = out;
+  }
+  for (auto* part : {&scale, &bias, &residual, &y})
+    if (*part) parts.push_back(std::move(*part));
+  return true;
+}
+
 // The operations of one call (the convolution, then with channel_sums the
-// statistics of its output), with the descriptors they refer to appended to
-// `parts` and the operations to `ops`; false when cuDNN refuses them.
-bool DescribeOperations(const ConvGraphCall& c, const int64_t alignment[3],
+// statistics of its output, or with scale_bias the epilogue that replaces
+// it), with the descriptors they refer to appended to `parts` and the
+// operations to `ops`; false when cuDNN refuses them. alignment: of x, w, y
+// and the residual.
+bool DescribeOperations(const ConvGraphCall& c, const int64_t alignment[4],
                         std::vector<std::unique_ptr<Desc>>& parts,
                         std::vector<cudnnBackendDescriptor_t>& ops) {
-  if (c.channel_sums && c.direction != ConvGraphCall::kForward) return false;
+  const bool fused = c.channel_sums || c.scale_bias;
+  if (fused && c.direction != ConvGraphCall::kForward) return false;
+  if (c.channel_sums && c.scale_bias) return false;
   const int nb = c.nb_dims, spatial = nb - 2;
   auto x = TensorDesc(kUidX, c.dtype, nb, c.x_dims, c.x_strides, alignment[0]);
   auto w = TensorDesc(kUidW, c.dtype, nb, c.w_dims, c.w_strides, alignment[1]);
   auto y = TensorDesc(kUidY, c.dtype, nb, c.y_dims, c.y_strides, alignment[2]);
+  // With an epilogue the convolution writes fp32 inside the kernel only.
+  std::unique_ptr<Desc> epilogue_y;
+  if (c.scale_bias) {
+    epilogue_y = std::move(y);
+    y = TensorDesc(kUidVirtual, CUDNN_DATA_FLOAT, nb, c.y_dims, c.y_strides, 16,
+                   /*is_virtual=*/true);
+  }
   if (!x || !w || !y) return false;
 
   auto conv = std::make_unique<Desc>(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
@@ -205,6 +309,8 @@ bool DescribeOperations(const ConvGraphCall& c, const int64_t alignment[3],
   ops.push_back(op->get());
   const Desc& y_desc = *y;
   for (auto* part : {&x, &w, &y, &conv, &op}) parts.push_back(std::move(*part));
+  if (c.scale_bias)
+    return DescribeScaleBiasAct(c, y_desc, std::move(epilogue_y), alignment[3], parts, ops);
   if (!c.channel_sums) return true;
   if (!DescribeChannelSums(c, y_desc, parts)) return false;
   ops.push_back(parts.back()->get());
@@ -246,7 +352,7 @@ std::vector<std::unique_ptr<Desc>> RankedConfigs(const Desc& graph, cudnnBackend
 // channel sums takes deterministic engines only (the statistics of a seeded
 // run must reproduce) and, where mode A has none, asks the fallback mode:
 // the fused engines are compiled at run time, and mode A may not list them.
-std::unique_ptr<GraphPlan> Build(const ConvGraphCall& c, const int64_t alignment[3], bool timed) {
+std::unique_ptr<GraphPlan> Build(const ConvGraphCall& c, const int64_t alignment[4], bool timed) {
   auto out = std::make_unique<GraphPlan>();
   std::vector<cudnnBackendDescriptor_t> ops;
   if (!DescribeOperations(c, alignment, out->parts, ops)) return nullptr;
@@ -261,7 +367,7 @@ std::unique_ptr<GraphPlan> Build(const ConvGraphCall& c, const int64_t alignment
 
   const bool fp32 = c.dtype == CUDNN_DATA_FLOAT;
   std::vector<cudnnBackendHeurMode_t> modes = {CUDNN_HEUR_MODE_A};
-  if (c.channel_sums) modes.push_back(CUDNN_HEUR_MODE_FALLBACK);
+  if (c.channel_sums || c.scale_bias) modes.push_back(CUDNN_HEUR_MODE_FALLBACK);
   for (const cudnnBackendHeurMode_t mode : modes) {
     std::vector<std::unique_ptr<Desc>> configs = RankedConfigs(*graph, mode);
     for (const bool deterministic : {true, false}) {
@@ -302,12 +408,12 @@ std::unique_ptr<GraphPlan> Build(const ConvGraphCall& c, const int64_t alignment
 cudnnStatus_t Execute(const Desc& plan, int64_t workspace, const Operands& operands) {
   void* scratch =
       workspace > 0 ? Scratch(static_cast<size_t>(workspace), kScratchWorkspace) : nullptr;
-  const int64_t uids[5] = {kUidX, kUidW, kUidY, kUidSum, kUidSqSum};
   Desc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
   MLPERF_CHECK_MSG(
       pack.Set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, operands.count,
                operands.data) &&
-          pack.Set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, operands.count, uids) &&
+          pack.Set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, operands.count,
+                   operands.uids) &&
           pack.Set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &scratch) &&
           pack.Finalize(),
       "cuDNN graph API: the variant pack of a convolution could not be built");
@@ -372,12 +478,14 @@ int64_t Alignment(const void* p) {
   return 1;
 }
 
-thread_local int64_t g_runs = 0, g_sums_runs = 0;
+thread_local int64_t g_runs = 0, g_sums_runs = 0, g_epilogue_runs = 0;
 
 bool g_graph_api = std::getenv("MLPERF_CUDNN_GRAPH") == nullptr ||
                    std::string_view(std::getenv("MLPERF_CUDNN_GRAPH")) != "0";
 bool g_channel_sums = std::getenv("MLPERF_CUDNN_GENSTATS") != nullptr &&
                       std::string_view(std::getenv("MLPERF_CUDNN_GENSTATS")) == "1";
+bool g_epilogues = std::getenv("MLPERF_CUDNN_EPILOGUE") != nullptr &&
+                   std::string_view(std::getenv("MLPERF_CUDNN_EPILOGUE")) == "1";
 
 }  // namespace
 
@@ -425,22 +533,31 @@ int64_t ConvGraphRuns() { return g_runs; }
 void SetConvChannelSums(bool on) { g_channel_sums = on; }
 bool ConvChannelSums() { return g_channel_sums; }
 int64_t ConvChannelSumsRuns() { return g_sums_runs; }
+void SetConvEpilogues(bool on) { g_epilogues = on; }
+bool ConvEpilogues() { return g_epilogues; }
+int64_t ConvEpilogueRuns() { return g_epilogue_runs; }
 
 bool ConvGraphDescribable(const ConvGraphCall& call) {
-  const int64_t alignment[3] = {16, 16, 16};
+  const int64_t alignment[4] = {16, 16, 16, 16};
   std::vector<std::unique_ptr<Desc>> parts;
   std::vector<cudnnBackendDescriptor_t> ops;
   return DescribeOperations(call, alignment, parts, ops);
 }
 
-bool RunConvGraph(const ConvGraphCall& c, void* x, void* w, void* y, float* sum, float* sqsum) {
-  MLPERF_CHECK_MSG(!c.channel_sums || (sum != nullptr && sqsum != nullptr),
+bool RunConvGraph(const ConvGraphCall& c, void* x, void* w, void* y, const ConvGraphExtras& e) {
+  MLPERF_CHECK_MSG(!c.channel_sums || (e.sum != nullptr && e.sqsum != nullptr),
                    "cuDNN graph API: a call with channel sums needs their buffers");
-  // The sums' tensors are described 16-byte aligned.
-  if (c.channel_sums && (Alignment(sum) < 16 || Alignment(sqsum) < 16)) return false;
-  const int64_t alignment[3] = {Alignment(x), Alignment(w), Alignment(y)};
-  std::vector<int64_t> key = {c.direction,  c.dtype,      c.nb_dims,     alignment[0],
-                              alignment[1], alignment[2], c.channel_sums};
+  MLPERF_CHECK_MSG(!c.scale_bias || (e.scale != nullptr && e.bias != nullptr &&
+                                     (!c.residual || e.residual != nullptr)),
+                   "cuDNN graph API: a call with an epilogue needs its operands");
+  // The per-channel tensors are described 16-byte aligned.
+  if (c.channel_sums && (Alignment(e.sum) < 16 || Alignment(e.sqsum) < 16)) return false;
+  if (c.scale_bias && (Alignment(e.scale) < 16 || Alignment(e.bias) < 16)) return false;
+  const int64_t alignment[4] = {Alignment(x), Alignment(w), Alignment(y),
+                                c.residual ? Alignment(e.residual) : 16};
+  std::vector<int64_t> key = {c.direction,  c.dtype,      c.nb_dims,    alignment[0],
+                              alignment[1], alignment[2], alignment[3], c.channel_sums,
+                              c.scale_bias, c.residual,   c.relu};
   for (int i = 0; i < c.nb_dims; ++i)
     key.insert(key.end(), {c.x_dims[i], c.x_strides[i], c.w_dims[i], c.w_strides[i], c.y_dims[i],
                            c.y_strides[i]});
@@ -451,33 +568,42 @@ bool RunConvGraph(const ConvGraphCall& c, void* x, void* w, void* y, float* sum,
   Cudnn();
   thread_local std::map<std::vector<int64_t>, std::unique_ptr<GraphPlan>> plans;
   auto it = plans.find(key);
-  if (it == plans.end())
+  if (it == plans.end()) {
     it = plans.emplace(key, Build(c, alignment, GetConvAlgoSearch() == ConvAlgoSearch::kExhaustive))
              .first;
+    // An opt-in fusion that cuDNN does not offer says so, once per shape.
+    if (it->second == nullptr && (c.channel_sums || c.scale_bias))
+      std::fprintf(stderr,
+                   "cuDNN graph API: no engine for the fused %s of a %lldx%lld-channel "
+                   "convolution; it runs unfused\n",
+                   c.channel_sums ? "channel sums" : "epilogue",
+                   static_cast<long long>(c.x_dims[1]), static_cast<long long>(c.y_dims[1]));
+  }
   GraphPlan* plan = it->second.get();
   if (plan == nullptr) return false;
-  const Operands operands = {{x, w, y, sum, sqsum}, c.channel_sums ? 5 : 3};
+  const Operands operands = OperandsOf(c, x, w, y, e);
   if (!plan->candidates.empty()) PickTimed(plan, operands);
   if (c.channel_sums) {
     // Whether the engine writes the sums or adds to them, they start at zero.
     const size_t bytes = sizeof(float) * static_cast<size_t>(c.y_dims[1]);
-    CUDA_CHECK(cudaMemsetAsync(sum, 0, bytes, Stream()));
-    CUDA_CHECK(cudaMemsetAsync(sqsum, 0, bytes, Stream()));
+    CUDA_CHECK(cudaMemsetAsync(e.sum, 0, bytes, Stream()));
+    CUDA_CHECK(cudaMemsetAsync(e.sqsum, 0, bytes, Stream()));
   }
   const cudnnStatus_t status = Execute(*plan->plan, plan->workspace, operands);
-  if (c.channel_sums && status != CUDNN_STATUS_SUCCESS) {
+  if ((c.channel_sums || c.scale_bias) && status != CUDNN_STATUS_SUCCESS) {
     // A fused engine that builds but does not run: the caller runs the
-    // plain forward (which rewrites y) from now on.
+    // plain ops (which rewrite y) from now on.
     std::fprintf(stderr,
-                 "cuDNN graph API: the fused channel sums failed to run (%s); "
-                 "the convolution runs without them\n",
-                 cudnnGetErrorString(status));
+                 "cuDNN graph API: the fused %s failed to run (%s); the convolution runs "
+                 "without it\n",
+                 c.channel_sums ? "channel sums" : "epilogue", cudnnGetErrorString(status));
     it->second.reset();
     return false;
   }
   CUDNN_CHECK(status);
   ++g_runs;
   if (c.channel_sums) ++g_sums_runs;
+  if (c.scale_bias) ++g_epilogue_runs;
   return true;
 }
 

@@ -99,6 +99,19 @@ __global__ void InvStdKernel(const float* var, int64_t channels, float epsilon, 
     inv_std[c] = static_cast<float>(1.0 / sqrt(static_cast<double>(var[c]) + epsilon));
 }
 
+// scale = gamma / sqrt(var + epsilon) (1/sqrt in fp64, as the CPU's
+// inference batch norm) and bias = beta - mean * scale, the two in turn.
+__global__ void ScaleBiasKernel(const float* gamma, const float* beta, const float* mean,
+                                const float* var, int64_t channels, float epsilon,
+                                float* scale_bias) {
+  const int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (c >= channels) return;
+  const float scale =
+      static_cast<float>(gamma[c] * (1.0 / sqrt(static_cast<double>(var[c]) + epsilon)));
+  scale_bias[c] = scale;
+  scale_bias[channels + c] = beta[c] - mean[c] * scale;
+}
+
 // With relu_bits (and relu), also the mask y > 0 as bits; a lane past the
 // last channel then only joins its warp's ballots (V of 1 or 2).
 template <typename T, int V, int L>
@@ -208,6 +221,15 @@ void ChannelsLastMomentsFromSums(int64_t rows, int64_t channels, float epsilon, 
   MomentsFromSumsKernel<<<Blocks(channels), 256, 0, Stream()>>>(
       rows, channels, epsilon, momentum, sum, sqsum, running_mean, running_var);
   CUDA_CHECK_LAUNCH();
+}
+
+const float* InferenceScaleBias(const float* gamma, const float* beta, const float* running_mean,
+                                const float* running_var, int64_t channels, float epsilon) {
+  float* scale_bias = static_cast<float*>(Scratch(sizeof(float) * 2 * channels, kScratchReduce));
+  ScaleBiasKernel<<<Blocks(channels), 256, 0, Stream()>>>(gamma, beta, running_mean, running_var,
+                                                          channels, epsilon, scale_bias);
+  CUDA_CHECK_LAUNCH();
+  return scale_bias;
 }
 
 const float* InferenceInvStd(const float* running_var, int64_t channels, float epsilon) {

@@ -62,6 +62,13 @@ void ChannelsLastMomentsFromSums(int64_t rows, int64_t channels, float epsilon, 
 // inference statistics for ChannelsLastNormalize).
 const float* InferenceInvStd(const float* running_var, int64_t channels, float epsilon);
 
+// The inference batch norm as one affine map per channel, y = x * scale +
+// bias: scale (channels floats) then bias in scratch, for an epilogue that
+// folds the batch norm into the convolution before it
+// (cuda/conv's ConvForwardScaleBiasAct).
+const float* InferenceScaleBias(const float* gamma, const float* beta, const float* running_mean,
+                                const float* running_var, int64_t channels, float epsilon);
+
 // The ReLU's mask as bits, one per element, for the backward to read
 // instead of y (a sixteenth of a bf16 y's bytes): rows of channels padded
 // to 32, ReluMaskWords(s) 32-bit words.

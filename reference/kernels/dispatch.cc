@@ -1,5 +1,6 @@
 #include "reference/kernels/dispatch.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -302,6 +303,17 @@ void CopyBytes(void* dst, Device dst_device, const void* src, Device src_device,
 #else
   MLPERF_CHECK_MSG(false, "ops::CopyBytes: device memory in a build without CUDA");
 #endif
+}
+
+void ParallelHostCopy(void* dst, const void* src, size_t bytes) {
+  constexpr size_t kBlock = size_t{1} << 20;
+  const int64_t blocks = static_cast<int64_t>((bytes + kBlock - 1) / kBlock);
+#pragma omp parallel for schedule(static) if (blocks >= 8)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const size_t at = static_cast<size_t>(b) * kBlock;
+    std::memcpy(static_cast<char*>(dst) + at, static_cast<const char*>(src) + at,
+                std::min(kBlock, bytes - at));
+  }
 }
 
 std::vector<float> ToHostFloats(const Tensor& t) {

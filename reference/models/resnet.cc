@@ -162,7 +162,7 @@ void ResNet::Upload(const float* images, core::Device images_on, size_t image_co
   const size_t image_bytes = image_count * sizeof(float),
                label_bytes = label_count * sizeof(int32_t);
   if (device() == core::Device::kCpu) {
-    std::memcpy(input_.data(), images, image_bytes);
+    ops::ParallelHostCopy(input_.data(), images, image_bytes);
     if (label_bytes > 0) std::memcpy(labels_.data(), labels, label_bytes);
     return;
   }
@@ -170,7 +170,7 @@ void ResNet::Upload(const float* images, core::Device images_on, size_t image_co
   ops::Synchronize(device());
   char* staging = static_cast<char*>(staging_);
   if (images_on == core::Device::kCpu) {
-    std::memcpy(staging, images, image_bytes);
+    ops::ParallelHostCopy(staging, images, image_bytes);
     ops::CopyBytes(input_.data(), device(), staging, core::Device::kCpu, image_bytes);
     staging += image_bytes;
   } else {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "reference/kernels/cpu/conv.h"
@@ -175,6 +176,18 @@ TEST(Dispatch, ConvBatchNormInferenceOnTheHostIsTheTwoOps) {
         }
       }
     }
+  }
+}
+
+// The host threads' copy is a copy: every byte, for sizes that are and are
+// not whole blocks, below and above the size where threads join.
+TEST(Dispatch, ParallelHostCopyCopiesEveryByte) {
+  for (const size_t bytes : {size_t{0}, size_t{1}, (size_t{1} << 20) + 3, (size_t{20} << 20) + 7}) {
+    std::vector<unsigned char> src(bytes), dst(bytes + 1, 0xAB);
+    for (size_t i = 0; i < bytes; ++i) src[i] = static_cast<unsigned char>(i * 131 + i / 4099);
+    ops::ParallelHostCopy(dst.data(), src.data(), bytes);
+    EXPECT_TRUE(std::equal(src.begin(), src.end(), dst.begin())) << bytes;
+    EXPECT_EQ(dst[bytes], 0xAB) << bytes;  // nothing past the end
   }
 }
 

@@ -179,6 +179,7 @@ int RunBenchmark(const Benchmark& benchmark, const RunnerOptions& options, const
     return code;
 
   ops::SetHostThreads(plan.compute_threads);
+  ops::SetHostCopyThreads(plan.compute_threads + plan.loader_threads);
   InstallInterruptHandlers();
   ProgressReporter progress(runs, plan.last_epoch(), info.target, info.metric,
                             comm.rank() == 0 ? stderr : nullptr);

@@ -111,6 +111,7 @@ ConfigResult RunConfig(const closed::Benchmark& benchmark, const BenchOptions& o
   ops::SetHostThreads(synthetic && !options.gpu
                           ? (options.threads > 0 ? options.threads : share.cores)
                           : plan.compute_threads);
+  ops::SetHostCopyThreads(share.cores);
   const bool train = options.mode == Mode::kTrain;
   std::unique_ptr<models::Model> model =
       (*setup)->MakeModel(options.gpu ? core::Device::kCuda : core::Device::kCpu);

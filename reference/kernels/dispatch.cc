@@ -1,5 +1,7 @@
 #include "reference/kernels/dispatch.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -305,10 +307,15 @@ void CopyBytes(void* dst, Device dst_device, const void* src, Device src_device,
 #endif
 }
 
+namespace {
+int g_copy_threads = 0;
+}  // namespace
+
 void ParallelHostCopy(void* dst, const void* src, size_t bytes) {
   constexpr size_t kBlock = size_t{1} << 20;
   const int64_t blocks = static_cast<int64_t>((bytes + kBlock - 1) / kBlock);
-#pragma omp parallel for schedule(static) if (blocks >= 8)
+  const int threads = g_copy_threads > 0 ? g_copy_threads : omp_get_max_threads();
+#pragma omp parallel for schedule(static) num_threads(threads) if (blocks >= 8)
   for (int64_t b = 0; b < blocks; ++b) {
     const size_t at = static_cast<size_t>(b) * kBlock;
     std::memcpy(static_cast<char*>(dst) + at, static_cast<const char*>(src) + at,
@@ -385,6 +392,7 @@ void FreeHostPinned(void* p) {
 }
 
 void SetHostThreads(int threads) { cpu::SetComputeThreads(threads); }
+void SetHostCopyThreads(int threads) { g_copy_threads = threads; }
 
 int64_t DeviceMemoryInUseBytes() {
 #ifdef MLPERF_HAVE_CUDA

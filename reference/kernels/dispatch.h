@@ -237,11 +237,11 @@ void UpdateLossScale(core::Device device, const LossScaleParams& p, float* loss_
 void Copy(const core::Tensor& src, const core::Tensor& dst);
 void CopyBytes(void* dst, core::Device dst_device, const void* src, core::Device src_device,
                size_t bytes);
-// A host-to-host copy shared by the process's host threads (SetHostThreads),
-// for a batch on its way to pinned staging: one core's memcpy moves a
-// fraction of the memory bandwidth (7 GB/s on our 2-core machine), and a
-// batch of 256 ImageNet crops in fp32 is 154 MB. Call it from the thread
-// that runs the ops, outside OpenMP regions.
+// A host-to-host copy shared by SetHostCopyThreads' threads, for a batch on
+// its way to pinned staging: one core's memcpy moves a fraction of the
+// memory bandwidth (7 GB/s on our 2-core machine), and a batch of 256
+// ImageNet crops in fp32 is 154 MB. Call it from the thread that runs the
+// ops, outside OpenMP regions.
 void ParallelHostCopy(void* dst, const void* src, size_t bytes);
 // A float tensor of any device copied to the host as fp32 (bf16/fp16
 // widened exactly).
@@ -258,6 +258,10 @@ void FreeHostPinned(void* p);
 
 // Host threads of the CPU kernels (OpenMP and BLAS) in this process.
 void SetHostThreads(int threads);
+// Threads of ParallelHostCopy (0, the default: SetHostThreads' count). A
+// GPU run computes on one host thread and decodes on the others, but its
+// staging copy holds up the device: it takes the process's cores.
+void SetHostCopyThreads(int threads);
 
 // Bytes of the current device's memory in use by every process (total minus
 // free, as nvidia-smi counts it); 0 without CUDA.

@@ -117,6 +117,8 @@ class UNet3D final : public Model {
   size_t output_parameter_ = 0;
   int64_t output_grad_offset_ = 0;
   core::Tensor input_, labels_, logits_, dlogits_, loss_workspace_;
+  // Pinned host staging for the per-step upload of a CUDA model.
+  void* staging_ = nullptr;
   // Gradients of the skips arriving from the upsampling path, kept until the
   // downsampling path's backward adds its own; three rotating scratch buffers
   // of the largest activation; the convolutions' shared scratch.

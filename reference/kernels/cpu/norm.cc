@@ -383,6 +383,7 @@ void BatchNormActForwardInference(const BatchNormParams& p, bool relu, const Ten
                                   const Tensor& running_mean, const Tensor& running_var,
                                   const Tensor& y, core::DType round_to) {
   CheckForward(x, residual, y);
+  MLPERF_CHECK(gamma.numel() == Channels(x));
   ApplyNormalization(relu, x, residual, InferenceAffine(p, gamma, beta, running_mean, running_var),
                      y, round_to);
 }

@@ -8,6 +8,7 @@
 #include "closed_division/page_cache.h"
 #include "fmt/format.h"
 #include "logging/mllog.h"
+#include "reference/kernels/dispatch.h"
 #include "reference/kernels/precision.h"
 
 namespace mlperf::closed {
@@ -152,7 +153,8 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
         if (!got.ok()) return fail(got.status());
         if (accumulation > 1) micro_batches[m] = CopyBatch(micro_batches[m], held[m]);
       }
-      trainer.TrainStep(micro_batches);
+      // Queued: the host stages the next batch while the device trains.
+      trainer.QueueStep(micro_batches);
       if (Interrupted(comm)) {
         out.status = RunStatus::kInterrupted;
         out.epochs = epoch - 1;
@@ -160,6 +162,7 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
         return out;
       }
     }
+    ops::Synchronize(model->device());  // the epoch's steps done, for its time
     const double samples_per_second =
         static_cast<double>(schedule.steps_in(epoch) * plan.global_batch_size) /
         Seconds(epoch_start);

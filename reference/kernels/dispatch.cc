@@ -441,6 +441,42 @@ void DestroyStream(void* stream) {
 #endif
 }
 
+void* CreateEvent() {
+#ifdef MLPERF_HAVE_CUDA
+  if (!cuda::DeviceAvailable()) return nullptr;
+  cudaEvent_t event = nullptr;
+  CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  return event;
+#else
+  return nullptr;
+#endif
+}
+
+void DestroyEvent(void* event) {
+#ifdef MLPERF_HAVE_CUDA
+  if (event != nullptr) CUDA_CHECK(cudaEventDestroy(static_cast<cudaEvent_t>(event)));
+#else
+  (void)event;
+#endif
+}
+
+void RecordEvent(void* event) {
+#ifdef MLPERF_HAVE_CUDA
+  if (event != nullptr)
+    CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event), cuda::Stream()));
+#else
+  (void)event;
+#endif
+}
+
+void WaitForEvent(void* event) {
+#ifdef MLPERF_HAVE_CUDA
+  if (event != nullptr) CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event)));
+#else
+  (void)event;
+#endif
+}
+
 void StreamWaitsFor(void* waiter, void* signaler) {
 #ifdef MLPERF_HAVE_CUDA
   if (waiter == signaler) return;

@@ -283,5 +283,13 @@ void DestroyStream(void* stream);
 // Work queued on `waiter` from now on starts after everything queued on
 // `signaler` so far (an event recorded on signaler; the host never waits).
 void StreamWaitsFor(void* waiter, void* signaler);
+// A marker in this thread's ops stream (a cudaEvent_t; null without CUDA):
+// RecordEvent places it after everything queued so far, WaitForEvent
+// blocks the host until the device has passed it (at once if never
+// recorded).
+void* CreateEvent();
+void DestroyEvent(void* event);
+void RecordEvent(void* event);
+void WaitForEvent(void* event);
 
 }  // namespace mlperf::ops

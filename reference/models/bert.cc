@@ -53,7 +53,7 @@ Bert::Bert(const BertConfig& config, int64_t batch_size)
     for (const Tensor* t :
          {&ids_, &segment_ids_, &mask_, &mlm_rows_, &mlm_ids_, &mlm_weights_, &nsp_labels_})
       bytes += t->bytes();
-    staging_ = ops::AllocateHostPinned(bytes);
+    staging_ = std::make_unique<UploadStaging>(bytes);
   }
   Initialize(0);
 }
@@ -82,7 +82,7 @@ int64_t Bert::ParameterCount(const BertConfig& c) {
   return embeddings + c.layers * layer + heads;
 }
 
-Bert::~Bert() { ops::FreeHostPinned(staging_); }
+Bert::~Bert() = default;
 
 void Bert::Build(const layers::ModelArenas& a) {
   const BertConfig& c = config_;
@@ -195,14 +195,10 @@ void Bert::Upload(const Batch& batch) {
       std::memcpy(targets[i]->data(), sources[i], targets[i]->bytes());
     return;
   }
-  // The staging buffer may still feed the previous step's upload.
-  ops::Synchronize(device());
-  char* staging = static_cast<char*>(staging_);
-  for (int i = 0; i < kBertInputs; ++i) {
-    std::memcpy(staging, sources[i], targets[i]->bytes());
-    ops::CopyBytes(targets[i]->data(), device(), staging, core::Device::kCpu, targets[i]->bytes());
-    staging += targets[i]->bytes();
-  }
+  UploadStaging::Part parts[kBertInputs];
+  for (int i = 0; i < kBertInputs; ++i)
+    parts[i] = {targets[i]->data(), sources[i], targets[i]->bytes()};
+  staging_->Upload(device(), parts);
 }
 
 void Bert::Dropout(float p, int64_t site, bool training, const Tensor& x, const Tensor& y) const {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "reference/layers/layer_norm.h"
 #include "reference/layers/linear.h"
 #include "reference/models/model.h"
+#include "reference/models/upload_staging.h"
 
 namespace mlperf::models {
 
@@ -145,7 +147,7 @@ class Bert final : public Model {
   core::Tensor mlm_argmax_;  // int32 [predictions]: evaluation's predicted ids
   core::Tensor mlm_loss_, nsp_loss_, dmlm_logits_, dnsp_logits_;
   core::Tensor dh_, ds_, dtmp_, dintermediate_, dgathered_, dtransform_, dpooled_, dfirst_;
-  void* staging_ = nullptr;  // pinned host memory for uploads to a device
+  std::unique_ptr<UploadStaging> staging_;  // a CUDA model's per-step uploads
   std::vector<int32_t> host_rows_;
 };
 

@@ -34,10 +34,8 @@ ResNet::ResNet(const ResNetConfig& config, int64_t batch_size)
   block_grad_offset_.clear();
   for (size_t first : block_first_parameter_) block_grad_offset_.push_back(GradientOffset(first));
   fc_grad_offset_ = GradientOffset(fc_parameter_);
-  if (device() != core::Device::kCpu) {
-    staging_bytes_ = input_.bytes() + labels_.bytes();
-    staging_ = ops::AllocateHostPinned(staging_bytes_);
-  }
+  if (device() != core::Device::kCpu)
+    staging_ = std::make_unique<UploadStaging>(input_.bytes() + labels_.bytes());
   Initialize(0);
 }
 
@@ -54,7 +52,7 @@ int64_t ResNet::ArenaBytes(const ResNetConfig& config, int64_t batch_size) {
   return ResNet(config, batch_size, MeasureOnly{}).measured_bytes_;
 }
 
-ResNet::~ResNet() { ops::FreeHostPinned(staging_); }
+ResNet::~ResNet() = default;
 
 void ResNet::Build(const layers::ModelArenas& arenas) {
   blocks_.clear();
@@ -166,20 +164,15 @@ void ResNet::Upload(const float* images, core::Device images_on, size_t image_co
     if (label_bytes > 0) std::memcpy(labels_.data(), labels, label_bytes);
     return;
   }
-  // The staging buffer may still feed the previous step's upload.
-  ops::Synchronize(device());
-  char* staging = static_cast<char*>(staging_);
+  UploadStaging::Part parts[2];
+  size_t count = 0;
   if (images_on == core::Device::kCpu) {
-    ops::ParallelHostCopy(staging, images, image_bytes);
-    ops::CopyBytes(input_.data(), device(), staging, core::Device::kCpu, image_bytes);
-    staging += image_bytes;
-  } else {
+    parts[count++] = {input_.data(), images, image_bytes};
+  } else {  // decoded on the device
     ops::CopyBytes(input_.data(), device(), images, images_on, image_bytes);
   }
-  if (label_bytes > 0) {
-    std::memcpy(staging, labels, label_bytes);
-    ops::CopyBytes(labels_.data(), device(), staging, core::Device::kCpu, label_bytes);
-  }
+  if (label_bytes > 0) parts[count++] = {labels_.data(), labels, label_bytes};
+  staging_->Upload(device(), std::span(parts, count));
 }
 
 void ResNet::Forward(bool training) {

@@ -14,6 +14,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "reference/core/tensor.h"
@@ -22,6 +23,7 @@
 #include "reference/layers/conv_norm.h"
 #include "reference/models/model.h"
 #include "reference/models/resnet_blocks.h"
+#include "reference/models/upload_staging.h"
 
 namespace mlperf::models {
 
@@ -116,9 +118,8 @@ class ResNet final : public Model {
   size_t fc_parameter_ = 0;
   std::vector<int64_t> block_grad_offset_;
   int64_t fc_grad_offset_ = 0;
-  // Pinned host staging for the per-step upload of a CUDA model.
-  void* staging_ = nullptr;
-  size_t staging_bytes_ = 0;
+  // A CUDA model's per-step uploads.
+  std::unique_ptr<UploadStaging> staging_;
   core::Tensor input_, pooled_, features_, logits_, dlogits_, dfeatures_, labels_;
   core::Tensor predicted_;  // int32 [batch]: evaluation's predicted classes
   core::Tensor fc_w_, fc_b_, dfc_w_, dfc_b_;

@@ -28,7 +28,7 @@ UNet3D::UNet3D(const UNet3DConfig& config, int64_t batch_size)
   for (Up& u : ups_) u.grad_offset = GradientOffset(u.first_parameter);
   output_grad_offset_ = GradientOffset(output_parameter_);
   if (device() != core::Device::kCpu)
-    staging_ = ops::AllocateHostPinned(input_.bytes() + labels_.bytes());
+    staging_ = std::make_unique<UploadStaging>(input_.bytes() + labels_.bytes());
   Initialize(0);
 }
 
@@ -41,7 +41,7 @@ UNet3D::UNet3D(const UNet3DConfig& config, int64_t batch_size, MeasureOnly)
       MeasureArenas(core::Device::kCpu, [this](const layers::ModelArenas& a) { Build(a); }));
 }
 
-UNet3D::~UNet3D() { ops::FreeHostPinned(staging_); }
+UNet3D::~UNet3D() = default;
 
 int64_t UNet3D::ArenaBytes(const UNet3DConfig& config, int64_t batch_size) {
   return UNet3D(config, batch_size, MeasureOnly{}).measured_bytes_;
@@ -150,28 +150,23 @@ void UNet3D::Upload(const Batch& batch, bool with_labels) {
   const Tensor& images = batch.inputs[0];
   const int64_t per_image = input_.numel() / batch_size();
   MLPERF_CHECK(images.numel() == batch.count * per_image);
-  // A device's upload goes through pinned staging that every host thread
-  // fills (ops::ParallelHostCopy): from pageable memory the driver copies
-  // at a fraction of the bus's speed. The staging may still feed the
-  // previous step's upload.
-  char* staging = static_cast<char*>(staging_);
-  if (staging != nullptr) ops::Synchronize(device());
-  const auto upload = [&](void* dst, const Tensor& src) {
-    if (staging == nullptr)
-      return ops::CopyBytes(dst, device(), src.data(), core::Device::kCpu, src.bytes());
-    ops::ParallelHostCopy(staging, src.data(), src.bytes());
-    ops::CopyBytes(dst, device(), staging, core::Device::kCpu, src.bytes());
-    staging += src.bytes();
-  };
-  upload(input_.data(), images);
-  // The unused samples of a last, partial batch of windows: zeros keep them finite.
-  ops::ZeroBytes(input_.f32() + batch.count * per_image, device(), input_.bytes() - images.bytes());
+  UploadStaging::Part parts[2] = {{input_.data(), images.data(), images.bytes()}};
+  size_t count = 1;
   if (with_labels) {
     MLPERF_CHECK(batch.inputs.size() == 2);
     const Tensor& labels = batch.inputs[1];
     MLPERF_CHECK(labels.numel() == batch.count * voxels() && labels.dtype() == core::DType::kI32);
-    upload(labels_.data(), labels);
+    parts[count++] = {labels_.data(), labels.data(), labels.bytes()};
   }
+  if (staging_ != nullptr) {
+    staging_->Upload(device(), std::span(parts, count));
+  } else {
+    for (size_t i = 0; i < count; ++i)
+      ops::CopyBytes(parts[i].device_dst, device(), parts[i].host_src, core::Device::kCpu,
+                     parts[i].bytes);
+  }
+  // The unused samples of a last, partial batch of windows: zeros keep them finite.
+  ops::ZeroBytes(input_.f32() + batch.count * per_image, device(), input_.bytes() - images.bytes());
 }
 
 void UNet3D::Forward() {

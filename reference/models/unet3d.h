@@ -16,12 +16,14 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "reference/core/tensor.h"
 #include "reference/layers/conv_instance_norm.h"
 #include "reference/models/model.h"
 #include "reference/models/sliding_window.h"
+#include "reference/models/upload_staging.h"
 
 namespace mlperf::models {
 
@@ -117,8 +119,8 @@ class UNet3D final : public Model {
   size_t output_parameter_ = 0;
   int64_t output_grad_offset_ = 0;
   core::Tensor input_, labels_, logits_, dlogits_, loss_workspace_;
-  // Pinned host staging for the per-step upload of a CUDA model.
-  void* staging_ = nullptr;
+  // A CUDA model's per-step uploads.
+  std::unique_ptr<UploadStaging> staging_;
   // Gradients of the skips arriving from the upsampling path, kept until the
   // downsampling path's backward adds its own; three rotating scratch buffers
   // of the largest activation; the convolutions' shared scratch.

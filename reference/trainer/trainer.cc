@@ -240,23 +240,33 @@ float Trainer::AccumulateGradients(std::span<const models::Batch> micro_batches)
 }
 
 float Trainer::TrainStep(std::span<const models::Batch> micro_batches) {
+  if (!on_device()) {
+    MLPERF_CHECK(static_cast<int>(micro_batches.size()) == config_.gradient_accumulation_steps);
+    return HostStep(micro_batches);
+  }
+  QueueStep(micro_batches);
+  // The one read-back of a step: its loss, averaged with the gradients.
+  const core::Tensor& device_loss = micro_batches.size() == 1 ? model_.loss_tensor() : loss_sum_;
+  float loss = 0.0f;
+  ops::CopyBytes(&loss, core::Device::kCpu, device_loss.data(), model_.device(), sizeof(float));
+  if (config_.optimizer == OptimizerKind::kSgd) loss += static_cast<float>(L2LossFromDevice());
+  return loss;
+}
+
+void Trainer::QueueStep(std::span<const models::Batch> micro_batches) {
   MLPERF_CHECK(static_cast<int>(micro_batches.size()) == config_.gradient_accumulation_steps);
-  if (!on_device()) return HostStep(micro_batches);
-  const core::Device device = model_.device();
+  if (!on_device()) {
+    HostStep(micro_batches);
+    return;
+  }
   const float lr = static_cast<float>(learning_rate());
-  ops::CopyBytes(lr_.data(), device, &lr, core::Device::kCpu, sizeof(float));
+  ops::CopyBytes(lr_.data(), model_.device(), &lr, core::Device::kCpu, sizeof(float));
   if (record_steps_) {
     RecordedDeviceStep(micro_batches[0]);
   } else {
     QueueDeviceStep(micro_batches);
   }
-  // The one read-back of a step: its loss, averaged with the gradients.
-  const core::Tensor& device_loss = micro_batches.size() == 1 ? model_.loss_tensor() : loss_sum_;
-  float loss = 0.0f;
-  ops::CopyBytes(&loss, core::Device::kCpu, device_loss.data(), device, sizeof(float));
-  if (config_.optimizer == OptimizerKind::kSgd) loss += static_cast<float>(L2LossFromDevice());
   ++step_;
-  return loss;
 }
 
 float Trainer::HostStep(std::span<const models::Batch> micro_batches) {

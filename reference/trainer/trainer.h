@@ -100,6 +100,10 @@ class Trainer {
   // reference reports it).
   float TrainStep(std::span<const models::Batch> micro_batches);
   float TrainStep(const models::Batch& batch) { return TrainStep(std::span(&batch, 1)); }
+  // TrainStep without the loss: on a device the step is queued and the host
+  // returns without waiting for it, free to stage the next batch while the
+  // device trains (the one read-back of a step is its loss).
+  void QueueStep(std::span<const models::Batch> micro_batches);
 
   // Steps count from 1: step n (n = step() + 1 while it runs) uses
   // LearningRate(schedule, n), so the first step does not get a zero rate and

@@ -7,7 +7,9 @@
 // skips without a device.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -102,6 +104,46 @@ INSTANTIATE_TEST_SUITE_P(Optimizers, CudaGraphStepTest,
                                                   : "Sgd") +
                                   (info.param.layout == core::Layout::kNHWC ? "Nhwc" : "Nchw");
                          });
+
+// Steps the host does not wait for (Trainer::QueueStep, as run_closed
+// trains), each from one host buffer that is refilled with the next batch
+// as soon as the step is queued (as a loader reuses its buffers), against
+// steps that wait for their loss, recorded or not: the staging of the
+// uploads (models/upload_staging) must have taken each batch before it is
+// overwritten and kept it until the device read it.
+TEST(QueuedStepTest, StepsWithoutWaitingMatchStepsThatWait) {
+  SKIP_WITHOUT_DEVICE();
+  for (const bool cuda_graph : {false, true}) {
+    ResNet waited_model(Tiny(core::Layout::kNHWC), 4), queued_model(Tiny(core::Layout::kNHWC), 4);
+    waited_model.Initialize(7);
+    queued_model.Initialize(7);
+    train::TrainerConfig recipe{.base_lr = 2.0,
+                                .warmup_epochs = 2,
+                                .train_epochs = 4,
+                                .steps_per_epoch = 2,
+                                .cuda_graph = cuda_graph};
+    auto comm = dist::MakeSingleProcessCommunicator();
+    train::Trainer waited(waited_model, recipe, *comm), queued(queued_model, recipe, *comm);
+    HostBatch reused = RandomBatch(queued_model, 70);
+    for (int step = 0; step < 8; ++step) {
+      const HostBatch b = RandomBatch(waited_model, 70 + step);
+      waited.TrainStep(
+          waited_model.InputBatch(b.images.data(), b.labels.data(), waited_model.batch_size()));
+      const Batch in = queued_model.InputBatch(reused.images.data(), reused.labels.data(), 4);
+      queued.QueueStep(std::span(&in, 1));
+      // The next batch, written over this one's memory.
+      const HostBatch next = RandomBatch(queued_model, 71 + step);
+      std::copy(next.images.begin(), next.images.end(), reused.images.begin());
+      std::copy(next.labels.begin(), next.labels.end(), reused.labels.begin());
+    }
+    ops::Synchronize(core::Device::kCuda);
+    EXPECT_EQ(queued.step(), 8);
+    // The same kernels in the same order: any difference is a batch that the
+    // staging lost (a wrong batch moves the weights by far more).
+    EXPECT_LT(RelativeError(queued_model.ParametersToHost(), waited_model.ParametersToHost()), 1e-6)
+        << (cuda_graph ? "recorded" : "as queued");
+  }
+}
 
 // fp16 with a first scale too large (2^24): the first steps overflow and are
 // skipped on the device, inside the recording, until the scale fits.

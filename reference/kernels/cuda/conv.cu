@@ -12,9 +12,9 @@
 #include "reference/kernels/cuda/conv.h"
 #include "reference/kernels/cuda/conv_channel_pad.h"
 #include "reference/kernels/cuda/conv_graph.h"
+#include "reference/kernels/cuda/conv_restage.h"
 #include "reference/kernels/cuda/cudnn_type.h"
 #include "reference/kernels/cuda/device_util.cuh"
-#include "reference/kernels/fast_div.h"
 
 namespace mlperf::cuda {
 namespace {
@@ -29,10 +29,6 @@ ConvAlgoSearch g_search = std::getenv("MLPERF_CUDNN_FIND") != nullptr &&
                                   std::string_view(std::getenv("MLPERF_CUDNN_FIND")) == "1"
                               ? ConvAlgoSearch::kExhaustive
                               : ConvAlgoSearch::kHeuristic;
-
-bool Is3d(const Tensor& t) {
-  return t.layout() == Layout::kNCDHW || t.layout() == Layout::kNDHWC || t.shape().rank() == 5;
-}
 
 // Owning wrappers of the cuDNN descriptors (host objects, cheap to build).
 struct TensorDesc {
@@ -68,7 +64,7 @@ void SetActivationDesc(cudnnTensorDescriptor_t desc, DType dtype, bool three_d, 
 
 ConvGraphCall GraphCall(ConvGraphCall::Direction dir, const ConvGeometry& g, const Tensor& x_like,
                         const Tensor& w_t) {
-  return DescribeConvGraph(dir, g, CudnnType(x_like.dtype()), Is3d(x_like),
+  return DescribeConvGraph(dir, g, CudnnType(x_like.dtype()), IsVolume(x_like),
                            detail::ChannelsLast(x_like), detail::ChannelsLast(w_t));
 }
 
@@ -102,7 +98,7 @@ struct Plan {
     MLPERF_CHECK(x_like.numel() == g.batch * g.in_channels * g.in_spatial());
     MLPERF_CHECK(w_t.numel() == g.out_channels * g.in_channels * g.kernel_volume());
     MLPERF_CHECK(y_like.numel() == g.batch * g.out_channels * g.out_spatial());
-    three_d = Is3d(x_like);
+    three_d = IsVolume(x_like);
     if (!three_d)
       MLPERF_CHECK_MSG(g.in[0] == 1 && g.kernel[0] == 1 && g.pad_begin[0] == 0 && g.pad_end[0] == 0,
                        "a 2-D conv tensor with a depth axis: tag it kNCDHW/kNDHWC");
@@ -374,78 +370,6 @@ const void* InputFor(const Plan& p, const ConvGeometry& g, const Tensor& x) {
   void* padded = Scratch(p.padded_bytes(), kScratchPadded);
   LaunchPadOrCrop<true>(p, g, x.data(), padded);
   return padded;
-}
-
-// Staging: a copy of a convolution operand in another memory order or
-// dtype, for the calls that cuDNN's legacy API has no kernel for as given.
-// Channels-last activations get a channels-last filter (the order its
-// channels-last kernels take); a call still without a kernel runs on fp32
-// channels-first copies, the configuration every convolution has, with the
-// same fp32 accumulation and one rounding of the result to its dtype.
-// D divides the destination index (kernels/fast_div.h): FastDiv below 2^31
-// elements, WideDiv beyond.
-template <typename D>
-__global__ void RestageKernel(const void* src, DType src_type, detail::ActivationView from,
-                              void* dst, DType dst_type, bool to_channels_last, D by_channels,
-                              D by_spatial, int64_t count) {
-  const int64_t channels = by_channels.divisor(), spatial = by_spatial.divisor();
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    int64_t n, c, s;
-    if (to_channels_last) {
-      const int64_t q = by_channels.Div(i);
-      c = i - q * channels;
-      n = by_spatial.Div(q);
-      s = q - n * spatial;
-    } else {
-      const int64_t q = by_spatial.Div(i);
-      s = i - q * spatial;
-      n = by_channels.Div(q);
-      c = q - n * channels;
-    }
-    detail::StoreAs(dst, dst_type, i, detail::LoadAs(src, src_type, from.Offset(n, c, s)));
-  }
-}
-
-// A scratch tensor holding `t`'s values [N, C, spatial] in `dtype` and the
-// given channel order (contents not yet written).
-Tensor StagedLike(const Tensor& t, DType dtype, bool channels_last, int slot) {
-  const detail::ActivationView v = detail::ViewOf(t);
-  const int rank = t.shape().rank();
-  MLPERF_CHECK_MSG(rank == 4 || rank == 5, "conv: operands are 4-D or 5-D");
-  const int first = v.channels_last ? 1 : 2;  // the first spatial dimension
-  const int64_t a = t.dim(first), b = t.dim(first + 1), n = t.dim(0), c = v.channels;
-  core::Shape shape;
-  if (rank == 4) {
-    shape = channels_last ? core::Shape{n, a, b, c} : core::Shape{n, c, a, b};
-  } else {
-    const int64_t d = t.dim(first + 2);
-    shape = channels_last ? core::Shape{n, a, b, d, c} : core::Shape{n, c, a, b, d};
-  }
-  const bool three_d = Is3d(t);
-  const Layout layout = channels_last ? (three_d ? Layout::kNDHWC : Layout::kNHWC)
-                                      : (three_d ? Layout::kNCDHW : Layout::kNCHW);
-  void* data = Scratch(static_cast<size_t>(t.numel()) * core::DTypeSize(dtype), slot);
-  return Tensor(data, shape, dtype, core::Device::kCuda, layout);
-}
-
-// dst = src, both [N, C, spatial], converting memory order and dtype.
-void CopyStaged(const Tensor& src, const Tensor& dst) {
-  MLPERF_CHECK(src.numel() == dst.numel());
-  const detail::ActivationView to = detail::ViewOf(dst);
-  WithDivider(dst.numel(), [&](auto tag) {
-    using D = decltype(tag);
-    RestageKernel<<<Blocks(dst.numel()), 256, 0, Stream()>>>(
-        src.data(), src.dtype(), detail::ViewOf(src), dst.data(), dst.dtype(), to.channels_last,
-        D(to.channels), D(to.spatial), dst.numel());
-  });
-  CUDA_CHECK_LAUNCH();
-}
-
-Tensor Restaged(const Tensor& t, DType dtype, bool channels_last, int slot) {
-  const Tensor staged = StagedLike(t, dtype, channels_last, slot);
-  CopyStaged(t, staged);
-  return staged;
 }
 
 bool NeedsChannelsLastFilter(const Tensor& x, const Tensor& w) {

@@ -13,38 +13,12 @@
 #include "reference/kernels/cuda/context.h"
 #include "reference/kernels/cuda/conv.h"
 #include "reference/kernels/cuda/conv_graph.h"
+#include "reference/kernels/cuda/conv_graph_ops.h"
 
 namespace mlperf::cuda {
 namespace {
 
-// An owned backend descriptor.
-class Desc {
- public:
-  explicit Desc(cudnnBackendDescriptorType_t type) {
-    if (cudnnBackendCreateDescriptor(type, &d_) != CUDNN_STATUS_SUCCESS) d_ = nullptr;
-  }
-  ~Desc() {
-    if (d_) cudnnBackendDestroyDescriptor(d_);
-  }
-  Desc(const Desc&) = delete;
-  Desc& operator=(const Desc&) = delete;
-  cudnnBackendDescriptor_t get() const { return d_; }
-  explicit operator bool() const { return d_ != nullptr; }
-
-  template <typename T>
-  bool Set(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, int64_t count,
-           const T* values) {
-    return d_ && cudnnBackendSetAttribute(d_, name, type, count, values) == CUDNN_STATUS_SUCCESS;
-  }
-  bool SetDesc(cudnnBackendAttributeName_t name, const Desc& other) {
-    cudnnBackendDescriptor_t o = other.get();
-    return Set(name, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &o);
-  }
-  bool Finalize() { return d_ && cudnnBackendFinalize(d_) == CUDNN_STATUS_SUCCESS; }
-
- private:
-  cudnnBackendDescriptor_t d_ = nullptr;
-};
+using namespace graph_ops;  // NOLINT: the descriptors of this file's graphs
 
 // Everything a built plan refers to, kept alive with it. With timing on,
 // `candidates` holds the acceptable plans (workspace bytes each) until the
@@ -61,20 +35,6 @@ constexpr size_t kTimedCandidates = 8;
 // It skips those asking for more scratch than this (beyond the first
 // choice's): a scratch allocation that fails would end the run.
 constexpr int64_t kTimedWorkspaceLimit = int64_t{1} << 30;
-
-// The tensors' unique ids; from kUidVirtual on, the epilogue's
-// intermediates, which live only inside the fused kernel.
-enum Uid : int64_t {
-  kUidX = 1,
-  kUidW = 2,
-  kUidY = 3,
-  kUidSum = 4,
-  kUidSqSum = 5,
-  kUidScale = 6,
-  kUidBias = 7,
-  kUidResidual = 8,
-  kUidVirtual = 100
-};
 
 // The device pointers of one execution with their tensors' ids.
 struct Operands {
@@ -104,20 +64,6 @@ Operands OperandsOf(const ConvGraphCall& c, void* x, void* w, void* y, const Con
   return o;
 }
 
-std::unique_ptr<Desc> TensorDesc(int64_t uid, cudnnDataType_t dtype, int nb, const int64_t* dims,
-                                 const int64_t* strides, int64_t alignment,
-                                 bool is_virtual = false) {
-  auto t = std::make_unique<Desc>(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
-  const bool ok = t->Set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dtype) &&
-                  t->Set(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, nb, dims) &&
-                  t->Set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, nb, strides) &&
-                  t->Set(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid) &&
-                  t->Set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment) &&
-                  t->Set(CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual) &&
-                  t->Finalize();
-  return ok ? std::move(t) : nullptr;
-}
-
 // The engine's numerical notes allow it: fp32 takes no tensor-core or
 // down-converting engine (that would be TF32); `deterministic` excludes the
 // non-deterministic ones.
@@ -142,92 +88,6 @@ bool Acceptable(const Desc& config, bool fp32, bool deterministic) {
       return false;
     if (deterministic && notes[i] == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC) return false;
   }
-  return true;
-}
-
-// The [1, K, 1, 1(, 1)] fp32 tensor of one statistic per output channel.
-std::unique_ptr<Desc> ChannelTensor(int64_t uid, const ConvGraphCall& c) {
-  int64_t dims[5], strides[5];
-  for (int i = 0; i < c.nb_dims; ++i) dims[i] = strides[i] = 1;
-  dims[1] = c.y_dims[1];
-  for (int i = 0; i < c.nb_dims; ++i) strides[i] = i == 1 ? 1 : dims[1];
-  return TensorDesc(uid, CUDNN_DATA_FLOAT, c.nb_dims, dims, strides, 16);
-}
-
-// The sum and the sum of squares of y per channel, from the tensor y already
-// described (`y`), appended to `parts` with their tensors.
-bool DescribeChannelSums(const ConvGraphCall& c, const Desc& y,
-                         std::vector<std::unique_ptr<Desc>>& parts) {
-  auto sum = ChannelTensor(kUidSum, c), sqsum = ChannelTensor(kUidSqSum, c);
-  if (!sum || !sqsum) return false;
-  auto op = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR);
-  const cudnnGenStatsMode_t mode = CUDNN_GENSTATS_SUM_SQSUM;
-  const cudnnDataType_t math = CUDNN_DATA_FLOAT;
-  if (!(op->Set(CUDNN_ATTR_OPERATION_GENSTATS_MODE, CUDNN_TYPE_GENSTATS_MODE, 1, &mode) &&
-        op->Set(CUDNN_ATTR_OPERATION_GENSTATS_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &math) &&
-        op->SetDesc(CUDNN_ATTR_OPERATION_GENSTATS_XDESC, y) &&
-        op->SetDesc(CUDNN_ATTR_OPERATION_GENSTATS_SUMDESC, *sum) &&
-        op->SetDesc(CUDNN_ATTR_OPERATION_GENSTATS_SQSUMDESC, *sqsum) && op->Finalize()))
-    return false;
-  for (auto* part : {&sum, &sqsum, &op}) parts.push_back(std::move(*part));
-  return true;
-}
-
-// One fp32 pointwise operation out = mode(in[, b]), appended to `parts` and
-// `ops`.
-bool Pointwise(cudnnPointwiseMode_t mode, const Desc& in, const Desc* b, const Desc& out,
-               std::vector<std::unique_ptr<Desc>>& parts,
-               std::vector<cudnnBackendDescriptor_t>& ops) {
-  auto pw = std::make_unique<Desc>(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
-  const cudnnDataType_t math = CUDNN_DATA_FLOAT;
-  if (!(pw->Set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode) &&
-        pw->Set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &math) && pw->Finalize()))
-    return false;
-  auto op = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
-  if (!(op->SetDesc(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, *pw) &&
-        op->SetDesc(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, in) &&
-        (b == nullptr || op->SetDesc(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, *b)) &&
-        op->SetDesc(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, out) && op->Finalize()))
-    return false;
-  ops.push_back(op->get());
-  parts.push_back(std::move(pw));
-  parts.push_back(std::move(op));
-  return true;
-}
-
-// The epilogue y = act(conv * scale + bias (+ residual)) on the
-// convolution's fp32 output `conv` (virtual): each step writes a virtual
-// fp32 tensor of y's shape, the last one y itself.
-bool DescribeScaleBiasAct(const ConvGraphCall& c, const Desc& conv, std::unique_ptr<Desc> y,
-                          int64_t residual_alignment, std::vector<std::unique_ptr<Desc>>& parts,
-                          std::vector<cudnnBackendDescriptor_t>& ops) {
-  auto scale = ChannelTensor(kUidScale, c), bias = ChannelTensor(kUidBias, c);
-  std::unique_ptr<Desc> residual;
-  if (c.residual)
-    residual =
-        TensorDesc(kUidResidual, c.dtype, c.nb_dims, c.y_dims, c.y_strides, residual_alignment);
-  if (!scale || !bias || (c.residual && !residual) || !y) return false;
-  struct Step {
-    cudnnPointwiseMode_t mode;
-    const Desc* b;
-  };
-  std::vector<Step> steps = {{CUDNN_POINTWISE_MUL, scale.get()}, {CUDNN_POINTWISE_ADD, bias.get()}};
-  if (c.residual) steps.push_back({CUDNN_POINTWISE_ADD, residual.get()});
-  if (c.relu) steps.push_back({CUDNN_POINTWISE_RELU_FWD, nullptr});
-  const Desc* in = &conv;
-  for (size_t i = 0; i < steps.size(); ++i) {
-    const Desc* out = y.get();
-    if (i + 1 < steps.size()) {
-      parts.push_back(TensorDesc(kUidVirtual + 1 + static_cast<int64_t>(i), CUDNN_DATA_FLOAT,
-                                 c.nb_dims, c.y_dims, c.y_strides, 16, /*is_virtual=*/true));
-      if (!parts.back()) return false;
-      out = parts.back().get();
-    }
-    if (!Pointwise(steps[i].mode, *in, steps[i].b, *out, parts, ops)) return false;
-    in = out;
-  }
-  for (auto* part : {&scale, &bias, &residual, &y})
-    if (*part) parts.push_back(std::move(*part));
   return true;
 }
 

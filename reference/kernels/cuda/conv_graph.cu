@@ -210,8 +210,9 @@ std::vector<std::unique_ptr<Desc>> RankedConfigs(const Desc& graph, cudnnBackend
 // rank for it that is acceptable and builds, or with `timed` the first
 // kTimedCandidates of them as candidates; null when none. A call with
 // channel sums takes deterministic engines only (the statistics of a seeded
-// run must reproduce) and, where mode A has none, asks the fallback mode:
-// the fused engines are compiled at run time, and mode A may not list them.
+// run must reproduce). A fused call (channel sums or an epilogue), where
+// mode A has none, asks the fallback mode: the fused engines are compiled at
+// run time, and mode A may not list them.
 std::unique_ptr<GraphPlan> Build(const ConvGraphCall& c, const int64_t alignment[4], bool timed) {
   auto out = std::make_unique<GraphPlan>();
   std::vector<cudnnBackendDescriptor_t> ops;

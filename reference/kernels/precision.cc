@@ -96,6 +96,13 @@ core::DType ActivationStorageType(core::Device device) {
              : core::DType::kF32;
 }
 
+core::DType InferenceStorageType(core::Device device) {
+  if (device == core::Device::kCpu && ComputePrecision() == core::DType::kBF16 &&
+      TypedActivations() && cpu::GemmsRoundToBf16())
+    return core::DType::kBF16;
+  return ActivationStorageType(device);
+}
+
 core::DType StoredRounding(const core::Tensor& t) {
   const core::DType precision = ComputePrecision();
   if (t.empty() || t.dtype() == precision) return core::DType::kF32;

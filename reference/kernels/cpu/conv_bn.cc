@@ -26,19 +26,37 @@ void ConvBatchNormActForwardInference(const ConvGeometry& g, const Tensor& x, co
   MLPERF_CHECK(w.numel() == k * g.in_channels * g.kernel_volume());
   MLPERF_CHECK(y.numel() == g.batch * k * g.out_spatial() && LastDim(y) == k);
   MLPERF_CHECK(gamma.numel() == k);
-  if (!residual.empty()) MLPERF_CHECK(residual.numel() == y.numel() && IsChannelsLast(residual));
+  if (!residual.empty())
+    MLPERF_CHECK(residual.numel() == y.numel() && IsChannelsLast(residual) &&
+                 residual.dtype() == y.dtype());
   const norm_detail::Affine a =
       norm_detail::InferenceAffine(p, gamma, beta, running_mean, running_var);
-  const norm_detail::ApplyFn apply = norm_detail::PickApply(relu, !residual.empty());
-  const float* res = residual.empty() ? nullptr : residual.f32();
-  float* out = y.f32();
-  nhwc::ConvForwardRows(
-      g, x.f32(), w.f32(),
-      [&](int64_t r0, int64_t r1, const float* rows) {
-        apply(r1 - r0, k, rows, res == nullptr ? nullptr : res + r0 * k, a.mean, a.scale, a.beta,
-              out + r0 * k, round_to);
-      },
-      workspace.empty() ? nullptr : workspace.f32(), workspace.numel(), conv_round_to);
+  float* ws = workspace.empty() ? nullptr : workspace.f32();
+  nhwc::OutputRows consume;
+  if (y.dtype() == core::DType::kBF16) {
+    // Stored in bf16, which rounds it (round_to names fp32 storage's rounding).
+    const norm_detail::ApplyBf16Fn apply = norm_detail::PickApplyBf16(relu, !residual.empty());
+    const auto* res = static_cast<const uint16_t*>(residual.data());
+    auto* out = static_cast<uint16_t*>(y.data());
+    consume = [&](int64_t r0, int64_t r1, const float* rows) {
+      apply(r1 - r0, k, rows, res == nullptr ? nullptr : res + r0 * k, a.mean, a.scale, a.beta,
+            out + r0 * k);
+    };
+  } else {
+    const norm_detail::ApplyFn apply = norm_detail::PickApply(relu, !residual.empty());
+    const float* res = residual.empty() ? nullptr : residual.f32();
+    float* out = y.f32();
+    consume = [&](int64_t r0, int64_t r1, const float* rows) {
+      apply(r1 - r0, k, rows, res == nullptr ? nullptr : res + r0 * k, a.mean, a.scale, a.beta,
+            out + r0 * k, round_to);
+    };
+  }
+  if (x.dtype() == core::DType::kBF16) {
+    nhwc::ConvForwardRows(g, static_cast<const uint16_t*>(x.data()), w.f32(), consume, ws,
+                          workspace.numel(), conv_round_to);
+  } else {
+    nhwc::ConvForwardRows(g, x.f32(), w.f32(), consume, ws, workspace.numel(), conv_round_to);
+  }
 }
 
 }  // namespace mlperf::cpu

@@ -15,6 +15,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "base/check.h"
@@ -110,15 +111,17 @@ void ForEachRun(const ConvGeometry& g, int64_t row, Visit visit) {
   }
 }
 
-// col rows [begin, end) of the im2col matrix; padding reads as zero.
-void Im2Col(const ConvGeometry& g, const float* x, int64_t begin, int64_t end, float* col) {
+// col rows [begin, end) of the im2col matrix; padding reads as zero. T is
+// float, or uint16_t for bf16 bits (zero is zero in both).
+template <typename T>
+void Im2Col(const ConvGeometry& g, const T* x, int64_t begin, int64_t end, T* col) {
   const int64_t width = ColWidth(g);
   for (int64_t row = begin; row < end; ++row) {
-    float* out = col + (row - begin) * width;
+    T* out = col + (row - begin) * width;
     ForEachRun(g, row, [&](int64_t at, int64_t in, int64_t count) {
-      float* o = out + at;
+      T* o = out + at;
       if (in < 0) {
-        std::fill(o, o + count, 0.0f);
+        std::fill(o, o + count, T{0});
       } else {
         std::copy(x + in, x + in + count, o);
       }
@@ -171,8 +174,9 @@ namespace {
 // The forward over chunks of `chunk` output rows per thread: out(r0, r1)
 // names where the GEMM writes rows [r0, r1) (k floats each), which are
 // rounded there and then handed to done(r0, r1, rows) on the same thread.
-template <typename Out, typename Done>
-void ForwardChunks(const ConvGeometry& g, const float* x, const float* w, float* workspace,
+// x in fp32, or in bf16 (T = uint16_t) for GEMMs on AMX tiles.
+template <typename T, typename Out, typename Done>
+void ForwardChunks(const ConvGeometry& g, const T* x, const float* w, float* workspace,
                    int64_t workspace_elements, core::DType round_to, int64_t chunk, Out out,
                    Done done) {
   const int64_t k = g.out_channels, width = ColWidth(g);
@@ -191,16 +195,21 @@ void ForwardChunks(const ConvGeometry& g, const float* x, const float* w, float*
 #pragma omp barrier
     int64_t begin, end;
     ThreadShare(Rows(g), &begin, &end);
-    float* col = workspace + RepackElements(g) + omp_get_thread_num() * PerThreadElements(g);
+    T* col = reinterpret_cast<T*>(workspace + RepackElements(g) +
+                                  omp_get_thread_num() * PerThreadElements(g));
     for (int64_t r0 = begin; r0 < end; r0 += chunk) {
       const int64_t r1 = std::min(end, r0 + chunk);
-      const float* a = x + r0 * width;
+      const T* a = x + r0 * width;
       if (!g.is_pointwise()) {
         Im2Col(g, x, r0, r1, col);
         a = col;
       }
       float* rows = out(r0, r1);
-      weight.Gemm(false, r1 - r0, 1.0f, a, 0.0f, rows);
+      if constexpr (std::is_same_v<T, float>) {
+        weight.Gemm(false, r1 - r0, 1.0f, a, 0.0f, rows);
+      } else {
+        weight.Gemm(r1 - r0, 1.0f, a, 0.0f, rows);
+      }
       RoundSpan(round_to, rows, (r1 - r0) * k);
       done(r0, r1, rows);
     }
@@ -218,9 +227,11 @@ void ConvForward(const ConvGeometry& g, const float* x, const float* w, float* y
       [&](int64_t r0, int64_t) { return y + r0 * k; }, [](int64_t, int64_t, const float*) {});
 }
 
-void ConvForwardRows(const ConvGeometry& g, const float* x, const float* w,
-                     const OutputRows& consume, float* workspace, int64_t workspace_elements,
-                     core::DType round_to) {
+namespace {
+
+template <typename T>
+void ForwardRows(const ConvGeometry& g, const T* x, const float* w, const OutputRows& consume,
+                 float* workspace, int64_t workspace_elements, core::DType round_to) {
   const int64_t k = g.out_channels, chunk = ChunkRows(g, /*output_chunks=*/true, k);
   ForwardChunks(
       g, x, w, workspace, workspace_elements, round_to, chunk,
@@ -231,6 +242,21 @@ void ConvForwardRows(const ConvGeometry& g, const float* x, const float* w,
         return rows.data();
       },
       [&](int64_t r0, int64_t r1, const float* rows) { consume(r0, r1, rows); });
+}
+
+}  // namespace
+
+void ConvForwardRows(const ConvGeometry& g, const float* x, const float* w,
+                     const OutputRows& consume, float* workspace, int64_t workspace_elements,
+                     core::DType round_to) {
+  ForwardRows(g, x, w, consume, workspace, workspace_elements, round_to);
+}
+
+void ConvForwardRows(const ConvGeometry& g, const uint16_t* x, const float* w,
+                     const OutputRows& consume, float* workspace, int64_t workspace_elements,
+                     core::DType round_to) {
+  MLPERF_CHECK_MSG(GemmsRoundToBf16(), "a bf16 convolution input needs the GEMMs on AMX tiles");
+  ForwardRows(g, x, w, consume, workspace, workspace_elements, round_to);
 }
 
 // Output rows of neighbouring depths add into shared input planes. With at

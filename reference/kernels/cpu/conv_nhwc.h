@@ -27,6 +27,11 @@ using OutputRows = std::function<void(int64_t r0, int64_t r1, const float* rows)
 void ConvForwardRows(const ConvGeometry& g, const float* x, const float* w,
                      const OutputRows& consume, float* workspace, int64_t workspace_elements,
                      core::DType round_to);
+// The same with x in bf16 (its bits, as stored by a typed inference pass);
+// requires the GEMMs on AMX tiles (GemmsRoundToBf16), which read it as it is.
+void ConvForwardRows(const ConvGeometry& g, const uint16_t* x, const float* w,
+                     const OutputRows& consume, float* workspace, int64_t workspace_elements,
+                     core::DType round_to);
 void ConvBackwardData(const ConvGeometry& g, const float* dy, const float* w, float* dx,
                       float* workspace, int64_t workspace_elements, core::DType round_to);
 void ConvBackwardWeight(const ConvGeometry& g, const float* x, const float* dy, float* dw,

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace mlperf::cpu {
@@ -104,6 +105,12 @@ inline void PackRow32(const float* p, int64_t count, uint16_t* dst) {
   _mm512_storeu_si512(dst, Row32(p, count));
 }
 
+// The same from bf16 (0 to 32 of them): a copy.
+inline void PackRow32(const uint16_t* p, int64_t count, uint16_t* dst) {
+  const __mmask32 mask = count >= 32 ? ~__mmask32{0} : (__mmask32{1} << count) - 1;
+  _mm512_storeu_si512(dst, _mm512_maskz_loadu_epi16(count > 0 ? mask : 0, p));
+}
+
 // Rows r and r + 1 at p (stride ld; zeros from row `count` on) of `lanes`
 // floats (zeros after them, 16 in all), as 16 bf16 pairs, row r's low.
 inline __m512i PairRows(const float* p, int64_t ld, int64_t r, int64_t count, int64_t lanes) {
@@ -149,20 +156,23 @@ inline void StoreTransposed(__m512i v[16], uint16_t* tile) {
 }
 
 // The tile of op(A) (m x k) at rows [row0, row0 + 16) and k [k0, k0 + 32),
-// zeros past `rows` and `kc`.
-inline void PackTileA(bool trans, const float* a, int64_t lda, int64_t row0, int64_t rows,
-                      int64_t k0, int64_t kc, uint16_t* tile) {
+// zeros past `rows` and `kc`; A in fp32, or in bf16 when not transposed.
+template <typename T>
+inline void PackTileA(bool trans, const T* a, int64_t lda, int64_t row0, int64_t rows, int64_t k0,
+                      int64_t kc, uint16_t* tile) {
   if (!trans) {
     for (int64_t r = 0; r < kTileRows; ++r)
       PackRow32(r < rows ? a + (row0 + r) * lda + k0 : a, r < rows ? kc : 0, tile + r * kTileK);
     return;
   }
-  // op(A)[i][kk] = a[kk * lda + i]: rows 2p and 2p + 1 of a are the tile's
-  // column of pairs p.
-  __m512i pairs[16];
-  for (int64_t p = 0; p < kTileRows; ++p)
-    pairs[p] = PairRows(a + k0 * lda + row0, lda, 2 * p, kc, rows);
-  StoreTransposed(pairs, tile);
+  if constexpr (std::is_same_v<T, float>) {
+    // op(A)[i][kk] = a[kk * lda + i]: rows 2p and 2p + 1 of a are the tile's
+    // column of pairs p.
+    __m512i pairs[16];
+    for (int64_t p = 0; p < kTileRows; ++p)
+      pairs[p] = PairRows(a + k0 * lda + row0, lda, 2 * p, kc, rows);
+    StoreTransposed(pairs, tile);
+  }
 }
 
 // The tile of op(B) (k x n) at k [k0, k0 + 32) and columns [n0, n0 + 16),
@@ -196,7 +206,8 @@ inline void ForEachTile(bool k_down_rows, int64_t tiles, int64_t kt, F pack) {
 }
 
 // Rows [i0, i0 + 16 * tiles) of op(A) (m x k), as tiles[tile row][k / 32].
-void PackA(bool trans, const float* a, int64_t lda, int64_t m, int64_t k, int64_t i0, int64_t tiles,
+template <typename T>
+void PackA(bool trans, const T* a, int64_t lda, int64_t m, int64_t k, int64_t i0, int64_t tiles,
            int64_t kt, uint16_t* dst) {
   ForEachTile(trans, tiles, kt, [&](int64_t it, int64_t q) {
     const int64_t row0 = i0 + it * kTileRows;
@@ -315,8 +326,11 @@ void PackBf16AmxB(bool trans_b, int64_t k, int64_t n, const float* b, int64_t ld
   PackB(trans_b, b, ldb, k, n, nt * part / parts, nt * (part + 1) / parts, kt, tiles);
 }
 
-void GemmBf16AmxPackedB(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-                        int64_t lda, const uint16_t* pb, float beta, float* c, int64_t ldc) {
+namespace {
+
+template <typename T>
+void GemmPackedB(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha, const T* a,
+                 int64_t lda, const uint16_t* pb, float beta, float* c, int64_t ldc) {
   if (m <= 0 || n <= 0) return;
   const int64_t mt = EvenTiles(m), nt = EvenTiles(n), kt = (k + kTileK - 1) / kTileK;
   static thread_local std::vector<uint16_t> buffer_a;
@@ -328,6 +342,18 @@ void GemmBf16AmxPackedB(bool trans_a, int64_t m, int64_t n, int64_t k, float alp
     MultiplyBlock(pa, pb, tiles, nt, kt, i0, m, n, alpha, beta, c, ldc);
   }
   ReleaseTiles();
+}
+
+}  // namespace
+
+void GemmBf16AmxPackedB(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                        int64_t lda, const uint16_t* tiles, float beta, float* c, int64_t ldc) {
+  GemmPackedB(trans_a, m, n, k, alpha, a, lda, tiles, beta, c, ldc);
+}
+
+void GemmBf16AmxPackedB(int64_t m, int64_t n, int64_t k, float alpha, const uint16_t* a,
+                        int64_t lda, const uint16_t* tiles, float beta, float* c, int64_t ldc) {
+  GemmPackedB(false, m, n, k, alpha, a, lda, tiles, beta, c, ldc);
 }
 
 }  // namespace mlperf::cpu
@@ -353,6 +379,11 @@ void PackBf16AmxB(bool, int64_t, int64_t, const float*, int64_t, int, int, uint1
 
 void GemmBf16AmxPackedB(bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
                         const uint16_t*, float, float*, int64_t) {
+  MLPERF_CHECK_MSG(false, "GemmBf16AmxPackedB: AMX is x86-64 only");
+}
+
+void GemmBf16AmxPackedB(int64_t, int64_t, int64_t, float, const uint16_t*, int64_t, const uint16_t*,
+                        float, float*, int64_t) {
   MLPERF_CHECK_MSG(false, "GemmBf16AmxPackedB: AMX is x86-64 only");
 }
 

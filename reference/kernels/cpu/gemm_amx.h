@@ -30,5 +30,8 @@ void PackBf16AmxB(bool trans_b, int64_t k, int64_t n, const float* b, int64_t ld
                   int parts, uint16_t* tiles);
 void GemmBf16AmxPackedB(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                         int64_t lda, const uint16_t* tiles, float beta, float* c, int64_t ldc);
+// The same with A (m x k, not transposed) already in bf16 (its bits).
+void GemmBf16AmxPackedB(int64_t m, int64_t n, int64_t k, float alpha, const uint16_t* a,
+                        int64_t lda, const uint16_t* tiles, float beta, float* c, int64_t ldc);
 
 }  // namespace mlperf::cpu

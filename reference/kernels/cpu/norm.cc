@@ -99,6 +99,27 @@ ApplyFn PickApply(bool relu, bool residual) {
   return residual ? ApplyAffine<false, true> : ApplyAffine<false, false>;
 }
 
+// ApplyAffine's arithmetic in its order, rounding where it rounds under bf16.
+template <bool kRelu, bool kResidual>
+void ApplyAffineBf16(int64_t count, int64_t c, const float* x, const uint16_t* residual,
+                     const float* mean, const float* scale, const float* beta, uint16_t* y) {
+  for (int64_t r = 0; r < count; ++r) {
+    const float* xr = x + r * c;
+    uint16_t* yr = y + r * c;
+    for (int64_t j = 0; j < c; ++j) {
+      float v = (xr[j] - mean[j]) * scale[j] + beta[j];
+      if constexpr (kResidual) v = RoundToBf16(v) + Bf16Value(residual[r * c + j]);
+      if constexpr (kRelu) v = v > 0.0f ? v : 0.0f;
+      yr[j] = Bf16Bits(v);
+    }
+  }
+}
+
+ApplyBf16Fn PickApplyBf16(bool relu, bool residual) {
+  if (relu) return residual ? ApplyAffineBf16<true, true> : ApplyAffineBf16<true, false>;
+  return residual ? ApplyAffineBf16<false, true> : ApplyAffineBf16<false, false>;
+}
+
 Affine AffineScratch(int64_t channels) {
   float* f = Scratch<float, 0>(3 * channels);
   return {f, f + channels, f + 2 * channels};

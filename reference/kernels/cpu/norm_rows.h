@@ -59,6 +59,12 @@ Affine InferenceAffine(const BatchNormParams& p, const core::Tensor& gamma,
 using ApplyFn = void (*)(int64_t, int64_t, const float*, const float*, const float*, const float*,
                          const float*, float*, core::DType);
 ApplyFn PickApply(bool relu, bool residual);
+// The same into bf16 storage (y's bits), the residual stored so too: the
+// values of ApplyFn rounding to bf16 (the normalised value before the add
+// as well), half the bytes through memory.
+using ApplyBf16Fn = void (*)(int64_t, int64_t, const float*, const uint16_t*, const float*,
+                             const float*, const float*, uint16_t*);
+ApplyBf16Fn PickApplyBf16(bool relu, bool residual);
 
 // Applies `a` to `rows` channel vectors of width c, the rows shared by threads.
 void ApplyRows(ApplyFn apply, int64_t rows, int64_t c, const float* x, const float* residual,

@@ -4,9 +4,12 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
+#include <vector>
 
 #include "reference/kernels/cpu/layout.h"
 #include "reference/kernels/cpu/parallel.h"
+#include "reference/kernels/cpu/round.h"
 
 namespace mlperf::cpu {
 namespace {
@@ -73,22 +76,43 @@ void ForEachWindowPixel(const ConvGeometry& g, int64_t n, int64_t z, int64_t y, 
   }
 }
 
+// Channels-last activations are fp32, or bf16 bits (uint16_t) where an
+// inference pass stores them so (ops::InferenceStorageType).
+inline float Value(float v) { return v; }
+inline float Value(uint16_t bits) { return Bf16Value(bits); }
+
 // One output row (n, z, y) per parallel iteration; the max runs over whole
-// channel vectors.
-void MaxPoolForwardChannelsLast(const ConvGeometry& g, const float* x, float* y) {
+// channel vectors. In bf16 the maximum is one of the inputs, stored as read.
+template <typename T>
+void MaxPoolForwardChannelsLast(const ConvGeometry& g, const T* x, T* y) {
   const int64_t od = g.out(0), oh = g.out(1), ow = g.out(2), c = g.in_channels;
   const int64_t out_dims[3] = {od, oh, ow};
-#pragma omp parallel for if (WorthParallel(g.batch * g.out_spatial() * c * g.kernel_volume()))
-  for (int64_t line = 0; line < g.batch * od * oh; ++line) {
-    const int64_t n = line / (od * oh), z = (line / oh) % od, yo = line % oh;
-    for (int64_t xo = 0; xo < ow; ++xo) {
-      float* out = y + Pixel(out_dims, c, n, z, yo, xo);
-      std::fill(out, out + c, -std::numeric_limits<float>::infinity());
-      ForEachWindowPixel(g, n, z, yo, xo, [&](int64_t i) {
-        const float* v = x + i;
-        // A select (not a conditional store) vectorises as a max.
-        for (int64_t ch = 0; ch < c; ++ch) out[ch] = v[ch] > out[ch] ? v[ch] : out[ch];
-      });
+#pragma omp parallel if (WorthParallel(g.batch * g.out_spatial() * c * g.kernel_volume()))
+  {
+    std::vector<float> best(static_cast<size_t>(c));
+    float* b = best.data();
+#pragma omp for
+    for (int64_t line = 0; line < g.batch * od * oh; ++line) {
+      const int64_t n = line / (od * oh), z = (line / oh) % od, yo = line % oh;
+      for (int64_t xo = 0; xo < ow; ++xo) {
+        std::fill(b, b + c, -std::numeric_limits<float>::infinity());
+        ForEachWindowPixel(g, n, z, yo, xo, [&](int64_t i) {
+          const T* v = x + i;
+          // A select (not a conditional store) vectorises as a max.
+          for (int64_t ch = 0; ch < c; ++ch) {
+            const float f = Value(v[ch]);
+            b[ch] = f > b[ch] ? f : b[ch];
+          }
+        });
+        T* out = y + Pixel(out_dims, c, n, z, yo, xo);
+        for (int64_t ch = 0; ch < c; ++ch) {
+          if constexpr (std::is_same_v<T, float>) {
+            out[ch] = b[ch];
+          } else {
+            out[ch] = Bf16Bits(b[ch]);
+          }
+        }
+      }
     }
   }
 }
@@ -154,7 +178,8 @@ void MaxPoolBackwardChannelsLast(const ConvGeometry& g, const float* x, const fl
 // image and a block of channels, summing in the channels-first order.
 constexpr int64_t kChannelBlock = 16;
 
-void GlobalAvgPoolForwardChannelsLast(const Tensor& x, const Tensor& y) {
+template <typename T>
+void GlobalAvgPoolForwardChannelsLast(const T* xp, const Tensor& x, const Tensor& y) {
   const int64_t c = LastDim(x), n = y.numel() / c, s = x.numel() / y.numel();
   MLPERF_CHECK(y.numel() == n * c && x.numel() == n * s * c);
 #pragma omp parallel for collapse(2) if (WorthParallel(x.numel()))
@@ -163,8 +188,8 @@ void GlobalAvgPoolForwardChannelsLast(const Tensor& x, const Tensor& y) {
       const int64_t nc = std::min(kChannelBlock, c - c0);
       double sum[kChannelBlock] = {};
       for (int64_t q = 0; q < s; ++q) {
-        const float* row = x.f32() + (i * s + q) * c + c0;
-        for (int64_t j = 0; j < nc; ++j) sum[j] += row[j];
+        const T* row = xp + (i * s + q) * c + c0;
+        for (int64_t j = 0; j < nc; ++j) sum[j] += Value(row[j]);
       }
       for (int64_t j = 0; j < nc; ++j) y.f32()[i * c + c0 + j] = static_cast<float>(sum[j] / s);
     }
@@ -192,6 +217,12 @@ bool CheckPool(const ConvGeometry& g, const Tensor& x, const Tensor& y) {
 
 void MaxPoolForward(const ConvGeometry& g, const Tensor& x, const Tensor& y) {
   if (CheckPool(g, x, y)) {
+    if (x.dtype() == core::DType::kBF16) {
+      MLPERF_CHECK_MSG(y.dtype() == core::DType::kBF16, "max pooling: bf16 x needs a bf16 y");
+      MaxPoolForwardChannelsLast(g, static_cast<const uint16_t*>(x.data()),
+                                 static_cast<uint16_t*>(y.data()));
+      return;
+    }
     MaxPoolForwardChannelsLast(g, x.f32(), y.f32());
     return;
   }
@@ -270,7 +301,11 @@ void AvgPoolBackward(const ConvGeometry& g, bool count_include_pad, const Tensor
 
 void GlobalAvgPoolForward(const Tensor& x, const Tensor& y) {
   if (IsChannelsLast(x)) {
-    GlobalAvgPoolForwardChannelsLast(x, y);
+    if (x.dtype() == core::DType::kBF16) {
+      GlobalAvgPoolForwardChannelsLast(static_cast<const uint16_t*>(x.data()), x, y);
+    } else {
+      GlobalAvgPoolForwardChannelsLast(x.f32(), x, y);
+    }
     return;
   }
   const int64_t planes = y.numel(), s = x.numel() / planes;

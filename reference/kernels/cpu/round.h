@@ -36,6 +36,15 @@ inline float RoundToHalf(float x) {
   return std::bit_cast<float>(r);
 }
 
+// x rounded to bf16, as its bits (bf16 storage), and such bits as fp32:
+// branch-free like RoundToBf16, for loops that read and write bf16 tensors.
+inline uint16_t Bf16Bits(float x) {
+  return static_cast<uint16_t>(std::bit_cast<uint32_t>(RoundToBf16(x)) >> 16);
+}
+inline float Bf16Value(uint16_t bits) {
+  return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
+}
+
 // p[0, n) rounded to `precision` in place; nothing under kF32.
 inline void RoundSpan(core::DType precision, float* p, int64_t n) {
   if (precision == core::DType::kBF16) {

@@ -149,9 +149,13 @@ void ConvBatchNormActForwardInference(const ConvGeometry& g, const Tensor& x, co
                                       const Tensor& y, const Tensor& relu_mask) {
   const bool device = OnDevice(x, {&w, &z, &y, &residual, &gamma, &running_mean, &relu_mask});
   if (!device && cpu::FusesConvBatchNorm(x, y)) {
-    return cpu::ConvBatchNormActForwardInference(
-        g, GemmOperand(x, 0), GemmOperand(w, 1), workspace, p, relu, residual, gamma, beta,
-        running_mean, running_var, y, StoredRounding(z), StoredRounding(y));
+    // The convolution's output rounded as z would store it (in z's own type
+    // where that is not fp32).
+    const core::DType conv_round_to =
+        z.dtype() == core::DType::kF32 ? StoredRounding(z) : z.dtype();
+    return cpu::ConvBatchNormActForwardInference(g, GemmOperand(x, 0), GemmOperand(w, 1), workspace,
+                                                 p, relu, residual, gamma, beta, running_mean,
+                                                 running_var, y, conv_round_to, StoredRounding(y));
   }
 #ifdef MLPERF_HAVE_CUDA
   // One cuDNN kernel: the normalisation, residual and ReLU in the

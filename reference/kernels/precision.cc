@@ -89,18 +89,13 @@ TypedActivationsScope::TypedActivationsScope(bool on) : previous_(g_typed_activa
 
 TypedActivationsScope::~TypedActivationsScope() { g_typed_activations = previous_; }
 
-core::DType ActivationStorageType(core::Device device) {
+core::DType ActivationStorageType(core::Device device, bool host_typed) {
   const core::DType precision = ComputePrecision();
-  return device == core::Device::kCuda && Reduced(precision) && TypedActivations()
+  if (!Reduced(precision) || !TypedActivations()) return core::DType::kF32;
+  if (device == core::Device::kCuda) return precision;
+  return host_typed && precision == core::DType::kBF16 && cpu::GemmsRoundToBf16()
              ? precision
              : core::DType::kF32;
-}
-
-core::DType InferenceStorageType(core::Device device) {
-  if (device == core::Device::kCpu && ComputePrecision() == core::DType::kBF16 &&
-      TypedActivations() && cpu::GemmsRoundToBf16())
-    return core::DType::kBF16;
-  return ActivationStorageType(device);
 }
 
 core::DType StoredRounding(const core::Tensor& t) {

@@ -68,16 +68,13 @@ class TypedActivationsScope {
 };
 
 // The type a model allocates its stored activations in on `device`: the
-// compute precision on a CUDA device with typed activations on, else fp32.
-// Read when the model is built, under the precision it trains in.
-core::DType ActivationStorageType(core::Device device);
-// The type an inference pass may store channels-last activations in:
-// ActivationStorageType(device), except bf16 on the CPU under bf16 with its
-// GEMMs on AMX tiles (cpu/gemm_amx) and typed activations on, where ResNet's
-// inference kernels (the fused conv + BN, max and global average pooling)
-// read and write bf16 in its fp32 buffers: the same values, half the bytes
-// through memory. Training keeps fp32 storage there.
-core::DType InferenceStorageType(core::Device device);
+// compute precision on a CUDA device with typed activations on; on the CPU,
+// bf16 for a model whose host kernels read and write it (`host_typed`:
+// ResNet in channels-last) under bf16 with the GEMMs on AMX tiles
+// (cpu/gemm_amx) and typed activations on, which halves the bytes its
+// memory-bound passes move; else fp32. Read when the model is built, under
+// the precision it trains in.
+core::DType ActivationStorageType(core::Device device, bool host_typed = false);
 
 // Rounds a stored activation or activation gradient in place at its storage
 // point: nothing under fp32 or when t is already stored in the precision's

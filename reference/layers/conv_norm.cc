@@ -7,15 +7,6 @@ namespace mlperf::layers {
 
 using core::Tensor;
 
-Tensor InferenceStorage(const Tensor& stored) {
-  const core::DType type = ops::InferenceStorageType(stored.device());
-  const bool channels_last =
-      stored.layout() == core::Layout::kNHWC || stored.layout() == core::Layout::kNDHWC;
-  if (stored.dtype() != core::DType::kF32 || type == core::DType::kF32 || !channels_last)
-    return stored;
-  return Tensor(stored.data(), stored.shape(), type, stored.device(), stored.layout());
-}
-
 ConvGeometry Conv2dPadded(int64_t n, int64_t c, int64_t h, int64_t w, int64_t out_channels,
                           int64_t k, int64_t stride, PaddingMode mode) {
   ConvGeometry g = Conv2d(n, c, h, w, out_channels, k, k, stride, k / 2);
@@ -51,10 +42,12 @@ void ConvBn::Allocate(const ConvGeometry& g, core::Layout layout, bool relu,
   registry->batch_norms.push_back(bn_name);
 
   const core::Shape out = ActivationShape(layout, g.batch, k, g.out(1), g.out(2));
-  const core::DType stored = ops::ActivationStorageType(arenas.activations->device());
+  // The host kernels of this unit take bf16 storage in channels-last.
+  const bool channels_last = layout == core::Layout::kNHWC || layout == core::Layout::kNDHWC;
+  const core::DType stored =
+      ops::ActivationStorageType(arenas.activations->device(), channels_last);
   z_ = arenas.activations->Allocate(out, stored, layout);
   y_ = arenas.activations->Allocate(out, stored, layout);
-  out_ = y_;
   save_mean_ = arenas.activations->Allocate({k});
   save_inv_std_ = arenas.activations->Allocate({k});
   if (relu && arenas.activations->device() == core::Device::kCuda)
@@ -69,7 +62,6 @@ void ConvBn::Forward(const Tensor& x, bool training, const BatchNormParams& bn,
   // to zero, and the sign with it; in training only, whose backward reads it.
   mask_written_ = training && relu_ && !relu_mask_.empty() && y_.dtype() == ops::ComputePrecision();
   const Tensor mask = mask_written_ ? relu_mask_ : Tensor();
-  out_ = training ? y_ : InferenceStorage(y_);
   if (training) {
     // One op, so that a GPU may take the statistics from the convolution.
     ops::ConvBatchNormActForwardTraining(g_, x, w_, z_, workspace, bn, relu_, residual, gamma_,
@@ -78,7 +70,7 @@ void ConvBn::Forward(const Tensor& x, bool training, const BatchNormParams& bn,
   } else {
     // One op, so that the batch norm may go into the convolution's epilogue.
     ops::ConvBatchNormActForwardInference(g_, x, w_, z_, workspace, bn, relu_, residual, gamma_,
-                                          beta_, running_mean_, running_var_, out_);
+                                          beta_, running_mean_, running_var_, y_);
   }
 }
 

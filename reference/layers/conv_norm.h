@@ -18,11 +18,6 @@ namespace mlperf::layers {
 // PyTorch-style symmetric padding (torchvision).
 enum class PaddingMode { kTfSame, kSymmetric };
 
-// `stored` (an fp32 or typed activation buffer) as an inference pass stores
-// it: in ops::InferenceStorageType where that is narrower and the tensor
-// channels-last, a view of the same bytes in that type; else itself.
-core::Tensor InferenceStorage(const core::Tensor& stored);
-
 // A 2-D convolution geometry with k x k kernels and the mode's padding.
 ConvGeometry Conv2dPadded(int64_t n, int64_t c, int64_t h, int64_t w, int64_t out_channels,
                           int64_t k, int64_t stride, PaddingMode mode);
@@ -38,8 +33,7 @@ class ConvBn {
 
   // Training uses batch statistics and updates the running ones. residual,
   // when given, is added to the BN output before the ReLU (a bottleneck's
-  // shortcut); it has the output's shape and layout. Inference writes its
-  // output as InferenceStorage says.
+  // shortcut); it has the output's shape and layout.
   void Forward(const core::Tensor& x, bool training, const BatchNormParams& bn,
                const core::Tensor& workspace, const core::Tensor& residual = core::Tensor());
   // dy: gradient of output(), or with `addend` (any buffer of at least the
@@ -51,8 +45,7 @@ class ConvBn {
                 const core::Tensor& dx, const core::Tensor& workspace,
                 const core::Tensor& addend = core::Tensor());
 
-  // The last forward's output.
-  const core::Tensor& output() const { return out_; }
+  const core::Tensor& output() const { return y_; }
   const ConvGeometry& geometry() const { return g_; }
   // Convolution scratch in floats for this unit's geometry and layout.
   int64_t workspace_elements() const;
@@ -63,7 +56,7 @@ class ConvBn {
   bool relu_ = false;
   core::Tensor w_, gamma_, beta_, dw_, dgamma_, dbeta_;
   core::Tensor running_mean_, running_var_;
-  core::Tensor z_, y_, out_, save_mean_, save_inv_std_;
+  core::Tensor z_, y_, save_mean_, save_inv_std_;
   // The ReLU's mask as bits (ops::ReluMaskWords; on a CUDA device), and
   // whether the last forward wrote it.
   core::Tensor relu_mask_;

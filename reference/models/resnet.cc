@@ -72,9 +72,9 @@ void ResNet::Build(const layers::ModelArenas& arenas) {
   int64_t h = pool_.out(1), w = pool_.out(2), channels = base;
   // Stored activations (precision.h): the stem's pooled output, the units'
   // outputs (layers::ConvBn) and the gradient buffers.
-  const core::DType stored = ops::ActivationStorageType(acts.device());
+  const core::DType stored =
+      ops::ActivationStorageType(acts.device(), layout == core::Layout::kNHWC);
   pooled_ = acts.Allocate(layers::ActivationShape(layout, n, base, h, w), stored, layout);
-  pooled_out_ = pooled_;
 
   int64_t largest = n * base * stem.out(1) * stem.out(2);
   int64_t workspace = stem_.workspace_elements();
@@ -178,9 +178,8 @@ void ResNet::Upload(const float* images, core::Device images_on, size_t image_co
 
 void ResNet::Forward(bool training) {
   stem_.Forward(input_, training, bn_, workspace_);
-  pooled_out_ = training ? pooled_ : layers::InferenceStorage(pooled_);
-  ops::MaxPoolForward(pool_, stem_.output(), pooled_out_);
-  const Tensor* x = &pooled_out_;
+  ops::MaxPoolForward(pool_, stem_.output(), pooled_);
+  const Tensor* x = &pooled_;
   for (Bottleneck& block : blocks_) {
     block.Forward(*x, training, bn_, workspace_);
     x = &block.output();
@@ -305,7 +304,7 @@ OwnedBatch ResNet::SyntheticBatch() const {
 
 const Tensor& ResNet::stage_output(int s) const {
   MLPERF_CHECK(s >= 0 && s <= 4);
-  return s == 0 ? pooled_out_ : blocks_[last_block_of_stage_[s - 1]].output();
+  return s == 0 ? pooled_ : blocks_[last_block_of_stage_[s - 1]].output();
 }
 
 }  // namespace mlperf::models

@@ -88,8 +88,7 @@ class ResNet final : public Model {
   using Model::ForwardTrain;
 
   // Activations for inspection: logits [batch, classes] of the last forward,
-  // and the output of stage s as the last forward stored it (0 = stem after
-  // the max pool, 1..4 = layer1..4; layers::InferenceStorage).
+  // and the output of stage s (0 = stem after the max pool, 1..4 = layer1..4).
   const core::Tensor& logits() const { return logits_; }
   const core::Tensor& stage_output(int s) const;
 
@@ -122,8 +121,6 @@ class ResNet final : public Model {
   // A CUDA model's per-step uploads.
   std::unique_ptr<UploadStaging> staging_;
   core::Tensor input_, pooled_, features_, logits_, dlogits_, dfeatures_, labels_;
-  // pooled_ as the last forward stored it (layers::InferenceStorage).
-  core::Tensor pooled_out_;
   core::Tensor predicted_;  // int32 [batch]: evaluation's predicted classes
   core::Tensor fc_w_, fc_b_, dfc_w_, dfc_b_;
   // Three gradient buffers of the largest activation size, rotated through

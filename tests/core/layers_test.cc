@@ -143,6 +143,9 @@ TEST(LayersTest, EmbeddingGradientSumsRowsAtTheirIds) {
 // + residual)). Its backward stores dz rounded, and the conv rounds dx.
 TEST(LayersTest, ConvBnUnderBf16RoundsBeforeAndAfterTheResidualAdd) {
   const ops::PrecisionScope scope(core::DType::kBF16);
+  // fp32 storage, read here as floats (a host with AMX would store bf16, the
+  // same values: host_bf16_storage_test).
+  const ops::TypedActivationsScope fp32_storage(false);
   const core::Layout nhwc = core::Layout::kNHWC;
   const ConvGeometry g = Conv2dPadded(2, 4, 6, 6, 8, 3, 1, PaddingMode::kSymmetric);
   ConvBn unit, plain;  // plain: the same unit without residual or ReLU

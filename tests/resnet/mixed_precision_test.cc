@@ -169,45 +169,41 @@ TEST(ResNetMixedPrecisionTest, StageOutputsHoldValuesOfThePrecision) {
   }
 }
 
-// Under bf16 on a CPU with AMX an inference pass stores its channels-last
-// activations in bf16 (ops::InferenceStorageType), with fp32 storage's
-// logits bit for bit; a training forward after it stores fp32 again and is
-// unchanged by it.
-TEST(ResNetMixedPrecisionTest, TypedInferenceOnTheHostGivesTheSameLogits) {
+// Under bf16 on a CPU with AMX the host stores ResNet's channels-last
+// activations and their gradients in bf16 (ops::ActivationStorageType):
+// two LARS steps give fp32 storage's losses, parameters, momentum and
+// running statistics bit for bit, and inference its logits.
+TEST(ResNetMixedPrecisionTest, Bf16StorageOnTheHostGivesTheBitsOfFp32Storage) {
   const ops::PrecisionScope scope(core::DType::kBF16);
   if (!cpu::GemmsRoundToBf16()) GTEST_SKIP() << "no AMX bf16 here: host storage stays fp32";
-  struct Pass {
+  struct Run {
+    test::TwoSteps steps;
     std::vector<float> logits;
-    int64_t correct = 0;
-    float loss_after = 0;
-    std::vector<core::DType> stored;
-    core::DType stored_after = core::DType::kF32;
+    core::DType stored = core::DType::kF32;
   };
   const auto run = [](bool typed) {
     const ops::TypedActivationsScope storage(typed);
+    Run r;
+    r.steps =
+        test::RunTwoSteps(core::Layout::kNHWC, core::Device::kCpu, train::OptimizerKind::kLars);
     ResNet model(test::TwinModel(core::Layout::kNHWC, core::Device::kCpu), 4);
     model.Initialize(5);
     const HostBatch batch = test::BatchInLayout(model, 6);
-    // A training forward first, so that the running statistics are the batch's.
-    model.ForwardTrain(batch.images.data(), batch.labels.data(), 0.1f);
-    Pass p;
-    p.correct =
-        model.EvaluateBatch(batch.images.data(), batch.labels.data(), 4, core::Device::kCpu);
-    p.logits = model.ToHost(model.logits());
-    for (int s = 0; s < 5; ++s) p.stored.push_back(model.stage_output(s).dtype());
-    p.loss_after = model.ForwardTrain(batch.images.data(), batch.labels.data(), 0.1f);
-    p.stored_after = model.stage_output(2).dtype();
-    return p;
+    model.ForwardTrain(batch.images.data(), batch.labels.data(), 0.1f);  // running statistics
+    model.EvaluateBatch(batch.images.data(), batch.labels.data(), 4, core::Device::kCpu);
+    r.logits = model.ToHost(model.logits());
+    r.stored = model.stage_output(2).dtype();
+    return r;
   };
-  const Pass typed = run(true), fp32 = run(false);
+  const Run typed = run(true), fp32 = run(false);
+  EXPECT_EQ(typed.stored, core::DType::kBF16);
+  EXPECT_EQ(fp32.stored, core::DType::kF32);
+  EXPECT_EQ(typed.steps.loss[0], fp32.steps.loss[0]);
+  EXPECT_EQ(typed.steps.loss[1], fp32.steps.loss[1]);
+  EXPECT_EQ(typed.steps.end, fp32.steps.end);
+  EXPECT_EQ(typed.steps.momentum, fp32.steps.momentum);
+  EXPECT_EQ(typed.steps.buffers, fp32.steps.buffers);
   EXPECT_EQ(typed.logits, fp32.logits);
-  EXPECT_EQ(typed.correct, fp32.correct);
-  EXPECT_EQ(typed.loss_after, fp32.loss_after);
-  for (int s = 0; s < 5; ++s) {
-    EXPECT_EQ(typed.stored[s], core::DType::kBF16) << "stage " << s;
-    EXPECT_EQ(fp32.stored[s], core::DType::kF32) << "stage " << s;
-  }
-  EXPECT_EQ(typed.stored_after, core::DType::kF32);
 }
 
 // One step in NCHW and in NHWC on the CPU, the same values summed in

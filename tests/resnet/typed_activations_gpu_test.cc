@@ -1,10 +1,10 @@
 // ResNet with its activations stored in bf16/fp16 on a CUDA device (the
 // default there; ops::TypedActivationsScope chooses here): the storage
-// type, and one training step against the CPU twin, which keeps fp32
-// storage rounded at the same points, and against fp32 storage on the
-// device (the tolerances come from two CPU layouts, random_batch.h); and
-// one conv + BN unit against the CPU's within units of the precision. Label
-// gpu; skips without a device.
+// type, and one training step against the CPU twin, which stores fp32
+// rounded at the same points (bf16 on a host with AMX: the same values),
+// and against fp32 storage on the device (the tolerances come from two CPU
+// layouts, random_batch.h); and one conv + BN unit against the CPU's within
+// units of the precision. Label gpu; skips without a device.
 #include <gtest/gtest.h>
 #ifdef MLPERF_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -102,7 +102,8 @@ void BuildUnit(const ConvGeometry& g, core::Device device, UnitSide* s) {
   const core::Layout nhwc = core::Layout::kNHWC;
   const auto build = [&](const layers::ModelArenas& a, layers::ParameterRegistry* r) {
     s->unit.Allocate(g, nhwc, true, "conv", "bn", a, r);
-    const core::DType stored = ops::ActivationStorageType(device);
+    // The unit's own storage (bf16 on a host with AMX too).
+    const core::DType stored = ops::ActivationStorageType(device, /*host_typed=*/true);
     const core::Shape in = layers::ActivationShape(nhwc, g.batch, g.in_channels, g.in[1], g.in[2]);
     const core::Shape out =
         layers::ActivationShape(nhwc, g.batch, g.out_channels, g.out(1), g.out(2));
@@ -126,6 +127,12 @@ void BuildUnit(const ConvGeometry& g, core::Device device, UnitSide* s) {
 void Put(const std::vector<float>& host, const core::Tensor& t) {
   if (t.dtype() == core::DType::kF32) {
     ops::CopyBytes(t.data(), t.device(), host.data(), core::Device::kCpu, t.bytes());
+    return;
+  }
+  if (t.device() == core::Device::kCpu) {
+    ASSERT_EQ(t.dtype(), core::DType::kBF16);
+    auto* bits = static_cast<uint16_t*>(t.data());
+    for (size_t i = 0; i < host.size(); ++i) bits[i] = core::FloatToBf16(host[i]);
     return;
   }
 #ifdef MLPERF_HAVE_CUDA

@@ -21,6 +21,7 @@
 #include "base/check.h"
 #include "reference/kernels/cpu/blas_threads.h"
 #include "reference/kernels/cpu/gemm.h"
+#include "reference/kernels/cpu/gemm_amx.h"
 #include "reference/kernels/cpu/parallel.h"
 #include "reference/kernels/cpu/round.h"
 
@@ -70,6 +71,12 @@ int Threads(const ConvGeometry& g, int64_t workspace_elements) {
 SharedB& SharedWeight() {
   static thread_local SharedB weight;
   return weight;
+}
+
+// Activations stored in bf16 go to the GEMMs as they are, on AMX tiles.
+void CheckBf16Gemms() {
+  MLPERF_CHECK_MSG(GemmsRoundToBf16(),
+                   "bf16 activations need the GEMMs on AMX tiles (bf16 on AMX)");
 }
 
 // Offset of input pixel (n, z, y, x) in an N[D]HWC tensor.
@@ -129,15 +136,17 @@ void Im2Col(const ConvGeometry& g, const T* x, int64_t begin, int64_t end, T* co
   }
 }
 
-// The adjoint: adds col rows [begin, end) into the pixels they were copied from.
-void Col2ImAdd(const ConvGeometry& g, const float* col, int64_t begin, int64_t end, float* dx) {
+// The adjoint: adds col rows [begin, end) into the pixels they were copied
+// from, dx holding the input from element `origin` on.
+void Col2ImAdd(const ConvGeometry& g, const float* col, int64_t begin, int64_t end, float* dx,
+               int64_t origin = 0) {
   const int64_t width = ColWidth(g);
   for (int64_t row = begin; row < end; ++row) {
     const float* in = col + (row - begin) * width;
     ForEachRun(g, row, [&](int64_t at, int64_t out, int64_t count) {
       if (out < 0) return;
       const float* s = in + at;
-      float* d = dx + out;
+      float* d = dx + (out - origin);
       for (int64_t i = 0; i < count; ++i) d[i] += s[i];
     });
   }
@@ -205,11 +214,7 @@ void ForwardChunks(const ConvGeometry& g, const T* x, const float* w, float* wor
         a = col;
       }
       float* rows = out(r0, r1);
-      if constexpr (std::is_same_v<T, float>) {
-        weight.Gemm(false, r1 - r0, 1.0f, a, 0.0f, rows);
-      } else {
-        weight.Gemm(r1 - r0, 1.0f, a, 0.0f, rows);
-      }
+      weight.Gemm(false, r1 - r0, 1.0f, a, 0.0f, rows);
       RoundSpan(round_to, rows, (r1 - r0) * k);
       done(r0, r1, rows);
     }
@@ -255,8 +260,35 @@ void ConvForwardRows(const ConvGeometry& g, const float* x, const float* w,
 void ConvForwardRows(const ConvGeometry& g, const uint16_t* x, const float* w,
                      const OutputRows& consume, float* workspace, int64_t workspace_elements,
                      core::DType round_to) {
-  MLPERF_CHECK_MSG(GemmsRoundToBf16(), "a bf16 convolution input needs the GEMMs on AMX tiles");
+  CheckBf16Gemms();
   ForwardRows(g, x, w, consume, workspace, workspace_elements, round_to);
+}
+
+namespace {
+
+template <typename T>
+void ForwardBf16(const ConvGeometry& g, const T* x, const float* w, uint16_t* y, float* workspace,
+                 int64_t workspace_elements) {
+  CheckBf16Gemms();
+  const int64_t k = g.out_channels;
+  ForwardRows(
+      g, x, w,
+      [&](int64_t r0, int64_t r1, const float* rows) {
+        StoreBf16(rows, (r1 - r0) * k, y + r0 * k);
+      },
+      workspace, workspace_elements, core::DType::kF32);
+}
+
+}  // namespace
+
+void ConvForward(const ConvGeometry& g, const float* x, const float* w, uint16_t* y,
+                 float* workspace, int64_t workspace_elements) {
+  ForwardBf16(g, x, w, y, workspace, workspace_elements);
+}
+
+void ConvForward(const ConvGeometry& g, const uint16_t* x, const float* w, uint16_t* y,
+                 float* workspace, int64_t workspace_elements) {
+  ForwardBf16(g, x, w, y, workspace, workspace_elements);
 }
 
 // Output rows of neighbouring depths add into shared input planes. With at
@@ -265,8 +297,21 @@ void ConvForwardRows(const ConvGeometry& g, const uint16_t* x, const float* w,
 // its last `halo` depths, whose windows reach no other slab's first part,
 // then, after a barrier, those last depths, which reach no other slab's last
 // depths as long as every slab is at least two halos deep.
-void ConvBackwardData(const ConvGeometry& g, const float* dy, const float* w, float* dx,
-                      float* workspace, int64_t workspace_elements, core::DType round_to) {
+namespace {
+
+// Each OpenMP thread's own fp32 scratch of at least n floats (it only grows).
+float* ThreadFloats(int64_t n) {
+  static thread_local std::vector<float> buffer;
+  if (static_cast<int64_t>(buffer.size()) < n) buffer.resize(static_cast<size_t>(n));
+  return buffer.data();
+}
+
+// dy and dx in fp32 (dx rounded to round_to), or both in bf16 (T =
+// uint16_t), where dx's sums are made in fp32 scratch and then stored.
+template <typename T>
+void BackwardData(const ConvGeometry& g, const T* dy, const float* w, T* dx, float* workspace,
+                  int64_t workspace_elements, core::DType round_to) {
+  constexpr bool kBf16 = !std::is_same_v<T, float>;
   const int64_t k = g.out_channels, width = ColWidth(g), p = g.out_spatial();
   const int threads = Threads(g, workspace_elements);
   const float* wk = w;
@@ -290,36 +335,52 @@ void ConvBackwardData(const ConvGeometry& g, const float* dy, const float* w, fl
     // dy rows [r0, r1) through the GEMM into col, then added into dx (a
     // pointwise conv's rows are dx's, rounded as they are written).
     const int64_t chunk = ChunkRows(g, round_to != core::DType::kF32, width);
-    auto add_rows = [&](int64_t r0, int64_t r1) {
+    // dx sums (fp32) from element `origin` on: dx itself in fp32.
+    auto add_rows = [&](int64_t r0, int64_t r1, float* sums, int64_t origin) {
       for (int64_t c0 = r0; c0 < r1; c0 += chunk) {
         const int64_t c1 = std::min(r1, c0 + chunk);
         if (g.is_pointwise()) {
-          weight.Gemm(false, c1 - c0, 1.0f, dy + c0 * k, 0.0f, dx + c0 * width);
-          RoundSpan(round_to, dx + c0 * width, (c1 - c0) * width);
+          if constexpr (kBf16) {
+            float* rows = ThreadFloats((c1 - c0) * width);
+            weight.Gemm(false, c1 - c0, 1.0f, dy + c0 * k, 0.0f, rows);
+            StoreBf16(rows, (c1 - c0) * width, dx + c0 * width);
+          } else {
+            weight.Gemm(false, c1 - c0, 1.0f, dy + c0 * k, 0.0f, dx + c0 * width);
+            RoundSpan(round_to, dx + c0 * width, (c1 - c0) * width);
+          }
           continue;
         }
         weight.Gemm(false, c1 - c0, 1.0f, dy + c0 * k, 0.0f, col);
-        Col2ImAdd(g, col, c0, c1, dx);
+        Col2ImAdd(g, col, c0, c1, sums, origin);
       }
     };
     if (g.is_pointwise()) {
       int64_t begin, end;
       ThreadShare(Rows(g), &begin, &end);
-      add_rows(begin, end);
+      add_rows(begin, end, nullptr, 0);
     } else if (g.batch >= team || slabs <= 1) {
       // When rounding, a group of whole images (about a chunk of rows) at a
-      // time, each group rounded once all its rows are added; else the
-      // whole share, chunked across images.
+      // time, each group rounded (or stored in bf16) once all its rows are
+      // added; else the whole share, chunked across images.
       int64_t n0, n1;
       ThreadShare(g.batch, &n0, &n1);
       const int64_t group =
-          round_to == core::DType::kF32 ? n1 - n0 : std::max<int64_t>(1, chunk / p);
+          round_to == core::DType::kF32 && !kBf16 ? n1 - n0 : std::max<int64_t>(1, chunk / p);
       for (int64_t n = n0; n < n1; n += group) {
         const int64_t m = std::min(n1, n + group);
-        std::fill(dx + n * image, dx + m * image, 0.0f);
-        add_rows(n * p, m * p);
-        RoundSpan(round_to, dx + n * image, (m - n) * image);
+        if constexpr (kBf16) {
+          float* sums = ThreadFloats((m - n) * image);
+          std::fill(sums, sums + (m - n) * image, 0.0f);
+          add_rows(n * p, m * p, sums, n * image);
+          StoreBf16(sums, (m - n) * image, dx + n * image);
+        } else {
+          std::fill(dx + n * image, dx + m * image, 0.0f);
+          add_rows(n * p, m * p, dx, 0);
+          RoundSpan(round_to, dx + n * image, (m - n) * image);
+        }
       }
+    } else if constexpr (kBf16) {
+      MLPERF_CHECK_MSG(false, "bf16 storage: no depth slabs (a volume per thread or more)");
     } else {
       int64_t i0, i1;
       ThreadShare(g.batch * image, &i0, &i1);
@@ -328,9 +389,9 @@ void ConvBackwardData(const ConvGeometry& g, const float* dy, const float* w, fl
       const int64_t z0 = depth * t / slabs, z1 = depth * (t + 1) / slabs;
       for (int64_t n = 0; n < g.batch; ++n) {
 #pragma omp barrier
-        if (t < slabs) add_rows(n * p + z0 * plane, n * p + (z1 - halo) * plane);
+        if (t < slabs) add_rows(n * p + z0 * plane, n * p + (z1 - halo) * plane, dx, 0);
 #pragma omp barrier
-        if (t < slabs) add_rows(n * p + (z1 - halo) * plane, n * p + z1 * plane);
+        if (t < slabs) add_rows(n * p + (z1 - halo) * plane, n * p + z1 * plane, dx, 0);
       }
 #pragma omp barrier
       RoundSpan(round_to, dx + i0, i1 - i0);
@@ -338,10 +399,38 @@ void ConvBackwardData(const ConvGeometry& g, const float* dy, const float* w, fl
   }
 }
 
+}  // namespace
+
+void ConvBackwardData(const ConvGeometry& g, const float* dy, const float* w, float* dx,
+                      float* workspace, int64_t workspace_elements, core::DType round_to) {
+  BackwardData(g, dy, w, dx, workspace, workspace_elements, round_to);
+}
+
+void ConvBackwardData(const ConvGeometry& g, const uint16_t* dy, const float* w, uint16_t* dx,
+                      float* workspace, int64_t workspace_elements) {
+  CheckBf16Gemms();
+  BackwardData(g, dy, w, dx, workspace, workspace_elements, core::DType::kF32);
+}
+
+namespace {
+
+// One chunk's dw partial: C[k, width] (+)= dy^T * b, in the calling thread.
+void WeightGemm(int64_t k, int64_t width, int64_t rows, const float* dy, const float* b, float beta,
+                float* c) {
+  Gemm(true, false, k, width, rows, 1.0f, dy, b, beta, c);
+}
+template <typename TB>
+void WeightGemm(int64_t k, int64_t width, int64_t rows, const uint16_t* dy, const TB* b, float beta,
+                float* c) {
+  GemmBf16Amx(true, false, k, width, rows, 1.0f, dy, k, b, width, beta, c, width);
+}
+
 // Each thread sums its rows' contribution into its own partial gradient;
-// the partials are added (and unpacked to [K, C, V]) at the end.
-void ConvBackwardWeight(const ConvGeometry& g, const float* x, const float* dy, float* dw,
-                        float* workspace, int64_t workspace_elements) {
+// the partials are added (and unpacked to [K, C, V]) at the end. x and dy
+// in fp32, or dy in bf16 with x in bf16 or fp32 (an image).
+template <typename TX, typename TDY>
+void BackwardWeight(const ConvGeometry& g, const TX* x, const TDY* dy, float* dw, float* workspace,
+                    int64_t workspace_elements) {
   const int64_t k = g.out_channels, width = ColWidth(g), size = k * width;
   const int threads = Threads(g, workspace_elements);
   float* first = RepackElements(g) > 0 ? workspace : dw;
@@ -353,7 +442,7 @@ void ConvBackwardWeight(const ConvGeometry& g, const float* x, const float* dy, 
 #pragma omp parallel num_threads(threads)
     {
       const int t = omp_get_thread_num();
-      float* col = workspace + RepackElements(g) + t * PerThreadElements(g);
+      TX* col = reinterpret_cast<TX*>(workspace + RepackElements(g) + t * PerThreadElements(g));
       float* acc = partial(t);
       int64_t begin, end;
       ThreadShare(Rows(g), &begin, &end);
@@ -361,13 +450,13 @@ void ConvBackwardWeight(const ConvGeometry& g, const float* x, const float* dy, 
       const int64_t chunk = ChunkRows(g);
       for (int64_t r0 = begin; r0 < end; r0 += chunk) {
         const int64_t r1 = std::min(end, r0 + chunk);
-        const float* b = x + r0 * width;
+        const TX* b = x + r0 * width;
         if (!g.is_pointwise()) {
           Im2Col(g, x, r0, r1, col);
           b = col;
         }
         // The first chunk overwrites the partial: no separate zeroing pass.
-        Gemm(true, false, k, width, r1 - r0, 1.0f, dy + r0 * k, b, r0 == begin ? 0.0f : 1.0f, acc);
+        WeightGemm(k, width, r1 - r0, dy + r0 * k, b, r0 == begin ? 0.0f : 1.0f, acc);
       }
     }
   }
@@ -381,6 +470,25 @@ void ConvBackwardWeight(const ConvGeometry& g, const float* x, const float* dy, 
     }
   }
   if (RepackElements(g) > 0) RepackWeight<false>(g, first, dw);
+}
+
+}  // namespace
+
+void ConvBackwardWeight(const ConvGeometry& g, const float* x, const float* dy, float* dw,
+                        float* workspace, int64_t workspace_elements) {
+  BackwardWeight(g, x, dy, dw, workspace, workspace_elements);
+}
+
+void ConvBackwardWeight(const ConvGeometry& g, const uint16_t* x, const uint16_t* dy, float* dw,
+                        float* workspace, int64_t workspace_elements) {
+  CheckBf16Gemms();
+  BackwardWeight(g, x, dy, dw, workspace, workspace_elements);
+}
+
+void ConvBackwardWeight(const ConvGeometry& g, const float* x, const uint16_t* dy, float* dw,
+                        float* workspace, int64_t workspace_elements) {
+  CheckBf16Gemms();
+  BackwardWeight(g, x, dy, dw, workspace, workspace_elements);
 }
 
 }  // namespace mlperf::cpu::nhwc

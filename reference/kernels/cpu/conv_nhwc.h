@@ -37,4 +37,21 @@ void ConvBackwardData(const ConvGeometry& g, const float* dy, const float* w, fl
 void ConvBackwardWeight(const ConvGeometry& g, const float* x, const float* dy, float* dw,
                         float* workspace, int64_t workspace_elements);
 
+// The same with the activations stored in bf16 (uint16_t bits: x, y, dy,
+// dx; an image x may stay fp32), as ResNet stores them under bf16 on AMX
+// (ops::ActivationStorageType): the values of fp32 storage rounded at its
+// storage points, bit for bit. Require the GEMMs on AMX tiles
+// (GemmsRoundToBf16); the backward data takes no depth slabs (2-D, or a
+// volume per thread).
+void ConvForward(const ConvGeometry& g, const float* x, const float* w, uint16_t* y,
+                 float* workspace, int64_t workspace_elements);
+void ConvForward(const ConvGeometry& g, const uint16_t* x, const float* w, uint16_t* y,
+                 float* workspace, int64_t workspace_elements);
+void ConvBackwardData(const ConvGeometry& g, const uint16_t* dy, const float* w, uint16_t* dx,
+                      float* workspace, int64_t workspace_elements);
+void ConvBackwardWeight(const ConvGeometry& g, const uint16_t* x, const uint16_t* dy, float* dw,
+                        float* workspace, int64_t workspace_elements);
+void ConvBackwardWeight(const ConvGeometry& g, const float* x, const uint16_t* dy, float* dw,
+                        float* workspace, int64_t workspace_elements);
+
 }  // namespace mlperf::cpu::nhwc

@@ -121,9 +121,10 @@ void SharedB::Gemm(bool trans_a, int64_t m, float alpha, const float* a, float b
   Sgemm(trans_a, trans_b_, m, n_, k_, alpha, a, lda, b_, trans_b_ ? k_ : n_, beta, c, n_);
 }
 
-void SharedB::Gemm(int64_t m, float alpha, const uint16_t* a, float beta, float* c) const {
+void SharedB::Gemm(bool trans_a, int64_t m, float alpha, const uint16_t* a, float beta,
+                   float* c) const {
   MLPERF_CHECK_MSG(packed_, "a bf16 operand needs the GEMMs on AMX tiles (GemmsRoundToBf16)");
-  GemmBf16AmxPackedB(m, n_, k_, alpha, a, k_, tiles_.data(), beta, c, n_);
+  GemmBf16AmxPackedB(trans_a, m, n_, k_, alpha, a, trans_a ? m : k_, tiles_.data(), beta, c, n_);
 }
 
 void SetComputeThreads(int threads) {

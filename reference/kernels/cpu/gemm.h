@@ -24,8 +24,8 @@ class SharedB {
   void Pack(int thread, int team);
   // C[m, n] = alpha * op(A) * op(B) + beta * C in the calling thread.
   void Gemm(bool trans_a, int64_t m, float alpha, const float* a, float beta, float* c) const;
-  // The same with A (not transposed) in bf16 (its bits): packed tiles only.
-  void Gemm(int64_t m, float alpha, const uint16_t* a, float beta, float* c) const;
+  // The same with A in bf16 (its bits): packed tiles only.
+  void Gemm(bool trans_a, int64_t m, float alpha, const uint16_t* a, float beta, float* c) const;
 
  private:
   bool trans_b_ = false, packed_ = false;

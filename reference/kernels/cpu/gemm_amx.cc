@@ -18,7 +18,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string_view>
-#include <type_traits>
 #include <vector>
 
 namespace mlperf::cpu {
@@ -101,28 +100,45 @@ inline __m512i Row32(const float* p, int64_t count) {
   return reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
 }
 
-inline void PackRow32(const float* p, int64_t count, uint16_t* dst) {
+// The same from bf16 (their bits): a load.
+inline __m512i Row32(const uint16_t* p, int64_t count) {
+  const __mmask32 mask = count >= 32 ? ~__mmask32{0} : (__mmask32{1} << count) - 1;
+  return _mm512_maskz_loadu_epi16(count > 0 ? mask : 0, p);
+}
+
+template <typename T>
+inline void PackRow32(const T* p, int64_t count, uint16_t* dst) {
   _mm512_storeu_si512(dst, Row32(p, count));
 }
 
-// The same from bf16 (0 to 32 of them): a copy.
-inline void PackRow32(const uint16_t* p, int64_t count, uint16_t* dst) {
-  const __mmask32 mask = count >= 32 ? ~__mmask32{0} : (__mmask32{1} << count) - 1;
-  _mm512_storeu_si512(dst, _mm512_maskz_loadu_epi16(count > 0 ? mask : 0, p));
-}
-
-// Rows r and r + 1 at p (stride ld; zeros from row `count` on) of `lanes`
-// floats (zeros after them, 16 in all), as 16 bf16 pairs, row r's low.
-inline __m512i PairRows(const float* p, int64_t ld, int64_t r, int64_t count, int64_t lanes) {
-  alignas(64) static constexpr uint16_t kInterleave[32] = {
-      0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
-      8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+// Rows r and r + 1 of `lanes` values at p, as 32 bf16: row r's in the low
+// half, row r + 1's in the high half, zeros past `lanes` and from row
+// `count` on.
+inline __m512i TwoRows(const float* p, int64_t ld, int64_t r, int64_t count, int64_t lanes) {
   const __mmask16 mask = FirstLanes(lanes);
   const __m512 v0 = _mm512_maskz_loadu_ps(r < count ? mask : 0, p + std::min(r, count - 1) * ld);
   const __m512 v1 =
       _mm512_maskz_loadu_ps(r + 1 < count ? mask : 0, p + std::min(r + 1, count - 1) * ld);
-  const __m512i both = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(v1, v0));
-  return _mm512_permutexvar_epi16(_mm512_load_si512(kInterleave), both);
+  return reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(v1, v0));
+}
+
+inline __m512i TwoRows(const uint16_t* p, int64_t ld, int64_t r, int64_t count, int64_t lanes) {
+  const __mmask16 mask = FirstLanes(lanes);
+  const __m256i v0 =
+      _mm256_maskz_loadu_epi16(r < count ? mask : 0, p + std::min(r, count - 1) * ld);
+  const __m256i v1 =
+      _mm256_maskz_loadu_epi16(r + 1 < count ? mask : 0, p + std::min(r + 1, count - 1) * ld);
+  return _mm512_inserti64x4(_mm512_castsi256_si512(v0), v1, 1);
+}
+
+// Rows r and r + 1 at p (stride ld; zeros from row `count` on) of `lanes`
+// values (zeros after them, 16 in all), as 16 bf16 pairs, row r's low.
+template <typename T>
+inline __m512i PairRows(const T* p, int64_t ld, int64_t r, int64_t count, int64_t lanes) {
+  alignas(64) static constexpr uint16_t kInterleave[32] = {
+      0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
+      8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  return _mm512_permutexvar_epi16(_mm512_load_si512(kInterleave), TwoRows(p, ld, r, count, lanes));
 }
 
 // Stores the transpose of v (16 rows of 16 32-bit pairs) as a tile's rows,
@@ -156,7 +172,7 @@ inline void StoreTransposed(__m512i v[16], uint16_t* tile) {
 }
 
 // The tile of op(A) (m x k) at rows [row0, row0 + 16) and k [k0, k0 + 32),
-// zeros past `rows` and `kc`; A in fp32, or in bf16 when not transposed.
+// zeros past `rows` and `kc`; A in fp32 or in bf16 (T = uint16_t).
 template <typename T>
 inline void PackTileA(bool trans, const T* a, int64_t lda, int64_t row0, int64_t rows, int64_t k0,
                       int64_t kc, uint16_t* tile) {
@@ -165,19 +181,18 @@ inline void PackTileA(bool trans, const T* a, int64_t lda, int64_t row0, int64_t
       PackRow32(r < rows ? a + (row0 + r) * lda + k0 : a, r < rows ? kc : 0, tile + r * kTileK);
     return;
   }
-  if constexpr (std::is_same_v<T, float>) {
-    // op(A)[i][kk] = a[kk * lda + i]: rows 2p and 2p + 1 of a are the tile's
-    // column of pairs p.
-    __m512i pairs[16];
-    for (int64_t p = 0; p < kTileRows; ++p)
-      pairs[p] = PairRows(a + k0 * lda + row0, lda, 2 * p, kc, rows);
-    StoreTransposed(pairs, tile);
-  }
+  // op(A)[i][kk] = a[kk * lda + i]: rows 2p and 2p + 1 of a are the tile's
+  // column of pairs p.
+  __m512i pairs[16];
+  for (int64_t p = 0; p < kTileRows; ++p)
+    pairs[p] = PairRows(a + k0 * lda + row0, lda, 2 * p, kc, rows);
+  StoreTransposed(pairs, tile);
 }
 
 // The tile of op(B) (k x n) at k [k0, k0 + 32) and columns [n0, n0 + 16),
 // each of its 16 rows (B[2p][j], B[2p + 1][j]) for j < 16.
-inline void PackTileB(bool trans, const float* b, int64_t ldb, int64_t n0, int64_t cols, int64_t k0,
+template <typename T>
+inline void PackTileB(bool trans, const T* b, int64_t ldb, int64_t n0, int64_t cols, int64_t k0,
                       int64_t kc, uint16_t* tile) {
   if (!trans) {
     // op(B)[kk][j] = b[kk * ldb + j]: rows 2p and 2p + 1 of b are row p.
@@ -217,7 +232,8 @@ void PackA(bool trans, const T* a, int64_t lda, int64_t m, int64_t k, int64_t i0
 }
 
 // Tile columns [jt0, jt1) of op(B) (k x n), as tiles[n / 16][k / 32].
-void PackB(bool trans, const float* b, int64_t ldb, int64_t k, int64_t n, int64_t jt0, int64_t jt1,
+template <typename T>
+void PackB(bool trans, const T* b, int64_t ldb, int64_t k, int64_t n, int64_t jt0, int64_t jt1,
            int64_t kt, uint16_t* dst) {
   ForEachTile(!trans, jt1 - jt0, kt, [&](int64_t t, int64_t q) {
     const int64_t jt = jt0 + t, n0 = jt * kTileRows;
@@ -306,16 +322,6 @@ bool AmxBf16Available() {
   return available;
 }
 
-void GemmBf16Amx(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-                 const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-                 int64_t ldc) {
-  if (m <= 0 || n <= 0) return;
-  static thread_local std::vector<uint16_t> buffer_b;
-  uint16_t* pb = Buffer(buffer_b, AmxPackedBElements(k, n));
-  PackBf16AmxB(trans_b, k, n, b, ldb, 0, 1, pb);
-  GemmBf16AmxPackedB(trans_a, m, n, k, alpha, a, lda, pb, beta, c, ldc);
-}
-
 int64_t AmxPackedBElements(int64_t k, int64_t n) {
   return EvenTiles(n) * ((k + kTileK - 1) / kTileK) * kTileSize;
 }
@@ -328,8 +334,8 @@ void PackBf16AmxB(bool trans_b, int64_t k, int64_t n, const float* b, int64_t ld
 
 namespace {
 
-template <typename T>
-void GemmPackedB(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha, const T* a,
+template <typename TA>
+void GemmPackedB(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha, const TA* a,
                  int64_t lda, const uint16_t* pb, float beta, float* c, int64_t ldc) {
   if (m <= 0 || n <= 0) return;
   const int64_t mt = EvenTiles(m), nt = EvenTiles(n), kt = (k + kTileK - 1) / kTileK;
@@ -344,16 +350,46 @@ void GemmPackedB(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha, con
   ReleaseTiles();
 }
 
+template <typename TA, typename TB>
+void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const TA* a,
+          int64_t lda, const TB* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (m <= 0 || n <= 0) return;
+  static thread_local std::vector<uint16_t> buffer_b;
+  uint16_t* pb = Buffer(buffer_b, AmxPackedBElements(k, n));
+  const int64_t nt = EvenTiles(n), kt = (k + kTileK - 1) / kTileK;
+  PackB(trans_b, b, ldb, k, n, 0, nt, kt, pb);
+  GemmPackedB(trans_a, m, n, k, alpha, a, lda, pb, beta, c, ldc);
+}
+
 }  // namespace
+
+void GemmBf16Amx(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                 const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                 int64_t ldc) {
+  Gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void GemmBf16Amx(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                 const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, float beta,
+                 float* c, int64_t ldc) {
+  Gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void GemmBf16Amx(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                 const uint16_t* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                 int64_t ldc) {
+  Gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
 
 void GemmBf16AmxPackedB(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                         int64_t lda, const uint16_t* tiles, float beta, float* c, int64_t ldc) {
   GemmPackedB(trans_a, m, n, k, alpha, a, lda, tiles, beta, c, ldc);
 }
 
-void GemmBf16AmxPackedB(int64_t m, int64_t n, int64_t k, float alpha, const uint16_t* a,
-                        int64_t lda, const uint16_t* tiles, float beta, float* c, int64_t ldc) {
-  GemmPackedB(false, m, n, k, alpha, a, lda, tiles, beta, c, ldc);
+void GemmBf16AmxPackedB(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha,
+                        const uint16_t* a, int64_t lda, const uint16_t* tiles, float beta, float* c,
+                        int64_t ldc) {
+  GemmPackedB(trans_a, m, n, k, alpha, a, lda, tiles, beta, c, ldc);
 }
 
 }  // namespace mlperf::cpu
@@ -366,25 +402,34 @@ namespace mlperf::cpu {
 
 bool AmxBf16Available() { return false; }
 
+namespace {
+void NoAmx() { MLPERF_CHECK_MSG(false, "the AMX GEMMs are x86-64 only"); }
+}  // namespace
+
 void GemmBf16Amx(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
                  int64_t, float, float*, int64_t) {
-  MLPERF_CHECK_MSG(false, "GemmBf16Amx: AMX is x86-64 only");
+  NoAmx();
+}
+void GemmBf16Amx(bool, bool, int64_t, int64_t, int64_t, float, const uint16_t*, int64_t,
+                 const uint16_t*, int64_t, float, float*, int64_t) {
+  NoAmx();
+}
+void GemmBf16Amx(bool, bool, int64_t, int64_t, int64_t, float, const uint16_t*, int64_t,
+                 const float*, int64_t, float, float*, int64_t) {
+  NoAmx();
 }
 
 int64_t AmxPackedBElements(int64_t, int64_t) { return 0; }
 
-void PackBf16AmxB(bool, int64_t, int64_t, const float*, int64_t, int, int, uint16_t*) {
-  MLPERF_CHECK_MSG(false, "PackBf16AmxB: AMX is x86-64 only");
-}
+void PackBf16AmxB(bool, int64_t, int64_t, const float*, int64_t, int, int, uint16_t*) { NoAmx(); }
 
 void GemmBf16AmxPackedB(bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
                         const uint16_t*, float, float*, int64_t) {
-  MLPERF_CHECK_MSG(false, "GemmBf16AmxPackedB: AMX is x86-64 only");
+  NoAmx();
 }
-
-void GemmBf16AmxPackedB(int64_t, int64_t, int64_t, float, const uint16_t*, int64_t, const uint16_t*,
-                        float, float*, int64_t) {
-  MLPERF_CHECK_MSG(false, "GemmBf16AmxPackedB: AMX is x86-64 only");
+void GemmBf16AmxPackedB(bool, int64_t, int64_t, int64_t, float, const uint16_t*, int64_t,
+                        const uint16_t*, float, float*, int64_t) {
+  NoAmx();
 }
 
 }  // namespace mlperf::cpu

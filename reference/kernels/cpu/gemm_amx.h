@@ -16,9 +16,16 @@ bool AmxBf16Available();
 // C[m,n] = alpha * op(A) * op(B) + beta * C in the calling thread, CBLAS
 // row-major conventions (lda, ldb, ldc in elements). The operands are
 // rounded to bf16 (nearest even; exact for the rounded operands of bf16
-// precision). Requires AmxBf16Available(); beta == 0 never reads C.
+// precision), or given in bf16 (their bits, uint16_t: bf16 activation
+// storage). Requires AmxBf16Available(); beta == 0 never reads C.
 void GemmBf16Amx(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                  const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                 int64_t ldc);
+void GemmBf16Amx(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                 const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, float beta,
+                 float* c, int64_t ldc);
+void GemmBf16Amx(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                 const uint16_t* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
                  int64_t ldc);
 
 // The same in two steps, for GEMMs that share op(B) (a convolution's chunks
@@ -30,8 +37,8 @@ void PackBf16AmxB(bool trans_b, int64_t k, int64_t n, const float* b, int64_t ld
                   int parts, uint16_t* tiles);
 void GemmBf16AmxPackedB(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                         int64_t lda, const uint16_t* tiles, float beta, float* c, int64_t ldc);
-// The same with A (m x k, not transposed) already in bf16 (its bits).
-void GemmBf16AmxPackedB(int64_t m, int64_t n, int64_t k, float alpha, const uint16_t* a,
-                        int64_t lda, const uint16_t* tiles, float beta, float* c, int64_t ldc);
+void GemmBf16AmxPackedB(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha,
+                        const uint16_t* a, int64_t lda, const uint16_t* tiles, float beta, float* c,
+                        int64_t ldc);
 
 }  // namespace mlperf::cpu

@@ -70,8 +70,30 @@ ApplyBf16Fn PickApplyBf16(bool relu, bool residual);
 void ApplyRows(ApplyFn apply, int64_t rows, int64_t c, const float* x, const float* residual,
                const Affine& a, float* y, core::DType round_to, int threads);
 
+// The row passes below also take channels-last activations stored in bf16
+// (their bits, uint16_t; ResNet's storage under bf16 on AMX), with the
+// fp32 passes' arithmetic and bf16's rounding points: the values of fp32
+// storage rounded to bf16, bit for bit. Here the apply of PickApply(relu,
+// residual != nullptr).
+void ApplyRows(bool relu, int64_t rows, int64_t c, const uint16_t* x, const uint16_t* residual,
+               const Affine& a, uint16_t* y, int threads);
+
 // Mean and (biased) variance per channel of `rows` channel vectors of width c.
 void RowMoments(const float* xp, int64_t rows, int64_t c, int threads, double* mean, double* var);
+void RowMoments(const uint16_t* xp, int64_t rows, int64_t c, int threads, double* mean,
+                double* var);
+
+// Sums per channel of dy and dy * (x - mean) into s1, s2 (fp64) over
+// `count` channel vectors of width c, or one channel's contiguous run (c ==
+// 1), in the calling thread; with an addend and ReLU as RowBackwardSums.
+using SumsFn = void (*)(int64_t count, int64_t c, const float* x, const float* y, float* dy,
+                        const float* addend, core::DType round_to, const float* mean, double* s1,
+                        double* s2);
+SumsFn PickBackwardSums(bool relu);
+// dx = a * dy - b * (x - mean) - d per channel over `count` channel vectors
+// (or one channel's run, c == 1), rounded to `round_to`, in the calling thread.
+void BackwardApply(int64_t count, int64_t c, const float* x, const float* dy, const float* mean,
+                   const float* a, const float* b, const float* d, float* dx, core::DType round_to);
 
 // Per-channel sums of dy and dy * (x - mean) over `rows` channel vectors of
 // width c (dy first made dy + addend, rounded to `round_to`, with an addend,
@@ -79,11 +101,18 @@ void RowMoments(const float* xp, int64_t rows, int64_t c, int threads, double* m
 void RowBackwardSums(bool relu, int64_t rows, int64_t c, const float* x, const float* y, float* dy,
                      const float* addend, core::DType round_to, const float* mean, int threads,
                      double* sum_dy, double* sum_dy_xc);
+// bf16 storage: dy + addend rounded to bf16.
+void RowBackwardSums(bool relu, int64_t rows, int64_t c, const uint16_t* x, const uint16_t* y,
+                     uint16_t* dy, const uint16_t* addend, const float* mean, int threads,
+                     double* sum_dy, double* sum_dy_xc);
 
 // dx = a * dy - b * (x - mean) - d per channel over `rows` channel vectors,
 // rounded to `round_to`, the rows shared by threads.
 void RowBackwardApply(int64_t rows, int64_t c, const float* x, const float* dy, const float* mean,
                       const float* a, const float* b, const float* d, float* dx, int threads,
                       core::DType round_to = core::DType::kF32);
+void RowBackwardApply(int64_t rows, int64_t c, const uint16_t* x, const uint16_t* dy,
+                      const float* mean, const float* a, const float* b, const float* d,
+                      uint16_t* dx, int threads);
 
 }  // namespace mlperf::cpu::norm_detail

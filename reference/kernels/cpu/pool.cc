@@ -76,11 +76,6 @@ void ForEachWindowPixel(const ConvGeometry& g, int64_t n, int64_t z, int64_t y, 
   }
 }
 
-// Channels-last activations are fp32, or bf16 bits (uint16_t) where an
-// inference pass stores them so (ops::InferenceStorageType).
-inline float Value(float v) { return v; }
-inline float Value(uint16_t bits) { return Bf16Value(bits); }
-
 // One output row (n, z, y) per parallel iteration; the max runs over whole
 // channel vectors. In bf16 the maximum is one of the inputs, stored as read.
 template <typename T>
@@ -100,7 +95,7 @@ void MaxPoolForwardChannelsLast(const ConvGeometry& g, const T* x, T* y) {
           const T* v = x + i;
           // A select (not a conditional store) vectorises as a max.
           for (int64_t ch = 0; ch < c; ++ch) {
-            const float f = Value(v[ch]);
+            const float f = StoredValue(v[ch]);
             b[ch] = f > b[ch] ? f : b[ch];
           }
         });
@@ -124,15 +119,27 @@ void MaxPoolForwardChannelsLast(const ConvGeometry& g, const T* x, T* y) {
 // tap, rather than once per channel.
 constexpr int64_t kPoolChannelBlock = 64;
 
-void MaxPoolBackwardChannelsLast(const ConvGeometry& g, const float* x, const float* dy,
-                                 float* dx) {
+// In bf16 storage (T = uint16_t) an image's sums are made in fp32 and then
+// stored rounded.
+template <typename T>
+void MaxPoolBackwardChannelsLast(const ConvGeometry& g, const T* x, const T* dy, T* dx) {
   const int64_t od = g.out(0), oh = g.out(1), ow = g.out(2), c = g.in_channels;
-  const int64_t out_dims[3] = {od, oh, ow};
+  const int64_t out_dims[3] = {od, oh, ow}, image = g.in_spatial() * c;
   constexpr int64_t kMaxTaps = 64;
   MLPERF_CHECK_MSG(g.kernel_volume() <= kMaxTaps, "max pooling window larger than 64");
 #pragma omp parallel for if (WorthParallel(g.batch * g.out_spatial() * c * g.kernel_volume()))
   for (int64_t n = 0; n < g.batch; ++n) {
-    std::fill(dx + n * g.in_spatial() * c, dx + (n + 1) * g.in_spatial() * c, 0.0f);
+    // The sums of image n, whose first element is at `origin` in dx.
+    float* sums;
+    if constexpr (std::is_same_v<T, float>) {
+      sums = dx + n * image;
+    } else {
+      static thread_local std::vector<float> buffer;
+      buffer.resize(static_cast<size_t>(image));
+      sums = buffer.data();
+    }
+    const int64_t origin = n * image;
+    std::fill(sums, sums + image, 0.0f);
     int64_t taps[kMaxTaps];
     for (int64_t z = 0; z < od; ++z)
       for (int64_t yo = 0; yo < oh; ++yo)
@@ -140,35 +147,36 @@ void MaxPoolBackwardChannelsLast(const ConvGeometry& g, const float* x, const fl
           int count = 0;
           ForEachWindowPixel(g, n, z, yo, xo, [&](int64_t i) { taps[count++] = i; });
           if (count == 0) continue;
-          const float* d = dy + Pixel(out_dims, c, n, z, yo, xo);
+          const T* d = dy + Pixel(out_dims, c, n, z, yo, xo);
           for (int64_t c0 = 0; c0 < c; c0 += kPoolChannelBlock) {
             const int64_t nc = std::min(kPoolChannelBlock, c - c0);
             // The winning tap is kept as a float so that its select has the
             // comparison's width and vectorises.
             float best[kPoolChannelBlock], arg[kPoolChannelBlock];
-            const float* first = x + taps[0] + c0;
+            const T* first = x + taps[0] + c0;
             for (int64_t j = 0; j < nc; ++j) {
-              best[j] = first[j];
+              best[j] = StoredValue(first[j]);
               arg[j] = 0.0f;
             }
             for (int k = 1; k < count; ++k) {
-              const float* v = x + taps[k] + c0;
+              const T* v = x + taps[k] + c0;
               const float tap = static_cast<float>(k);
               // Two loops: GCC vectorises each select alone for SSE2, not
               // the pair.
               for (int64_t j = 0; j < nc; ++j) {
                 const float aj = arg[j];
-                arg[j] = v[j] > best[j] ? tap : aj;
+                arg[j] = StoredValue(v[j]) > best[j] ? tap : aj;
               }
               for (int64_t j = 0; j < nc; ++j) {
-                const float vj = v[j], bj = best[j];
+                const float vj = StoredValue(v[j]), bj = best[j];
                 best[j] = vj > bj ? vj : bj;
               }
             }
             for (int64_t j = 0; j < nc; ++j)
-              dx[taps[static_cast<int>(arg[j])] + c0 + j] += d[c0 + j];
+              sums[taps[static_cast<int>(arg[j])] - origin + c0 + j] += StoredValue(d[c0 + j]);
           }
         }
+    if constexpr (!std::is_same_v<T, float>) StoreBf16(sums, image, dx + origin);
   }
 }
 
@@ -189,7 +197,7 @@ void GlobalAvgPoolForwardChannelsLast(const T* xp, const Tensor& x, const Tensor
       double sum[kChannelBlock] = {};
       for (int64_t q = 0; q < s; ++q) {
         const T* row = xp + (i * s + q) * c + c0;
-        for (int64_t j = 0; j < nc; ++j) sum[j] += Value(row[j]);
+        for (int64_t j = 0; j < nc; ++j) sum[j] += StoredValue(row[j]);
       }
       for (int64_t j = 0; j < nc; ++j) y.f32()[i * c + c0 + j] = static_cast<float>(sum[j] / s);
     }
@@ -198,10 +206,16 @@ void GlobalAvgPoolForwardChannelsLast(const T* xp, const Tensor& x, const Tensor
 void GlobalAvgPoolBackwardChannelsLast(const Tensor& dy, const Tensor& dx) {
   const int64_t c = LastDim(dx), rows = dx.numel() / c, s = dx.numel() / dy.numel();
   MLPERF_CHECK(dy.numel() * s == dx.numel());
+  const bool bf16 = dx.dtype() == core::DType::kBF16;  // stored rounded
 #pragma omp parallel for if (WorthParallel(dx.numel()))
   for (int64_t r = 0; r < rows; ++r) {
     const float* d = dy.f32() + r / s * c;
-    for (int64_t j = 0; j < c; ++j) dx.f32()[r * c + j] = d[j] / static_cast<float>(s);
+    if (bf16) {
+      uint16_t* out = static_cast<uint16_t*>(dx.data()) + r * c;
+      for (int64_t j = 0; j < c; ++j) out[j] = Bf16Bits(d[j] / static_cast<float>(s));
+    } else {
+      for (int64_t j = 0; j < c; ++j) dx.f32()[r * c + j] = d[j] / static_cast<float>(s);
+    }
   }
 }
 
@@ -242,6 +256,14 @@ void MaxPoolForward(const ConvGeometry& g, const Tensor& x, const Tensor& y) {
 void MaxPoolBackward(const ConvGeometry& g, const Tensor& x, const Tensor& dy, const Tensor& dx) {
   SameLayoutFamily(x, dx);
   if (CheckPool(g, dx, dy)) {
+    if (x.dtype() == core::DType::kBF16) {
+      MLPERF_CHECK_MSG(dy.dtype() == core::DType::kBF16 && dx.dtype() == core::DType::kBF16,
+                       "max pooling backward: bf16 x needs bf16 dy and dx");
+      MaxPoolBackwardChannelsLast(g, static_cast<const uint16_t*>(x.data()),
+                                  static_cast<const uint16_t*>(dy.data()),
+                                  static_cast<uint16_t*>(dx.data()));
+      return;
+    }
     MaxPoolBackwardChannelsLast(g, x.f32(), dy.f32(), dx.f32());
     return;
   }

@@ -45,6 +45,15 @@ inline float Bf16Value(uint16_t bits) {
   return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
 }
 
+// A stored activation's value: fp32 as it is, bf16 bits widened.
+inline float StoredValue(float v) { return v; }
+inline float StoredValue(uint16_t bits) { return Bf16Value(bits); }
+
+// n fp32 values rounded to bf16, stored as bits.
+inline void StoreBf16(const float* src, int64_t n, uint16_t* dst) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = Bf16Bits(src[i]);
+}
+
 // p[0, n) rounded to `precision` in place; nothing under kF32.
 inline void RoundSpan(core::DType precision, float* p, int64_t n) {
   if (precision == core::DType::kBF16) {

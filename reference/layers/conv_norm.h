@@ -25,7 +25,8 @@ ConvGeometry Conv2dPadded(int64_t n, int64_t c, int64_t h, int64_t w, int64_t ou
 // conv (no bias) -> BN -> optional residual add -> optional ReLU, the last
 // three in one fused op writing the output. The output and the conv's are
 // stored activations (precision.h): in the compute precision's type on a
-// device with typed activations, else fp32 rounded at the storage points.
+// device with typed activations (and in channels-last on a host with AMX
+// under bf16), else fp32 rounded at the storage points.
 class ConvBn {
  public:
   void Allocate(const ConvGeometry& g, core::Layout layout, bool relu, const std::string& conv_name,

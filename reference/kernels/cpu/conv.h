@@ -25,6 +25,9 @@ int64_t ConvWorkspaceElements(const ConvGeometry& g, core::Layout layout = core:
 // Each output is rounded to `round_to` (bf16 or fp16) if given: a block at a
 // time as it is written where the output is written once (per image, per
 // chunk of rows), else in one pass at the end.
+// Channels-last activations (x, y, dy, dx; not the weight) may also be
+// stored in bf16 under bf16 on AMX (nhwc's bf16 overloads), an image x
+// staying fp32: then stored rounded, and round_to does not apply.
 void ConvForward(const ConvGeometry& g, const core::Tensor& x, const core::Tensor& w,
                  const core::Tensor& y, const core::Tensor& workspace,
                  core::DType round_to = core::DType::kF32);

@@ -12,7 +12,9 @@ using mlperf::BatchNormParams;
 // Batch norm over x = [N, C, spatial...] (NCHW / NCDHW, or kRowMajor [N, C])
 // or channels-last x = [N, spatial..., C] (kNHWC / kNDHWC); y, dy and dx must
 // be in the same layout family as x (checked); BatchNormParams is in
-// kernels/norm_params.h. The running
+// kernels/norm_params.h. The fused channels-last ops below also take x, y,
+// dy, dx, residual and addend stored in bf16 (all of them; norm_rows.h),
+// rounded as stored. The running
 // variance takes the unbiased batch variance (n / (n - 1)), as both do.
 void BatchNormForwardTraining(const BatchNormParams& p, const core::Tensor& x,
                               const core::Tensor& gamma, const core::Tensor& beta,

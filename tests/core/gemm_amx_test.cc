@@ -165,5 +165,56 @@ TEST_F(GemmAmxTest, SharedBGivesGemmsBits) {
   cpu::SetBf16Operands(false);
 }
 
+// Operands given in bf16 (bf16 activation storage) give the bits of their
+// fp32 values: A read in place where its rows are whole tile rows (k a
+// multiple of 32; 32 rows at a time, a last partial pair packed), or packed,
+// A transposed, B in both layouts and a mix of bf16 A with fp32 B.
+TEST_F(GemmAmxTest, Bf16OperandsGiveTheBitsOfTheirValues) {
+  const auto bits = [](const std::vector<float>& v) {
+    std::vector<uint16_t> h(v.size());
+    for (size_t i = 0; i < v.size(); ++i) h[i] = core::FloatToBf16(v[i]);
+    return h;
+  };
+  const auto values = [](const std::vector<uint16_t>& h) {
+    std::vector<float> v(h.size());
+    for (size_t i = 0; i < v.size(); ++i) v[i] = core::Bf16ToFloat(h[i]);
+    return v;
+  };
+  struct Shape {
+    int64_t m, n, k;
+  };
+  for (const Shape sh : {Shape{1056, 40, 64}, Shape{1100, 72, 96}, Shape{70, 48, 90}}) {
+    const std::vector<uint16_t> a16 = bits(Uniform(sh.m * sh.k, 11)),
+                                b16 = bits(Uniform(sh.k * sh.n, 12));
+    const std::vector<float> a = values(a16), b = values(b16);
+    for (const bool trans_a : {false, true}) {
+      for (const bool trans_b : {false, true}) {
+        const int64_t lda = trans_a ? sh.m : sh.k, ldb = trans_b ? sh.k : sh.n;
+        std::vector<float> want(sh.m * sh.n), got(sh.m * sh.n, -1.0f), mixed(sh.m * sh.n, -1.0f);
+        cpu::GemmBf16Amx(trans_a, trans_b, sh.m, sh.n, sh.k, 1.0f, a.data(), lda, b.data(), ldb,
+                         0.0f, want.data(), sh.n);
+        cpu::GemmBf16Amx(trans_a, trans_b, sh.m, sh.n, sh.k, 1.0f, a16.data(), lda, b16.data(), ldb,
+                         0.0f, got.data(), sh.n);
+        cpu::GemmBf16Amx(trans_a, trans_b, sh.m, sh.n, sh.k, 1.0f, a16.data(), lda, b.data(), ldb,
+                         0.0f, mixed.data(), sh.n);
+        EXPECT_EQ(got, want) << sh.m << "x" << sh.n << "x" << sh.k << " trans " << trans_a
+                             << trans_b;
+        EXPECT_EQ(mixed, want) << sh.m << "x" << sh.n << "x" << sh.k;
+      }
+    }
+    // A shared B with a bf16 A, as a convolution's chunks of rows.
+    cpu::SetBf16Operands(true);
+    std::vector<float> want(sh.m * sh.n), got(sh.m * sh.n, -1.0f);
+    cpu::Gemm(false, true, sh.m, sh.n, sh.k, 1.0f, a.data(), b.data(), 0.0f, want.data());
+    cpu::SharedB shared;
+    shared.Prepare(true, sh.k, sh.n, b.data());
+    shared.Pack(0, 1);
+    shared.Gemm(false, 64, 1.0f, a16.data(), 0.0f, got.data());
+    shared.Gemm(false, sh.m - 64, 1.0f, a16.data() + 64 * sh.k, 0.0f, got.data() + 64 * sh.n);
+    EXPECT_EQ(got, want) << "shared B, " << sh.m << "x" << sh.n << "x" << sh.k;
+    cpu::SetBf16Operands(false);
+  }
+}
+
 }  // namespace
 }  // namespace mlperf

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace mlperf::cpu {
@@ -242,18 +243,30 @@ void PackB(bool trans, const T* b, int64_t ldb, int64_t k, int64_t n, int64_t jt
   });
 }
 
-// C rows [i0, i0 + 16 * tiles) from the packed A block and all of B.
-void MultiplyBlock(const uint16_t* pa, const uint16_t* pb, int64_t tiles, int64_t nt, int64_t kt,
+// Where the A tiles of a block lie: tile (it, q) at base + it * row_step +
+// q * k_step, its rows `stride` bytes apart. Packed tiles, or a bf16 A read
+// in place.
+struct ATiles {
+  const uint16_t* base;
+  int64_t row_step, k_step, stride;
+};
+
+ATiles Packed(const uint16_t* pa, int64_t kt) {
+  return {pa, kt * kTileSize, kTileSize, kTileK * 2};
+}
+
+// C rows [i0, i0 + 16 * tiles) from the block of A and all of B.
+void MultiplyBlock(const ATiles& pa, const uint16_t* pb, int64_t tiles, int64_t nt, int64_t kt,
                    int64_t i0, int64_t m, int64_t n, float alpha, float beta, float* c,
                    int64_t ldc) {
   alignas(64) float acc[32 * 32];
-  const int64_t stride = kTileK * 2, acc_stride = 32 * sizeof(float);
+  const int64_t stride = pa.stride, b_stride = kTileK * 2, acc_stride = 32 * sizeof(float);
   for (int64_t jt = 0; jt < nt; jt += 2) {
     const uint16_t* b0 = pb + jt * kt * kTileSize;
     const uint16_t* b1 = b0 + kt * kTileSize;
     for (int64_t it = 0; it < tiles; it += 2) {
-      const uint16_t* a0 = pa + it * kt * kTileSize;
-      const uint16_t* a1 = a0 + kt * kTileSize;
+      const uint16_t* a0 = pa.base + it * pa.row_step;
+      const uint16_t* a1 = a0 + pa.row_step;
       const int64_t row0 = i0 + it * kTileRows, col0 = jt * kTileRows;
       const int64_t rows = std::min<int64_t>(32, m - row0), cols = std::min<int64_t>(32, n - col0);
       // A whole block with alpha 1 and beta 0 is stored straight from the
@@ -269,10 +282,10 @@ void MultiplyBlock(const uint16_t* pa, const uint16_t* pb, int64_t tiles, int64_
       MLPERF_TILE_ZERO(2);
       MLPERF_TILE_ZERO(3);
       for (int64_t q = 0; q < kt; ++q) {
-        MLPERF_TILE_LOAD(4, a0 + q * kTileSize, stride);
-        MLPERF_TILE_LOAD(5, a1 + q * kTileSize, stride);
-        MLPERF_TILE_LOAD(6, b0 + q * kTileSize, stride);
-        MLPERF_TILE_LOAD(7, b1 + q * kTileSize, stride);
+        MLPERF_TILE_LOAD(4, a0 + q * pa.k_step, stride);
+        MLPERF_TILE_LOAD(5, a1 + q * pa.k_step, stride);
+        MLPERF_TILE_LOAD(6, b0 + q * kTileSize, b_stride);
+        MLPERF_TILE_LOAD(7, b1 + q * kTileSize, b_stride);
         MLPERF_TILE_DP(0, 4, 6);
         MLPERF_TILE_DP(1, 4, 7);
         MLPERF_TILE_DP(2, 5, 6);
@@ -339,13 +352,25 @@ void GemmPackedB(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha, con
                  int64_t lda, const uint16_t* pb, float beta, float* c, int64_t ldc) {
   if (m <= 0 || n <= 0) return;
   const int64_t mt = EvenTiles(m), nt = EvenTiles(n), kt = (k + kTileK - 1) / kTileK;
+  // A bf16 A whose rows are whole tile rows (k a multiple of 32) is read in
+  // place, 32 rows at a time; only a last partial pair of tiles is packed.
+  const bool in_place = std::is_same_v<TA, uint16_t> && !trans_a && k % kTileK == 0;
+  const int64_t direct_tiles = in_place ? m / (2 * kTileRows) * 2 : 0;
   static thread_local std::vector<uint16_t> buffer_a;
   uint16_t* pa = Buffer(buffer_a, std::min(mt, kBlockTiles) * kt * kTileSize);
   LoadTileConfig();
-  for (int64_t it = 0; it < mt; it += kBlockTiles) {
-    const int64_t tiles = std::min(kBlockTiles, mt - it), i0 = it * kTileRows;
+  for (int64_t it = 0, tiles; it < mt; it += tiles) {
+    tiles = std::min(kBlockTiles, mt - it);
+    const int64_t i0 = it * kTileRows;
+    if (it < direct_tiles) {
+      tiles = std::min(tiles, direct_tiles - it);
+      const ATiles rows{reinterpret_cast<const uint16_t*>(a) + i0 * lda, kTileRows * lda, kTileK,
+                        lda * 2};
+      MultiplyBlock(rows, pb, tiles, nt, kt, i0, m, n, alpha, beta, c, ldc);
+      continue;
+    }
     PackA(trans_a, a, lda, m, k, i0, tiles, kt, pa);
-    MultiplyBlock(pa, pb, tiles, nt, kt, i0, m, n, alpha, beta, c, ldc);
+    MultiplyBlock(Packed(pa, kt), pb, tiles, nt, kt, i0, m, n, alpha, beta, c, ldc);
   }
   ReleaseTiles();
 }

@@ -291,12 +291,6 @@ void ConvForward(const ConvGeometry& g, const uint16_t* x, const float* w, uint1
   ForwardBf16(g, x, w, y, workspace, workspace_elements);
 }
 
-// Output rows of neighbouring depths add into shared input planes. With at
-// least as many images as threads, a thread owns whole images. With fewer, a
-// thread owns a slab of output depths of each image in turn: first all but
-// its last `halo` depths, whose windows reach no other slab's first part,
-// then, after a barrier, those last depths, which reach no other slab's last
-// depths as long as every slab is at least two halos deep.
 namespace {
 
 // Each OpenMP thread's own fp32 scratch of at least n floats (it only grows).
@@ -306,6 +300,12 @@ float* ThreadFloats(int64_t n) {
   return buffer.data();
 }
 
+// Output rows of neighbouring depths add into shared input planes. With at
+// least as many images as threads, a thread owns whole images. With fewer, a
+// thread owns a slab of output depths of each image in turn: first all but
+// its last `halo` depths, whose windows reach no other slab's first part,
+// then, after a barrier, those last depths, which reach no other slab's last
+// depths as long as every slab is at least two halos deep.
 // dy and dx in fp32 (dx rounded to round_to), or both in bf16 (T =
 // uint16_t), where dx's sums are made in fp32 scratch and then stored.
 template <typename T>
@@ -334,7 +334,7 @@ void BackwardData(const ConvGeometry& g, const T* dy, const float* w, T* dx, flo
     float* col = workspace + RepackElements(g) + omp_get_thread_num() * PerThreadElements(g);
     // dy rows [r0, r1) through the GEMM into col, then added into dx (a
     // pointwise conv's rows are dx's, rounded as they are written).
-    const int64_t chunk = ChunkRows(g, round_to != core::DType::kF32, width);
+    const int64_t chunk = ChunkRows(g, round_to != core::DType::kF32 || kBf16, width);
     // dx sums (fp32) from element `origin` on: dx itself in fp32.
     auto add_rows = [&](int64_t r0, int64_t r1, float* sums, int64_t origin) {
       for (int64_t c0 = r0; c0 < r1; c0 += chunk) {

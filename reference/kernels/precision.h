@@ -49,9 +49,10 @@ class PrecisionScope {
 };
 
 // Whether the models store activations in the precision's own type on a
-// CUDA device under bf16/fp16: on unless MLPERF_TYPED_ACTIVATIONS=0 or a
+// CUDA device under bf16/fp16 (and ResNet on a CPU with AMX under bf16,
+// ActivationStorageType): on unless MLPERF_TYPED_ACTIVATIONS=0 or a
 // TypedActivationsScope(false) asks for fp32 storage rounded in place (the
-// CPU's way; tests and benchmarks compare the two). Every model's typed
+// CPU's way elsewhere; tests and benchmarks compare the two). Every model's typed
 // storage passed its GPU tests (ResNet on an H200, BERT and 3D U-Net on an
 // H100); BERT's attention heads and context, stored typed since, have not
 // run on a GPU yet.

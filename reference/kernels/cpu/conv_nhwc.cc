@@ -73,6 +73,14 @@ SharedB& SharedWeight() {
   return weight;
 }
 
+// Each OpenMP thread's own fp32 scratch of at least n floats, kept for the
+// next call (it only grows).
+float* ThreadFloats(int64_t n) {
+  static thread_local std::vector<float> buffer;
+  if (static_cast<int64_t>(buffer.size()) < n) buffer.resize(static_cast<size_t>(n));
+  return buffer.data();
+}
+
 // Activations stored in bf16 go to the GEMMs as they are, on AMX tiles.
 void CheckBf16Gemms() {
   MLPERF_CHECK_MSG(GemmsRoundToBf16(),
@@ -240,12 +248,7 @@ void ForwardRows(const ConvGeometry& g, const T* x, const float* w, const Output
   const int64_t k = g.out_channels, chunk = ChunkRows(g, /*output_chunks=*/true, k);
   ForwardChunks(
       g, x, w, workspace, workspace_elements, round_to, chunk,
-      [&](int64_t, int64_t) {
-        // Each OpenMP thread's own, kept for the next call.
-        static thread_local std::vector<float> rows;
-        if (rows.size() < static_cast<size_t>(chunk * k)) rows.resize(chunk * k);
-        return rows.data();
-      },
+      [&](int64_t, int64_t) { return ThreadFloats(chunk * k); },
       [&](int64_t r0, int64_t r1, const float* rows) { consume(r0, r1, rows); });
 }
 
@@ -292,13 +295,6 @@ void ConvForward(const ConvGeometry& g, const uint16_t* x, const float* w, uint1
 }
 
 namespace {
-
-// Each OpenMP thread's own fp32 scratch of at least n floats (it only grows).
-float* ThreadFloats(int64_t n) {
-  static thread_local std::vector<float> buffer;
-  if (static_cast<int64_t>(buffer.size()) < n) buffer.resize(static_cast<size_t>(n));
-  return buffer.data();
-}
 
 // Output rows of neighbouring depths add into shared input planes. With at
 // least as many images as threads, a thread owns whole images. With fewer, a

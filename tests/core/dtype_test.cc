@@ -3,10 +3,12 @@
 #include "reference/core/dtype.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "reference/core/arena.h"
 #include "reference/core/init.h"
@@ -122,6 +124,45 @@ TEST(PhiloxTest, StreamsAreReproducibleAndDistinct) {
   }
   EXPECT_NEAR(sum / n, 0.5, 0.005);
   EXPECT_NEAR(sum_sq / n - 0.25, 1.0 / 12, 0.002);
+}
+
+// The initialisers' streams element by element, from their definition: a
+// Philox block per four elements, Box-Muller on lanes (0,1) and (2,3) (the
+// cosine to the even element), truncated normals re-drawn with the attempt
+// in the counter's top byte. The fills compute a block and a logarithm once
+// for the elements sharing them, on every core: the same bits, whatever the
+// thread count.
+float DefinitionNormal(uint64_t seed, uint64_t offset, uint64_t i, uint64_t attempt) {
+  const Philox4x32 b = PhiloxBlock(seed, offset, i / 4 + (attempt << 56));
+  const int pair = static_cast<int>(i % 4) / 2;
+  const double r = std::sqrt(-2.0 * std::log(1.0 - UniformFromBits(b.v[2 * pair])));
+  const double theta = 2.0 * M_PI * UniformFromBits(b.v[2 * pair + 1]);
+  return static_cast<float>(i % 2 == 0 ? r * std::cos(theta) : r * std::sin(theta));
+}
+
+TEST(InitTest, FillsGiveTheirStreamsElementByElementOnAnyThreadCount) {
+  for (const int64_t n : {int64_t{1}, int64_t{7}, (int64_t{1} << 17) + 3}) {
+    const RngStream rng{.seed = 42, .offset = 9};
+    std::vector<float> normal(n), truncated(n), uniform(n);
+    for (const int threads : {1, 2}) {
+      omp_set_num_threads(threads);
+      std::vector<float> got(n);
+      const Tensor t(got.data(), {n}, DType::kF32);
+      FillNormal(t, 0.5f, 2.0f, rng);
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(got[i], 0.5f + 2.0f * DefinitionNormal(42, 9, i, 0)) << "normal " << i;
+      FillTruncatedNormal(t, 3.0f, rng);
+      for (int64_t i = 0; i < n; ++i) {
+        float z = DefinitionNormal(42, 9, i, 0);
+        for (uint64_t k = 1; k < 64 && std::fabs(z) > 2.0f; ++k) z = DefinitionNormal(42, 9, i, k);
+        ASSERT_EQ(got[i], 3.0f * z) << "truncated " << i;
+      }
+      FillUniform(t, -1.0f, 3.0f, rng);
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(got[i], -1.0f + 4.0f * PhiloxUniform(42, 9, i)) << "uniform " << i;
+    }
+  }
+  omp_set_num_threads(omp_get_num_procs());
 }
 
 TEST(InitTest, DistributionsMatchTheReferences) {

@@ -72,10 +72,6 @@ bool CheckShapes(const ConvGeometry& g, const Tensor& x, const Tensor& w, const 
 // Pointwise convolutions may be handed an empty workspace.
 float* Scratch(const Tensor& workspace) { return workspace.empty() ? nullptr : workspace.f32(); }
 
-// Channels-last activations stored in bf16 (nhwc's bf16 overloads), as bits.
-bool Bf16(const Tensor& t) { return t.dtype() == core::DType::kBF16; }
-uint16_t* Bits(const Tensor& t) { return static_cast<uint16_t*>(t.data()); }
-
 int64_t WeightElements(const ConvGeometry& g) {
   return g.out_channels * g.in_channels * g.kernel_volume();
 }
@@ -120,10 +116,11 @@ int64_t ConvWorkspaceElements(const ConvGeometry& g, core::Layout layout) {
 void ConvForward(const ConvGeometry& g, const Tensor& x, const Tensor& w, const Tensor& y,
                  const Tensor& workspace, core::DType round_to) {
   if (CheckShapes(g, x, w, y)) {
-    if (Bf16(y) && Bf16(x)) {
-      nhwc::ConvForward(g, Bits(x), w.f32(), Bits(y), Scratch(workspace), workspace.numel());
-    } else if (Bf16(y)) {
-      nhwc::ConvForward(g, x.f32(), w.f32(), Bits(y), Scratch(workspace), workspace.numel());
+    if (IsBf16(y) && IsBf16(x)) {
+      nhwc::ConvForward(g, Bf16Data(x), w.f32(), Bf16Data(y), Scratch(workspace),
+                        workspace.numel());
+    } else if (IsBf16(y)) {
+      nhwc::ConvForward(g, x.f32(), w.f32(), Bf16Data(y), Scratch(workspace), workspace.numel());
     } else {
       nhwc::ConvForward(g, x.f32(), w.f32(), y.f32(), Scratch(workspace), workspace.numel(),
                         round_to);
@@ -150,9 +147,10 @@ void ConvForward(const ConvGeometry& g, const Tensor& x, const Tensor& w, const 
 void ConvBackwardData(const ConvGeometry& g, const Tensor& dy, const Tensor& w, const Tensor& dx,
                       const Tensor& workspace, core::DType round_to) {
   if (CheckShapes(g, dx, w, dy)) {
-    if (Bf16(dy)) {
-      MLPERF_CHECK_MSG(Bf16(dx), "conv backward data: a bf16 dy needs a bf16 dx");
-      nhwc::ConvBackwardData(g, Bits(dy), w.f32(), Bits(dx), Scratch(workspace), workspace.numel());
+    if (IsBf16(dy)) {
+      MLPERF_CHECK_MSG(IsBf16(dx), "conv backward data: a bf16 dy needs a bf16 dx");
+      nhwc::ConvBackwardData(g, Bf16Data(dy), w.f32(), Bf16Data(dx), Scratch(workspace),
+                             workspace.numel());
     } else {
       nhwc::ConvBackwardData(g, dy.f32(), w.f32(), dx.f32(), Scratch(workspace), workspace.numel(),
                              round_to);
@@ -181,11 +179,11 @@ void ConvBackwardData(const ConvGeometry& g, const Tensor& dy, const Tensor& w, 
 void ConvBackwardWeight(const ConvGeometry& g, const Tensor& x, const Tensor& dy, const Tensor& dw,
                         const Tensor& workspace, core::DType round_to) {
   if (CheckShapes(g, x, dw, dy)) {
-    if (Bf16(dy) && Bf16(x)) {
-      nhwc::ConvBackwardWeight(g, Bits(x), Bits(dy), dw.f32(), Scratch(workspace),
+    if (IsBf16(dy) && IsBf16(x)) {
+      nhwc::ConvBackwardWeight(g, Bf16Data(x), Bf16Data(dy), dw.f32(), Scratch(workspace),
                                workspace.numel());
-    } else if (Bf16(dy)) {
-      nhwc::ConvBackwardWeight(g, x.f32(), Bits(dy), dw.f32(), Scratch(workspace),
+    } else if (IsBf16(dy)) {
+      nhwc::ConvBackwardWeight(g, x.f32(), Bf16Data(dy), dw.f32(), Scratch(workspace),
                                workspace.numel());
     } else {
       nhwc::ConvBackwardWeight(g, x.f32(), dy.f32(), dw.f32(), Scratch(workspace),

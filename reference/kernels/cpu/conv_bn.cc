@@ -33,11 +33,11 @@ void ConvBatchNormActForwardInference(const ConvGeometry& g, const Tensor& x, co
       norm_detail::InferenceAffine(p, gamma, beta, running_mean, running_var);
   float* ws = workspace.empty() ? nullptr : workspace.f32();
   nhwc::OutputRows consume;
-  if (y.dtype() == core::DType::kBF16) {
+  if (IsBf16(y)) {
     // Stored in bf16, which rounds it (round_to names fp32 storage's rounding).
     const norm_detail::ApplyBf16Fn apply = norm_detail::PickApplyBf16(relu, !residual.empty());
-    const auto* res = static_cast<const uint16_t*>(residual.data());
-    auto* out = static_cast<uint16_t*>(y.data());
+    const uint16_t* res = Bf16Data(residual);
+    uint16_t* out = Bf16Data(y);
     consume = [&](int64_t r0, int64_t r1, const float* rows) {
       apply(r1 - r0, k, rows, res == nullptr ? nullptr : res + r0 * k, a.mean, a.scale, a.beta,
             out + r0 * k);
@@ -51,9 +51,8 @@ void ConvBatchNormActForwardInference(const ConvGeometry& g, const Tensor& x, co
             out + r0 * k, round_to);
     };
   }
-  if (x.dtype() == core::DType::kBF16) {
-    nhwc::ConvForwardRows(g, static_cast<const uint16_t*>(x.data()), w.f32(), consume, ws,
-                          workspace.numel(), conv_round_to);
+  if (IsBf16(x)) {
+    nhwc::ConvForwardRows(g, Bf16Data(x), w.f32(), consume, ws, workspace.numel(), conv_round_to);
   } else {
     nhwc::ConvForwardRows(g, x.f32(), w.f32(), consume, ws, workspace.numel(), conv_round_to);
   }

@@ -20,8 +20,8 @@ bool FusesConvBatchNorm(const core::Tensor& x, const core::Tensor& y);
 // `round_to`: the bits of ConvForward then BatchNormActForwardInference.
 // x, y and residual channels-last (FusesConvBatchNorm); the workspace that
 // ConvWorkspaceElements(g, y.layout()) sizes. Under bf16 with the GEMMs on
-// AMX tiles, x and y (the residual as y) may be stored in bf16 (an inference
-// pass's typed storage, ops::InferenceStorageType): the same values.
+// AMX tiles, x and y (the residual as y) may be stored in bf16 (ResNet's
+// storage there, ops::ActivationStorageType): the same values.
 void ConvBatchNormActForwardInference(const ConvGeometry& g, const core::Tensor& x,
                                       const core::Tensor& w, const core::Tensor& workspace,
                                       const BatchNormParams& p, bool relu,

@@ -27,7 +27,7 @@ using OutputRows = std::function<void(int64_t r0, int64_t r1, const float* rows)
 void ConvForwardRows(const ConvGeometry& g, const float* x, const float* w,
                      const OutputRows& consume, float* workspace, int64_t workspace_elements,
                      core::DType round_to);
-// The same with x in bf16 (its bits, as stored by a typed inference pass);
+// The same with x in bf16 (its bits: bf16 activation storage);
 // requires the GEMMs on AMX tiles (GemmsRoundToBf16), which read it as it is.
 void ConvForwardRows(const ConvGeometry& g, const uint16_t* x, const float* w,
                      const OutputRows& consume, float* workspace, int64_t workspace_elements,

@@ -184,10 +184,10 @@ void Add(const Tensor& a, const Tensor& b, const Tensor& y) {
 
 void Accumulate(const Tensor& x, const Tensor& y, DType round_to) {
   MLPERF_CHECK(x.numel() == y.numel());
-  if (y.dtype() == DType::kBF16) {  // bf16 storage: the sum rounded as it is stored
-    MLPERF_CHECK_MSG(x.dtype() == DType::kBF16, "accumulate: a bf16 y needs a bf16 x");
-    const auto* bx = static_cast<const uint16_t*>(x.data());
-    auto* by = static_cast<uint16_t*>(y.data());
+  if (IsBf16(y)) {  // bf16 storage: the sum rounded as it is stored
+    MLPERF_CHECK_MSG(IsBf16(x), "accumulate: a bf16 y needs a bf16 x");
+    const uint16_t* bx = Bf16Data(x);
+    uint16_t* by = Bf16Data(y);
     const int64_t n = x.numel();
 #pragma omp parallel for if (WorthParallel(n))
     for (int64_t i = 0; i < n; ++i) by[i] = Bf16Bits(Bf16Value(by[i]) + Bf16Value(bx[i]));

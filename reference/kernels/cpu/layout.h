@@ -14,6 +14,11 @@ inline bool IsChannelsLast(core::Layout layout) {
 }
 inline bool IsChannelsLast(const core::Tensor& t) { return IsChannelsLast(t.layout()); }
 
+// Channels-last activations stored in bf16 (ResNet's storage under bf16 on
+// AMX, ops::ActivationStorageType), and their data as bits.
+inline bool IsBf16(const core::Tensor& t) { return t.dtype() == core::DType::kBF16; }
+inline uint16_t* Bf16Data(const core::Tensor& t) { return static_cast<uint16_t*>(t.data()); }
+
 // Channels of a channels-last tensor: its last dimension.
 inline int64_t LastDim(const core::Tensor& t) { return t.dim(t.shape().rank() - 1); }
 

@@ -17,10 +17,6 @@ using core::Tensor;
 
 namespace norm_detail {
 
-// Channels-last activations stored in bf16 (norm_rows.h), as bits.
-bool Bf16(const Tensor& t) { return t.dtype() == core::DType::kBF16; }
-uint16_t* Bits(const Tensor& t) { return static_cast<uint16_t*>(t.data()); }
-
 void CheckForward(const Tensor& x, const Tensor& residual, const Tensor& y) {
   MLPERF_CHECK(x.numel() == y.numel());
   SameLayoutFamily(x, y);
@@ -36,12 +32,12 @@ int64_t Channels(const Tensor& x) { return IsChannelsLast(x) ? LastDim(x) : x.di
 void ApplyNormalization(bool relu, const Tensor& x, const Tensor& residual, const Affine& a,
                         const Tensor& y, core::DType round_to) {
   const ApplyFn apply = PickApply(relu, !residual.empty());
-  if (Bf16(y)) {
-    MLPERF_CHECK_MSG(IsChannelsLast(x) && Bf16(x) && (residual.empty() || Bf16(residual)),
+  if (IsBf16(y)) {
+    MLPERF_CHECK_MSG(IsChannelsLast(x) && IsBf16(x) && (residual.empty() || IsBf16(residual)),
                      "batch norm: bf16 storage is channels-last x, residual and y");
     const int64_t c = LastDim(x);
-    ApplyRows(relu, x.numel() / c, c, Bits(x), residual.empty() ? nullptr : Bits(residual), a,
-              Bits(y), BnThreads(x.numel()));
+    ApplyRows(relu, x.numel() / c, c, Bf16Data(x), residual.empty() ? nullptr : Bf16Data(residual),
+              a, Bf16Data(y), BnThreads(x.numel()));
     return;
   }
   const float* res = residual.empty() ? nullptr : residual.f32();
@@ -66,9 +62,9 @@ void ApplyNormalization(bool relu, const Tensor& x, const Tensor& residual, cons
 // Batch mean and (biased) variance per channel; channels-last x is read as
 // [rows, channels].
 void Moments(const Tensor& x, double* mean, double* var) {
-  if (Bf16(x)) {
+  if (IsBf16(x)) {
     const int64_t c = LastDim(x);
-    return RowMoments(Bits(x), x.numel() / c, c, BnThreads(x.numel()), mean, var);
+    return RowMoments(Bf16Data(x), x.numel() / c, c, BnThreads(x.numel()), mean, var);
   }
   const float* xp = x.f32();
   if (!IsChannelsLast(x)) {
@@ -133,10 +129,10 @@ void BatchNormActBackward(bool relu, const Tensor& x, const Tensor& y, const Ten
     MLPERF_CHECK(y.numel() == x.numel());
     SameLayoutFamily(x, y);
   }
-  const bool bf16 = Bf16(x);
+  const bool bf16 = IsBf16(x);
   if (bf16)
-    MLPERF_CHECK_MSG(IsChannelsLast(x) && Bf16(dy) && Bf16(dx) && (!relu || Bf16(y)) &&
-                         (addend.empty() || Bf16(addend)),
+    MLPERF_CHECK_MSG(IsChannelsLast(x) && IsBf16(dy) && IsBf16(dx) && (!relu || IsBf16(y)) &&
+                         (addend.empty() || IsBf16(addend)),
                      "batch norm backward: bf16 storage is channels-last x, y, dy, dx and addend");
   const float* addp = nullptr;
   if (!addend.empty()) {
@@ -158,8 +154,8 @@ void BatchNormActBackward(bool relu, const Tensor& x, const Tensor& y, const Ten
   const float* yp = relu && !bf16 ? y.f32() : nullptr;
   float* dyp = bf16 ? nullptr : dy.f32();
   if (bf16) {
-    RowBackwardSums(relu, count, channels, Bits(x), relu ? Bits(y) : nullptr, Bits(dy),
-                    addend.empty() ? nullptr : Bits(addend), mean, threads, sum_dy, sum_dy_xc);
+    RowBackwardSums(relu, count, channels, Bf16Data(x), relu ? Bf16Data(y) : nullptr, Bf16Data(dy),
+                    addend.empty() ? nullptr : Bf16Data(addend), mean, threads, sum_dy, sum_dy_xc);
   } else if (IsChannelsLast(x)) {
     RowBackwardSums(relu, count, channels, xp, yp, dyp, addp, round_to, mean, threads, sum_dy,
                     sum_dy_xc);
@@ -193,7 +189,8 @@ void BatchNormActBackward(bool relu, const Tensor& x, const Tensor& y, const Ten
     d[c] = static_cast<float>(g * m1);
   }
   if (bf16) {
-    RowBackwardApply(count, channels, Bits(x), Bits(dy), mean_f, a, b, d, Bits(dx), threads);
+    RowBackwardApply(count, channels, Bf16Data(x), Bf16Data(dy), mean_f, a, b, d, Bf16Data(dx),
+                     threads);
     return;
   }
   float* dxp = dx.f32();

@@ -206,12 +206,12 @@ void GlobalAvgPoolForwardChannelsLast(const T* xp, const Tensor& x, const Tensor
 void GlobalAvgPoolBackwardChannelsLast(const Tensor& dy, const Tensor& dx) {
   const int64_t c = LastDim(dx), rows = dx.numel() / c, s = dx.numel() / dy.numel();
   MLPERF_CHECK(dy.numel() * s == dx.numel());
-  const bool bf16 = dx.dtype() == core::DType::kBF16;  // stored rounded
+  const bool bf16 = IsBf16(dx);  // stored rounded
 #pragma omp parallel for if (WorthParallel(dx.numel()))
   for (int64_t r = 0; r < rows; ++r) {
     const float* d = dy.f32() + r / s * c;
     if (bf16) {
-      uint16_t* out = static_cast<uint16_t*>(dx.data()) + r * c;
+      uint16_t* out = Bf16Data(dx) + r * c;
       for (int64_t j = 0; j < c; ++j) out[j] = Bf16Bits(d[j] / static_cast<float>(s));
     } else {
       for (int64_t j = 0; j < c; ++j) dx.f32()[r * c + j] = d[j] / static_cast<float>(s);
@@ -231,10 +231,9 @@ bool CheckPool(const ConvGeometry& g, const Tensor& x, const Tensor& y) {
 
 void MaxPoolForward(const ConvGeometry& g, const Tensor& x, const Tensor& y) {
   if (CheckPool(g, x, y)) {
-    if (x.dtype() == core::DType::kBF16) {
-      MLPERF_CHECK_MSG(y.dtype() == core::DType::kBF16, "max pooling: bf16 x needs a bf16 y");
-      MaxPoolForwardChannelsLast(g, static_cast<const uint16_t*>(x.data()),
-                                 static_cast<uint16_t*>(y.data()));
+    if (IsBf16(x)) {
+      MLPERF_CHECK_MSG(IsBf16(y), "max pooling: bf16 x needs a bf16 y");
+      MaxPoolForwardChannelsLast(g, Bf16Data(x), Bf16Data(y));
       return;
     }
     MaxPoolForwardChannelsLast(g, x.f32(), y.f32());
@@ -256,12 +255,10 @@ void MaxPoolForward(const ConvGeometry& g, const Tensor& x, const Tensor& y) {
 void MaxPoolBackward(const ConvGeometry& g, const Tensor& x, const Tensor& dy, const Tensor& dx) {
   SameLayoutFamily(x, dx);
   if (CheckPool(g, dx, dy)) {
-    if (x.dtype() == core::DType::kBF16) {
-      MLPERF_CHECK_MSG(dy.dtype() == core::DType::kBF16 && dx.dtype() == core::DType::kBF16,
+    if (IsBf16(x)) {
+      MLPERF_CHECK_MSG(IsBf16(dy) && IsBf16(dx),
                        "max pooling backward: bf16 x needs bf16 dy and dx");
-      MaxPoolBackwardChannelsLast(g, static_cast<const uint16_t*>(x.data()),
-                                  static_cast<const uint16_t*>(dy.data()),
-                                  static_cast<uint16_t*>(dx.data()));
+      MaxPoolBackwardChannelsLast<uint16_t>(g, Bf16Data(x), Bf16Data(dy), Bf16Data(dx));
       return;
     }
     MaxPoolBackwardChannelsLast(g, x.f32(), dy.f32(), dx.f32());
@@ -323,8 +320,8 @@ void AvgPoolBackward(const ConvGeometry& g, bool count_include_pad, const Tensor
 
 void GlobalAvgPoolForward(const Tensor& x, const Tensor& y) {
   if (IsChannelsLast(x)) {
-    if (x.dtype() == core::DType::kBF16) {
-      GlobalAvgPoolForwardChannelsLast(static_cast<const uint16_t*>(x.data()), x, y);
+    if (IsBf16(x)) {
+      GlobalAvgPoolForwardChannelsLast<uint16_t>(Bf16Data(x), x, y);
     } else {
       GlobalAvgPoolForwardChannelsLast(x.f32(), x, y);
     }

@@ -12,7 +12,7 @@ namespace mlperf::cpu {
 
 // Padded positions never win (they count as -inf), as in TF and PyTorch.
 // Channels-last max pooling and global average pooling forwards also read
-// bf16 activations (an inference pass's typed storage); max pooling then
+// bf16 activations (ResNet's storage under bf16 on AMX); max pooling then
 // writes bf16 too.
 void MaxPoolForward(const ConvGeometry& g, const core::Tensor& x, const core::Tensor& y);
 // Routes dy to the first maximum of each window, recomputed from x.

@@ -31,7 +31,9 @@ void GemmBf16Amx(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, fl
 // The same in two steps, for GEMMs that share op(B) (a convolution's chunks
 // of rows): op(B) (k x n) packed into tiles once, AmxPackedBElements(k, n)
 // bf16 of them, share `part` of `parts` (of the tile columns) per call so
-// that a team can pack it together; then any number of GEMMs with it.
+// that a team can pack it together; then any number of GEMMs with it. A
+// bf16 A not transposed whose k is a multiple of 32 is read in place by
+// the tile loads, 32 rows at a time, rather than packed.
 int64_t AmxPackedBElements(int64_t k, int64_t n);
 void PackBf16AmxB(bool trans_b, int64_t k, int64_t n, const float* b, int64_t ldb, int part,
                   int parts, uint16_t* tiles);

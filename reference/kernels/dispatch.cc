@@ -19,6 +19,7 @@
 #include "reference/kernels/cpu/softmax.h"
 #include "reference/kernels/dispatch_backend.h"
 #include "reference/kernels/precision.h"
+#include "reference/kernels/precision_operands.h"
 
 #ifdef MLPERF_HAVE_CUDA
 #include "reference/kernels/cuda/attention.h"
@@ -125,14 +126,25 @@ void Cast(const Tensor& src, const Tensor& dst) {
   cpu::Cast(src, dst);
 }
 
+// The bias is an input of its convolution and the sum that convolution's
+// output (precision.h): under bf16/fp16 y = round(round(conv) + round(b)), as
+// PyTorch's autocast adds a cuDNN convolution's bias, and db is rounded.
 void BiasAddChannels(const Tensor& bias, const Tensor& y) {
-  if (OnDevice(y, {&bias})) return MLPERF_CUDA_TWIN(BiasAddChannels(bias, y));
-  cpu::BiasAddChannels(bias, y);
+  const Tensor rb = RoundedOperand(bias, 0);
+  if (OnDevice(y, {&bias})) {
+    MLPERF_CUDA_TWIN(BiasAddChannels(rb, y));  // stores a typed y rounded
+    return RoundOutput(y);
+  }
+  cpu::BiasAddChannels(rb, y, StoredRounding(y));
 }
 
 void BiasBackwardChannels(const Tensor& dy, const Tensor& dbias) {
-  if (OnDevice(dy, {&dbias})) return MLPERF_CUDA_TWIN(BiasBackwardChannels(dy, dbias));
-  cpu::BiasBackwardChannels(dy, dbias);
+  if (OnDevice(dy, {&dbias})) {
+    MLPERF_CUDA_TWIN(BiasBackwardChannels(dy, dbias));
+  } else {
+    cpu::BiasBackwardChannels(dy, dbias);
+  }
+  RoundOutput(dbias);
 }
 
 void EmbeddingForward(const Tensor& ids, const Tensor& table, const Tensor& y) {

@@ -7,7 +7,9 @@
 // of a GEMM-class op (activation, weight, bias, incoming gradient) is rounded
 // to the precision (round to nearest even) into a scratch copy, the product
 // accumulates in fp32, and the op's outputs (activation, input gradient,
-// weight and bias gradients) are rounded in place. Norm statistics, softmax,
+// weight and bias gradients) are rounded in place; a convolution's bias is
+// added after it, as PyTorch adds a cuDNN convolution's: the rounded output
+// plus the rounded bias, rounded again. Norm statistics, softmax,
 // losses, pointwise ops and the optimizers compute in fp32. On a CPU with
 // AMX, bf16 GEMMs run on its tiles, which round the operands as they load
 // them (cpu/gemm_amx.h): the same products, summed in another order.

@@ -228,6 +228,15 @@ std::vector<OpCase> GemmClassOps(std::vector<std::unique_ptr<Buffer>>& keep) {
   cases.push_back({"ConvBackwardWeight", {cx, cdy}, {cdw}, [=] {
                      ops::ConvBackwardWeight(g, cx->t(), cdy->t(), cdw->t(), ws->t());
                    }});
+  // A convolution's bias gradient sums dy as its convolution's output
+  // gradient was stored: rounded already, so values both precisions hold.
+  Buffer* sdy = buffer(cdy->shape, 0);
+  for (int64_t i = 0; i < sdy->size(); ++i)
+    (*sdy)[i] = std::ldexp(std::round(cdy->data[i] * 127.0f), -static_cast<int>(i % 13));
+  Buffer* cdb = buffer({g.out_channels}, 0);
+  cases.push_back({"BiasBackwardChannels", {sdy}, {cdb}, [=] {
+                     ops::BiasBackwardChannels(sdy->t(), cdb->t());
+                   }});
   // Batched GEMM: 3 products of a [5 x 8] and the transpose of a [4 x 8].
   Buffer *a = buffer({3, 5, 8}, 8), *bt = buffer({3, 4, 8}, 9), *c = buffer({3, 5, 4}, 0);
   cases.push_back({"GemmStridedBatched", {a, bt}, {c}, [=] {
@@ -243,6 +252,37 @@ TEST(PrecisionTest, GemmClassOpsRoundAtExactlyTheRoundingPoints) {
     std::vector<std::unique_ptr<Buffer>> keep;
     for (const OpCase& op : GemmClassOps(keep))
       CheckRoundingPoints(op, precision, Tolerance(precision));
+  }
+}
+
+// A convolution's bias (added to its rounded output): the output plus the
+// rounded bias, rounded again, in either layout.
+TEST(PrecisionTest, ConvolutionBiasIsAddedRoundedAndTheSumRounded) {
+  const int64_t n = 2, c = 5, h = 3, w = 4;
+  Buffer y0({n, c, h, w}), bias({c});
+  testing::FillRandom(y0, 21, -4.0f, 4.0f);
+  testing::FillRandom(bias, 22);
+  for (DType precision : {DType::kBF16, DType::kF16}) {
+    for (core::Layout layout : {core::Layout::kNCHW, core::Layout::kNHWC}) {
+      const bool last = layout == core::Layout::kNHWC;
+      const core::Shape shape = last ? core::Shape{n, h, w, c} : core::Shape{n, c, h, w};
+      std::vector<float> y = y0.data, plain = y0.data;
+      {
+        const ops::PrecisionScope scope(precision);
+        ops::BiasAddChannels(
+            bias.t(), core::Tensor(y.data(), shape, DType::kF32, core::Device::kCpu, layout));
+      }
+      ops::BiasAddChannels(
+          bias.t(), core::Tensor(plain.data(), shape, DType::kF32, core::Device::kCpu, layout));
+      for (int64_t i = 0; i < y0.size(); ++i) {
+        const int64_t channel = last ? i % c : (i / (h * w)) % c;
+        const float expected =
+            RoundScalar(precision, y0[i] + RoundScalar(precision, bias[channel]));
+        ASSERT_TRUE(SameBits(y[i], expected)) << ops::PrecisionName(precision) << " element " << i
+                                              << ": " << y[i] << " against " << expected;
+      }
+      EXPECT_NE(y, plain);  // so the check above could fail
+    }
   }
 }
 

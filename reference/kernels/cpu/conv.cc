@@ -221,16 +221,27 @@ void ConvBackwardWeight(const ConvGeometry& g, const Tensor& x, const Tensor& dy
   if (round_to != core::DType::kF32) RoundToPrecision(round_to, dw, dw);
 }
 
-void BiasAddChannels(const Tensor& bias, const Tensor& y) {
+void BiasAddChannels(const Tensor& bias, const Tensor& y, core::DType round_to) {
   const auto [n, c, s] = ViewChannels(y);
   MLPERF_CHECK(bias.numel() == c);
   const float* b = bias.f32();
   float* out = y.f32();
+  // Each row rounded while it is in cache.
+  if (s == 1) {  // channels-last: rows of channels
+#pragma omp parallel for if (WorthParallel(y.numel()))
+    for (int64_t i = 0; i < n; ++i) {
+      float* row = out + i * c;
+      for (int64_t j = 0; j < c; ++j) row[j] += b[j];
+      RoundSpan(round_to, row, c);
+    }
+    return;
+  }
 #pragma omp parallel for collapse(2) if (WorthParallel(y.numel()))
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < c; ++j) {
       float* row = out + (i * c + j) * s;
       for (int64_t q = 0; q < s; ++q) row[q] += b[j];
+      RoundSpan(round_to, row, s);
     }
 }
 

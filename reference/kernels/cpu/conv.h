@@ -38,9 +38,11 @@ void ConvBackwardWeight(const ConvGeometry& g, const core::Tensor& x, const core
                         const core::Tensor& dw, const core::Tensor& workspace,
                         core::DType round_to = core::DType::kF32);
 
-// y[n, c, s] += bias[c]; and its gradient db[c] = sum over n, s of dy. The
-// channel is dim 1, or the last dim for channels-last tensors.
-void BiasAddChannels(const core::Tensor& bias, const core::Tensor& y);
+// y[n, c, s] += bias[c], rounded to round_to; and its gradient db[c] = sum
+// over n, s of dy. The channel is dim 1, or the last dim for channels-last
+// tensors.
+void BiasAddChannels(const core::Tensor& bias, const core::Tensor& y,
+                     core::DType round_to = core::DType::kF32);
 void BiasBackwardChannels(const core::Tensor& dy, const core::Tensor& dbias);
 
 }  // namespace mlperf::cpu

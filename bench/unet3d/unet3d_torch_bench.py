@@ -2,9 +2,10 @@
 model of tests/unet3d/unet3d_parity.py), DiceCE loss and SGD with Nesterov
 momentum, one training step timed per iteration; prints the median seconds
 per step. Run with /usr/bin/python3 (Debian's python3-torch). LAYOUT ndhwc
-runs model and input in torch.channels_last_3d, ncdhw in the default format.
+runs model and input in torch.channels_last_3d, ncdhw in the default format;
+PRECISION bf16 runs the forward under torch.autocast (bf16 on the CPU).
 
-usage: unet3d_torch_bench.py FILTERS(comma-separated) ROI BATCH STEPS THREADS [LAYOUT]
+usage: unet3d_torch_bench.py FILTERS(comma-separated) ROI BATCH STEPS THREADS [LAYOUT [PRECISION]]
 """
 import os
 import sys
@@ -20,7 +21,8 @@ from unet3d_parity import UNet3D, dice_ce  # noqa: E402
 def main():
     filters = [int(f) for f in sys.argv[1].split(",")]
     roi, batch, steps, threads = (int(a) for a in sys.argv[2:6])
-    fmt = torch.channels_last_3d if sys.argv[6:] == ["ndhwc"] else torch.contiguous_format
+    fmt = torch.channels_last_3d if sys.argv[6:7] == ["ndhwc"] else torch.contiguous_format
+    bf16 = sys.argv[7:] == ["bf16"]
     torch.set_num_threads(threads)
     torch.manual_seed(1)
     model = UNet3D(filters, 3).to(memory_format=fmt)
@@ -31,7 +33,9 @@ def main():
     for step in range(steps + 1):
         start = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
-        loss = dice_ce(model(x), y)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            logits = model(x)
+        loss = dice_ce(logits.float(), y)
         loss.backward()
         optimizer.step()
         if step > 0:  # step 0 warms caches and the allocator, as ours

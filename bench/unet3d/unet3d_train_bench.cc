@@ -2,9 +2,10 @@
 // Nesterov SGD) on the CPU, ours against PyTorch's on the same shapes in the
 // same run (bench/unet3d/unet3d_torch_bench.py under /usr/bin/python3).
 //
-//   unet3d_train_bench [filters] [roi] [batch] [steps] [--ncdhw] [--no-torch]
+//   unet3d_train_bench [filters] [roi] [batch] [steps] [--ncdhw] [--bf16] [--no-torch]
 // defaults: 32,64,128,256,320 64 1 5, NDHWC (--ncdhw: NCDHW; the peer runs in
-// the same memory format). Threads: OMP_NUM_THREADS, else all cores.
+// the same memory format), fp32 (--bf16: bf16 compute precision; the peer
+// under torch.autocast). Threads: OMP_NUM_THREADS, else all cores.
 #include <omp.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include "fmt/format.h"
 #include "fmt/ranges.h"
 #include "reference/dist/communicator.h"
+#include "reference/kernels/precision.h"
 #include "reference/models/unet3d.h"
 #include "reference/trainer/trainer.h"
 
@@ -38,6 +40,8 @@ int main(int argc, char** argv) {
   std::erase(args, "--no-torch");
   const bool ncdhw = std::find(args.begin(), args.end(), "--ncdhw") != args.end();
   std::erase(args, "--ncdhw");
+  const bool bf16 = std::find(args.begin(), args.end(), "--bf16") != args.end();
+  std::erase(args, "--bf16");
   models::UNet3DConfig config;
   config.layout = ncdhw ? core::Layout::kNCDHW : core::Layout::kNDHWC;
   config.filters.clear();
@@ -54,9 +58,10 @@ int main(int argc, char** argv) {
   if (!filters_ok || config.roi <= 0 || config.roi % divisor != 0 || batch <= 0 || steps <= 0) {
     std::fprintf(stderr,
                  "usage: unet3d_train_bench [filters,...] [roi, a multiple of 2^levels] [batch] "
-                 "[steps] [--ncdhw] [--no-torch]\n");
+                 "[steps] [--ncdhw] [--bf16] [--no-torch]\n");
     return 2;
   }
+  const ops::PrecisionScope precision(bf16 ? core::DType::kBF16 : core::DType::kF32);
   models::UNet3D model(config, batch);
   model.Initialize(1);
   auto comm = dist::MakeSingleProcessCommunicator();
@@ -80,14 +85,15 @@ int main(int argc, char** argv) {
   const double ours = Median(seconds);
   const char* layout = ncdhw ? "ncdhw" : "ndhwc";
   const std::string shape =
-      fmt::format("filters {} roi {}^3 batch {} {}, {} threads", fmt::join(config.filters, "-"),
-                  config.roi, batch, layout, omp_get_max_threads());
+      fmt::format("filters {} roi {}^3 batch {} {} {}, {} threads", fmt::join(config.filters, "-"),
+                  config.roi, batch, layout, bf16 ? "bf16" : "fp32", omp_get_max_threads());
   std::printf("ours:    %s: median %.4f s/step, %.2f volumes/s\n", shape.c_str(), ours,
               batch / ours);
   if (!with_torch) return 0;
-  const std::string command = fmt::format(
-      "/usr/bin/python3 {}/bench/unet3d/unet3d_torch_bench.py {} {} {} {} {} {}", MLPERF_SOURCE_DIR,
-      fmt::join(config.filters, ","), config.roi, batch, steps, omp_get_max_threads(), layout);
+  const std::string command =
+      fmt::format("/usr/bin/python3 {}/bench/unet3d/unet3d_torch_bench.py {} {} {} {} {} {} {}",
+                  MLPERF_SOURCE_DIR, fmt::join(config.filters, ","), config.roi, batch, steps,
+                  omp_get_max_threads(), layout, bf16 ? "bf16" : "fp32");
   FILE* pipe = popen(command.c_str(), "r");
   double torch_seconds = 0;
   if (pipe == nullptr || std::fscanf(pipe, "%lf", &torch_seconds) != 1 || pclose(pipe) != 0) {

@@ -234,6 +234,18 @@ TEST(ConvNhwcTest, TransposedConvAndBiasMatchNchw) {
   ExpectSame(db_first, db_last, 1e-5, "bias grad");
 }
 
+// Each channel's bias gradient is summed in the same order in either
+// layout: the same bits, here with enough channels and elements for the
+// channels-last sum to split its channels over the threads.
+TEST(ConvNhwcTest, BiasGradientHasTheSameBitsInBothLayouts) {
+  Twin dy(2, 96, {6, 8, 8});
+  Buffer db_first({96}), db_last({96});
+  dy.Fill(10);
+  cpu::BiasBackwardChannels(dy.First(), db_first.t());
+  cpu::BiasBackwardChannels(dy.Last(), db_last.t());
+  EXPECT_EQ(db_first.data, db_last.data);
+}
+
 TEST(ConvNhwcDeathTest, RejectsMixedLayouts) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   const ConvGeometry g = Conv2d(1, 2, 4, 4, 3, 3, 3, 1, 1);

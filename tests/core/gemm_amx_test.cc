@@ -216,5 +216,41 @@ TEST_F(GemmAmxTest, Bf16OperandsGiveTheBitsOfTheirValues) {
   }
 }
 
+// fp32 operands converted with PackedBf16 (a convolution's bf16 col) give
+// the bits of the fp32 operands, denormals (which the packing reads as
+// zero), NaN and lengths off a multiple of 32 included; and it writes no
+// further than its n.
+TEST_F(GemmAmxTest, PackedBf16GivesThePackingsBits) {
+  const int64_t m = 70, n = 48, k = 90;
+  std::vector<float> a = Uniform(m * k, 13), b = Uniform(k * n, 14);
+  for (int64_t i = 0; i < m * k; i += 37) a[i] *= 1e-39f;  // denormal
+  a[5] = std::numeric_limits<float>::quiet_NaN();
+  b[k * n - 3] = std::numeric_limits<float>::denorm_min();
+  std::vector<uint16_t> a16(m * k + 1, 0xabcd), b16(k * n + 1, 0xabcd);
+  cpu::PackedBf16(a.data(), m * k, a16.data());
+  cpu::PackedBf16(b.data(), k * n, b16.data());
+  EXPECT_EQ(a16.back(), 0xabcd);
+  EXPECT_EQ(b16.back(), 0xabcd);
+  EXPECT_EQ(a16[37] & 0x7fff, 0);  // a denormal reads as zero, where a conversion keeps it
+  std::vector<float> want(m * n), from_a(m * n, -1.0f), from_b(m * n, -1.0f);
+  cpu::GemmBf16Amx(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, want.data(), n);
+  cpu::GemmBf16Amx(false, false, m, n, k, 1.0f, a16.data(), k, b.data(), n, 0.0f, from_a.data(), n);
+  cpu::GemmBf16Amx(false, false, m, n, k, 1.0f, a.data(), k, b16.data(), n, 0.0f, from_b.data(), n);
+  const auto same_bits = [](const std::vector<float>& x, const std::vector<float>& y) {
+    for (size_t i = 0; i < x.size(); ++i)
+      if (core::FloatBits(x[i]) != core::FloatBits(y[i])) return false;
+    return true;
+  };
+  EXPECT_TRUE(same_bits(from_a, want));
+  EXPECT_TRUE(same_bits(from_b, want));
+  // A short row, and each length up to 33.
+  for (int64_t len = 1; len <= 33; ++len) {
+    std::vector<uint16_t> out(34, 0xabcd);
+    cpu::PackedBf16(b.data(), len, out.data());
+    for (int64_t i = 0; i < 34; ++i)
+      ASSERT_EQ(out[i], i < len ? core::FloatToBf16(b[i]) : 0xabcd) << len << " " << i;
+  }
+}
+
 }  // namespace
 }  // namespace mlperf

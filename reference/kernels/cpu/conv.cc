@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "reference/kernels/cpu/blas_threads.h"
 #include "reference/kernels/cpu/conv_nhwc.h"
@@ -249,6 +250,22 @@ void BiasBackwardChannels(const Tensor& dy, const Tensor& dbias) {
   const auto [n, c, s] = ViewChannels(dy);
   MLPERF_CHECK(dbias.numel() == c);
   const float* g = dy.f32();
+  if (s == 1) {
+    // Channels-last: each thread sums its share of the channels over the
+    // rows in order (one pass over dy, each sum in the order below).
+    std::vector<double> sums(static_cast<size_t>(c), 0.0);
+#pragma omp parallel if (WorthParallel(dy.numel()) && c >= 64)
+    {
+      int64_t j0, j1;
+      ThreadShare(c, &j0, &j1);
+      for (int64_t i = 0; i < n; ++i) {
+        const float* row = g + i * c;
+        for (int64_t j = j0; j < j1; ++j) sums[j] += row[j];
+      }
+    }
+    for (int64_t j = 0; j < c; ++j) dbias.f32()[j] = static_cast<float>(sums[j]);
+    return;
+  }
 #pragma omp parallel for if (WorthParallel(dy.numel()))
   for (int64_t j = 0; j < c; ++j) {
     double sum = 0.0;

@@ -144,6 +144,29 @@ void Im2Col(const ConvGeometry& g, const T* x, int64_t begin, int64_t end, T* co
   }
 }
 
+// The same from an fp32 x into a bf16 col, rounded as the AMX GEMMs pack
+// fp32 (PackedBf16): under bf16 they read it with the bits of the fp32 col,
+// from half its bytes, and in place where its rows are whole tile rows.
+void Im2Col(const ConvGeometry& g, const float* x, int64_t begin, int64_t end, uint16_t* col) {
+  const int64_t width = ColWidth(g);
+  for (int64_t row = begin; row < end; ++row) {
+    uint16_t* out = col + (row - begin) * width;
+    ForEachRun(g, row, [&](int64_t at, int64_t in, int64_t count) {
+      if (in < 0) {
+        std::fill(out + at, out + at + count, uint16_t{0});
+      } else {
+        PackedBf16(x + in, count, out + at);
+      }
+    });
+  }
+}
+
+// Whether an fp32 input's col is written in bf16 (the Im2Col above).
+template <typename T>
+bool Bf16Col(const ConvGeometry& g) {
+  return std::is_same_v<T, float> && !g.is_pointwise() && GemmsRoundToBf16();
+}
+
 // The adjoint: adds col rows [begin, end) into the pixels they were copied
 // from, dx holding the input from element `origin` on.
 void Col2ImAdd(const ConvGeometry& g, const float* col, int64_t begin, int64_t end, float* dx,
@@ -212,17 +235,19 @@ void ForwardChunks(const ConvGeometry& g, const T* x, const float* w, float* wor
 #pragma omp barrier
     int64_t begin, end;
     ThreadShare(Rows(g), &begin, &end);
-    T* col = reinterpret_cast<T*>(workspace + RepackElements(g) +
-                                  omp_get_thread_num() * PerThreadElements(g));
+    float* col = workspace + RepackElements(g) + omp_get_thread_num() * PerThreadElements(g);
     for (int64_t r0 = begin; r0 < end; r0 += chunk) {
       const int64_t r1 = std::min(end, r0 + chunk);
-      const T* a = x + r0 * width;
-      if (!g.is_pointwise()) {
-        Im2Col(g, x, r0, r1, col);
-        a = col;
-      }
       float* rows = out(r0, r1);
-      weight.Gemm(false, r1 - r0, 1.0f, a, 0.0f, rows);
+      if (g.is_pointwise()) {
+        weight.Gemm(false, r1 - r0, 1.0f, x + r0 * width, 0.0f, rows);
+      } else if (Bf16Col<T>(g)) {
+        Im2Col(g, x, r0, r1, reinterpret_cast<uint16_t*>(col));
+        weight.Gemm(false, r1 - r0, 1.0f, reinterpret_cast<const uint16_t*>(col), 0.0f, rows);
+      } else {
+        Im2Col(g, x, r0, r1, reinterpret_cast<T*>(col));
+        weight.Gemm(false, r1 - r0, 1.0f, reinterpret_cast<const T*>(col), 0.0f, rows);
+      }
       RoundSpan(round_to, rows, (r1 - r0) * k);
       done(r0, r1, rows);
     }
@@ -415,8 +440,9 @@ void WeightGemm(int64_t k, int64_t width, int64_t rows, const float* dy, const f
                 float* c) {
   Gemm(true, false, k, width, rows, 1.0f, dy, b, beta, c);
 }
-template <typename TB>
-void WeightGemm(int64_t k, int64_t width, int64_t rows, const uint16_t* dy, const TB* b, float beta,
+// A bf16 operand: on AMX tiles (the other read as the tiles round it).
+template <typename TDY, typename TB>
+void WeightGemm(int64_t k, int64_t width, int64_t rows, const TDY* dy, const TB* b, float beta,
                 float* c) {
   GemmBf16Amx(true, false, k, width, rows, 1.0f, dy, k, b, width, beta, c, width);
 }
@@ -438,7 +464,7 @@ void BackwardWeight(const ConvGeometry& g, const TX* x, const TDY* dy, float* dw
 #pragma omp parallel num_threads(threads)
     {
       const int t = omp_get_thread_num();
-      TX* col = reinterpret_cast<TX*>(workspace + RepackElements(g) + t * PerThreadElements(g));
+      float* col = workspace + RepackElements(g) + t * PerThreadElements(g);
       float* acc = partial(t);
       int64_t begin, end;
       ThreadShare(Rows(g), &begin, &end);
@@ -446,13 +472,18 @@ void BackwardWeight(const ConvGeometry& g, const TX* x, const TDY* dy, float* dw
       const int64_t chunk = ChunkRows(g);
       for (int64_t r0 = begin; r0 < end; r0 += chunk) {
         const int64_t r1 = std::min(end, r0 + chunk);
-        const TX* b = x + r0 * width;
-        if (!g.is_pointwise()) {
-          Im2Col(g, x, r0, r1, col);
-          b = col;
-        }
         // The first chunk overwrites the partial: no separate zeroing pass.
-        WeightGemm(k, width, r1 - r0, dy + r0 * k, b, r0 == begin ? 0.0f : 1.0f, acc);
+        const float beta = r0 == begin ? 0.0f : 1.0f;
+        const TDY* dy_rows = dy + r0 * k;
+        if (g.is_pointwise()) {
+          WeightGemm(k, width, r1 - r0, dy_rows, x + r0 * width, beta, acc);
+        } else if (Bf16Col<TX>(g)) {
+          Im2Col(g, x, r0, r1, reinterpret_cast<uint16_t*>(col));
+          WeightGemm(k, width, r1 - r0, dy_rows, reinterpret_cast<const uint16_t*>(col), beta, acc);
+        } else {
+          Im2Col(g, x, r0, r1, reinterpret_cast<TX*>(col));
+          WeightGemm(k, width, r1 - r0, dy_rows, reinterpret_cast<const TX*>(col), beta, acc);
+        }
       }
     }
   }

@@ -112,6 +112,15 @@ inline void PackRow32(const T* p, int64_t count, uint16_t* dst) {
   _mm512_storeu_si512(dst, Row32(p, count));
 }
 
+void ConvertToBf16(const float* src, int64_t n, uint16_t* dst) {
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) PackRow32(src + i, 32, dst + i);
+  if (i < n) {
+    const __mmask32 mask = (__mmask32{1} << (n - i)) - 1;
+    _mm512_mask_storeu_epi16(dst + i, mask, Row32(src + i, n - i));
+  }
+}
+
 // Rows r and r + 1 of `lanes` values at p, as 32 bf16: row r's in the low
 // half, row r + 1's in the high half, zeros past `lanes` and from row
 // `count` on.
@@ -322,7 +331,10 @@ void MultiplyBlock(const ATiles& pa, const uint16_t* pb, int64_t tiles, int64_t 
 // counts.
 int64_t EvenTiles(int64_t x) { return ((x + kTileRows - 1) / kTileRows + 1) / 2 * 2; }
 
-// Packing buffers of the calling thread; they only grow.
+// Packing buffers of the calling thread, one for each operand whatever
+// their types; they only grow.
+thread_local std::vector<uint16_t> buffer_a, buffer_b;
+
 uint16_t* Buffer(std::vector<uint16_t>& buffer, int64_t elements) {
   if (static_cast<int64_t>(buffer.size()) < elements) buffer.resize(static_cast<size_t>(elements));
   return buffer.data();
@@ -356,7 +368,6 @@ void GemmPackedB(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha, con
   // place, 32 rows at a time; only a last partial pair of tiles is packed.
   const bool in_place = std::is_same_v<TA, uint16_t> && !trans_a && k % kTileK == 0;
   const int64_t direct_tiles = in_place ? m / (2 * kTileRows) * 2 : 0;
-  static thread_local std::vector<uint16_t> buffer_a;
   uint16_t* pa = Buffer(buffer_a, std::min(mt, kBlockTiles) * kt * kTileSize);
   LoadTileConfig();
   for (int64_t it = 0, tiles; it < mt; it += tiles) {
@@ -379,7 +390,6 @@ template <typename TA, typename TB>
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const TA* a,
           int64_t lda, const TB* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m <= 0 || n <= 0) return;
-  static thread_local std::vector<uint16_t> buffer_b;
   uint16_t* pb = Buffer(buffer_b, AmxPackedBElements(k, n));
   const int64_t nt = EvenTiles(n), kt = (k + kTileK - 1) / kTileK;
   PackB(trans_b, b, ldb, k, n, 0, nt, kt, pb);
@@ -405,6 +415,14 @@ void GemmBf16Amx(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, fl
                  int64_t ldc) {
   Gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
+
+void GemmBf16Amx(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                 const float* a, int64_t lda, const uint16_t* b, int64_t ldb, float beta, float* c,
+                 int64_t ldc) {
+  Gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void PackedBf16(const float* src, int64_t n, uint16_t* dst) { ConvertToBf16(src, n, dst); }
 
 void GemmBf16AmxPackedB(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                         int64_t lda, const uint16_t* tiles, float beta, float* c, int64_t ldc) {
@@ -443,6 +461,11 @@ void GemmBf16Amx(bool, bool, int64_t, int64_t, int64_t, float, const uint16_t*, 
                  const float*, int64_t, float, float*, int64_t) {
   NoAmx();
 }
+void GemmBf16Amx(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
+                 const uint16_t*, int64_t, float, float*, int64_t) {
+  NoAmx();
+}
+void PackedBf16(const float*, int64_t, uint16_t*) { NoAmx(); }
 
 int64_t AmxPackedBElements(int64_t, int64_t) { return 0; }
 

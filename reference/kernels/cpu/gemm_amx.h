@@ -27,6 +27,14 @@ void GemmBf16Amx(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, fl
 void GemmBf16Amx(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                  const uint16_t* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
                  int64_t ldc);
+void GemmBf16Amx(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                 const float* a, int64_t lda, const uint16_t* b, int64_t ldb, float beta, float* c,
+                 int64_t ldc);
+
+// n fp32 values as bf16 bits, rounded as the packing rounds an fp32 operand
+// (nearest even, denormals as zero): an operand converted with it gives the
+// GEMMs above the bits they give on the fp32 operand.
+void PackedBf16(const float* src, int64_t n, uint16_t* dst);
 
 // The same in two steps, for GEMMs that share op(B) (a convolution's chunks
 // of rows): op(B) (k x n) packed into tiles once, AmxPackedBElements(k, n)

@@ -47,14 +47,12 @@ class BenchmarkSetup {
 
   // Every hyperparameter key the benchmark's rules require, in log order.
   virtual std::vector<Hyperparameter> Hyperparameters() const = 0;
-  virtual std::unique_ptr<models::Model> MakeModel(core::Device device) const = 0;
-  // The run's starting weights (untimed): drawn from the run's seed, or, for
-  // a benchmark that starts from a fixed checkpoint (BERT), read from it
-  // after the seed has set everything else (dropout streams).
-  virtual absl::Status InitializeModel(models::Model& model, uint64_t seed) const {
-    model.Initialize(seed);
-    return absl::OkStatus();
-  }
+  // The model with its starting weights drawn from the run's seed (untimed).
+  virtual std::unique_ptr<models::Model> MakeModel(core::Device device, uint64_t seed) const = 0;
+  // Then, for a benchmark that starts from a fixed checkpoint (BERT), the
+  // weights read from it (the seed still sets everything else: dropout
+  // streams). Nothing for the others.
+  virtual absl::Status LoadStartingCheckpoint(models::Model&) const { return absl::OkStatus(); }
   virtual train::TrainerConfig TrainerConfig() const = 0;
   // Once per invocation, on rank 0, before any run (untimed): writes the
   // generated data set of a demonstration, or prepares a raw data set into

@@ -132,14 +132,13 @@ class BertSetup final : public BenchmarkSetup {
     return c;
   }
 
-  std::unique_ptr<models::Model> MakeModel(core::Device device) const override {
-    return std::make_unique<models::Bert>(ModelConfig(device), plan_.batch_per_rank);
+  std::unique_ptr<models::Model> MakeModel(core::Device device, uint64_t seed) const override {
+    return std::make_unique<models::Bert>(ModelConfig(device), plan_.batch_per_rank, seed);
   }
 
-  // The seed draws the dropout streams (and any tensor the checkpoint lacks,
+  // The seed drew the dropout streams (and any tensor the checkpoint lacks,
   // none for the reference's); the weights come from the checkpoint.
-  absl::Status InitializeModel(models::Model& model, uint64_t seed) const override {
-    model.Initialize(seed);
+  absl::Status LoadStartingCheckpoint(models::Model& model) const override {
     return models::LoadBertTfCheckpoint(static_cast<models::Bert&>(model), checkpoint_);
   }
 
@@ -172,8 +171,7 @@ class BertSetup final : public BenchmarkSetup {
     if (fs::exists(done)) return absl::OkStatus();
     if (absl::Status s = bert_data::WriteGeneratedBertData(plan_.data_root, generated_); !s.ok())
       return s;
-    models::Bert model(ModelConfig(core::Device::kCpu), 1);
-    model.Initialize(kDemoCheckpointSeed);
+    models::Bert model(ModelConfig(core::Device::kCpu), 1, kDemoCheckpointSeed);
     if (absl::Status s = models::WriteBertTfCheckpoint(model, checkpoint_); !s.ok()) return s;
     return base::WriteFileAtomically(done, "");
   }

@@ -194,8 +194,8 @@ class ResnetSetup final : public BenchmarkSetup {
     return c;
   }
 
-  std::unique_ptr<models::Model> MakeModel(core::Device device) const override {
-    return std::make_unique<models::ResNet>(ModelConfig(device), plan_.batch_per_rank);
+  std::unique_ptr<models::Model> MakeModel(core::Device device, uint64_t seed) const override {
+    return std::make_unique<models::ResNet>(ModelConfig(device), plan_.batch_per_rank, seed);
   }
 
   train::TrainerConfig TrainerConfig() const override {

@@ -87,9 +87,9 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
   log.Event(key::kLowestNumericalPrecisionInLinear, linear);
   if (info.attention) log.Event(key::kLowestNumericalPrecisionInAttn, linear);
   log.Event(key::kLowestNumericalPrecisionInComm, std::string("fp32"));
-  const std::unique_ptr<models::Model> model =
-      setup.MakeModel(plan.options.gpus > 0 ? core::Device::kCuda : core::Device::kCpu);
-  if (absl::Status s = setup.InitializeModel(*model, request.seed); !s.ok()) {
+  const std::unique_ptr<models::Model> model = setup.MakeModel(
+      plan.options.gpus > 0 ? core::Device::kCuda : core::Device::kCpu, request.seed);
+  if (absl::Status s = setup.LoadStartingCheckpoint(*model); !s.ok()) {
     out.error = std::move(s);
     return out;
   }

@@ -152,8 +152,8 @@ class UnetSetup final : public BenchmarkSetup {
     return c;
   }
 
-  std::unique_ptr<models::Model> MakeModel(core::Device device) const override {
-    return std::make_unique<models::UNet3D>(ModelConfig(device), plan_.batch_per_rank);
+  std::unique_ptr<models::Model> MakeModel(core::Device device, uint64_t seed) const override {
+    return std::make_unique<models::UNet3D>(ModelConfig(device), plan_.batch_per_rank, seed);
   }
 
   train::TrainerConfig TrainerConfig() const override {

@@ -114,8 +114,7 @@ ConfigResult RunConfig(const closed::Benchmark& benchmark, const BenchOptions& o
   ops::SetHostCopyThreads(share.cores);
   const bool train = options.mode == Mode::kTrain;
   std::unique_ptr<models::Model> model =
-      (*setup)->MakeModel(options.gpu ? core::Device::kCuda : core::Device::kCpu);
-  model->Initialize(1);
+      (*setup)->MakeModel(options.gpu ? core::Device::kCuda : core::Device::kCpu, /*seed=*/1);
   std::optional<train::Trainer> trainer;
   if (train) {
     trainer.emplace(*model, closed::TrainerConfigFor(**setup),

@@ -88,8 +88,7 @@ Stats Summarise(std::vector<double> v) {
 Stats TimeOurs(const BertConfig& config, int64_t batch_size, int warmup, int steps,
                const std::string& batch_path, core::DType precision) {
   const ops::PrecisionScope scope(precision);
-  Bert model(config, batch_size);
-  model.Initialize(1);
+  Bert model(config, batch_size, /*seed=*/1);
   const OwnedBatch owned = model.SyntheticBatch();
   const char* names[kBertInputs] = {"input_ids",           "segment_ids",   "input_mask",
                                     "masked_lm_positions", "masked_lm_ids", "masked_lm_weights",

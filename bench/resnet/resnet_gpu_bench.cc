@@ -93,8 +93,7 @@ StepResult TimeTrainingStep(core::Layout layout, int64_t batch, int steps, core:
                             bool graph, bool profile) {
   const ResNetConfig config{.layout = layout, .device = core::Device::kCuda};
   const ops::PrecisionScope scope(precision);
-  ResNet model(config, batch);
-  model.Initialize(1);
+  ResNet model(config, batch, /*seed=*/1);
   auto comm = dist::MakeSingleProcessCommunicator();
   train::Trainer trainer(model,
                          {.base_lr = 1.0,

@@ -35,8 +35,7 @@ int main(int argc, char** argv) {
       .base_width = width,
       .image_size = image,
       .layout = layout_name == "nhwc" ? core::Layout::kNHWC : core::Layout::kNCHW};
-  models::ResNet model(config, batch);
-  model.Initialize(1);
+  models::ResNet model(config, batch, /*seed=*/1);
   auto comm = dist::MakeSingleProcessCommunicator();
   train::Trainer trainer(model, {.base_lr = 1.0, .warmup_epochs = 1, .steps_per_epoch = 100},
                          *comm);

@@ -28,8 +28,7 @@ namespace {
 
 // Median seconds of `steps` training steps after one warm-up step.
 double TimeSteps(const ResNetConfig& config, int64_t batch, int steps) {
-  ResNet model(config, batch);
-  model.Initialize(1);
+  ResNet model(config, batch, /*seed=*/1);
   auto comm = dist::MakeSingleProcessCommunicator();
   train::Trainer trainer(model, {.base_lr = 1.0, .warmup_epochs = 1, .steps_per_epoch = 100},
                          *comm);

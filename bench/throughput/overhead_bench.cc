@@ -46,8 +46,7 @@ int main(int argc, char** argv) {
   mlperf::ops::SetHostThreads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   mlperf::models::ResNet model(
       {.base_width = 8, .num_classes = 10, .image_size = 32, .layout = mlperf::core::Layout::kNHWC},
-      1);
-  model.Initialize(1);
+      1, /*seed=*/1);
   mlperf::models::OwnedBatch batch = model.SyntheticBatch();
   tp::TimingHooks real{.step = [&] { model.EvaluateBatch(batch.batch); }, .now = Now};
   const std::vector<tp::Window> w = tp::TimeWindows(real, 50, 500, 5);

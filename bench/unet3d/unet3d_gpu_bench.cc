@@ -81,12 +81,11 @@ void Train(core::Layout layout, core::DType precision, bool typed, bool timed, i
   const ops::TypedActivationsScope storage(typed);
   const cuda::ConvAlgoSearch search = cuda::GetConvAlgoSearch();
   if (timed) cuda::SetConvAlgoSearch(cuda::ConvAlgoSearch::kExhaustive);
-  models::UNet3D model(Config(layout), batch);
+  models::UNet3D model(Config(layout), batch, /*seed=*/1);
   const std::string name =
       fmt::format("{} {}{}{}{}", ops::PrecisionName(precision), Name(layout),
                   model.activation_storage() != core::DType::kF32 ? " typed" : "",
                   cuda::WideNormKernels() ? " wide norms" : "", timed ? " timed algos" : "");
-  model.Initialize(1);
   auto comm = dist::MakeSingleProcessCommunicator();
   train::Trainer trainer(model,
                          {.optimizer = train::OptimizerKind::kNesterov,
@@ -272,8 +271,7 @@ void Evaluate(core::Layout layout, core::DType precision, int64_t batch,
   const ops::PrecisionScope scope(precision);
   const ops::TypedActivationsScope storage(true);
   const models::UNet3DConfig config = Config(layout);
-  models::UNet3D model(config, batch);
-  model.Initialize(1);
+  models::UNet3D model(config, batch, /*seed=*/1);
   const int64_t d = eval_shape[0], h = eval_shape[1], w = eval_shape[2], voxels = d * h * w;
   std::vector<float> image(voxels);
   std::vector<int32_t> labels(voxels);

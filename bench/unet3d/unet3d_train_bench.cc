@@ -62,8 +62,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const ops::PrecisionScope precision(bf16 ? core::DType::kBF16 : core::DType::kF32);
-  models::UNet3D model(config, batch);
-  model.Initialize(1);
+  models::UNet3D model(config, batch, /*seed=*/1);
   auto comm = dist::MakeSingleProcessCommunicator();
   train::Trainer trainer(model,
                          {.optimizer = train::OptimizerKind::kNesterov,

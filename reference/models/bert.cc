@@ -28,7 +28,7 @@ void CopyOrCast(const Tensor& x, const Tensor& y) {
 
 }  // namespace
 
-Bert::Bert(const BertConfig& config, int64_t batch_size)
+Bert::Bert(const BertConfig& config, int64_t batch_size, uint64_t seed)
     : Model(config.device, batch_size),
       config_(config),
       stored_(ops::ActivationStorageType(config.device)) {
@@ -55,7 +55,7 @@ Bert::Bert(const BertConfig& config, int64_t batch_size)
       bytes += t->bytes();
     staging_ = std::make_unique<UploadStaging>(bytes);
   }
-  Initialize(0);
+  Initialize(seed);
 }
 
 Bert::Bert(const BertConfig& config, int64_t batch_size, MeasureOnly)

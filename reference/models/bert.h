@@ -54,7 +54,8 @@ inline constexpr int kBertInputs = 7;
 
 class Bert final : public Model {
  public:
-  Bert(const BertConfig& config, int64_t batch_size);
+  // Starts from Initialize(seed).
+  Bert(const BertConfig& config, int64_t batch_size, uint64_t seed = 0);
   ~Bert() override;
 
   // What a model of `config` at `batch_size` allocates (parameters,

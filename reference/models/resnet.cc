@@ -23,7 +23,7 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 
 }  // namespace
 
-ResNet::ResNet(const ResNetConfig& config, int64_t batch_size)
+ResNet::ResNet(const ResNetConfig& config, int64_t batch_size, uint64_t seed)
     : Model(config.device, batch_size),
       config_(config),
       bn_{.epsilon = config.bn_epsilon, .momentum = config.bn_momentum} {
@@ -36,7 +36,7 @@ ResNet::ResNet(const ResNetConfig& config, int64_t batch_size)
   fc_grad_offset_ = GradientOffset(fc_parameter_);
   if (device() != core::Device::kCpu)
     staging_ = std::make_unique<UploadStaging>(input_.bytes() + labels_.bytes());
-  Initialize(0);
+  Initialize(seed);
 }
 
 ResNet::ResNet(const ResNetConfig& config, int64_t batch_size, MeasureOnly)

@@ -46,8 +46,8 @@ class ResNet final : public Model {
  public:
   // Inputs of a Batch: images [batch, 3, size, size] (or [batch, size, size,
   // 3] in kNHWC) fp32 and labels [batch] int32, 0-based; labels < 0 (eval
-  // padding) never count as correct.
-  ResNet(const ResNetConfig& config, int64_t batch_size);
+  // padding) never count as correct. Starts from Initialize(seed).
+  ResNet(const ResNetConfig& config, int64_t batch_size, uint64_t seed = 0);
   ~ResNet() override;
 
   // Bytes of every arena of a model of `config` at `batch_size` (parameters,

@@ -17,7 +17,7 @@ namespace mlperf::models {
 
 using core::Tensor;
 
-UNet3D::UNet3D(const UNet3DConfig& config, int64_t batch_size)
+UNet3D::UNet3D(const UNet3DConfig& config, int64_t batch_size, uint64_t seed)
     : Model(config.device, batch_size),
       config_(config),
       stored_(ops::ActivationStorageType(config.device)) {
@@ -29,7 +29,7 @@ UNet3D::UNet3D(const UNet3DConfig& config, int64_t batch_size)
   output_grad_offset_ = GradientOffset(output_parameter_);
   if (device() != core::Device::kCpu)
     staging_ = std::make_unique<UploadStaging>(input_.bytes() + labels_.bytes());
-  Initialize(0);
+  Initialize(seed);
 }
 
 UNet3D::UNet3D(const UNet3DConfig& config, int64_t batch_size, MeasureOnly)

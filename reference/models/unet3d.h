@@ -45,8 +45,8 @@ class UNet3D final : public Model {
   // Inputs of a Batch: images [batch, in_channels, roi, roi, roi] fp32 (in
   // the config's layout; alike in memory for one channel) and labels
   // [batch, roi, roi, roi] int32 in [0, num_classes). logits() is in the
-  // config's layout.
-  UNet3D(const UNet3DConfig& config, int64_t batch_size);
+  // config's layout. Starts from Initialize(seed).
+  UNet3D(const UNet3DConfig& config, int64_t batch_size, uint64_t seed = 0);
   ~UNet3D() override;
 
   static int64_t ArenaBytes(const UNet3DConfig& config, int64_t batch_size);

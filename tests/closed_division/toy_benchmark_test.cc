@@ -145,8 +145,10 @@ class ToySetup final : public BenchmarkSetup {
             {"train_samples", plan_.train_samples},
             {"eval_samples", plan_.eval_samples}};
   }
-  std::unique_ptr<models::Model> MakeModel(core::Device) const override {
-    return std::make_unique<ToyModel>(plan_.batch_per_rank);
+  std::unique_ptr<models::Model> MakeModel(core::Device, uint64_t seed) const override {
+    auto model = std::make_unique<ToyModel>(plan_.batch_per_rank);
+    model->Initialize(seed);
+    return model;
   }
   train::TrainerConfig TrainerConfig() const override {
     return {.optimizer = train::OptimizerKind::kSgd,

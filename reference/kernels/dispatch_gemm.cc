@@ -139,11 +139,8 @@ void LinearBackward(const Tensor& x, const Tensor& w, const Tensor& dy, const Te
   const Tensor rw = typed ? PrecisionTypeOperand(w, 1) : GemmOperand(w, 1);
   // dy also feeds the bias gradient: rounded here.
   const Tensor rdy = typed ? PrecisionTypeOperand(dy, 2) : RoundedOperand(dy, 2);
-  if (device) {
-    MLPERF_CUDA_TWIN(LinearBackward(rx, rw, rdy, dx, dw, dbias));
-  } else {
-    cpu::LinearBackward(rx, rw, rdy, dx, dw, dbias);
-  }
+  if (!device) return cpu::LinearBackward(rx, rw, rdy, dx, dw, dbias, StoredRounding(dw));
+  MLPERF_CUDA_TWIN(LinearBackward(rx, rw, rdy, dx, dw, dbias));
   RoundOutput(dx);
   RoundOutput(dw);
   RoundOutput(dbias);

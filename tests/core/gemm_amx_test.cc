@@ -252,5 +252,24 @@ TEST_F(GemmAmxTest, PackedBf16GivesThePackingsBits) {
   }
 }
 
+// round_c rounds C to bf16 as RoundToPrecision does after the GEMM: whole
+// blocks stored from the accumulators, edge blocks, alpha and beta.
+TEST_F(GemmAmxTest, RoundedCIsTheGemmRoundedAfter) {
+  const int64_t m = 70, n = 72, k = 50;
+  const std::vector<float> a = Uniform(m * k, 17), b = Uniform(k * n, 18), c0 = Uniform(m * n, 19);
+  for (const float beta : {0.0f, 1.0f}) {
+    std::vector<float> want = c0, got = c0;
+    cpu::GemmBf16Amx(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, beta, want.data(), n);
+    cpu::GemmBf16Amx(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, beta, got.data(), n,
+                     /*round_c=*/true);
+    int64_t changed = 0;
+    for (int64_t i = 0; i < m * n; ++i) {
+      changed += Bf16(want[i]) != want[i];
+      ASSERT_EQ(core::FloatBits(got[i]), core::FloatBits(Bf16(want[i]))) << beta << " " << i;
+    }
+    EXPECT_GT(changed, m * n / 2);  // so the check could fail
+  }
+}
+
 }  // namespace
 }  // namespace mlperf

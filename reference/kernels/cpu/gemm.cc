@@ -11,6 +11,7 @@
 #include "base/check.h"
 #include "reference/kernels/cpu/blas_threads.h"
 #include "reference/kernels/cpu/gemm_amx.h"
+#include "reference/kernels/cpu/round.h"
 
 namespace mlperf::cpu {
 namespace {
@@ -20,33 +21,43 @@ constexpr int64_t kMinTeamMacs = int64_t{1} << 20;
 
 bool g_bf16_operands = false;
 
-// One block of C with explicit leading dimensions, in the calling thread.
+// One block of C with explicit leading dimensions, in the calling thread,
+// rounded to round_to.
 void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  // Every GEMM, however small, when they round their operands (GemmOperand).
-  if (GemmsRoundToBf16())
-    return GemmBf16Amx(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
-              static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
-              c, static_cast<int>(ldc));
+           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+           core::DType round_to = core::DType::kF32) {
+  // Every GEMM, however small, when they round their operands (GemmOperand);
+  // their kernel also rounds C to bf16.
+  const bool amx = GemmsRoundToBf16();
+  if (amx) {
+    GemmBf16Amx(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+                round_to == core::DType::kBF16);
+    if (round_to == core::DType::kBF16) return;
+  } else {
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
+                static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb),
+                beta, c, static_cast<int>(ldc));
+  }
+  if (round_to == core::DType::kF32) return;
+  for (int64_t i = 0; i < m; ++i) RoundSpan(round_to, c + i * ldc, n);
 }
 
 }  // namespace
 
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-          const float* b, float beta, float* c) {
+          const float* b, float beta, float* c, core::DType round_to) {
   const int64_t lda = trans_a ? m : k, ldb = trans_b ? k : n;
   // Inside a parallel region the caller owns the threading (and has put
   // OpenBLAS in the calling thread).
   if (omp_in_parallel()) {
-    Sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, n);
+    Sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, n, round_to);
     return;
   }
   BlasInCallingThread blas;
   const int threads = omp_get_max_threads();
   if (threads == 1 || m * n * k < kMinTeamMacs) {
-    Sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, n);
+    Sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, n, round_to);
     return;
   }
   // Each thread computes a block of C: columns when C is wider than tall,
@@ -60,11 +71,12 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
     if (end > begin) {
       if (split_columns) {
         const float* b_block = trans_b ? b + begin * k : b + begin;
-        Sgemm(trans_a, trans_b, m, end - begin, k, alpha, a, lda, b_block, ldb, beta, c + begin, n);
+        Sgemm(trans_a, trans_b, m, end - begin, k, alpha, a, lda, b_block, ldb, beta, c + begin, n,
+              round_to);
       } else {
         const float* a_block = trans_a ? a + begin : a + begin * k;
         Sgemm(trans_a, trans_b, end - begin, n, k, alpha, a_block, lda, b, ldb, beta, c + begin * n,
-              n);
+              n, round_to);
       }
     }
   }

@@ -4,12 +4,16 @@
 #include <cstdint>
 #include <vector>
 
+#include "reference/core/dtype.h"
+
 namespace mlperf::cpu {
 
 // C[m,n] = alpha * op(A) * op(B) + beta * C; op(A) is [m,k], op(B) is [k,n],
-// all row-major and densely packed.
+// all row-major and densely packed. C is then rounded to round_to (bf16 or
+// fp16 precision, kept in fp32; nothing under kF32), on AMX while each block
+// of it is in cache.
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-          const float* b, float beta, float* c);
+          const float* b, float beta, float* c, core::DType round_to = core::DType::kF32);
 
 // op(B) of GEMMs that share it (a convolution's weight across its chunks of
 // rows), prepared once per op: packed into AMX tiles where the GEMMs round

@@ -21,6 +21,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "reference/kernels/cpu/round.h"
+
 namespace mlperf::cpu {
 namespace {
 
@@ -151,6 +153,12 @@ inline __m512i PairRows(const T* p, int64_t ld, int64_t r, int64_t count, int64_
   return _mm512_permutexvar_epi16(_mm512_load_si512(kInterleave), TwoRows(p, ld, r, count, lanes));
 }
 
+// Rows x cols of C at c (ldc apart) rounded to bf16 in place.
+void RoundBlock(float* c, int64_t ldc, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j) c[r * ldc + j] = RoundToBf16(c[r * ldc + j]);
+}
+
 // Stores the transpose of v (16 rows of 16 32-bit pairs) as a tile's rows,
 // tile row j holding element j of every v[i]: 64 shuffles in registers
 // rather than 16 scatters to memory.
@@ -264,10 +272,11 @@ ATiles Packed(const uint16_t* pa, int64_t kt) {
   return {pa, kt * kTileSize, kTileSize, kTileK * 2};
 }
 
-// C rows [i0, i0 + 16 * tiles) from the block of A and all of B.
+// C rows [i0, i0 + 16 * tiles) from the block of A and all of B, each 32x32
+// block rounded to bf16 after it is stored with `round_c`.
 void MultiplyBlock(const ATiles& pa, const uint16_t* pb, int64_t tiles, int64_t nt, int64_t kt,
-                   int64_t i0, int64_t m, int64_t n, float alpha, float beta, float* c,
-                   int64_t ldc) {
+                   int64_t i0, int64_t m, int64_t n, float alpha, float beta, float* c, int64_t ldc,
+                   bool round_c) {
   alignas(64) float acc[32 * 32];
   const int64_t stride = pa.stride, b_stride = kTileK * 2, acc_stride = 32 * sizeof(float);
   for (int64_t jt = 0; jt < nt; jt += 2) {
@@ -305,6 +314,7 @@ void MultiplyBlock(const ATiles& pa, const uint16_t* pb, int64_t tiles, int64_t 
         MLPERF_TILE_STORE(1, direct + 16, c_stride);
         MLPERF_TILE_STORE(2, direct + 16 * ldc, c_stride);
         MLPERF_TILE_STORE(3, direct + 16 * ldc + 16, c_stride);
+        if (round_c) RoundBlock(direct, ldc, 32, 32);
         continue;
       }
       MLPERF_TILE_STORE(0, acc, acc_stride);
@@ -320,6 +330,7 @@ void MultiplyBlock(const ATiles& pa, const uint16_t* pb, int64_t tiles, int64_t 
           for (int64_t j = 0; j < cols; ++j) out[j] = alpha * sum[j] + beta * out[j];
         }
       }
+      if (round_c) RoundBlock(c + row0 * ldc + col0, ldc, rows, cols);
     }
   }
 }
@@ -361,7 +372,8 @@ namespace {
 
 template <typename TA>
 void GemmPackedB(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha, const TA* a,
-                 int64_t lda, const uint16_t* pb, float beta, float* c, int64_t ldc) {
+                 int64_t lda, const uint16_t* pb, float beta, float* c, int64_t ldc,
+                 bool round_c = false) {
   if (m <= 0 || n <= 0) return;
   const int64_t mt = EvenTiles(m), nt = EvenTiles(n), kt = (k + kTileK - 1) / kTileK;
   // A bf16 A whose rows are whole tile rows (k a multiple of 32) is read in
@@ -377,31 +389,32 @@ void GemmPackedB(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha, con
       tiles = std::min(tiles, direct_tiles - it);
       const ATiles rows{reinterpret_cast<const uint16_t*>(a) + i0 * lda, kTileRows * lda, kTileK,
                         lda * 2};
-      MultiplyBlock(rows, pb, tiles, nt, kt, i0, m, n, alpha, beta, c, ldc);
+      MultiplyBlock(rows, pb, tiles, nt, kt, i0, m, n, alpha, beta, c, ldc, round_c);
       continue;
     }
     PackA(trans_a, a, lda, m, k, i0, tiles, kt, pa);
-    MultiplyBlock(Packed(pa, kt), pb, tiles, nt, kt, i0, m, n, alpha, beta, c, ldc);
+    MultiplyBlock(Packed(pa, kt), pb, tiles, nt, kt, i0, m, n, alpha, beta, c, ldc, round_c);
   }
   ReleaseTiles();
 }
 
 template <typename TA, typename TB>
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const TA* a,
-          int64_t lda, const TB* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+          int64_t lda, const TB* b, int64_t ldb, float beta, float* c, int64_t ldc,
+          bool round_c = false) {
   if (m <= 0 || n <= 0) return;
   uint16_t* pb = Buffer(buffer_b, AmxPackedBElements(k, n));
   const int64_t nt = EvenTiles(n), kt = (k + kTileK - 1) / kTileK;
   PackB(trans_b, b, ldb, k, n, 0, nt, kt, pb);
-  GemmPackedB(trans_a, m, n, k, alpha, a, lda, pb, beta, c, ldc);
+  GemmPackedB(trans_a, m, n, k, alpha, a, lda, pb, beta, c, ldc, round_c);
 }
 
 }  // namespace
 
 void GemmBf16Amx(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                  const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-                 int64_t ldc) {
-  Gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+                 int64_t ldc, bool round_c) {
+  Gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, round_c);
 }
 
 void GemmBf16Amx(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
@@ -450,7 +463,7 @@ void NoAmx() { MLPERF_CHECK_MSG(false, "the AMX GEMMs are x86-64 only"); }
 }  // namespace
 
 void GemmBf16Amx(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
-                 int64_t, float, float*, int64_t) {
+                 int64_t, float, float*, int64_t, bool) {
   NoAmx();
 }
 void GemmBf16Amx(bool, bool, int64_t, int64_t, int64_t, float, const uint16_t*, int64_t,

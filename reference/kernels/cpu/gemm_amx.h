@@ -17,10 +17,12 @@ bool AmxBf16Available();
 // row-major conventions (lda, ldb, ldc in elements). The operands are
 // rounded to bf16 (nearest even; exact for the rounded operands of bf16
 // precision), or given in bf16 (their bits, uint16_t: bf16 activation
-// storage). Requires AmxBf16Available(); beta == 0 never reads C.
+// storage). Requires AmxBf16Available(); beta == 0 never reads C. With
+// round_c, C is rounded to bf16 (kept in fp32, as RoundToPrecision) while
+// each block of it is in cache.
 void GemmBf16Amx(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                  const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-                 int64_t ldc);
+                 int64_t ldc, bool round_c = false);
 void GemmBf16Amx(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                  const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, float beta,
                  float* c, int64_t ldc);

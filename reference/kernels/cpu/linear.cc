@@ -2,6 +2,7 @@
 
 #include "reference/kernels/cpu/gemm.h"
 #include "reference/kernels/cpu/parallel.h"
+#include "reference/kernels/cpu/round.h"
 
 namespace mlperf::cpu {
 
@@ -21,10 +22,12 @@ void LinearForward(const core::Tensor& x, const core::Tensor& w, const core::Ten
 }
 
 void LinearBackward(const core::Tensor& x, const core::Tensor& w, const core::Tensor& dy,
-                    const core::Tensor& dx, const core::Tensor& dw, const core::Tensor& dbias) {
+                    const core::Tensor& dx, const core::Tensor& dw, const core::Tensor& dbias,
+                    core::DType round_to) {
   const int64_t out = w.dim(0), in = w.dim(1), rows = x.numel() / in;
-  if (!dx.empty()) Gemm(false, false, rows, in, out, 1.0f, dy.f32(), w.f32(), 0.0f, dx.f32());
-  Gemm(true, false, out, in, rows, 1.0f, dy.f32(), x.f32(), 0.0f, dw.f32());
+  if (!dx.empty())
+    Gemm(false, false, rows, in, out, 1.0f, dy.f32(), w.f32(), 0.0f, dx.f32(), round_to);
+  Gemm(true, false, out, in, rows, 1.0f, dy.f32(), x.f32(), 0.0f, dw.f32(), round_to);
   if (dbias.empty()) return;
   // Column sums of dy, a block of columns per iteration: the rows are walked
   // in order (each sum as before, in fp64), along contiguous memory.
@@ -38,6 +41,7 @@ void LinearBackward(const core::Tensor& x, const core::Tensor& w, const core::Te
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t o = 0; o < width; ++o) sum[o] += pdy[r * out + begin + o];
     for (int64_t o = 0; o < width; ++o) pdb[begin + o] = static_cast<float>(sum[o]);
+    RoundSpan(round_to, pdb + begin, width);
   }
 }
 

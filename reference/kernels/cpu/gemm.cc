@@ -26,8 +26,8 @@ bool g_bf16_operands = false;
 void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
            int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
            core::DType round_to = core::DType::kF32) {
-  // Every GEMM, however small, when they round their operands (GemmOperand);
-  // their kernel also rounds C to bf16.
+  // On AMX every GEMM, however small, when they round their operands
+  // (GemmOperand); the kernel rounds C to bf16 itself.
   const bool amx = GemmsRoundToBf16();
   if (amx) {
     GemmBf16Amx(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,

@@ -277,15 +277,18 @@ MetricSums UNet3D::EvaluateBatch(const Batch& batch) {
   MLPERF_CHECK(batch.inputs.size() == 2);
   const Tensor& images = batch.inputs[0];
   const Tensor& labels = batch.inputs[1];
-  const core::Shape& s = images.shape();
-  const int64_t case_voxels = s[2] * s[3] * s[4];
-  MLPERF_CHECK(s.rank() == 5 && labels.numel() == s[0] * case_voxels);
+  // The labels give the volume's extent: one input channel is alike in
+  // memory as [n, 1, d, h, w] (the loader's) and [n, d, h, w, 1] (a
+  // channels-last model's synthetic batch).
+  const core::Shape& s = labels.shape();
+  MLPERF_CHECK(s.rank() == 4 && images.shape().rank() == 5 && images.numel() == labels.numel());
+  const int64_t case_voxels = s[1] * s[2] * s[3];
   MetricSums sums;
   for (int64_t i = 0; i < batch.count; ++i) {
-    const Tensor image(images.f32() + i * case_voxels, {1, 1, s[2], s[3], s[4]}, core::DType::kF32);
+    const Tensor image(images.f32() + i * case_voxels, {1, 1, s[1], s[2], s[3]}, core::DType::kF32);
     const Tensor label(
         static_cast<std::byte*>(labels.data()) + i * case_voxels * core::DTypeSize(labels.dtype()),
-        {1, s[2], s[3], s[4]}, labels.dtype());
+        {1, s[1], s[2], s[3]}, labels.dtype());
     const std::vector<double> dice = EvaluateCase(image, label, {.roi = config_.roi});
     double sum = 0;
     for (double d : dice) sum += d;

@@ -10,6 +10,8 @@ Cases (one ctest each):
              every step and repeat, agreeing with the report; Markdown rows.
   infer      latency mean and percentiles equal numpy's on the per-batch times
              the DLLogger file records (one process: every batch is there).
+  models     every registered model, small, trains and infers one step on
+             synthetic and on generated data, in fp32 and bf16.
   usage      every usage error exits 2 with one line on stderr and measures nothing.
   interrupt  SIGINT after the first configuration: exit 1, and the report keeps
              what was measured, marked incomplete.
@@ -172,6 +174,27 @@ def case_precision(tool, tmp):
     return fails
 
 
+def case_models(tool, tmp):
+    """Each model's synthetic batch and its loader's batches go through both modes."""
+    fails = []
+    for bench in ("resnet", "unet3d", "bert"):
+        for mode in ("train", "infer"):
+            for data in ([], ["--generated", "--cache_dir", os.path.join(tmp, "cache")]):
+                args = SMALL + ["--bench", bench, "--mode", mode, "--dtype", "fp32,bf16", "-b", "2",
+                                "-w", "1", "-i", "2", "-r", "1", "-o", "m.json"] + data
+                what = " ".join(args[2:8] + data[:1])
+                r = run(tool, args, tmp)
+                if r.returncode != 0:
+                    fails.append(f"{what}: exit {r.returncode}: {r.stderr.strip()[-300:]}")
+                    continue
+                rep = json.load(open(os.path.join(tmp, "m.json")))
+                got = [(c["dtype"], c["status"], c["throughput"]["median"] > 0)
+                       for c in rep["configurations"]]
+                if sorted(got) != [("bf16", "ok", True), ("fp32", "ok", True)]:
+                    fails.append(f"{what}: configurations {got}")
+    return fails
+
+
 def case_usage(tool, tmp):
     fails = []
     # A raw KiTS19 tree is prepared before any worker starts: a broken volume
@@ -286,7 +309,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True, help="run_benchmark")
     ap.add_argument("--case", required=True,
-                    choices=["train", "infer", "precision", "usage", "interrupt", "charts"])
+                    choices=["train", "infer", "precision", "models", "usage", "interrupt",
+                             "charts"])
     args = ap.parse_args()
     if np is None and args.case in ("train", "infer"):
         print("SKIP: numpy is not installed (scripts/install_deps.sh --test installs python3-numpy)")

@@ -100,7 +100,19 @@ std::vector<ConvCase> SmallCases() {
   SetSamePadding(&same);  // TF "same": the odd pixel of padding at the end
   ConvGeometry asym3d = Conv3d(1, 2, 4, 5, 3, 3, 3, 2, 1);
   asym3d.pad_end[1] = 0;
+  // Stride 1 takes the backward data as a convolution over dy, with the
+  // padding mirrored: uneven padding, none, and more than the kernel (which
+  // takes the col2im form).
+  ConvGeometry same_s1 = Conv2d(2, 3, 5, 6, 4, 2, 2, 1, 0);
+  SetSamePadding(&same_s1);
+  ConvGeometry asym3d_s1 = Conv3d(1, 2, 4, 5, 3, 3, 3, 1, 1);
+  asym3d_s1.pad_end[1] = 0;
+  asym3d_s1.pad_begin[2] = 2;
   return {{"3x3_s1_p1", Conv2d(2, 3, 5, 4, 4, 3, 3, 1, 1)},
+          {"2x2_s1_same", same_s1},
+          {"3x3_s1_p0", Conv2d(2, 3, 6, 5, 4, 3, 3, 1, 0)},
+          {"3x3_s1_p3", Conv2d(1, 2, 4, 4, 3, 3, 3, 1, 3)},
+          {"3d_asym_s1", asym3d_s1, true},
           {"3x3_s2_p1", Conv2d(2, 5, 7, 6, 3, 3, 3, 2, 1)},
           {"7x7_s2_p3", Conv2d(1, 2, 9, 8, 3, 7, 7, 2, 3)},
           {"same_s2_asym", same},

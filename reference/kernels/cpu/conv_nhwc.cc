@@ -2,10 +2,14 @@
 // matrix has one row per output pixel (n, z, y, x) and one column per
 // (kd, kh, kw, c), so building it copies whole channel vectors:
 //   forward          y[NP, K]      = col[NP, V*C] * w'[K, V*C]^T
-//   backward data    dcol[NP, V*C] = dy[NP, K] * w'[K, V*C], then col2im
+//   backward data    dcol[NP, V*C] = dy[NP, K] * w'[K, V*C], then col2im;
+//                    stride 1: dx[NI, C] = dycol[NI, V*K] * w"[V*K, C]
 //   backward weight  dw'[K, V*C]   = dy[NP, K]^T * col[NP, V*C]
 // where w' is the weight repacked to [K, kD, kH, kW, C] in the workspace
-// (V = kernel volume). A pointwise conv needs no col matrix: x is it.
+// (V = kernel volume), dycol the im2col matrix of dy under the adjoint
+// geometry (conv_nhwc_col.h; one row per input pixel) and w" the weight with
+// its taps flipped, repacked to [kD, kH, kW, K, C]. A pointwise conv needs no
+// col matrix: x is it.
 //
 // Threading: each OpenMP thread takes a share of the output rows and runs
 // im2col and a single-threaded GEMM on chunks of them (so a chunk of col
@@ -20,6 +24,7 @@
 
 #include "base/check.h"
 #include "reference/kernels/cpu/blas_threads.h"
+#include "reference/kernels/cpu/conv_nhwc_col.h"
 #include "reference/kernels/cpu/gemm.h"
 #include "reference/kernels/cpu/gemm_amx.h"
 #include "reference/kernels/cpu/parallel.h"
@@ -35,7 +40,6 @@ namespace {
 constexpr int64_t kChunkFloats = int64_t{1} << 18;
 constexpr int64_t kMinChunkRows = 512;
 
-int64_t ColWidth(const ConvGeometry& g) { return g.kernel_volume() * g.in_channels; }
 int64_t Rows(const ConvGeometry& g) { return g.batch * g.out_spatial(); }
 
 // A pointwise conv reads x in place: one GEMM per thread share, unless its
@@ -47,6 +51,20 @@ int64_t ChunkRows(const ConvGeometry& g, bool output_chunks = false, int64_t out
   return std::min(Rows(g), std::max(kMinChunkRows, kChunkFloats / width));
 }
 
+// A stride-1 convolution's backward data is itself a convolution, over dy
+// with the taps flipped and the padding mirrored; its output rows are dx's
+// pixels. Taking it that way writes each dx row once, from a GEMM whose
+// reduction is V*K deep, where the col2im form writes V*C floats a row from
+// a K-deep one and then adds them up, with neighbouring threads' rows
+// overlapping.
+bool GathersBackward(const ConvGeometry& g) {
+  if (g.is_pointwise()) return false;
+  for (int i = 0; i < 3; ++i)
+    if (g.stride[i] != 1 || g.pad_begin[i] >= g.kernel[i] || g.pad_end[i] >= g.kernel[i])
+      return false;
+  return true;
+}
+
 // Only kernels larger than 1 need the weight in [K, V, C] order.
 int64_t RepackElements(const ConvGeometry& g) {
   return g.kernel_volume() > 1 ? g.out_channels * ColWidth(g) : 0;
@@ -55,7 +73,9 @@ int64_t RepackElements(const ConvGeometry& g) {
 // Workspace: [repacked weight][per thread: col chunk, weight-gradient partial].
 // The first thread's weight gradient goes to the repack area or to dw itself.
 int64_t PerThreadElements(const ConvGeometry& g) {
-  return (g.is_pointwise() ? 0 : ChunkRows(g) * ColWidth(g)) + g.out_channels * ColWidth(g);
+  int64_t col = g.is_pointwise() ? 0 : ChunkRows(g) * ColWidth(g);
+  if (GathersBackward(g)) col = std::max(col, ChunkRows(Adjoint(g)) * ColWidth(Adjoint(g)));
+  return col + g.out_channels * ColWidth(g);
 }
 
 // Threads a call may use: OpenMP's, capped by what the workspace holds.
@@ -87,119 +107,10 @@ void CheckBf16Gemms() {
                    "bf16 activations need the GEMMs on AMX tiles (bf16 on AMX)");
 }
 
-// Offset of input pixel (n, z, y, x) in an N[D]HWC tensor.
-int64_t PixelOffset(const ConvGeometry& g, int64_t n, int64_t z, int64_t y, int64_t x) {
-  return (((n * g.in[0] + z) * g.in[1] + y) * g.in[2] + x) * g.in_channels;
-}
-
-// Calls visit(col_offset, input_offset, floats) for the runs of output row
-// `row` = (n, z, y, x), in tap order: the kW taps of one kernel row are
-// neighbouring input pixels, so where all of them lie inside the input they
-// form one contiguous run of kW * C floats (21 for the stem's 7x7 over RGB
-// rather than seven runs of 3); elsewhere each tap is its own run of C, with
-// input_offset -1 for padding.
-template <typename Visit>
-void ForEachRun(const ConvGeometry& g, int64_t row, Visit visit) {
-  const int64_t ow = g.out(2), oh = g.out(1), od = g.out(0), c = g.in_channels;
-  const int64_t kw_count = g.kernel[2];
-  const int64_t x = row % ow, y = (row / ow) % oh, z = (row / (ow * oh)) % od;
-  const int64_t n = row / g.out_spatial();
-  const int64_t ix0 = x * g.stride[2] - g.pad_begin[2];
-  const bool columns_inside = ix0 >= 0 && ix0 + kw_count <= g.in[2];
-  for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
-    const int64_t iz = z * g.stride[0] - g.pad_begin[0] + kd;
-    for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
-      const int64_t iy = y * g.stride[1] - g.pad_begin[1] + kh;
-      const bool row_inside = iz >= 0 && iz < g.in[0] && iy >= 0 && iy < g.in[1];
-      const int64_t col = (kd * g.kernel[1] + kh) * kw_count * c;
-      if (row_inside && columns_inside) {
-        visit(col, PixelOffset(g, n, iz, iy, ix0), kw_count * c);
-        continue;
-      }
-      for (int64_t kw = 0; kw < kw_count; ++kw) {
-        const int64_t ix = ix0 + kw;
-        visit(col + kw * c,
-              row_inside && ix >= 0 && ix < g.in[2] ? PixelOffset(g, n, iz, iy, ix) : int64_t{-1},
-              c);
-      }
-    }
-  }
-}
-
-// col rows [begin, end) of the im2col matrix; padding reads as zero. T is
-// float, or uint16_t for bf16 bits (zero is zero in both).
-template <typename T>
-void Im2Col(const ConvGeometry& g, const T* x, int64_t begin, int64_t end, T* col) {
-  const int64_t width = ColWidth(g);
-  for (int64_t row = begin; row < end; ++row) {
-    T* out = col + (row - begin) * width;
-    ForEachRun(g, row, [&](int64_t at, int64_t in, int64_t count) {
-      T* o = out + at;
-      if (in < 0) {
-        std::fill(o, o + count, T{0});
-      } else {
-        std::copy(x + in, x + in + count, o);
-      }
-    });
-  }
-}
-
-// The same from an fp32 x into a bf16 col, rounded as the AMX GEMMs pack
-// fp32 (PackedBf16): under bf16 they read it with the bits of the fp32 col,
-// from half its bytes, and in place where its rows are whole tile rows.
-void Im2Col(const ConvGeometry& g, const float* x, int64_t begin, int64_t end, uint16_t* col) {
-  const int64_t width = ColWidth(g);
-  for (int64_t row = begin; row < end; ++row) {
-    uint16_t* out = col + (row - begin) * width;
-    ForEachRun(g, row, [&](int64_t at, int64_t in, int64_t count) {
-      if (in < 0) {
-        std::fill(out + at, out + at + count, uint16_t{0});
-      } else {
-        PackedBf16(x + in, count, out + at);
-      }
-    });
-  }
-}
-
 // Whether an fp32 input's col is written in bf16 (the Im2Col above).
 template <typename T>
 bool Bf16Col(const ConvGeometry& g) {
   return std::is_same_v<T, float> && !g.is_pointwise() && GemmsRoundToBf16();
-}
-
-// The adjoint: adds col rows [begin, end) into the pixels they were copied
-// from, dx holding the input from element `origin` on.
-void Col2ImAdd(const ConvGeometry& g, const float* col, int64_t begin, int64_t end, float* dx,
-               int64_t origin = 0) {
-  const int64_t width = ColWidth(g);
-  for (int64_t row = begin; row < end; ++row) {
-    const float* in = col + (row - begin) * width;
-    ForEachRun(g, row, [&](int64_t at, int64_t out, int64_t count) {
-      if (out < 0) return;
-      const float* s = in + at;
-      float* d = dx + (out - origin);
-      for (int64_t i = 0; i < count; ++i) d[i] += s[i];
-    });
-  }
-}
-
-// [K, C, V] <-> [K, V, C]: a transpose of each filter's [C, V] matrix.
-template <bool kToChannelsLast>
-void RepackWeight(const ConvGeometry& g, const float* src, float* dst) {
-  const int64_t c = g.in_channels, v = g.kernel_volume();
-#pragma omp parallel for if (WorthParallel(g.out_channels * c * v))
-  for (int64_t k = 0; k < g.out_channels; ++k) {
-    const float* s = src + k * c * v;
-    float* d = dst + k * c * v;
-    for (int64_t i = 0; i < c; ++i)
-      for (int64_t j = 0; j < v; ++j) {
-        if constexpr (kToChannelsLast) {
-          d[j * c + i] = s[i * v + j];
-        } else {
-          d[i * v + j] = s[j * c + i];
-        }
-      }
-  }
 }
 
 }  // namespace
@@ -223,7 +134,7 @@ void ForwardChunks(const ConvGeometry& g, const T* x, const float* w, float* wor
   const int threads = Threads(g, workspace_elements);
   const float* wk = w;
   if (RepackElements(g) > 0) {
-    RepackWeight<true>(g, w, workspace);
+    RepackToChannelsLast(g, w, workspace);
     wk = workspace;
   }
   SharedB& weight = SharedWeight();
@@ -321,6 +232,50 @@ void ConvForward(const ConvGeometry& g, const uint16_t* x, const float* w, uint1
 
 namespace {
 
+// The backward data of a GathersBackward convolution: the forward of its
+// adjoint, each thread a share of dx's rows, a chunk at a time. dy and dx in
+// fp32 (dx rounded to round_to), or both in bf16 (T = uint16_t).
+template <typename T>
+void GatherBackwardData(const ConvGeometry& g, const T* dy, const float* w, T* dx, float* workspace,
+                        int64_t workspace_elements, core::DType round_to) {
+  const ConvGeometry a = Adjoint(g);
+  const int64_t c = g.in_channels, chunk = ChunkRows(a);
+  const int threads = Threads(g, workspace_elements);
+  RepackFlipped(g, w, workspace);
+  SharedB& weight = SharedWeight();
+  weight.Prepare(false, ColWidth(a), c, workspace);
+  BlasInCallingThread blas;
+#pragma omp parallel num_threads(threads)
+  {
+    weight.Pack(omp_get_thread_num(), omp_get_num_threads());
+#pragma omp barrier
+    int64_t begin, end;
+    ThreadShare(Rows(a), &begin, &end);
+    float* col = workspace + RepackElements(g) + omp_get_thread_num() * PerThreadElements(g);
+    for (int64_t r0 = begin; r0 < end; r0 += chunk) {
+      const int64_t r1 = std::min(end, r0 + chunk);
+      float* rows = nullptr;
+      if constexpr (std::is_same_v<T, float>) {
+        rows = dx + r0 * c;
+      } else {
+        rows = ThreadFloats(chunk * c);
+      }
+      if (Bf16Col<T>(a)) {
+        Im2Col(a, dy, r0, r1, reinterpret_cast<uint16_t*>(col));
+        weight.Gemm(false, r1 - r0, 1.0f, reinterpret_cast<const uint16_t*>(col), 0.0f, rows);
+      } else {
+        Im2Col(a, dy, r0, r1, reinterpret_cast<T*>(col));
+        weight.Gemm(false, r1 - r0, 1.0f, reinterpret_cast<const T*>(col), 0.0f, rows);
+      }
+      if constexpr (std::is_same_v<T, float>) {
+        RoundSpan(round_to, rows, (r1 - r0) * c);
+      } else {
+        StoreBf16(rows, (r1 - r0) * c, dx + r0 * c);
+      }
+    }
+  }
+}
+
 // Output rows of neighbouring depths add into shared input planes. With at
 // least as many images as threads, a thread owns whole images. With fewer, a
 // thread owns a slab of output depths of each image in turn: first all but
@@ -332,12 +287,16 @@ namespace {
 template <typename T>
 void BackwardData(const ConvGeometry& g, const T* dy, const float* w, T* dx, float* workspace,
                   int64_t workspace_elements, core::DType round_to) {
+  if (GathersBackward(g)) {
+    GatherBackwardData(g, dy, w, dx, workspace, workspace_elements, round_to);
+    return;
+  }
   constexpr bool kBf16 = !std::is_same_v<T, float>;
   const int64_t k = g.out_channels, width = ColWidth(g), p = g.out_spatial();
   const int threads = Threads(g, workspace_elements);
   const float* wk = w;
   if (RepackElements(g) > 0) {
-    RepackWeight<true>(g, w, workspace);
+    RepackToChannelsLast(g, w, workspace);
     wk = workspace;
   }
   const int64_t image = g.in_spatial() * g.in_channels, plane = g.out(1) * g.out(2);
@@ -496,7 +455,7 @@ void BackwardWeight(const ConvGeometry& g, const TX* x, const TDY* dy, float* dw
       for (int64_t i = i0; i < i1; ++i) first[i] += p[i];
     }
   }
-  if (RepackElements(g) > 0) RepackWeight<false>(g, first, dw);
+  if (RepackElements(g) > 0) RepackFromChannelsLast(g, first, dw);
 }
 
 }  // namespace

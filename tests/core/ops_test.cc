@@ -12,6 +12,7 @@
 #include "reference/kernels/cpu/elementwise.h"
 #include "reference/kernels/cpu/embedding.h"
 #include "reference/kernels/cpu/linear.h"
+#include "reference/kernels/cpu/philox_x8.h"
 #include "reference/kernels/cpu/pool.h"
 #include "reference/kernels/cpu/softmax.h"
 #include "tests/core/test_util.h"
@@ -115,6 +116,27 @@ TEST(ElementwiseTest, DropoutMaskIsEachElementsPhiloxUniform) {
       EXPECT_EQ(in_place.data, y.data) << "n " << n << " p " << p;
     }
   }
+}
+
+// The eight-block generator gives core::PhiloxBlock's words, also where the
+// block index's low word wraps inside the eight, and for 64-bit seeds and
+// offsets.
+TEST(ElementwiseTest, PhiloxBlocks8AreTheScalarBlocks) {
+  const uint64_t seeds[] = {0, 41, 0x123456789abcdef0ull};
+  const uint64_t offsets[] = {0, 7, 0xfedcba9876543210ull};
+  const uint64_t bases[] = {0, 8, 0xfffffffcull, 0x1fffffff9ull, 0xfffffffffffffff8ull};
+  for (uint64_t seed : seeds)
+    for (uint64_t offset : offsets)
+      for (uint64_t base : bases) {
+        uint32_t words[32];
+        cpu::PhiloxBlocks8(seed, offset, base, words);
+        for (uint64_t b = 0; b < 8; ++b) {
+          const core::Philox4x32 want = core::PhiloxBlock(seed, offset, base + b);
+          for (int w = 0; w < 4; ++w)
+            ASSERT_EQ(words[4 * b + w], want.v[w])
+                << "seed " << seed << " offset " << offset << " block " << base + b;
+        }
+      }
 }
 
 // offset_base: the stream offset + *offset_base read when the op runs (a

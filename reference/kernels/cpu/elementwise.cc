@@ -7,6 +7,7 @@
 #include "reference/core/philox.h"
 #include "reference/kernels/cpu/layout.h"
 #include "reference/kernels/cpu/parallel.h"
+#include "reference/kernels/cpu/philox_x8.h"
 #include "reference/kernels/cpu/round.h"
 #include "reference/kernels/cpu/vec_math.h"
 
@@ -105,7 +106,7 @@ void ReluBackward(const Tensor& y, const Tensor& dy, const Tensor& dx) {
 namespace {
 
 constexpr int64_t kGeluChunk = 256;
-// Elements per chunk of the dropout mask, a multiple of Philox's 4 lanes.
+// Elements per chunk of the dropout mask, a multiple of PhiloxBlocks8's 32.
 constexpr int64_t kDropoutChunk = 256;
 
 // e[j] = exp(-2u) of x[0, n).
@@ -240,11 +241,8 @@ void DropoutForward(float p, uint64_t seed, uint64_t offset, const Tensor& x, co
   for (int64_t begin = 0; begin < n; begin += kDropoutChunk) {
     const int64_t m = std::min(kDropoutChunk, n - begin);
     uint32_t bits[kDropoutChunk];
-    for (int64_t j = 0; j < m; j += 4) {
-      const core::Philox4x32 block =
-          core::PhiloxBlock(seed, offset, static_cast<uint64_t>((begin + j) / 4));
-      for (int lane = 0; lane < 4; ++lane) bits[j + lane] = block.v[lane];
-    }
+    for (int64_t j = 0; j < m; j += 32)
+      PhiloxBlocks8(seed, offset, static_cast<uint64_t>((begin + j) / 4), bits + j);
     for (int64_t j = 0; j < m; ++j) {
       const float v = in[begin + j];
       out[begin + j] = core::Kept(bits[j], threshold) ? v * scale : 0.0f;

@@ -21,7 +21,8 @@
 // written, as PyTorch's autocast does; a batch norm followed by a residual
 // add stores the normalised value before the add too. A CUDA device may store those tensors in
 // the precision's own type (ActivationStorageType), where its kernels round as they store, and so
-// may the CPU under bf16 with AMX for ResNet in channels-last; elsewhere the CPU keeps fp32
+// may the CPU under bf16 with AMX for ResNet and the 3D U-Net in channels-last; elsewhere the
+// CPU keeps fp32
 // storage and rounds in place (RoundStored). Both read and write the same values.
 #pragma once
 
@@ -73,7 +74,7 @@ class TypedActivationsScope {
 // The type a model allocates its stored activations in on `device`: the
 // compute precision on a CUDA device with typed activations on; on the CPU,
 // bf16 for a model whose host kernels read and write it (`host_typed`:
-// ResNet in channels-last) under bf16 with the GEMMs on AMX tiles
+// ResNet and the 3D U-Net in channels-last) under bf16 with the GEMMs on AMX tiles
 // (cpu/gemm_amx) and typed activations on, which halves the bytes its
 // memory-bound passes move; else fp32. Read when the model is built, under
 // the precision it trains in.

@@ -20,7 +20,7 @@ using core::Tensor;
 UNet3D::UNet3D(const UNet3DConfig& config, int64_t batch_size, uint64_t seed)
     : Model(config.device, batch_size),
       config_(config),
-      stored_(ops::ActivationStorageType(config.device)) {
+      stored_(ops::ActivationStorageType(config.device, config.layout == core::Layout::kNDHWC)) {
   MLPERF_CHECK_MSG(config.layout == core::Layout::kNCDHW || config.layout == core::Layout::kNDHWC,
                    "UNet3D: the layout must be NCDHW or NDHWC");
   AllocateArenas([this](const layers::ModelArenas& arenas) { Build(arenas); });
@@ -35,7 +35,7 @@ UNet3D::UNet3D(const UNet3DConfig& config, int64_t batch_size, uint64_t seed)
 UNet3D::UNet3D(const UNet3DConfig& config, int64_t batch_size, MeasureOnly)
     : Model(core::Device::kCpu, batch_size),
       config_(config),
-      stored_(ops::ActivationStorageType(config.device)) {
+      stored_(ops::ActivationStorageType(config.device, config.layout == core::Layout::kNDHWC)) {
   config_.device = core::Device::kCpu;
   measured_bytes_ = static_cast<int64_t>(
       MeasureArenas(core::Device::kCpu, [this](const layers::ModelArenas& a) { Build(a); }));

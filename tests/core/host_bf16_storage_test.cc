@@ -1,15 +1,17 @@
 // The host's bf16 activation storage (ops::ActivationStorageType with
-// host_typed: ResNet in channels-last under bf16 on AMX): every op ResNet
-// runs reads and writes bf16 and gives the values of fp32 storage rounded at
-// its storage points, bit for bit. Skipped on a CPU without AMX, where the
-// storage stays fp32.
+// host_typed: ResNet and the 3D U-Net in channels-last under bf16 on AMX):
+// every op they run reads and writes bf16 and gives the values of fp32
+// storage rounded at its storage points, bit for bit. Skipped on a CPU
+// without AMX, where the storage stays fp32.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "reference/core/philox.h"
+#include "reference/kernels/composite.h"
 #include "reference/kernels/cpu/gemm.h"
 #include "reference/kernels/cpu/round.h"
 #include "reference/kernels/dispatch.h"
@@ -40,11 +42,14 @@ struct Stored {
       bf16[i] = cpu::Bf16Bits(f32[i]);
     }
   }
+  core::Layout Layout() const {
+    return shape.rank() == 5 ? core::Layout::kNDHWC : core::Layout::kNHWC;
+  }
   Tensor F32() {
-    return Tensor(f32.data(), shape, core::DType::kF32, core::Device::kCpu, core::Layout::kNHWC);
+    return Tensor(f32.data(), shape, core::DType::kF32, core::Device::kCpu, Layout());
   }
   Tensor Bf16() {
-    return Tensor(bf16.data(), shape, core::DType::kBF16, core::Device::kCpu, core::Layout::kNHWC);
+    return Tensor(bf16.data(), shape, core::DType::kBF16, core::Device::kCpu, Layout());
   }
   std::vector<float> Bf16Values() const {
     std::vector<float> v(bf16.size());
@@ -242,6 +247,127 @@ TEST_F(HostBf16Storage, FusedInferenceGivesTheValuesOfFp32Storage) {
       }
     }
   }
+}
+
+core::Shape VolumeIn(const ConvGeometry& g) {
+  return {g.batch, g.in[0], g.in[1], g.in[2], g.in_channels};
+}
+core::Shape VolumeOut(const ConvGeometry& g) {
+  return {g.batch, g.out(0), g.out(1), g.out(2), g.out_channels};
+}
+Buffer Workspace(const ConvGeometry& g) {
+  return Buffer({std::max<int64_t>(
+      1, ops::ConvWorkspaceElements(g, core::Layout::kNDHWC, core::Device::kCpu))});
+}
+
+// The 3D U-Net's convolutions on one volume and two threads: a 3x3x3 at
+// stride 1 and one at stride 2 (whose data gradient adds depth slabs), the
+// transposed 2^3 upsampling with its bias, and the pointwise output
+// convolution from bf16 into fp32 logits and back.
+TEST_F(HostBf16Storage, UNetConvolutionsGiveTheValuesOfFp32Storage) {
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(2);
+  for (const ConvGeometry& g :
+       {Conv3d(1, 32, 6, 5, 4, 32, 3, 1, 1), Conv3d(1, 32, 9, 6, 6, 64, 3, 2, 1)}) {
+    const std::string name = "stride " + std::to_string(g.stride[0]);
+    Buffer w({g.out_channels, g.in_channels, 3, 3, 3}), ws = Workspace(g);
+    FillRandom(w, 91);
+    Stored x(VolumeIn(g), 92), y(VolumeOut(g)), dy(VolumeOut(g), 93), dx(VolumeIn(g));
+    ops::ConvForward(g, x.F32(), w.t(), y.F32(), ws.t());
+    ops::ConvForward(g, x.Bf16(), w.t(), y.Bf16(), ws.t());
+    EXPECT_SAME_VALUES(y, "forward, " << name);
+    Buffer dw32(w.shape), dw16(w.shape);
+    ops::ConvBackwardWeight(g, x.F32(), dy.F32(), dw32.t(), ws.t());
+    ops::ConvBackwardWeight(g, x.Bf16(), dy.Bf16(), dw16.t(), ws.t());
+    EXPECT_EQ(dw16.data, dw32.data) << "weight gradient, " << name;
+    ops::ConvBackwardData(g, dy.F32(), w.t(), dx.F32(), ws.t());
+    ops::ConvBackwardData(g, dy.Bf16(), w.t(), dx.Bf16(), ws.t());
+    EXPECT_SAME_VALUES(dx, "input gradient, " << name);
+  }
+
+  // Upsampling: g's input is the transposed convolution's output.
+  const ConvGeometry up = Conv3d(1, 32, 8, 6, 6, 64, 2, 2, 0);
+  Buffer w({64, 32, 2, 2, 2}), bias({32}), ws = Workspace(up);
+  FillRandom(w, 94);
+  FillRandom(bias, 95);
+  Stored x(VolumeOut(up), 96), y(VolumeIn(up)), dy(VolumeIn(up), 97), dx(VolumeOut(up));
+  ops::ConvTransposeForward(up, x.F32(), w.t(), y.F32(), ws.t());
+  ops::BiasAddChannels(bias.t(), y.F32());
+  ops::ConvTransposeForward(up, x.Bf16(), w.t(), y.Bf16(), ws.t());
+  ops::BiasAddChannels(bias.t(), y.Bf16());
+  EXPECT_SAME_VALUES(y, "upsampling with its bias");
+  Buffer db32({32}), db16({32}), dw32(w.shape), dw16(w.shape);
+  ops::BiasBackwardChannels(dy.F32(), db32.t());
+  ops::BiasBackwardChannels(dy.Bf16(), db16.t());
+  EXPECT_EQ(db16.data, db32.data) << "bias gradient";
+  ops::ConvTransposeBackwardWeight(up, x.F32(), dy.F32(), dw32.t(), ws.t());
+  ops::ConvTransposeBackwardWeight(up, x.Bf16(), dy.Bf16(), dw16.t(), ws.t());
+  EXPECT_EQ(dw16.data, dw32.data) << "upsampling weight gradient";
+  ops::ConvTransposeBackwardData(up, dy.F32(), w.t(), dx.F32(), ws.t());
+  ops::ConvTransposeBackwardData(up, dy.Bf16(), w.t(), dx.Bf16(), ws.t());
+  EXPECT_SAME_VALUES(dx, "upsampling input gradient");
+
+  const ConvGeometry head = Conv3d(1, 32, 4, 5, 6, 3, 1, 1, 0);
+  Buffer hw({3, 32, 1, 1, 1}), hws = Workspace(head);
+  FillRandom(hw, 98);
+  Stored hx(VolumeIn(head), 99), hdx(VolumeIn(head));
+  const core::Shape logits = VolumeOut(head);
+  Buffer y32(logits), y16(logits), dlogits(logits), hdw32(hw.shape), hdw16(hw.shape);
+  FillRandom(dlogits, 100);
+  const auto ndhwc = [&](Buffer& b) { return b.t().Reshaped(logits, core::Layout::kNDHWC); };
+  ops::ConvForward(head, hx.F32(), hw.t(), ndhwc(y32), hws.t());
+  ops::ConvForward(head, hx.Bf16(), hw.t(), ndhwc(y16), hws.t());
+  EXPECT_EQ(y16.data, y32.data) << "output convolution";
+  ops::ConvBackwardWeight(head, hx.F32(), ndhwc(dlogits), hdw32.t(), hws.t());
+  ops::ConvBackwardWeight(head, hx.Bf16(), ndhwc(dlogits), hdw16.t(), hws.t());
+  EXPECT_EQ(hdw16.data, hdw32.data) << "output convolution weight gradient";
+  ops::ConvBackwardData(head, ndhwc(dlogits), hw.t(), hdx.F32(), hws.t());
+  ops::ConvBackwardData(head, ndhwc(dlogits), hw.t(), hdx.Bf16(), hws.t());
+  EXPECT_SAME_VALUES(hdx, "output convolution input gradient");
+  omp_set_num_threads(threads);
+}
+
+// Instance norm with its ReLU both ways (32 channels, and 24), and the
+// skips' concatenation and split. The backward stores dx rounded where fp32
+// storage leaves it as it is (the convolution's GEMMs that read it round it
+// alike).
+TEST_F(HostBf16Storage, InstanceNormAndConcatenationGiveTheValuesOfFp32Storage) {
+  for (const core::Shape shape : {core::Shape{2, 4, 5, 6, 32}, core::Shape{1, 3, 4, 4, 24}}) {
+    const int64_t n = shape[0], c = shape[4];
+    const std::string name = "channels " + std::to_string(c);
+    Buffer gamma({c}), beta({c}), mean32({n, c}), inv32({n, c}), mean16({n, c}), inv16({n, c});
+    FillRandom(gamma, 101, 0.5f, 1.5f);
+    FillRandom(beta, 102);
+    Stored x(shape, 103, -2.0f, 3.0f), y(shape), dy(shape, 104), dx(shape);
+    ops::InstanceNormReluForward(1e-5f, x.F32(), gamma.t(), beta.t(), y.F32(), mean32.t(),
+                                 inv32.t());
+    ops::InstanceNormReluForward(1e-5f, x.Bf16(), gamma.t(), beta.t(), y.Bf16(), mean16.t(),
+                                 inv16.t());
+    EXPECT_SAME_VALUES(y, "forward, " << name);
+    EXPECT_EQ(mean16.data, mean32.data) << name;
+    EXPECT_EQ(inv16.data, inv32.data) << name;
+    Buffer dg32({c}), db32({c}), dg16({c}), db16({c});
+    ops::InstanceNormReluBackward(x.F32(), y.F32(), dy.F32(), gamma.t(), mean32.t(), inv32.t(),
+                                  dx.F32(), dg32.t(), db32.t());
+    ops::InstanceNormReluBackward(x.Bf16(), y.Bf16(), dy.Bf16(), gamma.t(), mean16.t(), inv16.t(),
+                                  dx.Bf16(), dg16.t(), db16.t());
+    EXPECT_SAME_VALUES(dy, "dy masked, " << name);
+    std::vector<float> rounded(dx.f32.size());
+    for (size_t i = 0; i < rounded.size(); ++i) rounded[i] = cpu::RoundToBf16(dx.f32[i]);
+    EXPECT_EQ(dx.Bf16Values(), rounded) << "backward, " << name;
+    EXPECT_EQ(dg16.data, dg32.data) << name;
+    EXPECT_EQ(db16.data, db32.data) << name;
+  }
+  const core::Shape a_shape{1, 3, 4, 5, 16}, b_shape{1, 3, 4, 5, 8}, y_shape{1, 3, 4, 5, 24};
+  Stored a(a_shape, 105), b(b_shape, 106), y(y_shape), a2(a_shape), b2(b_shape);
+  ops::ConcatChannels(a.F32(), b.F32(), y.F32());
+  ops::ConcatChannels(a.Bf16(), b.Bf16(), y.Bf16());
+  EXPECT_SAME_VALUES(y, "concatenation");
+  ops::SplitChannels(y.F32(), a2.F32(), b2.F32());
+  ops::SplitChannels(y.Bf16(), a2.Bf16(), b2.Bf16());
+  EXPECT_SAME_VALUES(a2, "split, first part");
+  EXPECT_SAME_VALUES(b2, "split, second part");
+  EXPECT_EQ(a2.f32, a.f32);
 }
 
 }  // namespace

@@ -122,6 +122,9 @@ void ConvForward(const ConvGeometry& g, const Tensor& x, const Tensor& w, const 
                         workspace.numel());
     } else if (IsBf16(y)) {
       nhwc::ConvForward(g, x.f32(), w.f32(), Bf16Data(y), Scratch(workspace), workspace.numel());
+    } else if (IsBf16(x)) {
+      nhwc::ConvForward(g, Bf16Data(x), w.f32(), y.f32(), Scratch(workspace), workspace.numel(),
+                        round_to);
     } else {
       nhwc::ConvForward(g, x.f32(), w.f32(), y.f32(), Scratch(workspace), workspace.numel(),
                         round_to);
@@ -151,6 +154,9 @@ void ConvBackwardData(const ConvGeometry& g, const Tensor& dy, const Tensor& w, 
     if (IsBf16(dy)) {
       MLPERF_CHECK_MSG(IsBf16(dx), "conv backward data: a bf16 dy needs a bf16 dx");
       nhwc::ConvBackwardData(g, Bf16Data(dy), w.f32(), Bf16Data(dx), Scratch(workspace),
+                             workspace.numel());
+    } else if (IsBf16(dx)) {
+      nhwc::ConvBackwardData(g, dy.f32(), w.f32(), Bf16Data(dx), Scratch(workspace),
                              workspace.numel());
     } else {
       nhwc::ConvBackwardData(g, dy.f32(), w.f32(), dx.f32(), Scratch(workspace), workspace.numel(),
@@ -185,6 +191,9 @@ void ConvBackwardWeight(const ConvGeometry& g, const Tensor& x, const Tensor& dy
                                workspace.numel());
     } else if (IsBf16(dy)) {
       nhwc::ConvBackwardWeight(g, x.f32(), Bf16Data(dy), dw.f32(), Scratch(workspace),
+                               workspace.numel());
+    } else if (IsBf16(x)) {
+      nhwc::ConvBackwardWeight(g, Bf16Data(x), dy.f32(), dw.f32(), Scratch(workspace),
                                workspace.numel());
     } else {
       nhwc::ConvBackwardWeight(g, x.f32(), dy.f32(), dw.f32(), Scratch(workspace),
@@ -226,6 +235,16 @@ void BiasAddChannels(const Tensor& bias, const Tensor& y, core::DType round_to) 
   const auto [n, c, s] = ViewChannels(y);
   MLPERF_CHECK(bias.numel() == c);
   const float* b = bias.f32();
+  if (IsBf16(y)) {  // channels-last bf16 storage: the sum rounded as it is stored
+    MLPERF_CHECK_MSG(s == 1, "bias add: bf16 storage is channels-last");
+    uint16_t* out = Bf16Data(y);
+#pragma omp parallel for if (WorthParallel(y.numel()))
+    for (int64_t i = 0; i < n; ++i) {
+      uint16_t* row = out + i * c;
+      for (int64_t j = 0; j < c; ++j) row[j] = Bf16Bits(Bf16Value(row[j]) + b[j]);
+    }
+    return;
+  }
   float* out = y.f32();
   // Each row rounded while it is in cache.
   if (s == 1) {  // channels-last: rows of channels
@@ -249,7 +268,8 @@ void BiasAddChannels(const Tensor& bias, const Tensor& y, core::DType round_to) 
 void BiasBackwardChannels(const Tensor& dy, const Tensor& dbias) {
   const auto [n, c, s] = ViewChannels(dy);
   MLPERF_CHECK(dbias.numel() == c);
-  const float* g = dy.f32();
+  const bool bf16 = IsBf16(dy);
+  MLPERF_CHECK_MSG(!bf16 || s == 1, "bias gradient: bf16 storage is channels-last");
   if (s == 1) {
     // Channels-last: each thread sums its share of the channels over the
     // rows in order (one pass over dy, each sum in the order below).
@@ -259,13 +279,19 @@ void BiasBackwardChannels(const Tensor& dy, const Tensor& dbias) {
       int64_t j0, j1;
       ThreadShare(c, &j0, &j1);
       for (int64_t i = 0; i < n; ++i) {
-        const float* row = g + i * c;
-        for (int64_t j = j0; j < j1; ++j) sums[j] += row[j];
+        if (bf16) {
+          const uint16_t* row = Bf16Data(dy) + i * c;
+          for (int64_t j = j0; j < j1; ++j) sums[j] += Bf16Value(row[j]);
+        } else {
+          const float* row = dy.f32() + i * c;
+          for (int64_t j = j0; j < j1; ++j) sums[j] += row[j];
+        }
       }
     }
     for (int64_t j = 0; j < c; ++j) dbias.f32()[j] = static_cast<float>(sums[j]);
     return;
   }
+  const float* g = dy.f32();
 #pragma omp parallel for if (WorthParallel(dy.numel()))
   for (int64_t j = 0; j < c; ++j) {
     double sum = 0.0;

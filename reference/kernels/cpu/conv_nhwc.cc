@@ -167,13 +167,29 @@ void ForwardChunks(const ConvGeometry& g, const T* x, const float* w, float* wor
 
 }  // namespace
 
-void ConvForward(const ConvGeometry& g, const float* x, const float* w, float* y, float* workspace,
+namespace {
+
+template <typename T>
+void ForwardFp32(const ConvGeometry& g, const T* x, const float* w, float* y, float* workspace,
                  int64_t workspace_elements, core::DType round_to) {
   const int64_t k = g.out_channels;
   ForwardChunks(
       g, x, w, workspace, workspace_elements, round_to,
       ChunkRows(g, round_to != core::DType::kF32, k),
       [&](int64_t r0, int64_t) { return y + r0 * k; }, [](int64_t, int64_t, const float*) {});
+}
+
+}  // namespace
+
+void ConvForward(const ConvGeometry& g, const float* x, const float* w, float* y, float* workspace,
+                 int64_t workspace_elements, core::DType round_to) {
+  ForwardFp32(g, x, w, y, workspace, workspace_elements, round_to);
+}
+
+void ConvForward(const ConvGeometry& g, const uint16_t* x, const float* w, float* y,
+                 float* workspace, int64_t workspace_elements, core::DType round_to) {
+  CheckBf16Gemms();
+  ForwardFp32(g, x, w, y, workspace, workspace_elements, round_to);
 }
 
 namespace {
@@ -234,10 +250,10 @@ namespace {
 
 // The backward data of a GathersBackward convolution: the forward of its
 // adjoint, each thread a share of dx's rows, a chunk at a time. dy and dx in
-// fp32 (dx rounded to round_to), or both in bf16 (T = uint16_t).
-template <typename T>
-void GatherBackwardData(const ConvGeometry& g, const T* dy, const float* w, T* dx, float* workspace,
-                        int64_t workspace_elements, core::DType round_to) {
+// fp32 (dx rounded to round_to) or bf16 (uint16_t), each either.
+template <typename TDY, typename TDX>
+void GatherBackwardData(const ConvGeometry& g, const TDY* dy, const float* w, TDX* dx,
+                        float* workspace, int64_t workspace_elements, core::DType round_to) {
   const ConvGeometry a = Adjoint(g);
   const int64_t c = g.in_channels, chunk = ChunkRows(a);
   const int threads = Threads(g, workspace_elements);
@@ -255,19 +271,19 @@ void GatherBackwardData(const ConvGeometry& g, const T* dy, const float* w, T* d
     for (int64_t r0 = begin; r0 < end; r0 += chunk) {
       const int64_t r1 = std::min(end, r0 + chunk);
       float* rows = nullptr;
-      if constexpr (std::is_same_v<T, float>) {
+      if constexpr (std::is_same_v<TDX, float>) {
         rows = dx + r0 * c;
       } else {
         rows = ThreadFloats(chunk * c);
       }
-      if (Bf16Col<T>(a)) {
+      if (Bf16Col<TDY>(a)) {
         Im2Col(a, dy, r0, r1, reinterpret_cast<uint16_t*>(col));
         weight.Gemm(false, r1 - r0, 1.0f, reinterpret_cast<const uint16_t*>(col), 0.0f, rows);
       } else {
-        Im2Col(a, dy, r0, r1, reinterpret_cast<T*>(col));
-        weight.Gemm(false, r1 - r0, 1.0f, reinterpret_cast<const T*>(col), 0.0f, rows);
+        Im2Col(a, dy, r0, r1, reinterpret_cast<TDY*>(col));
+        weight.Gemm(false, r1 - r0, 1.0f, reinterpret_cast<const TDY*>(col), 0.0f, rows);
       }
-      if constexpr (std::is_same_v<T, float>) {
+      if constexpr (std::is_same_v<TDX, float>) {
         RoundSpan(round_to, rows, (r1 - r0) * c);
       } else {
         StoreBf16(rows, (r1 - r0) * c, dx + r0 * c);
@@ -282,18 +298,30 @@ void GatherBackwardData(const ConvGeometry& g, const T* dy, const float* w, T* d
 // its last `halo` depths, whose windows reach no other slab's first part,
 // then, after a barrier, those last depths, which reach no other slab's last
 // depths as long as every slab is at least two halos deep.
-// dy and dx in fp32 (dx rounded to round_to), or both in bf16 (T =
-// uint16_t), where dx's sums are made in fp32 scratch and then stored.
-template <typename T>
-void BackwardData(const ConvGeometry& g, const T* dy, const float* w, T* dx, float* workspace,
+// dy and dx in fp32 (dx rounded to round_to) or bf16 (uint16_t), each
+// either; a bf16 dx's sums are made in fp32 scratch and then stored.
+template <typename TDY, typename TDX>
+void BackwardData(const ConvGeometry& g, const TDY* dy, const float* w, TDX* dx, float* workspace,
                   int64_t workspace_elements, core::DType round_to) {
   if (GathersBackward(g)) {
     GatherBackwardData(g, dy, w, dx, workspace, workspace_elements, round_to);
     return;
   }
-  constexpr bool kBf16 = !std::is_same_v<T, float>;
+  constexpr bool kBf16 = !std::is_same_v<TDX, float>;
   const int64_t k = g.out_channels, width = ColWidth(g), p = g.out_spatial();
   const int threads = Threads(g, workspace_elements);
+  // Depth slabs add into one fp32 copy of the images: dx itself in fp32.
+  float* slab_sums = nullptr;
+  if constexpr (kBf16) {
+    static thread_local std::vector<float> sums;
+    if (g.batch < threads) {
+      const size_t size = static_cast<size_t>(g.batch * g.in_spatial() * g.in_channels);
+      if (sums.size() < size) sums.resize(size);
+      slab_sums = sums.data();
+    }
+  } else {
+    slab_sums = dx;
+  }
   const float* wk = w;
   if (RepackElements(g) > 0) {
     RepackToChannelsLast(g, w, workspace);
@@ -359,22 +387,24 @@ void BackwardData(const ConvGeometry& g, const T* dy, const float* w, T* dx, flo
           RoundSpan(round_to, dx + n * image, (m - n) * image);
         }
       }
-    } else if constexpr (kBf16) {
-      MLPERF_CHECK_MSG(false, "bf16 storage: no depth slabs (a volume per thread or more)");
     } else {
       int64_t i0, i1;
       ThreadShare(g.batch * image, &i0, &i1);
-      std::fill(dx + i0, dx + i1, 0.0f);
+      std::fill(slab_sums + i0, slab_sums + i1, 0.0f);
       const int t = omp_get_thread_num();
       const int64_t z0 = depth * t / slabs, z1 = depth * (t + 1) / slabs;
       for (int64_t n = 0; n < g.batch; ++n) {
 #pragma omp barrier
-        if (t < slabs) add_rows(n * p + z0 * plane, n * p + (z1 - halo) * plane, dx, 0);
+        if (t < slabs) add_rows(n * p + z0 * plane, n * p + (z1 - halo) * plane, slab_sums, 0);
 #pragma omp barrier
-        if (t < slabs) add_rows(n * p + (z1 - halo) * plane, n * p + z1 * plane, dx, 0);
+        if (t < slabs) add_rows(n * p + (z1 - halo) * plane, n * p + z1 * plane, slab_sums, 0);
       }
 #pragma omp barrier
-      RoundSpan(round_to, dx + i0, i1 - i0);
+      if constexpr (kBf16) {
+        StoreBf16(slab_sums + i0, i1 - i0, dx + i0);
+      } else {
+        RoundSpan(round_to, dx + i0, i1 - i0);
+      }
     }
   }
 }
@@ -387,6 +417,12 @@ void ConvBackwardData(const ConvGeometry& g, const float* dy, const float* w, fl
 }
 
 void ConvBackwardData(const ConvGeometry& g, const uint16_t* dy, const float* w, uint16_t* dx,
+                      float* workspace, int64_t workspace_elements) {
+  CheckBf16Gemms();
+  BackwardData(g, dy, w, dx, workspace, workspace_elements, core::DType::kF32);
+}
+
+void ConvBackwardData(const ConvGeometry& g, const float* dy, const float* w, uint16_t* dx,
                       float* workspace, int64_t workspace_elements) {
   CheckBf16Gemms();
   BackwardData(g, dy, w, dx, workspace, workspace_elements, core::DType::kF32);
@@ -472,6 +508,12 @@ void ConvBackwardWeight(const ConvGeometry& g, const uint16_t* x, const uint16_t
 }
 
 void ConvBackwardWeight(const ConvGeometry& g, const float* x, const uint16_t* dy, float* dw,
+                        float* workspace, int64_t workspace_elements) {
+  CheckBf16Gemms();
+  BackwardWeight(g, x, dy, dw, workspace, workspace_elements);
+}
+
+void ConvBackwardWeight(const ConvGeometry& g, const uint16_t* x, const float* dy, float* dw,
                         float* workspace, int64_t workspace_elements) {
   CheckBf16Gemms();
   BackwardWeight(g, x, dy, dw, workspace, workspace_elements);

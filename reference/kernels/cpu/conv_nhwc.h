@@ -41,17 +41,23 @@ void ConvBackwardWeight(const ConvGeometry& g, const float* x, const float* dy, 
 // dx; an image x may stay fp32), as ResNet stores them under bf16 on AMX
 // (ops::ActivationStorageType): the values of fp32 storage rounded at its
 // storage points, bit for bit. Require the GEMMs on AMX tiles
-// (GemmsRoundToBf16); the backward data takes no depth slabs (2-D, or a
-// volume per thread).
+// (GemmsRoundToBf16). The mixed overloads (a bf16 x, an fp32 y) are the 3D
+// U-Net's output convolution, whose logits stay fp32.
 void ConvForward(const ConvGeometry& g, const float* x, const float* w, uint16_t* y,
                  float* workspace, int64_t workspace_elements);
 void ConvForward(const ConvGeometry& g, const uint16_t* x, const float* w, uint16_t* y,
                  float* workspace, int64_t workspace_elements);
+void ConvForward(const ConvGeometry& g, const uint16_t* x, const float* w, float* y,
+                 float* workspace, int64_t workspace_elements, core::DType round_to);
 void ConvBackwardData(const ConvGeometry& g, const uint16_t* dy, const float* w, uint16_t* dx,
+                      float* workspace, int64_t workspace_elements);
+void ConvBackwardData(const ConvGeometry& g, const float* dy, const float* w, uint16_t* dx,
                       float* workspace, int64_t workspace_elements);
 void ConvBackwardWeight(const ConvGeometry& g, const uint16_t* x, const uint16_t* dy, float* dw,
                         float* workspace, int64_t workspace_elements);
 void ConvBackwardWeight(const ConvGeometry& g, const float* x, const uint16_t* dy, float* dw,
+                        float* workspace, int64_t workspace_elements);
+void ConvBackwardWeight(const ConvGeometry& g, const uint16_t* x, const float* dy, float* dw,
                         float* workspace, int64_t workspace_elements);
 
 }  // namespace mlperf::cpu::nhwc

@@ -51,12 +51,16 @@ void StoreFromFloat(const Tensor& t, int64_t i, float v) {
 
 // Copies `width`-channel blocks between [N, C_src, S] and [N, C_dst, S]
 // (channels-last tensors are [N*S, C, 1]).
-void CopyChannels(const float* src, int64_t src_c, int64_t src_begin, float* dst, int64_t dst_c,
-                  int64_t dst_begin, int64_t n, int64_t width, int64_t inner) {
+// Elements of `size` bytes (fp32, or bf16 storage).
+void CopyChannels(const void* src, int64_t src_c, int64_t src_begin, void* dst, int64_t dst_c,
+                  int64_t dst_begin, int64_t n, int64_t width, int64_t inner, int64_t size) {
+  const auto* s = static_cast<const std::byte*>(src);
+  auto* d = static_cast<std::byte*>(dst);
 #pragma omp parallel for if (WorthParallel(n * width * inner))
   for (int64_t i = 0; i < n; ++i)
-    std::memcpy(dst + (i * dst_c + dst_begin) * inner, src + (i * src_c + src_begin) * inner,
-                sizeof(float) * width * inner);
+    std::memcpy(d + (i * dst_c + dst_begin) * inner * size,
+                s + (i * src_c + src_begin) * inner * size,
+                static_cast<size_t>(size * width * inner));
 }
 
 // a and b side by side along the channels of y, in either layout.
@@ -67,6 +71,8 @@ struct ConcatView {
 ConcatView ViewConcat(const Tensor& a, const Tensor& b, const Tensor& y) {
   SameLayoutFamily(a, y);
   SameLayoutFamily(b, y);
+  MLPERF_CHECK_MSG(a.dtype() == y.dtype() && b.dtype() == y.dtype(),
+                   "concatenated tensors must agree on their type");
   const ChannelView va = ViewChannels(a), vb = ViewChannels(b), vy = ViewChannels(y);
   MLPERF_CHECK_MSG(va.channels + vb.channels == vy.channels && va.outer == vy.outer &&
                        vb.outer == vy.outer && va.inner == vy.inner && vb.inner == vy.inner,
@@ -283,27 +289,29 @@ void RoundToPrecision(DType precision, const Tensor& src, const Tensor& dst) {
 
 void ConcatChannels(const Tensor& a, const Tensor& b, const Tensor& y) {
   const auto [n, ca, cb, inner] = ViewConcat(a, b, y);
-  CopyChannels(a.f32(), ca, 0, y.f32(), ca + cb, 0, n, ca, inner);
-  CopyChannels(b.f32(), cb, 0, y.f32(), ca + cb, ca, n, cb, inner);
+  const int64_t size = core::DTypeSize(y.dtype());
+  CopyChannels(a.data(), ca, 0, y.data(), ca + cb, 0, n, ca, inner, size);
+  CopyChannels(b.data(), cb, 0, y.data(), ca + cb, ca, n, cb, inner, size);
 }
 
 void SplitChannels(const Tensor& y, const Tensor& a, const Tensor& b) {
   const auto [n, ca, cb, inner] = ViewConcat(a, b, y);
-  CopyChannels(y.f32(), ca + cb, 0, a.f32(), ca, 0, n, ca, inner);
-  CopyChannels(y.f32(), ca + cb, ca, b.f32(), cb, 0, n, cb, inner);
+  const int64_t size = core::DTypeSize(y.dtype());
+  CopyChannels(y.data(), ca + cb, 0, a.data(), ca, 0, n, ca, inner, size);
+  CopyChannels(y.data(), ca + cb, ca, b.data(), cb, 0, n, cb, inner, size);
 }
 
 void SliceChannels(const Tensor& x, int64_t begin, const Tensor& out) {
   const int64_t n = x.dim(0), cx = x.dim(1), co = out.dim(1), inner = x.numel() / (n * cx);
   MLPERF_CHECK(begin >= 0 && begin + co <= cx && out.numel() == n * co * inner);
-  CopyChannels(x.f32(), cx, begin, out.f32(), co, 0, n, co, inner);
+  CopyChannels(x.f32(), cx, begin, out.f32(), co, 0, n, co, inner, sizeof(float));
 }
 
 void SliceChannelsBackward(const Tensor& dout, int64_t begin, const Tensor& dx) {
   const int64_t n = dx.dim(0), cx = dx.dim(1), co = dout.dim(1), inner = dx.numel() / (n * cx);
   MLPERF_CHECK(begin >= 0 && begin + co <= cx && dout.numel() == n * co * inner);
   std::memset(dx.data(), 0, dx.bytes());
-  CopyChannels(dout.f32(), co, 0, dx.f32(), cx, begin, n, co, inner);
+  CopyChannels(dout.f32(), co, 0, dx.f32(), cx, begin, n, co, inner, sizeof(float));
 }
 
 }  // namespace mlperf::cpu

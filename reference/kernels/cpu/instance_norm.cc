@@ -41,17 +41,24 @@ void GroupBackward(int64_t count, At at, const float* x, const float* dy, float*
   }
 }
 
-// Instance norm channels-last: per sample, the batch norm of its [S, C] rows.
+// Instance norm channels-last: per sample, the batch norm of its [S, C] rows,
+// in fp32 storage or in bf16 (x and y; the 3D U-Net's under bf16 on AMX).
 void InstanceNormForwardRows(float epsilon, const Tensor& x, const Tensor& gamma,
                              const Tensor& beta, const Tensor& y, const Tensor& save_mean,
                              const Tensor& save_inv_std, bool relu, core::DType round_to) {
+  const bool bf16 = IsBf16(x);
+  MLPERF_CHECK_MSG(bf16 == IsBf16(y), "instance norm: x and y in the same storage type");
   const int64_t n = x.dim(0), c = LastDim(x), rows = x.numel() / (n * c);
   const int threads = BnThreads(rows * c);
   double* moments = Scratch<double, 0>(2 * c);
   const Affine a = AffineScratch(c);
   for (int64_t i = 0; i < n; ++i) {
     const int64_t o = i * rows * c;
-    RowMoments(x.f32() + o, rows, c, threads, moments, moments + c);
+    if (bf16) {
+      RowMoments(Bf16Data(x) + o, rows, c, threads, moments, moments + c);
+    } else {
+      RowMoments(x.f32() + o, rows, c, threads, moments, moments + c);
+    }
     for (int64_t j = 0; j < c; ++j) {
       float* mean = save_mean.f32() + i * c + j;
       float* inv_std = save_inv_std.f32() + i * c + j;
@@ -61,15 +68,21 @@ void InstanceNormForwardRows(float epsilon, const Tensor& x, const Tensor& gamma
       a.scale[j] = static_cast<float>(static_cast<double>(*inv_std) * gamma.f32()[j]);
       a.beta[j] = beta.f32()[j];
     }
-    ApplyRows(PickApply(relu, false), rows, c, x.f32() + o, nullptr, a, y.f32() + o, round_to,
-              threads);
+    if (bf16) {
+      ApplyRows(relu, rows, c, Bf16Data(x) + o, nullptr, a, Bf16Data(y) + o, threads);
+    } else {
+      ApplyRows(PickApply(relu, false), rows, c, x.f32() + o, nullptr, a, y.f32() + o, round_to,
+                threads);
+    }
   }
 }
 
 void InstanceNormBackwardRows(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                               const Tensor& save_mean, const Tensor& save_inv_std, const Tensor& dx,
                               const Tensor& dgamma, const Tensor& dbeta, const Tensor& relu_y) {
-  const bool relu = !relu_y.empty();
+  const bool relu = !relu_y.empty(), bf16 = IsBf16(x);
+  MLPERF_CHECK_MSG(bf16 == IsBf16(dy) && bf16 == IsBf16(dx) && (!relu || bf16 == IsBf16(relu_y)),
+                   "instance norm backward: x, y, dy and dx in the same storage type");
   const int64_t n = x.dim(0), c = LastDim(x), rows = x.numel() / (n * c);
   const int threads = BnThreads(rows * c);
   // [sum dy][sum dy (x - mean)][dgamma][dbeta]
@@ -81,8 +94,13 @@ void InstanceNormBackwardRows(const Tensor& x, const Tensor& dy, const Tensor& g
   for (int64_t i = 0; i < n; ++i) {
     const int64_t o = i * rows * c;
     const float* mean = save_mean.f32() + i * c;
-    RowBackwardSums(relu, rows, c, x.f32() + o, relu ? relu_y.f32() + o : nullptr, dy.f32() + o,
-                    nullptr, core::DType::kF32, mean, threads, sum_dy, sum_dy_xc);
+    if (bf16) {
+      RowBackwardSums(relu, rows, c, Bf16Data(x) + o, relu ? Bf16Data(relu_y) + o : nullptr,
+                      Bf16Data(dy) + o, nullptr, mean, threads, sum_dy, sum_dy_xc);
+    } else {
+      RowBackwardSums(relu, rows, c, x.f32() + o, relu ? relu_y.f32() + o : nullptr, dy.f32() + o,
+                      nullptr, core::DType::kF32, mean, threads, sum_dy, sum_dy_xc);
+    }
     for (int64_t j = 0; j < c; ++j) {
       const double inv_std = save_inv_std.f32()[i * c + j];
       const double g = gamma.f32()[j] * inv_std;
@@ -93,7 +111,12 @@ void InstanceNormBackwardRows(const Tensor& x, const Tensor& dy, const Tensor& g
       b[j] = static_cast<float>(g * inv_std * m2);
       d[j] = static_cast<float>(g * m1);
     }
-    RowBackwardApply(rows, c, x.f32() + o, dy.f32() + o, mean, a, b, d, dx.f32() + o, threads);
+    if (bf16) {
+      RowBackwardApply(rows, c, Bf16Data(x) + o, Bf16Data(dy) + o, mean, a, b, d, Bf16Data(dx) + o,
+                       threads);
+    } else {
+      RowBackwardApply(rows, c, x.f32() + o, dy.f32() + o, mean, a, b, d, dx.f32() + o, threads);
+    }
   }
   for (int64_t j = 0; j < c; ++j) {
     dgamma.f32()[j] = static_cast<float>(dg[j]);

@@ -19,11 +19,12 @@
 // gradients; 3D U-Net: its units' outputs and skip-gradient sums; BERT only
 // tensors its GEMM-class ops round anyway) rounds each one where it is
 // written, as PyTorch's autocast does; a batch norm followed by a residual
-// add stores the normalised value before the add too. A CUDA device may store those tensors in
-// the precision's own type (ActivationStorageType), where its kernels round as they store, and so
-// may the CPU under bf16 with AMX for ResNet and the 3D U-Net in channels-last; elsewhere the
-// CPU keeps fp32
-// storage and rounds in place (RoundStored). Both read and write the same values.
+// add stores the normalised value before the add too. A CUDA device may
+// store those tensors in the precision's own type (ActivationStorageType),
+// where its kernels round as they store, and so may the CPU under bf16 with
+// AMX for ResNet and the 3D U-Net in channels-last; elsewhere the CPU keeps
+// fp32 storage and rounds in place (RoundStored). Both read and write the
+// same values.
 #pragma once
 
 #include <string_view>

@@ -228,15 +228,12 @@ bench run_closed_bert_bf16 60 "$bin/run_closed" --bench bert --gpus 1 --runs 1 -
 bench run_closed_unet3d_bf16 60 "$bin/run_closed" --bench unet3d --gpus 1 --runs 1 \
   --precision bf16 --out "$work/pkg_unet3d"
 # The throughput tool on the GPU: training (recorded steps) and inference
-# with its latency percentiles.
+# with its latency percentiles (each batch norm in its convolution's
+# epilogue).
 bench run_benchmark_train 90 "$bin/run_benchmark" --device gpu --mode train -b 128 \
   --dtype bf16,fp32 --cuda_graph -w 5 -i 10 -r 3 --json "$work/train.json"
 bench run_benchmark_infer 90 "$bin/run_benchmark" --device gpu --mode infer -b 1,32,256 \
   --dtype bf16 -w 5 -i 20 -r 3 --json "$work/infer.json"
-# The same with each batch norm in its convolution's epilogue (opt-in:
-# MLPERF_CUDNN_EPILOGUE=1).
-bench run_benchmark_infer_epilogue 60 env MLPERF_CUDNN_EPILOGUE=1 "$bin/run_benchmark" \
-  --device gpu --mode infer -b 32,256 --dtype bf16 -w 5 -i 20 -r 3 --json "$work/infer_epilogue.json"
 # The input pipeline on this machine's cores, and with decoding on the GPU
 # (nvJPEG): whether it can feed the GPU.
 bench loader 90 "$bin/datasets_loader_bench" --batches 80 --dir "$work/loader" --device

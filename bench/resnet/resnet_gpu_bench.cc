@@ -10,21 +10,14 @@
 // replayed (TrainerConfig::cuda_graph); last, as its search over engines
 // may take long, the first of them once more with the convolution
 // algorithms picked by timing ("timed algos", as cudnn.benchmark picks
-// PyTorch's); before it, under bf16/fp16 NHWC, the first of them with the
-// opt-in paths: the batch norms' statistics from the convolutions'
-// epilogues ("conv stats", cuda::ConvChannelSums), the batch norms' wide
-// kernels ("wide norms", cuda::WideNormKernels), the stem's input channels
-// padded to 8 ("padded stem", cuda::ConvPadChannels), each alone, and all
-// three. Under bf16 and fp16 the convolutions
-// and the FC layer run in that type on the tensor cores (fp16 with dynamic
-// loss scaling), with the activations stored in that type. PyTorch's AMP
-// bf16 line is the target. Then, for the first layout and precision, a
-// per-op profile of our step: every convolution, batch norm (with its fused
-// add and ReLU), pooling, the classifier and the loss of ResNet-50 timed
-// alone with events at the step's shapes and storage type, summed per op
-// kind and listed for the slowest single calls, and the backward time of
-// each bottleneck read from events recorded by the model's gradients-ready
-// hook during a real step.
+// PyTorch's). Under bf16 and fp16 the convolutions and the FC layer run in
+// that type on the tensor cores (fp16 with dynamic loss scaling), with the
+// activations stored in that type. PyTorch's AMP bf16 line is the target.
+// Then, for the first layout and precision, a per-op profile of our step: every convolution, batch
+// norm (with its fused add and ReLU), pooling, the classifier and the loss of ResNet-50 timed alone
+// with events at the step's shapes and storage type, summed per op kind and listed for the slowest
+// single calls, and the backward time of each bottleneck read from events recorded by the model's
+// gradients-ready hook during a real step.
 //
 //   resnet_gpu_bench [batch] [steps] [nhwc|nchw|both|auto] [precisions]
 // defaults: 256 20 both fp32 (precisions: a comma list of fp32, bf16, fp16).
@@ -44,9 +37,6 @@
 #include "reference/core/philox.h"
 #include "reference/dist/communicator.h"
 #include "reference/kernels/cuda/conv.h"
-#include "reference/kernels/cuda/conv_channel_pad.h"
-#include "reference/kernels/cuda/conv_graph.h"
-#include "reference/kernels/cuda/norm_channels_last.h"
 #include "reference/kernels/dispatch.h"
 #include "reference/kernels/precision.h"
 #include "reference/layers/conv_norm.h"
@@ -361,37 +351,6 @@ void Run(int64_t batch, int steps, const std::string& which,
   }
   if (configs.empty()) return;
   const auto [layout, precision] = configs[0];
-  // The first configuration, if bf16/fp16 NHWC, with the opt-in GPU paths
-  // not yet made the default, each alone and all together: each batch norm's
-  // statistics from its convolution's epilogue ("conv stats",
-  // MLPERF_CUDNN_GENSTATS=1; with the count of convolutions cuDNN fused so
-  // while the step ran as queued and was recorded), the norms' wide kernels
-  // ("wide norms", MLPERF_NORM_WIDE=1), and the stem's input channels padded
-  // to 8 ("padded stem", MLPERF_CONV_PAD_CHANNELS=1).
-  if (layout == core::Layout::kNHWC && precision != core::DType::kF32) {
-    const bool sums = cuda::ConvChannelSums(), wide = cuda::WideNormKernels(),
-               pad = cuda::ConvPadChannels();
-    struct OptIn {
-      bool sums, wide, pad;
-    };
-    for (const OptIn o : {OptIn{true, false, false}, OptIn{false, true, false},
-                          OptIn{false, false, true}, OptIn{true, true, true}}) {
-      cuda::SetConvChannelSums(o.sums);
-      cuda::SetWideNormKernels(o.wide);
-      cuda::SetConvPadChannels(o.pad);
-      const int64_t before = cuda::ConvChannelSumsRuns();
-      const StepResult r = TimeTrainingStep(layout, batch, steps, precision, true, false);
-      const int64_t fused = cuda::ConvChannelSumsRuns() - before;
-      PrintStep(fmt::format("{} NHWC graph{}{}{}", ops::PrecisionName(precision),
-                            o.sums ? " conv stats" : "", o.wide ? " wide norms" : "",
-                            o.pad ? " padded stem" : ""),
-                r, true, batch, torch);
-      if (o.sums) std::printf("    conv stats: %ld fused convolution calls\n", fused);
-    }
-    cuda::SetConvChannelSums(sums);
-    cuda::SetWideNormKernels(wide);
-    cuda::SetConvPadChannels(pad);
-  }
   // Last, as the search over engines may take long on first use: the first
   // configuration with algorithms picked by timing (MLPERF_CUDNN_FIND=1's
   // search) rather than cuDNN's heuristics.

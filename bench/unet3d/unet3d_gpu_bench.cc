@@ -3,10 +3,10 @@
 // GPU as in the MLPerf submissions), in each precision asked for (bf16 and
 // fp16: the convolutions in that type on the tensor cores, fp16 with dynamic
 // loss scaling; each once more with the activations stored in that type,
-// "typed", and typed with the norms' wide kernels, "wide norms", each with its
-// per-op profile; each precision once more with the convolution algorithms picked by
-// timing, "timed algos", as cudnn.benchmark picks PyTorch's), against the same
-// network in PyTorch on the same device in the same run
+// "typed", then its per-op profile; each precision once more with the
+// convolution algorithms picked by timing, "timed algos", as cudnn.benchmark
+// picks PyTorch's), against the same network in PyTorch on the same device
+// in the same run
 // (bench/unet3d/unet3d_gpu_torch_bench.py: AMP bf16 for bf16 and fp16, fp32 for
 // fp32; channels_last_3d, cudnn.benchmark). Each step ends in the loss on the
 // host, so wall time per step is device time; median after two warm-up steps.
@@ -43,7 +43,6 @@
 #include "reference/kernels/composite.h"
 #include "reference/kernels/conv_geometry.h"
 #include "reference/kernels/cuda/conv.h"
-#include "reference/kernels/cuda/norm_channels_last.h"
 #include "reference/kernels/dispatch.h"
 #include "reference/kernels/precision.h"
 #include "reference/layers/conv_instance_norm.h"
@@ -82,10 +81,9 @@ void Train(core::Layout layout, core::DType precision, bool typed, bool timed, i
   const cuda::ConvAlgoSearch search = cuda::GetConvAlgoSearch();
   if (timed) cuda::SetConvAlgoSearch(cuda::ConvAlgoSearch::kExhaustive);
   models::UNet3D model(Config(layout), batch, /*seed=*/1);
-  const std::string name =
-      fmt::format("{} {}{}{}{}", ops::PrecisionName(precision), Name(layout),
-                  model.activation_storage() != core::DType::kF32 ? " typed" : "",
-                  cuda::WideNormKernels() ? " wide norms" : "", timed ? " timed algos" : "");
+  const std::string name = fmt::format(
+      "{} {}{}{}", ops::PrecisionName(precision), Name(layout),
+      model.activation_storage() != core::DType::kF32 ? " typed" : "", timed ? " timed algos" : "");
   auto comm = dist::MakeSingleProcessCommunicator();
   train::Trainer trainer(model,
                          {.optimizer = train::OptimizerKind::kNesterov,
@@ -195,8 +193,7 @@ void OpProfile(core::Layout layout, core::DType precision, int64_t n, int repeat
   };
   const core::Tensor none;
   std::map<std::string, double> kinds;
-  const std::string what = fmt::format("{} {}{}", ops::PrecisionName(precision), Name(layout),
-                                       cuda::WideNormKernels() ? " wide norms" : "");
+  const std::string what = fmt::format("{} {}", ops::PrecisionName(precision), Name(layout));
   std::printf("  ours  %s per-op profile (ms, each op alone):\n", what.c_str());
   for (const ConvGeometry& g : convs) {
     const int64_t out[3] = {g.out(0), g.out(1), g.out(2)};
@@ -333,14 +330,6 @@ int main(int argc, char** argv) {
       Train(layout, precision, /*typed=*/false, /*timed=*/false, batch, n);
       if (precision != core::DType::kF32) Train(layout, precision, true, false, batch, n);
       OpProfile(layout, precision, batch, 1);
-      if (precision != core::DType::kF32) {
-        // The instance norms' wide kernels (MLPERF_NORM_WIDE=1, opt-in).
-        const bool wide = cuda::WideNormKernels();
-        cuda::SetWideNormKernels(true);
-        Train(layout, precision, true, false, batch, n);
-        OpProfile(layout, precision, batch, 1);
-        cuda::SetWideNormKernels(wide);
-      }
       timed.emplace_back(layout, precision);
       if (std::none_of(evaluated.begin(), evaluated.end(),
                        [&](const auto& e) { return e.first == layout; }))

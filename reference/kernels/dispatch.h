@@ -63,18 +63,6 @@ void BatchNormActForwardTraining(const BatchNormParams& p, bool relu, const core
                                  const core::Tensor& save_mean, const core::Tensor& save_inv_std,
                                  const core::Tensor& running_mean, const core::Tensor& running_var,
                                  const core::Tensor& relu_mask = core::Tensor());
-// ConvForward(g, x, w, z) then BatchNormActForwardTraining on z: the
-// statistics come from the convolution's epilogue where cuDNN computes them
-// there (a CUDA device, bf16/fp16 with z and y stored in that type,
-// channels-last, cuda::ConvChannelSums() on), else from the batch norm's
-// own pass, as on the CPU.
-void ConvBatchNormActForwardTraining(
-    const ConvGeometry& g, const core::Tensor& x, const core::Tensor& w, const core::Tensor& z,
-    const core::Tensor& workspace, const BatchNormParams& p, bool relu,
-    const core::Tensor& residual, const core::Tensor& gamma, const core::Tensor& beta,
-    const core::Tensor& y, const core::Tensor& save_mean, const core::Tensor& save_inv_std,
-    const core::Tensor& running_mean, const core::Tensor& running_var,
-    const core::Tensor& relu_mask = core::Tensor());
 void BatchNormActForwardInference(const BatchNormParams& p, bool relu, const core::Tensor& x,
                                   const core::Tensor& residual, const core::Tensor& gamma,
                                   const core::Tensor& beta, const core::Tensor& running_mean,

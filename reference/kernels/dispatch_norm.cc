@@ -96,33 +96,6 @@ void BatchNormActForwardTraining(const BatchNormParams& p, bool relu, const Tens
                                    running_mean, running_var, StoredRounding(y));
 }
 
-void ConvBatchNormActForwardTraining(const ConvGeometry& g, const Tensor& x, const Tensor& w,
-                                     const Tensor& z, const Tensor& workspace,
-                                     const BatchNormParams& p, bool relu, const Tensor& residual,
-                                     const Tensor& gamma, const Tensor& beta, const Tensor& y,
-                                     const Tensor& save_mean, const Tensor& save_inv_std,
-                                     const Tensor& running_mean, const Tensor& running_var,
-                                     const Tensor& relu_mask) {
-#ifdef MLPERF_HAVE_CUDA
-  const bool typed = z.dtype() == ComputePrecision() && y.dtype() == z.dtype() &&
-                     (residual.empty() || residual.dtype() == z.dtype());
-  if (OnDevice(x, {&w, &z, &y, &residual, &gamma, &save_mean, &running_mean, &relu_mask}) &&
-      InPrecisionType(x) && typed && ChannelsLast(z) && cuda::ChannelsLastNormKernels() &&
-      cuda::ConvChannelSums()) {
-    if (cuda::ConvForwardChannelSums(g, PrecisionTypeOperand(x, 0), PrecisionTypeOperand(w, 1), z,
-                                     save_mean.f32(), save_inv_std.f32()))
-      return cuda::BatchNormActForwardTrainingFromSums(p, relu, z, residual, gamma, beta, y,
-                                                       save_mean, save_inv_std, running_mean,
-                                                       running_var, relu_mask);
-    return BatchNormActForwardTraining(p, relu, z, residual, gamma, beta, y, save_mean,
-                                       save_inv_std, running_mean, running_var, relu_mask);
-  }
-#endif
-  ConvForward(g, x, w, z, workspace);
-  BatchNormActForwardTraining(p, relu, z, residual, gamma, beta, y, save_mean, save_inv_std,
-                              running_mean, running_var, relu_mask);
-}
-
 void BatchNormActForwardInference(const BatchNormParams& p, bool relu, const Tensor& x,
                                   const Tensor& residual, const Tensor& gamma, const Tensor& beta,
                                   const Tensor& running_mean, const Tensor& running_var,

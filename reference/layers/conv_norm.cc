@@ -63,10 +63,9 @@ void ConvBn::Forward(const Tensor& x, bool training, const BatchNormParams& bn,
   mask_written_ = training && relu_ && !relu_mask_.empty() && y_.dtype() == ops::ComputePrecision();
   const Tensor mask = mask_written_ ? relu_mask_ : Tensor();
   if (training) {
-    // One op, so that a GPU may take the statistics from the convolution.
-    ops::ConvBatchNormActForwardTraining(g_, x, w_, z_, workspace, bn, relu_, residual, gamma_,
-                                         beta_, y_, save_mean_, save_inv_std_, running_mean_,
-                                         running_var_, mask);
+    ops::ConvForward(g_, x, w_, z_, workspace);
+    ops::BatchNormActForwardTraining(bn, relu_, z_, residual, gamma_, beta_, y_, save_mean_,
+                                     save_inv_std_, running_mean_, running_var_, mask);
   } else {
     // One op, so that the batch norm may go into the convolution's epilogue.
     ops::ConvBatchNormActForwardInference(g_, x, w_, z_, workspace, bn, relu_, residual, gamma_,

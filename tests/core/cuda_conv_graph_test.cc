@@ -55,37 +55,9 @@ TEST(ConvGraphTest, CudnnAcceptsEveryDirectionDtypeAndOrder) {
   }
 }
 
-// The channel sums (a batch norm's statistics in the forward's epilogue):
-// cuDNN accepts their operation's attributes on every forward's output (it
-// checks their shapes only when a device builds the graph), and the suite
-// describes none for the gradients.
-TEST(ConvGraphTest, ChannelSumsDescribeOnForwardCallsOnly) {
-  ConvGeometry same = Conv2d(4, 128, 14, 14, 128, 3, 3, 2, 1);
-  same.pad_begin[1] = same.pad_begin[2] = 0;  // TF "same": the extra row at the end
-  const struct {
-    ConvGeometry g;
-    bool three_d;
-  } cases[] = {{Conv2d(4, 64, 14, 14, 256, 1, 1, 1, 0), false},
-               {same, false},
-               {Conv3d(1, 8, 6, 6, 6, 16, 3, 2, 1), true}};
-  for (const auto& c : cases) {
-    for (cudnnDataType_t dtype : {CUDNN_DATA_FLOAT, CUDNN_DATA_BFLOAT16, CUDNN_DATA_HALF}) {
-      for (Direction dir :
-           {Direction::kForward, Direction::kBackwardData, Direction::kBackwardFilter}) {
-        cuda::ConvGraphCall call = cuda::DescribeConvGraph(dir, c.g, dtype, c.three_d, true, true);
-        EXPECT_FALSE(call.channel_sums);  // off unless asked for
-        call.channel_sums = true;
-        EXPECT_EQ(cuda::ConvGraphDescribable(call), dir == Direction::kForward)
-            << "direction " << dir << " dtype " << dtype << " 3-D " << c.three_d;
-      }
-    }
-  }
-}
-
 // The inference epilogue (scale, bias, residual, ReLU on the products) is
 // described for forward calls only, in every variant (cuDNN finalises each
-// pointwise operation and virtual tensor), and not together with the
-// channel sums.
+// pointwise operation and virtual tensor).
 TEST(ConvGraphTest, ScaleBiasEpilogueDescribesOnForwardCallsOnly) {
   const struct {
     ConvGeometry g;
@@ -108,9 +80,6 @@ TEST(ConvGraphTest, ScaleBiasEpilogueDescribesOnForwardCallsOnly) {
             EXPECT_EQ(cuda::ConvGraphDescribable(call), dir == Direction::kForward)
                 << "direction " << dir << " dtype " << dtype << " residual " << residual << " relu "
                 << relu << " 3-D " << c.three_d;
-            if (dir != Direction::kForward) continue;
-            call.channel_sums = true;
-            EXPECT_FALSE(cuda::ConvGraphDescribable(call));
           }
         }
       }

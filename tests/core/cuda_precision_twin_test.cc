@@ -18,7 +18,6 @@
 #include "reference/kernels/conv_geometry.h"
 #include "reference/kernels/cuda/context.h"
 #include "reference/kernels/cuda/conv.h"
-#include "reference/kernels/cuda/conv_channel_pad.h"
 #include "reference/kernels/cuda/conv_graph.h"
 #include "reference/kernels/cuda/elementwise.h"
 #include "reference/kernels/cuda/gemm_epilogue.h"
@@ -182,37 +181,6 @@ TEST_F(CudaPrecisionTwinTest, ChannelsLastConvolutionsOfAnyShapeRoundLikeTheCpu)
                                     "3-D NDHWC");
   ExpectConvolutionsRoundLikeTheCpu(Conv3d(1, 1, 6, 6, 6, 8, 3, 2, 1), core::Layout::kNDHWC,
                                     "3-D NDHWC, one input channel");
-}
-
-// With the input channels zero-padded to a multiple of 8 (an image stem's 3,
-// a volume's 1): the same agreement through both APIs, the "same" padding's
-// uneven borders included; the padding and the crop copy values exactly.
-TEST_F(CudaPrecisionTwinTest, PaddedInputChannelsRoundLikeTheCpu) {
-  const bool was = cuda::ConvPadChannels();
-  cuda::SetConvPadChannels(true);
-  ConvGeometry same = Conv2d(2, 3, 16, 16, 8, 7, 7, 2, 3);
-  SetSamePadding(&same);
-  for (const bool graph : {false, true}) {
-    cuda::SetConvGraphApi(graph);
-    const std::string api = graph ? " graph API" : " legacy API";
-    ExpectConvolutionsRoundLikeTheCpu(Conv2d(2, 3, 16, 16, 8, 7, 7, 2, 3), core::Layout::kNHWC,
-                                      "stem NHWC padded" + api);
-    ExpectConvolutionsRoundLikeTheCpu(same, core::Layout::kNHWC, "stem NHWC same padded" + api);
-    ExpectConvolutionsRoundLikeTheCpu(Conv3d(1, 1, 6, 6, 6, 8, 3, 2, 1), core::Layout::kNDHWC,
-                                      "3-D NDHWC one channel padded" + api);
-  }
-  // The copies themselves: a [K, C, kH, kW] filter padded channels-last and
-  // cropped back.
-  const ops::PrecisionScope scope(DType::kBF16);
-  Buffer w({8, 3, 7, 7});
-  testing::FillRandom(w, 9);
-  ops::RoundToPrecision(DType::kBF16, w.t(), w.t());
-  StoredOnDevice gw(w, DType::kBF16), back(Zeros(w), DType::kBF16);
-  const Tensor padded = cuda::PaddedChannels(gw.t(), 8, cuda::kScratchChannelPad1);
-  ASSERT_EQ(padded.shape(), (core::Shape{8, 7, 7, 8}));
-  cuda::CropChannels(padded, back.t());
-  EXPECT_EQ(back.ToHost(), w.data) << "filter padded and cropped";
-  cuda::SetConvPadChannels(was);
 }
 
 // cuDNN's graph API (the models' default): it must offer an engine for each

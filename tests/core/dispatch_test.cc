@@ -95,38 +95,6 @@ TEST(Dispatch, HostTensorsRunTheCpuTwinBitwise) {
   ops::Synchronize(core::Device::kCpu);  // a no-op on the host
 }
 
-// The convolution + batch norm op ResNet's units train through is, on the
-// host, the convolution then the fused batch norm: the same bits in every
-// precision, residual and ReLU included (a GPU may fuse the statistics).
-TEST(Dispatch, ConvBatchNormOnTheHostIsTheTwoOps) {
-  const ConvGeometry g = Conv2d(2, 8, 6, 6, 16, 3, 3, 1, 1);
-  const core::Shape in{2, 6, 6, 8}, out{2, 6, 6, 16};
-  Buffer x(in), w({16, 8, 3, 3}), residual(out), gamma({16}), beta({16});
-  FillRandom(x, 11);
-  FillRandom(w, 12);
-  FillRandom(residual, 13);
-  FillRandom(gamma, 14, 0.5f, 1.5f);
-  FillRandom(beta, 15);
-  Buffer ws({std::max<int64_t>(
-      1, ops::ConvWorkspaceElements(g, core::Layout::kNHWC, core::Device::kCpu))});
-  const auto nhwc = [](Buffer& b) { return b.t().Reshaped(b.shape, core::Layout::kNHWC); };
-  for (const core::DType p : {core::DType::kF32, core::DType::kBF16, core::DType::kF16}) {
-    const ops::PrecisionScope scope(p);
-    Buffer z1(out), y1(out), m1({16}), i1({16}), rm1({16}), rv1({16}, 1.0f);
-    Buffer z2(out), y2(out), m2({16}), i2({16}), rm2({16}), rv2({16}, 1.0f);
-    ops::ConvBatchNormActForwardTraining(g, nhwc(x), w.t(), nhwc(z1), ws.t(), {}, true,
-                                         nhwc(residual), gamma.t(), beta.t(), nhwc(y1), m1.t(),
-                                         i1.t(), rm1.t(), rv1.t());
-    ops::ConvForward(g, nhwc(x), w.t(), nhwc(z2), ws.t());
-    ops::BatchNormActForwardTraining({}, true, nhwc(z2), nhwc(residual), gamma.t(), beta.t(),
-                                     nhwc(y2), m2.t(), i2.t(), rm2.t(), rv2.t());
-    EXPECT_EQ(z1.data, z2.data) << ops::PrecisionName(p);
-    EXPECT_EQ(y1.data, y2.data) << ops::PrecisionName(p);
-    EXPECT_EQ(i1.data, i2.data) << ops::PrecisionName(p);
-    EXPECT_EQ(rv1.data, rv2.data) << ops::PrecisionName(p);
-  }
-}
-
 // In inference the host runs the convolution and the batch norm as one pass
 // (cpu/conv_bn.h), and still gives the two ops' bits: every precision, with
 // and without the residual and the ReLU, a padded 3x3, a strided 7x7 over

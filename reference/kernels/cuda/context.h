@@ -20,16 +20,14 @@ cudnnHandle_t Cudnn();
 // Independent scratch buffers, so that one op can hold several at once
 // (e.g. a padded copy of its input plus the cuDNN workspace).
 enum ScratchSlot : int {
-  kScratchTables = 0,        // the optimizers' chunk table (uploaded when it changes)
-  kScratchWorkspace = 1,     // cuDNN / reduction workspace
-  kScratchPadded = 2,        // explicitly padded activations
-  kScratchReduce = 3,        // per-row partial results of reductions
-  kScratchOperand0 = 4,      // operands rounded to the compute precision (3 slots)
-  kScratchFilter = 7,        // a convolution filter staged channels-last
-  kScratchStaged0 = 8,       // convolution operands staged fp32 channels-first (3 slots)
-  kScratchChannelPad0 = 11,  // a convolution's activation with padded channels
-  kScratchChannelPad1 = 12,  // its filter with padded channels
-  kNumScratchSlots = 13,
+  kScratchTables = 0,     // the optimizers' chunk table (uploaded when it changes)
+  kScratchWorkspace = 1,  // cuDNN / reduction workspace
+  kScratchPadded = 2,     // explicitly padded activations
+  kScratchReduce = 3,     // per-row partial results of reductions
+  kScratchOperand0 = 4,   // operands rounded to the compute precision (3 slots)
+  kScratchFilter = 7,     // a convolution filter staged channels-last
+  kScratchStaged0 = 8,    // convolution operands staged fp32 channels-first (3 slots)
+  kNumScratchSlots = 11,
 };
 
 // Device scratch of at least `bytes` in `slot`. It only grows, so after the

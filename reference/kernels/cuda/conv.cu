@@ -10,7 +10,6 @@
 #include "reference/kernels/cuda/check.h"
 #include "reference/kernels/cuda/context.h"
 #include "reference/kernels/cuda/conv.h"
-#include "reference/kernels/cuda/conv_channel_pad.h"
 #include "reference/kernels/cuda/conv_graph.h"
 #include "reference/kernels/cuda/conv_restage.h"
 #include "reference/kernels/cuda/cudnn_type.h"
@@ -394,18 +393,12 @@ void RunStaged(const Tensor& a, const Tensor& b, const Tensor& out, Op op) {
   CopyStaged(staged_out, out);
 }
 
-// run(g', x', w') on the operands as a fused graph call takes them: input
-// channels padded to 8 where PadsChannels says, the filter channels-last;
-// after the checks of Plan, which the graph API's path does not build.
+// run(g', x', w') on the operands as a fused graph call takes them: the
+// filter channels-last; after the checks of Plan, which the graph API's path
+// does not build.
 template <typename Run>
 bool OnFusedOperands(const ConvGeometry& g, const Tensor& x, const Tensor& w, const Tensor& y,
                      const Tensor& residual, Run run) {
-  if (PadsChannels(g, x)) {
-    const ConvGeometry padded = WithPaddedChannels(g);
-    return OnFusedOperands(padded, PaddedChannels(x, padded.in_channels, kScratchChannelPad0),
-                           PaddedChannels(w, padded.in_channels, kScratchChannelPad1), y, residual,
-                           run);
-  }
   if (NeedsChannelsLastFilter(x, w))
     return OnFusedOperands(g, x, Restaged(w, w.dtype(), true, kScratchFilter), y, residual, run);
   MLPERF_CHECK_MSG(w.dtype() == x.dtype() && y.dtype() == x.dtype() &&
@@ -426,11 +419,6 @@ ConvAlgoSearch GetConvAlgoSearch() { return g_search; }
 
 void ConvForward(const ConvGeometry& g, const Tensor& x, const Tensor& w, const Tensor& y,
                  const Tensor& workspace) {
-  if (PadsChannels(g, x)) {
-    const ConvGeometry padded = WithPaddedChannels(g);
-    return ConvForward(padded, PaddedChannels(x, padded.in_channels, kScratchChannelPad0),
-                       PaddedChannels(w, padded.in_channels, kScratchChannelPad1), y, workspace);
-  }
   if (NeedsChannelsLastFilter(x, w))
     return ConvForward(g, x, Restaged(w, w.dtype(), true, kScratchFilter), y, workspace);
   if (ConvGraphApi() &&
@@ -451,20 +439,6 @@ void ConvForward(const ConvGeometry& g, const Tensor& x, const Tensor& w, const 
                                       Workspace(*c), c->workspace, &beta, p.y.d, y.data()));
 }
 
-bool ConvForwardChannelSums(const ConvGeometry& g, const Tensor& x, const Tensor& w,
-                            const Tensor& y, float* sum, float* sqsum) {
-  if (ConvGraphApi() && ConvChannelSums() &&
-      OnFusedOperands(
-          g, x, w, y, Tensor(), [&](const ConvGeometry& fg, const Tensor& fx, const Tensor& fw) {
-            ConvGraphCall call = GraphCall(ConvGraphCall::kForward, fg, fx, fw);
-            call.channel_sums = true;
-            return RunConvGraph(call, fx.data(), fw.data(), y.data(), {.sum = sum, .sqsum = sqsum});
-          }))
-    return true;
-  ConvForward(g, x, w, y, Tensor());
-  return false;
-}
-
 bool ConvForwardScaleBiasAct(const ConvGeometry& g, const Tensor& x, const Tensor& w,
                              const float* scale, const float* bias, const Tensor& residual,
                              bool relu, const Tensor& y) {
@@ -482,13 +456,6 @@ bool ConvForwardScaleBiasAct(const ConvGeometry& g, const Tensor& x, const Tenso
 
 void ConvBackwardData(const ConvGeometry& g, const Tensor& dy, const Tensor& w, const Tensor& dx,
                       const Tensor& workspace) {
-  if (PadsChannels(g, dx)) {
-    const ConvGeometry padded = WithPaddedChannels(g);
-    const Tensor padded_dx = PaddedChannelsLike(dx, padded.in_channels, kScratchChannelPad0);
-    ConvBackwardData(padded, dy, PaddedChannels(w, padded.in_channels, kScratchChannelPad1),
-                     padded_dx, workspace);
-    return CropChannels(padded_dx, dx);
-  }
   if (NeedsChannelsLastFilter(dx, w))
     return ConvBackwardData(g, dy, Restaged(w, w.dtype(), true, kScratchFilter), dx, workspace);
   if (ConvGraphApi() && RunConvGraph(GraphCall(ConvGraphCall::kBackwardData, g, dx, w), dx.data(),
@@ -513,13 +480,6 @@ void ConvBackwardData(const ConvGeometry& g, const Tensor& dy, const Tensor& w, 
 
 void ConvBackwardWeight(const ConvGeometry& g, const Tensor& x, const Tensor& dy, const Tensor& dw,
                         const Tensor& workspace) {
-  if (PadsChannels(g, x)) {
-    const ConvGeometry padded = WithPaddedChannels(g);
-    const Tensor padded_dw = PaddedChannelsLike(dw, padded.in_channels, kScratchChannelPad1);
-    ConvBackwardWeight(padded, PaddedChannels(x, padded.in_channels, kScratchChannelPad0), dy,
-                       padded_dw, workspace);
-    return CropChannels(padded_dw, dw);
-  }
   if (NeedsChannelsLastFilter(x, dw)) {
     const Tensor sdw = StagedLike(dw, dw.dtype(), true, kScratchFilter);
     ConvBackwardWeight(g, x, dy, sdw, workspace);

@@ -21,9 +21,6 @@
 // all, in fp32 or bf16). A call that cuDNN still has no acceptable kernel for
 // runs on fp32 channels-first copies of its operands, with the same fp32
 // accumulation and one rounding of the result, and is named on stderr once.
-// With MLPERF_CONV_PAD_CHANNELS=1, channels-last bf16/fp16 calls whose input
-// channels are not a multiple of 8 (an image stem) run on copies with the
-// channels zero-padded to one (cuda/conv_channel_pad.h).
 //
 // Asymmetric (TF "same") padding is outside the legacy cuDNN API: such calls
 // pad the input explicitly into context scratch and run an unpadded
@@ -51,12 +48,6 @@ ConvAlgoSearch GetConvAlgoSearch();
 
 void ConvForward(const ConvGeometry& g, const core::Tensor& x, const core::Tensor& w,
                  const core::Tensor& y, const core::Tensor& workspace);
-// ConvForward that, where cuDNN fuses them into the convolution (the graph
-// API with ConvChannelSums() on, conv_graph.h), also writes the sum and the
-// sum of squares of y per output channel (fp32, K each) and returns true;
-// otherwise it runs ConvForward alone and returns false.
-bool ConvForwardChannelSums(const ConvGeometry& g, const core::Tensor& x, const core::Tensor& w,
-                            const core::Tensor& y, float* sum, float* sqsum);
 // y = act(conv(x, w) * scale + bias (+ residual)) as one cuDNN kernel, the
 // epilogue in fp32 on the unrounded products (scale and bias fp32 per output
 // channel on the device; the residual of y's dtype and layout; act a ReLU or

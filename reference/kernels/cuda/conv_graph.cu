@@ -52,10 +52,6 @@ Operands OperandsOf(const ConvGraphCall& c, void* x, void* w, void* y, const Con
   o.Add(kUidX, x);
   o.Add(kUidW, w);
   o.Add(kUidY, y);
-  if (c.channel_sums) {
-    o.Add(kUidSum, e.sum);
-    o.Add(kUidSqSum, e.sqsum);
-  }
   if (c.scale_bias) {
     o.Add(kUidScale, e.scale);
     o.Add(kUidBias, e.bias);
@@ -91,17 +87,14 @@ bool Acceptable(const Desc& config, bool fp32, bool deterministic) {
   return true;
 }
 
-// The operations of one call (the convolution, then with channel_sums the
-// statistics of its output, or with scale_bias the epilogue that replaces
-// it), with the descriptors they refer to appended to `parts` and the
-// operations to `ops`; false when cuDNN refuses them. alignment: of x, w, y
-// and the residual.
+// The operations of one call (the convolution, then with scale_bias the
+// epilogue that replaces its output), with the descriptors they refer to
+// appended to `parts` and the operations to `ops`; false when cuDNN refuses
+// them. alignment: of x, w, y and the residual.
 bool DescribeOperations(const ConvGraphCall& c, const int64_t alignment[4],
                         std::vector<std::unique_ptr<Desc>>& parts,
                         std::vector<cudnnBackendDescriptor_t>& ops) {
-  const bool fused = c.channel_sums || c.scale_bias;
-  if (fused && c.direction != ConvGraphCall::kForward) return false;
-  if (c.channel_sums && c.scale_bias) return false;
+  if (c.scale_bias && c.direction != ConvGraphCall::kForward) return false;
   const int nb = c.nb_dims, spatial = nb - 2;
   auto x = TensorDesc(kUidX, c.dtype, nb, c.x_dims, c.x_strides, alignment[0]);
   auto w = TensorDesc(kUidW, c.dtype, nb, c.w_dims, c.w_strides, alignment[1]);
@@ -171,9 +164,6 @@ bool DescribeOperations(const ConvGraphCall& c, const int64_t alignment[4],
   for (auto* part : {&x, &w, &y, &conv, &op}) parts.push_back(std::move(*part));
   if (c.scale_bias)
     return DescribeScaleBiasAct(c, y_desc, std::move(epilogue_y), alignment[3], parts, ops);
-  if (!c.channel_sums) return true;
-  if (!DescribeChannelSums(c, y_desc, parts)) return false;
-  ops.push_back(parts.back()->get());
   return true;
 }
 
@@ -208,11 +198,9 @@ std::vector<std::unique_ptr<Desc>> RankedConfigs(const Desc& graph, cudnnBackend
 
 // The operation graph of one call and the first engine cuDNN's heuristics
 // rank for it that is acceptable and builds, or with `timed` the first
-// kTimedCandidates of them as candidates; null when none. A call with
-// channel sums takes deterministic engines only (the statistics of a seeded
-// run must reproduce). A fused call (channel sums or an epilogue), where
-// mode A has none, asks the fallback mode: the fused engines are compiled at
-// run time, and mode A may not list them.
+// kTimedCandidates of them as candidates; null when none. A fused call (an
+// epilogue), where mode A has none, asks the fallback mode: the fused
+// engines are compiled at run time, and mode A may not list them.
 std::unique_ptr<GraphPlan> Build(const ConvGraphCall& c, const int64_t alignment[4], bool timed) {
   auto out = std::make_unique<GraphPlan>();
   std::vector<cudnnBackendDescriptor_t> ops;
@@ -228,11 +216,10 @@ std::unique_ptr<GraphPlan> Build(const ConvGraphCall& c, const int64_t alignment
 
   const bool fp32 = c.dtype == CUDNN_DATA_FLOAT;
   std::vector<cudnnBackendHeurMode_t> modes = {CUDNN_HEUR_MODE_A};
-  if (c.channel_sums || c.scale_bias) modes.push_back(CUDNN_HEUR_MODE_FALLBACK);
+  if (c.scale_bias) modes.push_back(CUDNN_HEUR_MODE_FALLBACK);
   for (const cudnnBackendHeurMode_t mode : modes) {
     std::vector<std::unique_ptr<Desc>> configs = RankedConfigs(*graph, mode);
     for (const bool deterministic : {true, false}) {
-      if (!deterministic && c.channel_sums) break;
       for (auto& config : configs) {
         if (!config || !Acceptable(*config, fp32, deterministic)) continue;
         auto plan = std::make_unique<Desc>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
@@ -339,14 +326,12 @@ int64_t Alignment(const void* p) {
   return 1;
 }
 
-thread_local int64_t g_runs = 0, g_sums_runs = 0, g_epilogue_runs = 0;
+thread_local int64_t g_runs = 0, g_epilogue_runs = 0;
 
 bool g_graph_api = std::getenv("MLPERF_CUDNN_GRAPH") == nullptr ||
                    std::string_view(std::getenv("MLPERF_CUDNN_GRAPH")) != "0";
-bool g_channel_sums = std::getenv("MLPERF_CUDNN_GENSTATS") != nullptr &&
-                      std::string_view(std::getenv("MLPERF_CUDNN_GENSTATS")) == "1";
-bool g_epilogues = std::getenv("MLPERF_CUDNN_EPILOGUE") != nullptr &&
-                   std::string_view(std::getenv("MLPERF_CUDNN_EPILOGUE")) == "1";
+bool g_epilogues = std::getenv("MLPERF_CUDNN_EPILOGUE") == nullptr ||
+                   std::string_view(std::getenv("MLPERF_CUDNN_EPILOGUE")) != "0";
 
 }  // namespace
 
@@ -391,9 +376,6 @@ ConvGraphCall DescribeConvGraph(ConvGraphCall::Direction direction, const ConvGe
 void SetConvGraphApi(bool on) { g_graph_api = on; }
 bool ConvGraphApi() { return g_graph_api; }
 int64_t ConvGraphRuns() { return g_runs; }
-void SetConvChannelSums(bool on) { g_channel_sums = on; }
-bool ConvChannelSums() { return g_channel_sums; }
-int64_t ConvChannelSumsRuns() { return g_sums_runs; }
 void SetConvEpilogues(bool on) { g_epilogues = on; }
 bool ConvEpilogues() { return g_epilogues; }
 int64_t ConvEpilogueRuns() { return g_epilogue_runs; }
@@ -406,19 +388,15 @@ bool ConvGraphDescribable(const ConvGraphCall& call) {
 }
 
 bool RunConvGraph(const ConvGraphCall& c, void* x, void* w, void* y, const ConvGraphExtras& e) {
-  MLPERF_CHECK_MSG(!c.channel_sums || (e.sum != nullptr && e.sqsum != nullptr),
-                   "cuDNN graph API: a call with channel sums needs their buffers");
   MLPERF_CHECK_MSG(!c.scale_bias || (e.scale != nullptr && e.bias != nullptr &&
                                      (!c.residual || e.residual != nullptr)),
                    "cuDNN graph API: a call with an epilogue needs its operands");
   // The per-channel tensors are described 16-byte aligned.
-  if (c.channel_sums && (Alignment(e.sum) < 16 || Alignment(e.sqsum) < 16)) return false;
   if (c.scale_bias && (Alignment(e.scale) < 16 || Alignment(e.bias) < 16)) return false;
   const int64_t alignment[4] = {Alignment(x), Alignment(w), Alignment(y),
                                 c.residual ? Alignment(e.residual) : 16};
-  std::vector<int64_t> key = {c.direction,  c.dtype,      c.nb_dims,    alignment[0],
-                              alignment[1], alignment[2], alignment[3], c.channel_sums,
-                              c.scale_bias, c.residual,   c.relu};
+  std::vector<int64_t> key = {c.direction,  c.dtype,      c.nb_dims,    alignment[0], alignment[1],
+                              alignment[2], alignment[3], c.scale_bias, c.residual,   c.relu};
   for (int i = 0; i < c.nb_dims; ++i)
     key.insert(key.end(), {c.x_dims[i], c.x_strides[i], c.w_dims[i], c.w_strides[i], c.y_dims[i],
                            c.y_strides[i]});
@@ -432,38 +410,30 @@ bool RunConvGraph(const ConvGraphCall& c, void* x, void* w, void* y, const ConvG
   if (it == plans.end()) {
     it = plans.emplace(key, Build(c, alignment, GetConvAlgoSearch() == ConvAlgoSearch::kExhaustive))
              .first;
-    // An opt-in fusion that cuDNN does not offer says so, once per shape.
-    if (it->second == nullptr && (c.channel_sums || c.scale_bias))
+    // A fusion that cuDNN does not offer says so, once per shape.
+    if (it->second == nullptr && c.scale_bias)
       std::fprintf(stderr,
-                   "cuDNN graph API: no engine for the fused %s of a %lldx%lld-channel "
+                   "cuDNN graph API: no engine for the fused epilogue of a %lldx%lld-channel "
                    "convolution; it runs unfused\n",
-                   c.channel_sums ? "channel sums" : "epilogue",
                    static_cast<long long>(c.x_dims[1]), static_cast<long long>(c.y_dims[1]));
   }
   GraphPlan* plan = it->second.get();
   if (plan == nullptr) return false;
   const Operands operands = OperandsOf(c, x, w, y, e);
   if (!plan->candidates.empty()) PickTimed(plan, operands);
-  if (c.channel_sums) {
-    // Whether the engine writes the sums or adds to them, they start at zero.
-    const size_t bytes = sizeof(float) * static_cast<size_t>(c.y_dims[1]);
-    CUDA_CHECK(cudaMemsetAsync(e.sum, 0, bytes, Stream()));
-    CUDA_CHECK(cudaMemsetAsync(e.sqsum, 0, bytes, Stream()));
-  }
   const cudnnStatus_t status = Execute(*plan->plan, plan->workspace, operands);
-  if ((c.channel_sums || c.scale_bias) && status != CUDNN_STATUS_SUCCESS) {
+  if (c.scale_bias && status != CUDNN_STATUS_SUCCESS) {
     // A fused engine that builds but does not run: the caller runs the
     // plain ops (which rewrite y) from now on.
     std::fprintf(stderr,
-                 "cuDNN graph API: the fused %s failed to run (%s); the convolution runs "
-                 "without it\n",
-                 c.channel_sums ? "channel sums" : "epilogue", cudnnGetErrorString(status));
+                 "cuDNN graph API: the fused epilogue failed to run (%s); the convolution "
+                 "runs without it\n",
+                 cudnnGetErrorString(status));
     it->second.reset();
     return false;
   }
   CUDNN_CHECK(status);
   ++g_runs;
-  if (c.channel_sums) ++g_sums_runs;
   if (c.scale_bias) ++g_epilogue_runs;
   return true;
 }

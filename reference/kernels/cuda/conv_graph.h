@@ -27,11 +27,6 @@ struct ConvGraphCall {
   int64_t w_dims[5], w_strides[5];
   int64_t y_dims[5], y_strides[5];
   int64_t pre_pad[3], post_pad[3], stride[3];
-  // Forward only: cuDNN also writes the sum and the sum of squares of y per
-  // output channel (fp32, K each) in the convolution's epilogue, the
-  // statistics a batch norm of y needs, rather than a pass of its own reading
-  // y again. They are of the fp32 results before y is rounded to its dtype.
-  bool channel_sums;
   // Forward only: y = act(conv * scale + bias (+ residual)) in place of the
   // convolution's output, in its epilogue (an inference batch norm folded
   // in): scale and bias fp32 per output channel, the residual of y's dtype,
@@ -44,8 +39,6 @@ struct ConvGraphCall {
 
 // The device pointers of a call's operands beyond x, w and y.
 struct ConvGraphExtras {
-  float* sum = nullptr;
-  float* sqsum = nullptr;
   const float* scale = nullptr;
   const float* bias = nullptr;
   const void* residual = nullptr;
@@ -72,12 +65,11 @@ ConvGraphCall DescribeConvGraph(ConvGraphCall::Direction direction, const ConvGe
 // dtype and alignment and kept: the heuristics' first acceptable engine, or
 // under ConvAlgoSearch::kExhaustive (MLPERF_CUDNN_FIND=1) the fastest of
 // their first eight, timed on the call's own tensors on first use.
-// With call.channel_sums it also writes extras.sum and extras.sqsum and
-// takes deterministic engines only; with call.scale_bias it reads
-// extras.scale, extras.bias (and extras.residual). Fused calls take engines
-// from the heuristics' mode A or else their fallback list (cuDNN compiles
-// such engines at run time); one whose plan fails to run returns false, and
-// that call shape is not tried again.
+// With call.scale_bias it reads extras.scale, extras.bias (and
+// extras.residual). Fused calls take engines from the heuristics' mode A or
+// else their fallback list (cuDNN compiles such engines at run time); one
+// whose plan fails to run returns false, and that call shape is not tried
+// again.
 bool RunConvGraph(const ConvGraphCall& call, void* x, void* w, void* y,
                   const ConvGraphExtras& extras = {});
 
@@ -86,25 +78,18 @@ bool RunConvGraph(const ConvGraphCall& call, void* x, void* w, void* y,
 void SetConvGraphApi(bool on);
 bool ConvGraphApi();
 
-// Whether cuda/conv's ConvForwardChannelSums asks for the channel sums
-// (default: no, unless MLPERF_CUDNN_GENSTATS=1; opt-in until a GPU check has
-// measured it), and how many calls this thread has run with them.
-void SetConvChannelSums(bool on);
-bool ConvChannelSums();
-int64_t ConvChannelSumsRuns();
-
 // Whether cuda/conv's ConvForwardScaleBiasAct fuses an inference batch norm
 // (with its residual add and ReLU) into the convolution's epilogue (default:
-// no, unless MLPERF_CUDNN_EPILOGUE=1; opt-in until a GPU check has measured
-// it), and how many calls this thread has run so.
+// yes, unless MLPERF_CUDNN_EPILOGUE=0; the sixth GPU check measured it
+// faster), and how many calls this thread has run so.
 void SetConvEpilogues(bool on);
 bool ConvEpilogues();
 int64_t ConvEpilogueRuns();
 
 // Whether cuDNN accepts the call's operations (its tensors, the convolution
-// and the direction's operation descriptor, and with channel_sums their
-// statistics, with scale_bias the epilogue's pointwise operations), 16-byte aligned: the part of
-// RunConvGraph that needs no device (tests).
+// and the direction's operation descriptor, with scale_bias the epilogue's
+// pointwise operations), 16-byte aligned: the part of RunConvGraph that
+// needs no device (tests).
 bool ConvGraphDescribable(const ConvGraphCall& call);
 
 // How many convolutions this thread has run through the graph API (tests

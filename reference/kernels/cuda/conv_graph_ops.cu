@@ -50,22 +50,6 @@ std::unique_ptr<Desc> TensorDesc(int64_t uid, cudnnDataType_t dtype, int nb, con
   return ok ? std::move(t) : nullptr;
 }
 
-bool DescribeChannelSums(const ConvGraphCall& c, const Desc& y, Parts& parts) {
-  auto sum = ChannelTensor(kUidSum, c), sqsum = ChannelTensor(kUidSqSum, c);
-  if (!sum || !sqsum) return false;
-  auto op = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR);
-  const cudnnGenStatsMode_t mode = CUDNN_GENSTATS_SUM_SQSUM;
-  const cudnnDataType_t math = CUDNN_DATA_FLOAT;
-  if (!(op->Set(CUDNN_ATTR_OPERATION_GENSTATS_MODE, CUDNN_TYPE_GENSTATS_MODE, 1, &mode) &&
-        op->Set(CUDNN_ATTR_OPERATION_GENSTATS_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &math) &&
-        op->SetDesc(CUDNN_ATTR_OPERATION_GENSTATS_XDESC, y) &&
-        op->SetDesc(CUDNN_ATTR_OPERATION_GENSTATS_SUMDESC, *sum) &&
-        op->SetDesc(CUDNN_ATTR_OPERATION_GENSTATS_SQSUMDESC, *sqsum) && op->Finalize()))
-    return false;
-  for (auto* part : {&sum, &sqsum, &op}) parts.push_back(std::move(*part));
-  return true;
-}
-
 bool DescribeScaleBiasAct(const ConvGraphCall& c, const Desc& conv, std::unique_ptr<Desc> y,
                           int64_t residual_alignment, Parts& parts, Ops& ops) {
   auto scale = ChannelTensor(kUidScale, c), bias = ChannelTensor(kUidBias, c);

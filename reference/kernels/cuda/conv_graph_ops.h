@@ -50,8 +50,6 @@ enum Uid : int64_t {
   kUidX = 1,
   kUidW = 2,
   kUidY = 3,
-  kUidSum = 4,
-  kUidSqSum = 5,
   kUidScale = 6,
   kUidBias = 7,
   kUidResidual = 8,
@@ -68,10 +66,6 @@ using Ops = std::vector<cudnnBackendDescriptor_t>;
 std::unique_ptr<Desc> TensorDesc(int64_t uid, cudnnDataType_t dtype, int nb, const int64_t* dims,
                                  const int64_t* strides, int64_t alignment,
                                  bool is_virtual = false);
-
-// The sum and the sum of squares of y per channel, from the tensor y already
-// described (`y`), appended to `parts` with their tensors.
-bool DescribeChannelSums(const ConvGraphCall& c, const Desc& y, Parts& parts);
 
 // The epilogue y = act(conv * scale + bias (+ residual)) on the
 // convolution's fp32 output `conv` (virtual): each step writes a virtual

@@ -430,21 +430,6 @@ void BatchNormActForwardTraining(const BatchNormParams& p, bool relu, const Tens
   AddAct(relu, residual, y);
 }
 
-void BatchNormActForwardTrainingFromSums(const BatchNormParams& p, bool relu, const Tensor& x,
-                                         const Tensor& residual, const Tensor& gamma,
-                                         const Tensor& beta, const Tensor& y,
-                                         const Tensor& save_mean, const Tensor& save_inv_std,
-                                         const Tensor& running_mean, const Tensor& running_var,
-                                         const Tensor& relu_mask) {
-  MLPERF_CHECK_MSG(OwnKernels(x), "batch norm from channel sums: channels-last own kernels only");
-  const ChannelsLastGroups s = BatchGroups(x);
-  MLPERF_CHECK(save_mean.numel() == s.channels && save_inv_std.numel() == s.channels);
-  ChannelsLastMomentsFromSums(s.rows, s.channels, p.epsilon, p.momentum, save_mean.f32(),
-                              save_inv_std.f32(), running_mean.f32(), running_var.f32());
-  ChannelsLastNormalize(s, x, save_mean.f32(), save_inv_std.f32(), gamma.f32(), beta.f32(),
-                        residual, relu, y, relu_mask);
-}
-
 void BatchNormActForwardInference(const BatchNormParams& p, bool relu, const Tensor& x,
                                   const Tensor& residual, const Tensor& gamma, const Tensor& beta,
                                   const Tensor& running_mean, const Tensor& running_var,

@@ -45,18 +45,6 @@ void BatchNormActForwardTraining(const BatchNormParams& p, bool relu, const core
                                  const core::Tensor& save_mean, const core::Tensor& save_inv_std,
                                  const core::Tensor& running_mean, const core::Tensor& running_var,
                                  const core::Tensor& relu_mask = core::Tensor());
-// BatchNormActForwardTraining for a channels-last x whose per-channel sums
-// and sums of squares save_mean and save_inv_std hold on entry
-// (ConvForwardChannelSums wrote them with x); they hold the statistics on
-// return. Needs ChannelsLastNormKernels().
-void BatchNormActForwardTrainingFromSums(const BatchNormParams& p, bool relu, const core::Tensor& x,
-                                         const core::Tensor& residual, const core::Tensor& gamma,
-                                         const core::Tensor& beta, const core::Tensor& y,
-                                         const core::Tensor& save_mean,
-                                         const core::Tensor& save_inv_std,
-                                         const core::Tensor& running_mean,
-                                         const core::Tensor& running_var,
-                                         const core::Tensor& relu_mask = core::Tensor());
 void BatchNormActForwardInference(const BatchNormParams& p, bool relu, const core::Tensor& x,
                                   const core::Tensor& residual, const core::Tensor& gamma,
                                   const core::Tensor& beta, const core::Tensor& running_mean,

@@ -82,17 +82,6 @@ __global__ void MomentsFinal(const T* x, int64_t groups, int64_t rows, int64_t c
                running_var);
 }
 
-// One thread per channel, in place (ChannelsLastMomentsFromSums).
-__global__ void MomentsFromSumsKernel(int64_t rows, int64_t channels, float epsilon, float momentum,
-                                      float* sum, float* sqsum, float* running_mean,
-                                      float* running_var) {
-  const int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (c >= channels) return;
-  const double n = static_cast<double>(rows), mean = sum[c] / n;
-  const double var = fmax(sqsum[c] / n - mean * mean, 0.0);
-  StoreMoments(mean, var, n, epsilon, momentum, c, c, sum, sqsum, running_mean, running_var);
-}
-
 __global__ void InvStdKernel(const float* var, int64_t channels, float epsilon, float* inv_std) {
   const int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (c < channels)
@@ -180,8 +169,8 @@ __global__ void Normalize(const T* x, int64_t rows, int64_t channels, int64_t ro
 
 bool g_own_kernels = std::getenv("MLPERF_CUDNN_BATCHNORM") == nullptr ||
                      std::string_view(std::getenv("MLPERF_CUDNN_BATCHNORM")) == "0";
-bool g_wide_kernels = std::getenv("MLPERF_NORM_WIDE") != nullptr &&
-                      std::string_view(std::getenv("MLPERF_NORM_WIDE")) == "1";
+bool g_wide_kernels = std::getenv("MLPERF_NORM_WIDE") == nullptr ||
+                      std::string_view(std::getenv("MLPERF_NORM_WIDE")) != "0";
 
 }  // namespace
 
@@ -213,14 +202,6 @@ void ChannelsLastMoments(const ChannelsLastGroups& s, const Tensor& x, float eps
         save_inv_std, running_mean, running_var);
     CUDA_CHECK_LAUNCH();
   });
-}
-
-void ChannelsLastMomentsFromSums(int64_t rows, int64_t channels, float epsilon, float momentum,
-                                 float* sum, float* sqsum, float* running_mean,
-                                 float* running_var) {
-  MomentsFromSumsKernel<<<Blocks(channels), 256, 0, Stream()>>>(
-      rows, channels, epsilon, momentum, sum, sqsum, running_mean, running_var);
-  CUDA_CHECK_LAUNCH();
 }
 
 const float* InferenceScaleBias(const float* gamma, const float* beta, const float* running_mean,

@@ -216,6 +216,58 @@ TEST_F(GemmAmxTest, Bf16OperandsGiveTheBitsOfTheirValues) {
   }
 }
 
+// B written in the pair layout (AmxPairRows, two rows at a time, zero rows
+// up to a multiple of 32) gives GemmBf16Amx's bits on the same B: A in fp32
+// and bf16, transposed or not, beta 0 and 1, partial tiles in every
+// dimension, n from one column to several pairs of tiles; the layout's
+// padding columns are written as zeros.
+TEST_F(GemmAmxTest, PairLayoutBGivesTheGemmsBits) {
+  struct Shape {
+    int64_t m, n, k;
+  };
+  for (const Shape sh : {Shape{70, 1, 33}, Shape{100, 27, 64}, Shape{40, 72, 90},
+                         Shape{1100, 40, 31}, Shape{33, 864, 512}}) {
+    std::vector<uint16_t> b16(sh.k * sh.n), a16(sh.m * sh.k);
+    const std::vector<float> b_values = Uniform(sh.k * sh.n, 21),
+                             a_values = Uniform(sh.m * sh.k, 22);
+    for (size_t i = 0; i < b16.size(); ++i) b16[i] = core::FloatToBf16(b_values[i]);
+    for (size_t i = 0; i < a16.size(); ++i) a16[i] = core::FloatToBf16(a_values[i]);
+    const int64_t columns = cpu::AmxPairColumns(sh.n), k32 = (sh.k + 31) / 32 * 32;
+    ASSERT_GE(columns, sh.n);
+    ASSERT_EQ(columns % 32, 0);
+    std::vector<uint16_t> pairs(k32 / 2 * 2 * columns, 0xffff);
+    for (int64_t r = 0; r < k32; r += 2) {
+      const uint16_t* row0 = r < sh.k ? b16.data() + r * sh.n : nullptr;
+      const uint16_t* row1 = r + 1 < sh.k ? b16.data() + (r + 1) * sh.n : nullptr;
+      const std::vector<uint16_t> zeros(sh.n, 0);
+      cpu::AmxPairRows(row0 != nullptr ? row0 : zeros.data(), row1, sh.n,
+                       pairs.data() + r / 2 * 2 * columns);
+    }
+    for (int64_t p = 0; p < k32 / 2; ++p)
+      for (int64_t j = sh.n; j < columns; ++j)
+        ASSERT_EQ(pairs[p * 2 * columns + 2 * j], 0) << "padding column " << j;
+    for (const bool trans_a : {false, true}) {
+      for (const float beta : {0.0f, 1.0f}) {
+        const int64_t lda = trans_a ? sh.m : sh.k;
+        const std::vector<float> c0 = Uniform(sh.m * sh.n, 23);
+        std::vector<float> want = c0, got = c0, want16 = c0, got16 = c0;
+        cpu::GemmBf16Amx(trans_a, false, sh.m, sh.n, sh.k, 1.0f, a_values.data(), lda, b16.data(),
+                         sh.n, beta, want.data(), sh.n);
+        cpu::GemmBf16AmxPairB(trans_a, sh.m, sh.n, sh.k, 1.0f, a_values.data(), lda, pairs.data(),
+                              beta, got.data(), sh.n);
+        cpu::GemmBf16Amx(trans_a, false, sh.m, sh.n, sh.k, 1.0f, a16.data(), lda, b16.data(), sh.n,
+                         beta, want16.data(), sh.n);
+        cpu::GemmBf16AmxPairB(trans_a, sh.m, sh.n, sh.k, 1.0f, a16.data(), lda, pairs.data(), beta,
+                              got16.data(), sh.n);
+        EXPECT_EQ(got, want) << sh.m << "x" << sh.n << "x" << sh.k << " trans_a " << trans_a
+                             << " beta " << beta;
+        EXPECT_EQ(got16, want16) << sh.m << "x" << sh.n << "x" << sh.k << " bf16 A, trans_a "
+                                 << trans_a << " beta " << beta;
+      }
+    }
+  }
+}
+
 // fp32 operands converted with PackedBf16 (a convolution's bf16 col) give
 // the bits of the fp32 operands, denormals (which the packing reads as
 // zero), NaN and lengths off a multiple of 32 included; and it writes no

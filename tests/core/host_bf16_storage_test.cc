@@ -7,7 +7,9 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "reference/core/philox.h"
@@ -258,6 +260,44 @@ core::Shape VolumeOut(const ConvGeometry& g) {
 Buffer Workspace(const ConvGeometry& g) {
   return Buffer({std::max<int64_t>(
       1, ops::ConvWorkspaceElements(g, core::Layout::kNDHWC, core::Device::kCpu))});
+}
+
+// The weight gradient's col goes into the AMX pair layout two rows at a
+// time (cpu::nhwc::Im2ColPairs): against fp32 arithmetic on the same
+// bf16-valued operands (exact products, sums in another order; the bf16
+// gradient then rounded to bf16, so within one unit of it), from bf16
+// and from fp32 x, over odd row counts, several chunks per thread, one input
+// channel (27 columns), a stride of 2 and padding.
+TEST_F(HostBf16Storage, WeightGradientFromPairedColMatchesFp32Arithmetic) {
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(2);
+  for (const ConvGeometry& g :
+       {Conv3d(1, 32, 13, 13, 13, 16, 3, 1, 1), Conv3d(1, 1, 9, 9, 9, 8, 3, 1, 1),
+        Conv3d(1, 8, 9, 7, 8, 16, 3, 2, 1)}) {
+    const std::string name =
+        std::to_string(g.in_channels) + " channels, stride " + std::to_string(g.stride[0]);
+    Buffer ws = Workspace(g), want({g.out_channels, g.in_channels, 3, 3, 3});
+    Buffer from16(want.shape), from32(want.shape);
+    Stored x(VolumeIn(g), 101), dy(VolumeOut(g), 102);
+    ops::ConvBackwardWeight(g, x.Bf16(), dy.Bf16(), from16.t(), ws.t());
+    ops::ConvBackwardWeight(g, x.F32(), dy.F32(), from32.t(), ws.t());
+    {
+      const ops::PrecisionScope fp32(core::DType::kF32);
+      ASSERT_FALSE(cpu::GemmsRoundToBf16());
+      ops::ConvBackwardWeight(g, x.F32(), dy.F32(), want.t(), ws.t());
+    }
+    int bad = 0;
+    for (int64_t i = 0; i < want.size(); ++i) {
+      const double tolerance = 1e-4 + 0x1p-8 * std::fabs(want.data[i]);
+      if ((std::fabs(from16.data[i] - want.data[i]) > tolerance ||
+           std::fabs(from32.data[i] - want.data[i]) > tolerance) &&
+          ++bad <= 5)
+        ADD_FAILURE() << name << " dw[" << i << "]: " << from16.data[i] << " (bf16 x), "
+                      << from32.data[i] << " (fp32 x), fp32 arithmetic " << want.data[i];
+    }
+    EXPECT_EQ(bad, 0) << name;
+  }
+  omp_set_num_threads(threads);
 }
 
 // The 3D U-Net's convolutions on one volume and two threads: a 3x3x3 at

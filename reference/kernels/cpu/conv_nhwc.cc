@@ -9,7 +9,9 @@
 // (V = kernel volume), dycol the im2col matrix of dy under the adjoint
 // geometry (conv_nhwc_col.h; one row per input pixel) and w" the weight with
 // its taps flipped, repacked to [kD, kH, kW, K, C]. A pointwise conv needs no
-// col matrix: x is it.
+// col matrix: x is it. Under bf16 on AMX the weight gradient's col is written
+// in the layout the tile loads read (conv_nhwc_col.h's Im2ColPairs), so its
+// GEMM reads it in place instead of packing a copy.
 //
 // Threading: each OpenMP thread takes a share of the output rows and runs
 // im2col and a single-threaded GEMM on chunks of them (so a chunk of col
@@ -430,6 +432,14 @@ void ConvBackwardData(const ConvGeometry& g, const float* dy, const float* w, ui
 
 namespace {
 
+// The calling thread's buffer for a chunk of bf16 col in the pair layout.
+uint16_t* PairBuffer(const ConvGeometry& g) {
+  thread_local std::vector<uint16_t> pairs;
+  const int64_t size = (ChunkRows(g) + 31) / 32 * 32 * AmxPairColumns(ColWidth(g));
+  if (static_cast<int64_t>(pairs.size()) < size) pairs.resize(static_cast<size_t>(size));
+  return pairs.data();
+}
+
 // One chunk's dw partial: C[k, width] (+)= dy^T * b, in the calling thread.
 void WeightGemm(int64_t k, int64_t width, int64_t rows, const float* dy, const float* b, float beta,
                 float* c) {
@@ -472,9 +482,11 @@ void BackwardWeight(const ConvGeometry& g, const TX* x, const TDY* dy, float* dw
         const TDY* dy_rows = dy + r0 * k;
         if (g.is_pointwise()) {
           WeightGemm(k, width, r1 - r0, dy_rows, x + r0 * width, beta, acc);
-        } else if (Bf16Col<TX>(g)) {
-          Im2Col(g, x, r0, r1, reinterpret_cast<uint16_t*>(col));
-          WeightGemm(k, width, r1 - r0, dy_rows, reinterpret_cast<const uint16_t*>(col), beta, acc);
+        } else if (Bf16Col<TX>(g) || std::is_same_v<TX, uint16_t>) {
+          // The bf16 col straight into the layout the tile loads read.
+          uint16_t* pairs = PairBuffer(g);
+          Im2ColPairs(g, x, r0, r1, pairs);
+          GemmBf16AmxPairB(true, k, width, r1 - r0, 1.0f, dy_rows, k, pairs, beta, acc, width);
         } else {
           Im2Col(g, x, r0, r1, reinterpret_cast<TX*>(col));
           WeightGemm(k, width, r1 - r0, dy_rows, reinterpret_cast<const TX*>(col), beta, acc);

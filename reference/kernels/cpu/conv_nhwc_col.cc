@@ -1,5 +1,8 @@
 #include "reference/kernels/cpu/conv_nhwc_col.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "reference/kernels/cpu/gemm_amx.h"
 #include "reference/kernels/cpu/parallel.h"
 
@@ -38,6 +41,39 @@ void Im2Col(const ConvGeometry& g, const float* x, int64_t begin, int64_t end, u
       }
     });
   }
+}
+
+namespace {
+
+template <typename T>
+void PairsOf(const ConvGeometry& g, const T* x, int64_t begin, int64_t end, uint16_t* pairs) {
+  const int64_t width = ColWidth(g), columns = AmxPairColumns(width);
+  const int64_t padded = (end - begin + 31) / 32 * 32;
+  thread_local std::vector<uint16_t> two;
+  if (static_cast<int64_t>(two.size()) < 2 * width) two.resize(static_cast<size_t>(2 * width));
+  for (int64_t r = 0; r < padded; r += 2) {
+    uint16_t* out = pairs + r * columns;  // pair row r / 2, 2 * columns long
+    const int64_t row = begin + r;
+    if (row >= end) {
+      std::fill(out, out + 2 * columns, uint16_t{0});
+      continue;
+    }
+    const int64_t last = std::min(end, row + 2);
+    Im2Col(g, x, row, last, two.data());
+    AmxPairRows(two.data(), last - row == 2 ? two.data() + width : nullptr, width, out);
+  }
+}
+
+}  // namespace
+
+void Im2ColPairs(const ConvGeometry& g, const uint16_t* x, int64_t begin, int64_t end,
+                 uint16_t* pairs) {
+  PairsOf(g, x, begin, end, pairs);
+}
+
+void Im2ColPairs(const ConvGeometry& g, const float* x, int64_t begin, int64_t end,
+                 uint16_t* pairs) {
+  PairsOf(g, x, begin, end, pairs);
 }
 
 void Col2ImAdd(const ConvGeometry& g, const float* col, int64_t begin, int64_t end, float* dx,

@@ -90,6 +90,16 @@ void Im2Col(const ConvGeometry& g, const T* x, int64_t begin, int64_t end, T* co
 // from half its bytes, and in place where its rows are whole tile rows.
 void Im2Col(const ConvGeometry& g, const float* x, int64_t begin, int64_t end, uint16_t* col);
 
+// Col rows [begin, end) in bf16 (x in bf16, or in fp32 rounded as above) in
+// the AMX GEMMs' pair layout (gemm_amx.h's AmxPairRows), zero rows up to a
+// multiple of 32: the B of a weight gradient's GEMM, which then reads it in
+// place rather than packing it. Two rows at a time go through a thread's
+// small buffer, so the chunk is written once.
+void Im2ColPairs(const ConvGeometry& g, const uint16_t* x, int64_t begin, int64_t end,
+                 uint16_t* pairs);
+void Im2ColPairs(const ConvGeometry& g, const float* x, int64_t begin, int64_t end,
+                 uint16_t* pairs);
+
 // The adjoint: adds col rows [begin, end) into the pixels they were copied
 // from, dx holding the input from element `origin` on.
 void Col2ImAdd(const ConvGeometry& g, const float* col, int64_t begin, int64_t end, float* dx,

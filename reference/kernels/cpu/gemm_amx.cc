@@ -145,12 +145,17 @@ inline __m512i TwoRows(const uint16_t* p, int64_t ld, int64_t r, int64_t count, 
 
 // Rows r and r + 1 at p (stride ld; zeros from row `count` on) of `lanes`
 // values (zeros after them, 16 in all), as 16 bf16 pairs, row r's low.
-template <typename T>
-inline __m512i PairRows(const T* p, int64_t ld, int64_t r, int64_t count, int64_t lanes) {
+// 16 bf16 of one row (low half) and 16 of the next (high half) as 16 pairs.
+inline __m512i Interleave(__m512i two_rows) {
   alignas(64) static constexpr uint16_t kInterleave[32] = {
       0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
       8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
-  return _mm512_permutexvar_epi16(_mm512_load_si512(kInterleave), TwoRows(p, ld, r, count, lanes));
+  return _mm512_permutexvar_epi16(_mm512_load_si512(kInterleave), two_rows);
+}
+
+template <typename T>
+inline __m512i PairRows(const T* p, int64_t ld, int64_t r, int64_t count, int64_t lanes) {
+  return Interleave(TwoRows(p, ld, r, count, lanes));
 }
 
 // Rows x cols of C at c (ldc apart) rounded to bf16 in place.
@@ -272,16 +277,34 @@ ATiles Packed(const uint16_t* pa, int64_t kt) {
   return {pa, kt * kTileSize, kTileSize, kTileK * 2};
 }
 
+// Where the B tiles lie: tile (jt, q) at base + jt * col_step + q * k_step,
+// its rows `stride` bytes apart. Packed tiles, or B in the pair layout
+// (AmxPairRows) read in place.
+struct BTiles {
+  const uint16_t* base;
+  int64_t col_step, k_step, stride;
+};
+
+BTiles PackedB(const uint16_t* pb, int64_t kt) {
+  return {pb, kt * kTileSize, kTileSize, kTileK * 2};
+}
+
+// A pair layout with `columns` columns: a tile column is 16 pairs, a tile
+// 16 pair rows.
+BTiles PairB(const uint16_t* pairs, int64_t columns) {
+  return {pairs, 2 * kTileRows, kTileRows * 2 * columns, 2 * columns * 2};
+}
+
 // C rows [i0, i0 + 16 * tiles) from the block of A and all of B, each 32x32
 // block rounded to bf16 after it is stored with `round_c`.
-void MultiplyBlock(const ATiles& pa, const uint16_t* pb, int64_t tiles, int64_t nt, int64_t kt,
+void MultiplyBlock(const ATiles& pa, const BTiles& pb, int64_t tiles, int64_t nt, int64_t kt,
                    int64_t i0, int64_t m, int64_t n, float alpha, float beta, float* c, int64_t ldc,
                    bool round_c) {
   alignas(64) float acc[32 * 32];
-  const int64_t stride = pa.stride, b_stride = kTileK * 2, acc_stride = 32 * sizeof(float);
+  const int64_t stride = pa.stride, b_stride = pb.stride, acc_stride = 32 * sizeof(float);
   for (int64_t jt = 0; jt < nt; jt += 2) {
-    const uint16_t* b0 = pb + jt * kt * kTileSize;
-    const uint16_t* b1 = b0 + kt * kTileSize;
+    const uint16_t* b0 = pb.base + jt * pb.col_step;
+    const uint16_t* b1 = b0 + pb.col_step;
     for (int64_t it = 0; it < tiles; it += 2) {
       const uint16_t* a0 = pa.base + it * pa.row_step;
       const uint16_t* a1 = a0 + pa.row_step;
@@ -302,8 +325,8 @@ void MultiplyBlock(const ATiles& pa, const uint16_t* pb, int64_t tiles, int64_t 
       for (int64_t q = 0; q < kt; ++q) {
         MLPERF_TILE_LOAD(4, a0 + q * pa.k_step, stride);
         MLPERF_TILE_LOAD(5, a1 + q * pa.k_step, stride);
-        MLPERF_TILE_LOAD(6, b0 + q * kTileSize, b_stride);
-        MLPERF_TILE_LOAD(7, b1 + q * kTileSize, b_stride);
+        MLPERF_TILE_LOAD(6, b0 + q * pb.k_step, b_stride);
+        MLPERF_TILE_LOAD(7, b1 + q * pb.k_step, b_stride);
         MLPERF_TILE_DP(0, 4, 6);
         MLPERF_TILE_DP(1, 4, 7);
         MLPERF_TILE_DP(2, 5, 6);
@@ -332,6 +355,20 @@ void MultiplyBlock(const ATiles& pa, const uint16_t* pb, int64_t tiles, int64_t 
       }
       if (round_c) RoundBlock(c + row0 * ldc + col0, ldc, rows, cols);
     }
+  }
+}
+
+// Rows 2p and 2p + 1 of B (n values each; row1 null: zeros) as pair row p
+// of the pair layout, `columns` pairs, zeros past n.
+void InterleaveRows(const uint16_t* row0, const uint16_t* row1, int64_t n, int64_t columns,
+                    uint16_t* pairs) {
+  for (int64_t j = 0; j < columns; j += kTileRows) {
+    const __mmask16 mask = FirstLanes(n - j);
+    const __m256i v0 = _mm256_maskz_loadu_epi16(mask, row0 + j);
+    const __m256i v1 =
+        row1 == nullptr ? _mm256_setzero_si256() : _mm256_maskz_loadu_epi16(mask, row1 + j);
+    const __m512i two = _mm512_inserti64x4(_mm512_castsi256_si512(v0), v1, 1);
+    _mm512_storeu_si512(pairs + 2 * j, Interleave(two));
   }
 }
 
@@ -371,9 +408,9 @@ void PackBf16AmxB(bool trans_b, int64_t k, int64_t n, const float* b, int64_t ld
 namespace {
 
 template <typename TA>
-void GemmPackedB(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha, const TA* a,
-                 int64_t lda, const uint16_t* pb, float beta, float* c, int64_t ldc,
-                 bool round_c = false) {
+void GemmTiledB(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha, const TA* a,
+                int64_t lda, const BTiles& pb, float beta, float* c, int64_t ldc,
+                bool round_c = false) {
   if (m <= 0 || n <= 0) return;
   const int64_t mt = EvenTiles(m), nt = EvenTiles(n), kt = (k + kTileK - 1) / kTileK;
   // A bf16 A whose rows are whole tile rows (k a multiple of 32) is read in
@@ -406,7 +443,7 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
   uint16_t* pb = Buffer(buffer_b, AmxPackedBElements(k, n));
   const int64_t nt = EvenTiles(n), kt = (k + kTileK - 1) / kTileK;
   PackB(trans_b, b, ldb, k, n, 0, nt, kt, pb);
-  GemmPackedB(trans_a, m, n, k, alpha, a, lda, pb, beta, c, ldc, round_c);
+  GemmTiledB(trans_a, m, n, k, alpha, a, lda, PackedB(pb, kt), beta, c, ldc, round_c);
 }
 
 }  // namespace
@@ -439,13 +476,31 @@ void PackedBf16(const float* src, int64_t n, uint16_t* dst) { ConvertToBf16(src,
 
 void GemmBf16AmxPackedB(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                         int64_t lda, const uint16_t* tiles, float beta, float* c, int64_t ldc) {
-  GemmPackedB(trans_a, m, n, k, alpha, a, lda, tiles, beta, c, ldc);
+  GemmTiledB(trans_a, m, n, k, alpha, a, lda, PackedB(tiles, (k + kTileK - 1) / kTileK), beta, c,
+             ldc);
 }
 
 void GemmBf16AmxPackedB(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha,
                         const uint16_t* a, int64_t lda, const uint16_t* tiles, float beta, float* c,
                         int64_t ldc) {
-  GemmPackedB(trans_a, m, n, k, alpha, a, lda, tiles, beta, c, ldc);
+  GemmTiledB(trans_a, m, n, k, alpha, a, lda, PackedB(tiles, (k + kTileK - 1) / kTileK), beta, c,
+             ldc);
+}
+
+int64_t AmxPairColumns(int64_t n) { return EvenTiles(n) * kTileRows; }
+
+void AmxPairRows(const uint16_t* row0, const uint16_t* row1, int64_t n, uint16_t* pairs) {
+  InterleaveRows(row0, row1, n, AmxPairColumns(n), pairs);
+}
+
+void GemmBf16AmxPairB(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                      int64_t lda, const uint16_t* pairs, float beta, float* c, int64_t ldc) {
+  GemmTiledB(trans_a, m, n, k, alpha, a, lda, PairB(pairs, AmxPairColumns(n)), beta, c, ldc);
+}
+
+void GemmBf16AmxPairB(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha, const uint16_t* a,
+                      int64_t lda, const uint16_t* pairs, float beta, float* c, int64_t ldc) {
+  GemmTiledB(trans_a, m, n, k, alpha, a, lda, PairB(pairs, AmxPairColumns(n)), beta, c, ldc);
 }
 
 }  // namespace mlperf::cpu
@@ -490,6 +545,19 @@ void GemmBf16AmxPackedB(bool, int64_t, int64_t, int64_t, float, const float*, in
 }
 void GemmBf16AmxPackedB(bool, int64_t, int64_t, int64_t, float, const uint16_t*, int64_t,
                         const uint16_t*, float, float*, int64_t) {
+  NoAmx();
+}
+
+int64_t AmxPairColumns(int64_t) { return 0; }
+
+void AmxPairRows(const uint16_t*, const uint16_t*, int64_t, uint16_t*) { NoAmx(); }
+
+void GemmBf16AmxPairB(bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
+                      const uint16_t*, float, float*, int64_t) {
+  NoAmx();
+}
+void GemmBf16AmxPairB(bool, int64_t, int64_t, int64_t, float, const uint16_t*, int64_t,
+                      const uint16_t*, float, float*, int64_t) {
   NoAmx();
 }
 

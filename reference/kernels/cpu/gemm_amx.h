@@ -53,4 +53,19 @@ void GemmBf16AmxPackedB(bool trans_a, int64_t m, int64_t n, int64_t k, float alp
                         const uint16_t* a, int64_t lda, const uint16_t* tiles, float beta, float* c,
                         int64_t ldc);
 
+// B (k x n, not transposed) in bf16 written straight into the layout the
+// tile loads read, so that the GEMM reads it in place instead of packing it
+// (a convolution's im2col rows, written two at a time): rows 2p and 2p + 1
+// interleaved as pair row p, AmxPairColumns(n) pairs long (n rounded up to
+// whole pairs of 16-column tiles, zeros past n). AmxPairRows writes one pair
+// row (row1 null: zeros); the pair rows must cover k rounded up to a
+// multiple of 32, zeros past k. The GEMM's bits are those of GemmBf16Amx on
+// the same B.
+int64_t AmxPairColumns(int64_t n);
+void AmxPairRows(const uint16_t* row0, const uint16_t* row1, int64_t n, uint16_t* pairs);
+void GemmBf16AmxPairB(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                      int64_t lda, const uint16_t* pairs, float beta, float* c, int64_t ldc);
+void GemmBf16AmxPairB(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha, const uint16_t* a,
+                      int64_t lda, const uint16_t* pairs, float beta, float* c, int64_t ldc);
+
 }  // namespace mlperf::cpu

@@ -1,11 +1,12 @@
 // The AMX bf16 GEMM: both operands are packed into tiles (A as 16 rows of 32
 // bf16, B as 16 rows of 16 bf16 pairs along k, the layout TDPBF16PS reads),
-// then each 32x32 block of C sums its tiles' products in four accumulator
-// tiles. Operands whose k runs down rows of memory are packed k-major, so
-// that they are read along rows. The AMX instructions are written as inline assembly with memory
-// clobbers (GCC's intrinsics for them do not tell the compiler that they
-// read or write memory); the packing uses AVX-512 BF16, which every AMX CPU
-// has, in functions compiled for it and called only once AMX is known.
+// or read in place where they already lie so (a bf16 A whose rows are whole
+// tile rows; a B written in the pair layout), then each 32x32 block of C
+// sums its tiles' products in four accumulator tiles. Operands whose k runs down rows of memory are
+// packed k-major, so that they are read along rows. The AMX instructions are written as inline
+// assembly with memory clobbers (GCC's intrinsics for them do not tell the compiler that they read
+// or write memory); the packing uses AVX-512 BF16, which every AMX CPU has, in functions compiled
+// for it and called only once AMX is known.
 #include "reference/kernels/cpu/gemm_amx.h"
 
 #if defined(__x86_64__)
@@ -143,8 +144,6 @@ inline __m512i TwoRows(const uint16_t* p, int64_t ld, int64_t r, int64_t count, 
   return _mm512_inserti64x4(_mm512_castsi256_si512(v0), v1, 1);
 }
 
-// Rows r and r + 1 at p (stride ld; zeros from row `count` on) of `lanes`
-// values (zeros after them, 16 in all), as 16 bf16 pairs, row r's low.
 // 16 bf16 of one row (low half) and 16 of the next (high half) as 16 pairs.
 inline __m512i Interleave(__m512i two_rows) {
   alignas(64) static constexpr uint16_t kInterleave[32] = {
@@ -153,6 +152,8 @@ inline __m512i Interleave(__m512i two_rows) {
   return _mm512_permutexvar_epi16(_mm512_load_si512(kInterleave), two_rows);
 }
 
+// Rows r and r + 1 at p (stride ld; zeros from row `count` on) of `lanes`
+// values (zeros after them, 16 in all), as 16 bf16 pairs, row r's low.
 template <typename T>
 inline __m512i PairRows(const T* p, int64_t ld, int64_t r, int64_t count, int64_t lanes) {
   return Interleave(TwoRows(p, ld, r, count, lanes));

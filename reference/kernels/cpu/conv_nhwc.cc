@@ -74,8 +74,14 @@ int64_t RepackElements(const ConvGeometry& g) {
 
 // Workspace: [repacked weight][per thread: col chunk, weight-gradient partial].
 // The first thread's weight gradient goes to the repack area or to dw itself.
+// The col chunk's room also holds a chunk of bf16 col in the AMX pair layout
+// (Im2ColPairs), whose rows and columns are padded.
 int64_t PerThreadElements(const ConvGeometry& g) {
-  int64_t col = g.is_pointwise() ? 0 : ChunkRows(g) * ColWidth(g);
+  int64_t col = 0;
+  if (!g.is_pointwise()) {
+    const int64_t pairs = (ChunkRows(g) + 31) / 32 * 32 * AmxPairColumns(ColWidth(g));
+    col = std::max(ChunkRows(g) * ColWidth(g), (pairs + 1) / 2);
+  }
   if (GathersBackward(g)) col = std::max(col, ChunkRows(Adjoint(g)) * ColWidth(Adjoint(g)));
   return col + g.out_channels * ColWidth(g);
 }
@@ -432,14 +438,6 @@ void ConvBackwardData(const ConvGeometry& g, const float* dy, const float* w, ui
 
 namespace {
 
-// The calling thread's buffer for a chunk of bf16 col in the pair layout.
-uint16_t* PairBuffer(const ConvGeometry& g) {
-  thread_local std::vector<uint16_t> pairs;
-  const int64_t size = (ChunkRows(g) + 31) / 32 * 32 * AmxPairColumns(ColWidth(g));
-  if (static_cast<int64_t>(pairs.size()) < size) pairs.resize(static_cast<size_t>(size));
-  return pairs.data();
-}
-
 // One chunk's dw partial: C[k, width] (+)= dy^T * b, in the calling thread.
 void WeightGemm(int64_t k, int64_t width, int64_t rows, const float* dy, const float* b, float beta,
                 float* c) {
@@ -482,14 +480,14 @@ void BackwardWeight(const ConvGeometry& g, const TX* x, const TDY* dy, float* dw
         const TDY* dy_rows = dy + r0 * k;
         if (g.is_pointwise()) {
           WeightGemm(k, width, r1 - r0, dy_rows, x + r0 * width, beta, acc);
-        } else if (Bf16Col<TX>(g) || std::is_same_v<TX, uint16_t>) {
+        } else if (std::is_same_v<TX, uint16_t> || Bf16Col<TX>(g)) {
           // The bf16 col straight into the layout the tile loads read.
-          uint16_t* pairs = PairBuffer(g);
+          uint16_t* pairs = reinterpret_cast<uint16_t*>(col);
           Im2ColPairs(g, x, r0, r1, pairs);
           GemmBf16AmxPairB(true, k, width, r1 - r0, 1.0f, dy_rows, k, pairs, beta, acc, width);
-        } else {
-          Im2Col(g, x, r0, r1, reinterpret_cast<TX*>(col));
-          WeightGemm(k, width, r1 - r0, dy_rows, reinterpret_cast<const TX*>(col), beta, acc);
+        } else if constexpr (std::is_same_v<TX, float>) {
+          Im2Col(g, x, r0, r1, col);
+          WeightGemm(k, width, r1 - r0, dy_rows, col, beta, acc);
         }
       }
     }

@@ -10,8 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "checker/embedded_rules.h"
 #include "checker/rule_reader.h"
+#include "quality_targets/embedded_rules.h"
 
 namespace mlperf::checker {
 

@@ -5,20 +5,22 @@
 #include <thread>
 
 #include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
 #include "absl/status/status.h"
 #include "base/flags.h"
 #include "fmt/format.h"
 
-ABSL_FLAG(std::string, bench, "resnet", "benchmark to run (see the list above)");
+ABSL_FLAG(std::string, bench, "", "benchmark to run (see the list above); empty = the default one");
+ABSL_FLAG(bool, list, false, "print the registered benchmarks, one name per line, and exit");
+ABSL_FLAG(std::string, ruleset, "",
+          "training ruleset the logs and the package follow (one whose round accepts the "
+          "benchmark); empty = the newest such");
 ABSL_FLAG(int, gpus, 0, "GPUs per node, one process each; 0 = train on the CPU");
 ABSL_FLAG(int, nodes, 1, "nodes of the system (launch with mpirun or srun across them)");
 ABSL_FLAG(std::string, data, "",
-          "the benchmark's data set (resnet: ImageNet folder train/<class>/*.JPEG, val/..., or "
-          "TFRecord folder; unet3d: KiTS19 case_XXXXX/ tree or prepared .npy files; bert: "
-          "folder of part-* TFRecord shards, eval_10k and model.ckpt-28252.*); empty = the "
-          "embedded demonstration on generated data");
-ABSL_FLAG(int, runs, 0,
-          "seeded runs to do; 0 = the number a package needs for the benchmark (resnet: 5)");
+          "the benchmark's data set, as its section in docs/run_closed.md describes it; empty = "
+          "the embedded demonstration on generated data");
+ABSL_FLAG(int, runs, 0, "seeded runs to do; 0 = the number a package needs for the benchmark");
 ABSL_FLAG(std::string, submitter, "mlperf-suite",
           "organisation: the package folder and submission_org");
 ABSL_FLAG(std::string, system, "",
@@ -34,27 +36,27 @@ ABSL_FLAG(int, max_epochs, 0,
           "0 = the whole schedule; N = stop after N epochs (tests; a run stopped before the "
           "target ends with status aborted)");
 ABSL_FLAG(std::string, optimizer, "",
-          "one of the benchmark's closed-division optimizers (resnet: lars or sgd; unet3d: sgd; "
-          "bert: lamb); empty = its default (resnet: lars)");
+          "one of the benchmark's closed-division optimizers (its section in "
+          "docs/run_closed.md); empty = its default");
 ABSL_FLAG(std::string, precision, "fp32",
           "arithmetic of convolutions, linear layers and attention products: fp32, bf16 or fp16 "
           "(fp32 master weights, optimizer, norms and losses; fp16 adds dynamic loss scaling)");
 ABSL_FLAG(bool, cuda_graph, false,
           "with --gpus: record each training step once as a CUDA graph and replay it (one "
           "launch per step instead of one per kernel)");
-ABSL_FLAG(bool, gpu_decode, false,
-          "resnet with --gpus: decode the JPEGs (nvJPEG) and crop, flip and resize them on the "
-          "GPU; the loader threads only read files and draw the crops");
 ABSL_FLAG(int, threads, 0,
           "compute (OpenMP/BLAS) threads per process; 0 = chosen from the cores per process");
 
 namespace mlperf::closed {
 namespace {
 
-constexpr std::string_view kFlagNames[] = {"bench",     "gpus",       "nodes",      "data",
-                                           "runs",      "submitter",  "system",     "out",
-                                           "cache_dir", "seed",       "max_epochs", "optimizer",
-                                           "precision", "cuda_graph", "gpu_decode", "threads"};
+using benchmarks::BenchmarkRegistry;
+using benchmarks::RunnerOptions;
+
+constexpr std::string_view kFlagNames[] = {
+    "bench",      "list",      "ruleset",   "gpus",       "nodes",     "data",
+    "runs",       "submitter", "system",    "out",        "cache_dir", "seed",
+    "max_epochs", "optimizer", "precision", "cuda_graph", "threads"};
 
 absl::Status Validate(const RunnerOptions& o) {
   // Counts within what any real system and package can use; beyond them a
@@ -97,30 +99,32 @@ absl::Status Validate(const RunnerOptions& o) {
     }
   }
   if (o.out_dir.empty()) return absl::InvalidArgumentError("--out: must not be empty");
-  if (core::DType precision; !PrecisionFromName(o.precision, &precision)) {
+  if (core::DType precision; !benchmarks::PrecisionFromName(o.precision, &precision)) {
     return absl::InvalidArgumentError(
         fmt::format("--precision={}: expected fp32, bf16 or fp16", o.precision));
   }
   if (o.cuda_graph && o.gpus == 0)
     return absl::InvalidArgumentError("--cuda_graph: CUDA graphs need --gpus (the CPU has none)");
-  if (o.gpu_decode && o.gpus == 0)
-    return absl::InvalidArgumentError("--gpu_decode: decoding on the GPU needs --gpus");
-  if (o.gpu_decode && o.benchmark != "resnet") {
-    return absl::InvalidArgumentError(
-        fmt::format("--gpu_decode: only resnet decodes images, not {}", o.benchmark));
-  }
   return absl::OkStatus();
+}
+
+// Every registered benchmark's own flags.
+std::vector<std::string_view> BenchmarkFlagNames(const BenchmarkRegistry& registry) {
+  std::vector<std::string_view> names;
+  for (const std::unique_ptr<benchmarks::Benchmark>& b : registry.benchmarks())
+    for (const std::string& flag : b->info().flags) names.push_back(flag);
+  return names;
 }
 
 }  // namespace
 
 std::string UsageText(const BenchmarkRegistry& registry) {
   std::string text =
-      "Usage: run_closed [--bench NAME] [--gpus N] [--nodes M] [--data DIR] [--runs N]\n"
-      "                  [--submitter ORG] [--system NAME] [--out DIR] [--cache_dir DIR]\n"
-      "                  [--seed N] [--max_epochs N] [--optimizer NAME] [--precision P]\n"
-      "                  [--cuda_graph] [--gpu_decode] [--threads N]\n"
-      "       run_closed --help | --version\n"
+      "Usage: run_closed [--bench NAME] [--ruleset R] [--gpus N] [--nodes M] [--data DIR]\n"
+      "                  [--runs N] [--submitter ORG] [--system NAME] [--out DIR]\n"
+      "                  [--cache_dir DIR] [--seed N] [--max_epochs N] [--optimizer NAME]\n"
+      "                  [--precision P] [--cuda_graph] [--threads N] [benchmark flags]\n"
+      "       run_closed --help | --version | --list\n"
       "\n"
       "Runs a closed-division MLPerf Training benchmark the required number of times, each\n"
       "run with its own seed, and writes a submission package:\n"
@@ -129,10 +133,16 @@ std::string UsageText(const BenchmarkRegistry& registry) {
       "Existing results are never overwritten: run_closed refuses (exit 2) instead.\n"
       "\n"
       "Benchmarks:\n";
-  for (const std::unique_ptr<Benchmark>& b : registry.benchmarks()) {
-    const BenchmarkInfo& i = b->info();
-    text += fmt::format("  {:<8} {} ({} runs, ruleset {})\n", i.name, i.summary, i.required_runs,
-                        i.ruleset);
+  for (const std::unique_ptr<benchmarks::Benchmark>& b : registry.benchmarks()) {
+    const benchmarks::BenchmarkInfo& i = b->info();
+    benchmarks::RunPlan rules;
+    const bool known = benchmarks::ReadRules(i, {}, rules).ok();
+    text +=
+        fmt::format("  {:<8} {}{}{}\n", i.name, i.summary,
+                    known ? fmt::format(" to {} {} ({} runs, ruleset {})", i.metric,
+                                        rules.target.Describe(), rules.required_runs, rules.ruleset)
+                          : "",
+                    b.get() == registry.Default() ? "; the default" : "");
   }
   text +=
       "\n"
@@ -146,18 +156,32 @@ std::string UsageText(const BenchmarkRegistry& registry) {
       "Exit status: 0 runs done, 1 a run or write failed, was interrupted, or too many runs\n"
       "missed the target, 2 usage or input error.\n"
       "\nFlags:\n";
-  return text + base::FlagsHelp(kFlagNames);
+  text += base::FlagsHelp(kFlagNames);
+  for (const std::unique_ptr<benchmarks::Benchmark>& b : registry.benchmarks()) {
+    const std::vector<std::string_view> own(b->info().flags.begin(), b->info().flags.end());
+    if (!own.empty())
+      text += fmt::format("\n{}'s flags:\n{}", b->info().name, base::FlagsHelp(own));
+  }
+  return text;
 }
 
-absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
+absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv,
+                                             const BenchmarkRegistry& registry) {
+  std::vector<std::string_view> names(std::begin(kFlagNames), std::end(kFlagNames));
+  const std::vector<std::string_view> own = BenchmarkFlagNames(registry);
+  names.insert(names.end(), own.begin(), own.end());
   absl::StatusOr<base::ParsedArgs> parsed =
-      base::ParseFlags(argc, argv, kFlagNames, /*allow_positional=*/false);
+      base::ParseFlags(argc, argv, names, /*allow_positional=*/false);
   if (!parsed.ok()) return parsed.status();
   CommandLine cl;
   cl.help = parsed->help;
   cl.version = parsed->version;
+  cl.list = absl::GetFlag(FLAGS_list);
   RunnerOptions& o = cl.options;
   o.benchmark = absl::GetFlag(FLAGS_bench);
+  if (o.benchmark.empty() && registry.Default() != nullptr)
+    o.benchmark = registry.Default()->info().name;
+  o.ruleset = absl::GetFlag(FLAGS_ruleset);
   o.gpus = absl::GetFlag(FLAGS_gpus);
   o.nodes = absl::GetFlag(FLAGS_nodes);
   o.data_dir = absl::GetFlag(FLAGS_data);
@@ -171,9 +195,19 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
   o.optimizer = absl::GetFlag(FLAGS_optimizer);
   o.precision = absl::GetFlag(FLAGS_precision);
   o.cuda_graph = absl::GetFlag(FLAGS_cuda_graph);
-  o.gpu_decode = absl::GetFlag(FLAGS_gpu_decode);
   o.threads = absl::GetFlag(FLAGS_threads);
-  if (!cl.help && !cl.version) {
+  // A benchmark's own flags reach it as typed; one of another benchmark's is
+  // a mistake worth naming.
+  for (const std::string& name : parsed->given) {
+    const benchmarks::Benchmark* owner = registry.FlagOwner(name);
+    if (owner == nullptr) continue;
+    if (owner->info().name != o.benchmark) {
+      return absl::InvalidArgumentError(
+          fmt::format("--{}: a flag of {}, not of {}", name, owner->info().name, o.benchmark));
+    }
+    o.flags[name] = absl::FindCommandLineFlag(name)->CurrentValue();
+  }
+  if (!cl.help && !cl.version && !cl.list) {
     if (absl::Status s = Validate(o); !s.ok()) return s;
   }
   return cl;

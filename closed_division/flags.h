@@ -5,22 +5,26 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "closed_division/config.h"
-#include "closed_division/registry.h"
+#include "benchmarks/plan.h"
+#include "benchmarks/registry.h"
 
 namespace mlperf::closed {
 
-// What the command line asks for: options, or --help.
+// What the command line asks for: options, or --help, --version, --list.
 struct CommandLine {
   bool help = false;
   bool version = false;
-  RunnerOptions options;
+  bool list = false;
+  benchmarks::RunnerOptions options;
 };
 
-// Errors are one line, e.g. "unknown flag '--gpu' (see --help)".
-absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv);
+// The common flags and every registered benchmark's own; a benchmark flag
+// given for another benchmark is an error naming its owner. Errors are one
+// line, e.g. "unknown flag '--gpu' (see --help)".
+absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv,
+                                             const benchmarks::BenchmarkRegistry& registry);
 
-// The --help text, listing the registered benchmarks.
-std::string UsageText(const BenchmarkRegistry& registry);
+// The --help text, listing the registered benchmarks and their flags.
+std::string UsageText(const benchmarks::BenchmarkRegistry& registry);
 
 }  // namespace mlperf::closed

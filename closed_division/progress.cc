@@ -9,11 +9,11 @@
 
 namespace mlperf::closed {
 
-ProgressReporter::ProgressReporter(int runs, int last_epoch, double target, std::string metric,
-                                   std::FILE* out)
+ProgressReporter::ProgressReporter(int runs, int last_epoch, quality::QualityTarget target,
+                                   std::string metric, std::FILE* out)
     : runs_(runs),
       last_epoch_(last_epoch),
-      target_(target),
+      target_(std::move(target)),
       metric_(std::move(metric)),
       out_(out) {}
 
@@ -48,24 +48,25 @@ double ProgressReporter::EstimateSecondsLeft(int run, int epoch, double seconds_
 }
 
 void ProgressReporter::RunStarted(int run) {
-  last_accuracy_ = -1;
+  last_metric_.reset();
   Print(fmt::format("run {}/{}: started", run + 1, runs_));
 }
 
 void ProgressReporter::EpochDone(int run, int epoch, double images_per_second,
                                  double seconds_in_run) {
-  const std::string accuracy = last_accuracy_ < 0
-                                   ? fmt::format("{} -     ", metric_)
-                                   : fmt::format("{} {:.4f}", metric_, last_accuracy_);
+  const std::string accuracy = last_metric_.has_value()
+                                   ? fmt::format("{} {:.4f}", metric_, *last_metric_)
+                                   : fmt::format("{} -     ", metric_);
   Print(fmt::format("run {}/{}  epoch {:>3}/{}  {}  {:>8.1f} samples/s  ~{} left", run + 1, runs_,
                     epoch, last_epoch_, accuracy, images_per_second,
                     FormatDuration(EstimateSecondsLeft(run, epoch, seconds_in_run))));
 }
 
-void ProgressReporter::EvalDone(int run, int epoch, double accuracy, double seconds_in_run) {
-  last_accuracy_ = accuracy;
+void ProgressReporter::EvalDone(int run, int epoch, double metric, double seconds_in_run) {
+  last_metric_ = metric;
   Print(fmt::format("run {}/{}  eval after epoch {}: {} {:.4f} (target {}){}  ~{} left", run + 1,
-                    runs_, epoch, metric_, accuracy, target_, accuracy >= target_ ? " reached" : "",
+                    runs_, epoch, metric_, metric, target_.Describe(),
+                    target_.Reached(metric) ? " reached" : "",
                     FormatDuration(EstimateSecondsLeft(run, epoch, seconds_in_run))));
 }
 

@@ -1,11 +1,14 @@
 // Progress on stderr while run_closed trains: one line per epoch and one per
-// evaluation, with the run, the epoch, the last top-1 accuracy, images/s and
-// an estimate of the time left for the whole invocation.
+// evaluation, with the run, the epoch, the last metric, samples/s and an
+// estimate of the time left for the whole invocation.
 #pragma once
 
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "quality_targets/quality_target.h"
 
 namespace mlperf::closed {
 
@@ -13,11 +16,12 @@ class ProgressReporter {
  public:
   // `last_epoch`: the schedule's last epoch (a run ends there at the latest).
   // `metric` names the evaluation metric in the lines ("top-1", "mean DICE").
-  ProgressReporter(int runs, int last_epoch, double target, std::string metric, std::FILE* out);
+  ProgressReporter(int runs, int last_epoch, quality::QualityTarget target, std::string metric,
+                   std::FILE* out);
 
   void RunStarted(int run);
   void EpochDone(int run, int epoch, double images_per_second, double seconds_in_run);
-  void EvalDone(int run, int epoch, double accuracy, double seconds_in_run);
+  void EvalDone(int run, int epoch, double metric, double seconds_in_run);
   void RunFinished(int run, int epochs, double seconds, bool converged);
 
   // Seconds left for this and the remaining runs: the rest of the current
@@ -32,10 +36,10 @@ class ProgressReporter {
 
   int runs_;
   int last_epoch_;
-  double target_;
+  quality::QualityTarget target_;
   std::string metric_;
   std::FILE* out_;
-  double last_accuracy_ = -1;
+  std::optional<double> last_metric_;
   std::vector<double> run_seconds_;
   std::vector<int> run_epochs_;
 };

@@ -7,19 +7,25 @@
 
 #include "base/exit_codes.h"
 #include "base/file_lock.h"
-#include "closed_division/interrupt.h"
+#include "benchmarks/prepare_data.h"
 #include "closed_division/package.h"
 #include "closed_division/progress.h"
 #include "closed_division/run_loop.h"
 #include "closed_division/seeds.h"
-#include "closed_division/system_info.h"
 #include "fmt/format.h"
 #include "reference/kernels/dispatch.h"
+#include "runtime/interrupt.h"
+#include "runtime/system_info.h"
 
 namespace mlperf::closed {
 namespace {
 
 namespace fs = std::filesystem;
+using benchmarks::Benchmark;
+using benchmarks::BenchmarkInfo;
+using benchmarks::BenchmarkSetup;
+using benchmarks::RunnerOptions;
+using benchmarks::RunPlan;
 
 class Reporter {
  public:
@@ -47,8 +53,7 @@ bool AgreeOnRankZero(bool ok, dist::Communicator& comm) {
   return flag > 0;
 }
 
-std::string PackageReadme(const BenchmarkInfo& info, const BenchmarkSetup& setup,
-                          const std::string& org_dir) {
+std::string PackageReadme(const BenchmarkSetup& setup, const std::string& org_dir) {
   const RunPlan& plan = setup.plan();
   // Reduced precisions are emulated (fp32 storage, rounded values): said
   // wherever the package is read.
@@ -62,7 +67,7 @@ std::string PackageReadme(const BenchmarkInfo& info, const BenchmarkSetup& setup
                 plan.options.precision,
                 plan.precision == core::DType::kF16 ? ", dynamic loss scaling" : "");
   return setup.ReadmeSection() + precision + "Check with:\n\n```sh\n" +
-         CheckCommands(info, plan, org_dir) + "```\n";
+         CheckCommands(plan, org_dir) + "```\n";
 }
 
 // Where rank 0 of the invocation writing this package holds its lock: beside
@@ -104,7 +109,8 @@ int PreparePackageAndData(const BenchmarkInfo& info, const BenchmarkSetup& setup
     if (status.ok() && !plan.demo && !fs::is_directory(plan.options.data_dir))
       status = absl::NotFoundError(fmt::format("--data={}: no such folder", plan.options.data_dir));
     if (status.ok()) {
-      status = PreparePackage(paths, SystemDescriptionJson(plan), PackageReadme(info, setup, "."));
+      status =
+          PreparePackage(paths, runtime::SystemDescriptionJson(plan), PackageReadme(setup, "."));
     }
     if (!status.ok()) report.Error(std::string(status.message()));
   }
@@ -127,38 +133,16 @@ int PreparePackageAndData(const BenchmarkInfo& info, const BenchmarkSetup& setup
 
 }  // namespace
 
-absl::Status PrepareDataOnce(const BenchmarkSetup& setup,
-                             const std::function<void(const std::string&)>& info) {
-  const RunPlan& plan = setup.plan();
-  // Data read where it is: nothing to write, so no lock beside the user's folder.
-  if (!plan.demo && plan.data_root == plan.options.data_dir) return setup.PrepareData();
-  const fs::path root = plan.data_root;
-  std::error_code ec;
-  fs::create_directories(root.parent_path(), ec);
-  if (ec) return absl::PermissionDeniedError(fmt::format("{}: {}", root.string(), ec.message()));
-  const fs::path lock_path = root.string() + ".lock";
-  absl::StatusOr<base::FileLock> lock = base::FileLock::TryAcquire(lock_path);
-  if (!lock.ok() && absl::IsFailedPrecondition(lock.status())) {
-    info(fmt::format("waiting for the data set: {}", std::string(lock.status().message())));
-    lock = base::FileLock::Acquire(lock_path);
-  }
-  if (!lock.ok()) return lock.status();
-  info(
-      fmt::format("{}: {}", plan.demo ? "generated data set" : "prepared data set", root.string()));
-  return setup.PrepareData();
-}
-
-std::string CheckCommands(const BenchmarkInfo& info, const RunPlan& plan,
-                          const std::string& org_dir) {
+std::string CheckCommands(const RunPlan& plan, const std::string& org_dir) {
   const char* bypass = plan.rcp_batch_size ? "" : " --rcp-bypass";
   return fmt::format(
       "  compliance_check --ruleset {0}{1} {2}\n"
       "  python3 -m mlperf_logging.package_checker {2} training {0}{1}\n",
-      info.ruleset, bypass, org_dir);
+      plan.ruleset, bypass, org_dir);
 }
 
-int RunBenchmark(const Benchmark& benchmark, const RunnerOptions& options, const RunComms& comms,
-                 const ProcessShare& share) {
+int RunBenchmark(const Benchmark& benchmark, const RunnerOptions& options,
+                 const runtime::RunComms& comms, const benchmarks::ProcessShare& share) {
   dist::Communicator& comm = *comms.control;
   const Reporter report(comm);
   const BenchmarkInfo& info = benchmark.info();
@@ -170,7 +154,7 @@ int RunBenchmark(const Benchmark& benchmark, const RunnerOptions& options, const
   }
   const BenchmarkSetup& setup = **configured;
   const RunPlan& plan = setup.plan();
-  const int runs = options.runs > 0 ? options.runs : info.required_runs;
+  const int runs = plan.runs();
   const PackagePaths paths =
       MakePackagePaths(options.out_dir, options.submitter, plan.system_name, info.name);
   std::optional<base::FileLock> package_lock;  // held until the invocation ends
@@ -180,12 +164,13 @@ int RunBenchmark(const Benchmark& benchmark, const RunnerOptions& options, const
 
   ops::SetHostThreads(plan.compute_threads);
   ops::SetHostCopyThreads(plan.compute_threads + plan.loader_threads);
-  InstallInterruptHandlers();
-  ProgressReporter progress(runs, plan.last_epoch(), info.target, info.metric,
+  runtime::InstallInterruptHandlers();
+  ProgressReporter progress(runs, plan.last_epoch(), plan.target, info.metric,
                             comm.rank() == 0 ? stderr : nullptr);
-  report.Info(fmt::format("{} run(s) of {} on {}, {} process(es); package {}", runs,
+  report.Info(fmt::format("{} run(s) of {} on {}, {} process(es), ruleset {}; package {}", runs,
                           plan.demo ? "the demonstration on generated data" : plan.model_name,
-                          SystemSummary(options.gpus), comm.world_size(), paths.org.string()));
+                          runtime::SystemSummary(options.gpus), comm.world_size(), plan.ruleset,
+                          paths.org.string()));
   // A recorded step is one micro-batch (train::TrainerConfig::cuda_graph).
   if (plan.cuda_graph && plan.gradient_accumulation_steps > 1) {
     report.Info(fmt::format(
@@ -232,8 +217,7 @@ int RunBenchmark(const Benchmark& benchmark, const RunnerOptions& options, const
   report.Info(fmt::format("package: {} ({} run(s), {} reached the target)", paths.org.string(),
                           runs, runs - missed));
   if (comm.rank() == 0) {
-    std::fprintf(stderr, "Check it with:\n%s",
-                 CheckCommands(info, plan, paths.org.string()).c_str());
+    std::fprintf(stderr, "Check it with:\n%s", CheckCommands(plan, paths.org.string()).c_str());
     if (!plan.rcp_batch_size) {
       std::fprintf(stderr,
                    "(--rcp-bypass: no RCP exists for global batch size %lld, so the RCP check "
@@ -242,7 +226,7 @@ int RunBenchmark(const Benchmark& benchmark, const RunnerOptions& options, const
     }
   }
   // Olympic scoring tolerates a few runs that missed the target.
-  if (missed > info.allowed_missed_runs) {
+  if (missed > plan.allowed_missed_runs) {
     report.Info(fmt::format("{} runs missed the target: the package will not pass", missed));
     return kExitFailed;
   }

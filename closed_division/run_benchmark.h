@@ -10,31 +10,16 @@
 #include <functional>
 #include <string>
 
-#include "closed_division/benchmark.h"
+#include "benchmarks/benchmark.h"
 #include "reference/dist/communicator.h"
+#include "runtime/process_setup.h"
 
 namespace mlperf::closed {
 
-struct RunComms {
-  // Control messages and, on the CPU, gradients (host buffers).
-  dist::Communicator* control = nullptr;
-  // GPU runs: the communicator on device buffers and the stream it queues on.
-  dist::Communicator* gradients = nullptr;
-  void* stream = nullptr;
-};
-
-int RunBenchmark(const Benchmark& benchmark, const RunnerOptions& options, const RunComms& comms,
-                 const ProcessShare& share);
-
-// Writes a demonstration's generated data set, or prepares a raw data set,
-// into the cache (setup.PrepareData) under a lock of its own beside it, so
-// that invocations sharing a cache write it once and the others wait; data
-// read where it is needs neither. `info` hears what happens.
-absl::Status PrepareDataOnce(const BenchmarkSetup& setup,
-                             const std::function<void(const std::string&)>& info);
+int RunBenchmark(const benchmarks::Benchmark& benchmark, const benchmarks::RunnerOptions& options,
+                 const runtime::RunComms& comms, const benchmarks::ProcessShare& share);
 
 // How to check the package: our checker and the official one.
-std::string CheckCommands(const BenchmarkInfo& info, const RunPlan& plan,
-                          const std::string& org_dir);
+std::string CheckCommands(const benchmarks::RunPlan& plan, const std::string& org_dir);
 
 }  // namespace mlperf::closed

@@ -4,18 +4,24 @@
 #include <chrono>
 #include <memory>
 
-#include "closed_division/interrupt.h"
 #include "closed_division/page_cache.h"
 #include "fmt/format.h"
 #include "logging/mllog.h"
 #include "reference/kernels/dispatch.h"
 #include "reference/kernels/precision.h"
+#include "runtime/interrupt.h"
 
 namespace mlperf::closed {
 namespace {
 
 namespace key = mllog::key;
 namespace meta = mllog::meta;
+using benchmarks::BenchmarkInfo;
+using benchmarks::BenchmarkSetup;
+using benchmarks::DataPipeline;
+using benchmarks::RunPlan;
+using benchmarks::Schedule;
+using benchmarks::Split;
 using Clock = std::chrono::steady_clock;
 
 // Steps of the untimed warm-up on synthetic data (before run_start).
@@ -27,7 +33,7 @@ double Seconds(Clock::time_point since) {
 
 // Every rank stops at the same step: an interrupt seen by any rank counts.
 bool Interrupted(dist::Communicator& comm) {
-  float flag = InterruptSignal() != 0 ? 1.0f : 0.0f;
+  float flag = runtime::InterruptSignal() != 0 ? 1.0f : 0.0f;
   if (comm.world_size() > 1) comm.AllReduceSum(&flag, 1);
   return flag > 0;
 }
@@ -42,19 +48,18 @@ void LogSubmissionInfo(mllog::Logger& log, const BenchmarkInfo& info, const RunP
 }
 
 // One evaluation pass over the whole split, the metric over every rank.
-absl::StatusOr<double> Evaluate(DataPipeline& data, models::Model& model, train::Trainer& trainer) {
+absl::StatusOr<double> Evaluate(DataPipeline& data, eval::Evaluator& evaluator,
+                                dist::Communicator& comm) {
   data.StartEval();
+  evaluator.Start();
   models::Batch batch;
-  models::MetricSums sums;
   while (true) {
     absl::StatusOr<bool> got = data.Next(&batch);
     if (!got.ok()) return got.status();
     if (!*got) break;
-    const models::MetricSums b = model.EvaluateBatch(batch);
-    sums.numerator += b.numerator;
-    sums.denominator += b.denominator;
+    evaluator.Add(batch);
   }
-  return trainer.GlobalMetric(sums);
+  return evaluator.Finish(comm);
 }
 
 }  // namespace
@@ -83,19 +88,24 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
   for (const auto& [name, value] : setup.Hyperparameters()) log.Event(name, value);
   // The precision keys of the newer rulesets (optional there, unknown to
   // older ones, which ignore them). Gradients are all-reduced in fp32.
-  const std::string linear(MlperfPrecisionName(plan.precision));
+  const std::string linear(benchmarks::MlperfPrecisionName(plan.precision));
   log.Event(key::kLowestNumericalPrecisionInLinear, linear);
   if (info.attention) log.Event(key::kLowestNumericalPrecisionInAttn, linear);
   log.Event(key::kLowestNumericalPrecisionInComm, std::string("fp32"));
-  const std::unique_ptr<models::Model> model = setup.MakeModel(
-      plan.options.gpus > 0 ? core::Device::kCuda : core::Device::kCpu, request.seed);
+  dist::Communicator& model_comm = request.gradient_comm != nullptr ? *request.gradient_comm : comm;
+  const std::unique_ptr<models::Model> model =
+      setup.MakeModel({.device = plan.options.gpus > 0 ? core::Device::kCuda : core::Device::kCpu,
+                       .rank = comm.rank(),
+                       .world_size = comm.world_size(),
+                       .comm = &model_comm},
+                      request.seed);
   if (absl::Status s = setup.LoadStartingCheckpoint(*model); !s.ok()) {
     out.error = std::move(s);
     return out;
   }
-  train::Trainer trainer(*model, TrainerConfigFor(setup),
-                         request.gradient_comm != nullptr ? *request.gradient_comm : comm,
-                         request.comm_stream);
+  train::Trainer trainer(*model, setup.MakeOptimizer(*model), setup.MakeSchedule(),
+                         benchmarks::TrainerConfigFor(plan), model_comm, request.comm_stream);
+  const std::unique_ptr<eval::Evaluator> evaluator = setup.MakeEvaluator(*model);
   trainer.WarmUp(kWarmUpSteps);  // synthetic data; restores the initial state bit for bit
   comm.Barrier();
   log.End(key::kInitStop);
@@ -175,13 +185,14 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
 
     if (schedule.is_eval_epoch(epoch)) {
       log.Start(key::kEvalStart, nullptr, {{meta::kEpochNum, schedule.logged(epoch)}});
-      absl::StatusOr<double> metric = Evaluate(**eval, *model, trainer);
+      absl::StatusOr<double> metric = Evaluate(**eval, *evaluator, comm);
       if (!metric.ok()) return fail(metric.status());
       out.last_metric = *metric;
       log.End(key::kEvalStop, nullptr, {{meta::kEpochNum, schedule.logged(epoch)}});
       log.Event(key::kEvalAccuracy, out.last_metric, {{meta::kEpochNum, schedule.logged(epoch)}});
       progress.EvalDone(request.run, epoch, out.last_metric, Seconds(run_start));
-      reached = out.last_metric >= info.target;
+      // As the checker decides: every bound of the rules' target holds.
+      reached = plan.target.Reached(out.last_metric);
       // A diverged run ends here, not converged (the reference's abort).
       diverged = out.last_metric < info.diverged_below;
     }
@@ -190,8 +201,8 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
       in_block = false;
     }
   }
-  // Stop at the first evaluation at or above the target; a schedule that ends
-  // first is a non-converged run.
+  // Stop at the first evaluation that reaches the target; a schedule that
+  // ends first is a non-converged run.
   out.status = reached ? RunStatus::kSuccess : RunStatus::kAborted;
   if (info.train_samples_at_stop) log.Event(key::kTrainSamples, schedule.logged(out.epochs));
   log.End(key::kRunStop, nullptr,

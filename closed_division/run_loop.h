@@ -2,14 +2,14 @@
 // to run_stop: submission keys, init (model, trainer, warm-up on synthetic
 // data, hyperparameters), run_start, then the data pipelines, training
 // epochs in blocks up to each evaluation, and the stop at the first
-// evaluation at or above the target.
+// evaluation that reaches the target.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
-#include "closed_division/benchmark.h"
+#include "benchmarks/benchmark.h"
 #include "closed_division/progress.h"
 #include "reference/dist/communicator.h"
 
@@ -38,10 +38,10 @@ struct RunRequest {
   // (NCCL) that averages the gradients, and the cudaStream_t it queues on;
   // `comm` then carries only host-side control messages.
   dist::Communicator* gradient_comm = nullptr;
-  void* comm_stream = nullptr;
+  ops::Stream comm_stream;
 };
 
-RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
+RunOutcome RunOnce(const benchmarks::BenchmarkInfo& info, const benchmarks::BenchmarkSetup& setup,
                    const RunRequest& request, dist::Communicator& comm, ProgressReporter& progress);
 
 }  // namespace mlperf::closed

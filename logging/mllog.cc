@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/environment.h"
 #include "fmt/format.h"
 
 namespace mlperf::mllog {
@@ -47,7 +48,7 @@ bool WriteAll(int fd, std::string_view data) {
 int RankFromEnvironment() {
   for (const char* name :
        {"RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
-    if (const char* value = std::getenv(name); value != nullptr && *value != '\0') {
+    if (const char* value = base::GetEnv(name); value != nullptr && *value != '\0') {
       return std::atoi(value);
     }
   }

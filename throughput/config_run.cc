@@ -48,10 +48,10 @@ bool AllOk(dist::Communicator& comm, bool ok) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<closed::BenchmarkSetup>> ConfigureFor(
-    const closed::Benchmark& benchmark, const BenchOptions& options, const Config& config,
-    int world_size, const closed::ProcessShare& share) {
-  closed::RunnerOptions r;
+absl::StatusOr<std::unique_ptr<benchmarks::BenchmarkSetup>> ConfigureFor(
+    const benchmarks::Benchmark& benchmark, const BenchOptions& options, const Config& config,
+    int world_size, const benchmarks::ProcessShare& share) {
+  benchmarks::RunnerOptions r;
   r.benchmark = benchmark.info().name;
   r.gpus = options.gpu ? world_size : 0;
   r.data_dir = options.data == DataMode::kData ? options.data_dir : "";
@@ -61,10 +61,10 @@ absl::StatusOr<std::unique_ptr<closed::BenchmarkSetup>> ConfigureFor(
   r.batch_per_rank = config.batch;
   r.precision = config.dtype;
   r.cuda_graph = options.cuda_graph;
-  absl::StatusOr<std::unique_ptr<closed::BenchmarkSetup>> setup =
+  absl::StatusOr<std::unique_ptr<benchmarks::BenchmarkSetup>> setup =
       benchmark.Configure(r, world_size, share);
   if (!setup.ok()) return setup.status();
-  const closed::RunPlan& plan = (*setup)->plan();
+  const benchmarks::RunPlan& plan = (*setup)->plan();
   if (plan.gradient_accumulation_steps > 1 || plan.batch_per_rank != config.batch) {
     return absl::ResourceExhaustedError(
         fmt::format("batch {} per process does not fit a process's {:.1f} GiB without gradient "
@@ -89,9 +89,9 @@ absl::StatusOr<std::unique_ptr<closed::BenchmarkSetup>> ConfigureFor(
   return setup;
 }
 
-ConfigResult RunConfig(const closed::Benchmark& benchmark, const BenchOptions& options,
-                       const Config& config, const closed::RunComms& comms,
-                       const closed::ProcessShare& share) {
+ConfigResult RunConfig(const benchmarks::Benchmark& benchmark, const BenchOptions& options,
+                       const Config& config, const runtime::RunComms& comms,
+                       const benchmarks::ProcessShare& share) {
   dist::Communicator& control = *comms.control;
   const int world = control.world_size(), rank = control.rank();
   ConfigResult result;
@@ -101,10 +101,10 @@ ConfigResult RunConfig(const closed::Benchmark& benchmark, const BenchOptions& o
     return result;
   };
 
-  absl::StatusOr<std::unique_ptr<closed::BenchmarkSetup>> setup =
+  absl::StatusOr<std::unique_ptr<benchmarks::BenchmarkSetup>> setup =
       ConfigureFor(benchmark, options, config, world, share);
   if (!AllOk(control, setup.ok())) return fail(setup.status());
-  const closed::RunPlan& plan = (*setup)->plan();
+  const benchmarks::RunPlan& plan = (*setup)->plan();
   const ops::PrecisionScope precision(plan.precision);
   const bool synthetic = options.data == DataMode::kSynthetic;
   // Synthetic data needs no loader: every core of the process computes.
@@ -113,12 +113,17 @@ ConfigResult RunConfig(const closed::Benchmark& benchmark, const BenchOptions& o
                           : plan.compute_threads);
   ops::SetHostCopyThreads(share.cores);
   const bool train = options.mode == Mode::kTrain;
+  dist::Communicator& model_comm = comms.gradients != nullptr ? *comms.gradients : control;
   std::unique_ptr<models::Model> model =
-      (*setup)->MakeModel(options.gpu ? core::Device::kCuda : core::Device::kCpu, /*seed=*/1);
+      (*setup)->MakeModel({.device = options.gpu ? core::Device::kCuda : core::Device::kCpu,
+                           .rank = rank,
+                           .world_size = world,
+                           .comm = &model_comm},
+                          /*seed=*/1);
   std::optional<train::Trainer> trainer;
   if (train) {
-    trainer.emplace(*model, closed::TrainerConfigFor(**setup),
-                    comms.gradients != nullptr ? *comms.gradients : control, comms.stream);
+    trainer.emplace(*model, (*setup)->MakeOptimizer(*model), (*setup)->MakeSchedule(),
+                    benchmarks::TrainerConfigFor(plan), model_comm, comms.stream);
   }
 
   // Synthetic: one batch in host memory; training uploads it once and then
@@ -126,11 +131,11 @@ ConfigResult RunConfig(const closed::Benchmark& benchmark, const BenchOptions& o
   // every batch, as a server would.
   models::OwnedBatch synthetic_batch;
   if (synthetic) synthetic_batch = model->SyntheticBatch();
-  std::unique_ptr<closed::DataPipeline> pipeline;
+  std::unique_ptr<benchmarks::DataPipeline> pipeline;
   absl::Status data_status;
   if (!synthetic) {
-    absl::StatusOr<std::unique_ptr<closed::DataPipeline>> opened =
-        (*setup)->OpenData(train ? closed::Split::kTrain : closed::Split::kEval, 1, rank);
+    absl::StatusOr<std::unique_ptr<benchmarks::DataPipeline>> opened =
+        (*setup)->OpenData(train ? benchmarks::Split::kTrain : benchmarks::Split::kEval, 1, rank);
     if (opened.ok()) pipeline = std::move(*opened);
     data_status = opened.status();
   }

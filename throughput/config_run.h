@@ -6,8 +6,9 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "closed_division/benchmark.h"
-#include "closed_division/run_benchmark.h"
+#include "benchmarks/benchmark.h"
+#include "benchmarks/prepare_data.h"
+#include "runtime/process_setup.h"
 #include "throughput/options.h"
 #include "throughput/result.h"
 
@@ -18,15 +19,15 @@ namespace mlperf::throughput {
 // without gradient accumulation, and with real data the measured steps fit
 // in an epoch (training) or an evaluation pass (inference). Errors are usage
 // errors.
-absl::StatusOr<std::unique_ptr<closed::BenchmarkSetup>> ConfigureFor(
-    const closed::Benchmark& benchmark, const BenchOptions& options, const Config& config,
-    int world_size, const closed::ProcessShare& share);
+absl::StatusOr<std::unique_ptr<benchmarks::BenchmarkSetup>> ConfigureFor(
+    const benchmarks::Benchmark& benchmark, const BenchOptions& options, const Config& config,
+    int world_size, const benchmarks::ProcessShare& share);
 
 // Measures `config` on every process of `comms` (collective: every rank
 // calls it). Rank 0's result holds every rank's steps; a failure on any
 // process is a result with ok = false and the error.
-ConfigResult RunConfig(const closed::Benchmark& benchmark, const BenchOptions& options,
-                       const Config& config, const closed::RunComms& comms,
-                       const closed::ProcessShare& share);
+ConfigResult RunConfig(const benchmarks::Benchmark& benchmark, const BenchOptions& options,
+                       const Config& config, const runtime::RunComms& comms,
+                       const benchmarks::ProcessShare& share);
 
 }  // namespace mlperf::throughput

@@ -20,11 +20,11 @@
 #include "base/exit_codes.h"
 #include "base/files.h"
 #include "base/version.h"
-#include "closed_division/interrupt.h"
-#include "closed_division/process_setup.h"
-#include "closed_division/system_info.h"
 #include "fmt/format.h"
 #include "reference/kernels/dispatch.h"
+#include "runtime/interrupt.h"
+#include "runtime/process_setup.h"
+#include "runtime/system_info.h"
 #include "throughput/config_run.h"
 #include "throughput/outputs.h"
 
@@ -42,8 +42,8 @@ std::string ConfigName(const Config& c) {
 }
 
 // What one process of an n-process configuration gets on this machine.
-closed::ProcessShare ShareOf(int processes, bool gpu) {
-  closed::ProcessShare share = closed::ShareOfThisMachine();
+benchmarks::ProcessShare ShareOf(int processes, bool gpu) {
+  benchmarks::ProcessShare share = runtime::ShareOfThisMachine();
   if (gpu) return share;  // one process per GPU; cores go to its loader
   share.cores = std::max(1, share.cores / processes);
   share.memory_bytes /= processes;
@@ -51,7 +51,7 @@ closed::ProcessShare ShareOf(int processes, bool gpu) {
 }
 
 // The job's frame: what it measures, on what, by what.
-Job NewJob(const BenchOptions& options, const closed::RunPlan& plan) {
+Job NewJob(const BenchOptions& options, const benchmarks::RunPlan& plan) {
   Job job;
   job.options = options;
   job.model = plan.member_name;
@@ -67,7 +67,7 @@ Job NewJob(const BenchOptions& options, const closed::RunPlan& plan) {
   while (!tool.empty() && tool.back() == '\n') tool.pop_back();
   job.tool = tool;
   job.system = json::Value(json::Object{});
-  absl::StatusOr<json::Value> system = json::Parse(closed::SystemDescriptionJson(plan));
+  absl::StatusOr<json::Value> system = json::Parse(runtime::SystemDescriptionJson(plan));
   if (system.ok() && system->is_object()) {
     for (const auto& [key, value] : system->as_object()) {
       if (key.starts_with("host_") || key.starts_with("accelerator") || key == "framework" ||
@@ -75,7 +75,7 @@ Job NewJob(const BenchOptions& options, const closed::RunPlan& plan) {
         job.system.Set(key, value);
     }
   }
-  job.machine = closed::SystemSummary();
+  job.machine = runtime::SystemSummary();
   if (const json::Value* gpu = job.system.Find("accelerator_model_name");
       options.gpu && gpu != nullptr && gpu->is_string() && !gpu->as_string().empty())
     job.machine = gpu->as_string();
@@ -97,23 +97,24 @@ std::vector<Config> PlanConfigs(const BenchOptions& o, const std::vector<int>& d
 // measurement. Returns the plan of the first configuration.
 // `launched`: these processes were started by a launcher, which already
 // shared the machine among them.
-absl::StatusOr<closed::RunPlan> Preflight(const closed::Benchmark& benchmark, BenchOptions& o,
-                                          const std::vector<int>& devices, bool launched) {
+absl::StatusOr<benchmarks::RunPlan> Preflight(const benchmarks::Benchmark& benchmark,
+                                              BenchOptions& o, const std::vector<int>& devices,
+                                              bool launched) {
   const auto share = [&](int n) {
-    return launched ? closed::ShareOfThisMachine() : ShareOf(n, o.gpu);
+    return launched ? runtime::ShareOfThisMachine() : ShareOf(n, o.gpu);
   };
   if (o.data == DataMode::kData && !fs::is_directory(o.data_dir))
     return absl::InvalidArgumentError(fmt::format("--data={}: no such folder", o.data_dir));
   if (o.batch_sizes.empty()) {
-    absl::StatusOr<std::unique_ptr<closed::BenchmarkSetup>> setup =
+    absl::StatusOr<std::unique_ptr<benchmarks::BenchmarkSetup>> setup =
         ConfigureFor(benchmark, o, {devices.front(), 0, o.dtypes.front()}, devices.front(),
                      share(devices.front()));
     if (!setup.ok()) return setup.status();
     o.batch_sizes = {(*setup)->plan().batch_per_rank};
   }
-  std::optional<closed::RunPlan> first;
+  std::optional<benchmarks::RunPlan> first;
   for (const Config& c : PlanConfigs(o, devices)) {
-    absl::StatusOr<std::unique_ptr<closed::BenchmarkSetup>> setup =
+    absl::StatusOr<std::unique_ptr<benchmarks::BenchmarkSetup>> setup =
         ConfigureFor(benchmark, o, c, c.devices, share(c.devices));
     if (!setup.ok()) {
       return absl::Status(
@@ -129,11 +130,11 @@ absl::StatusOr<closed::RunPlan> Preflight(const closed::Benchmark& benchmark, Be
 // Once, before any configuration: writes the generated data set
 // (--generated) or prepares a raw one (--data) into the cache. Unlike a
 // closed run, a throughput run may read a subset, so the counts are not checked.
-absl::Status PrepareData(const closed::Benchmark& benchmark, const BenchOptions& o, int world_size,
-                         const closed::ProcessShare& share) {
-  absl::StatusOr<std::unique_ptr<closed::BenchmarkSetup>> setup = ConfigureFor(
+absl::Status PrepareData(const benchmarks::Benchmark& benchmark, const BenchOptions& o,
+                         int world_size, const benchmarks::ProcessShare& share) {
+  absl::StatusOr<std::unique_ptr<benchmarks::BenchmarkSetup>> setup = ConfigureFor(
       benchmark, o, {world_size, o.batch_sizes.front(), o.dtypes.front()}, world_size, share);
-  return setup.ok() ? closed::PrepareDataOnce(**setup, Say) : setup.status();
+  return setup.ok() ? benchmarks::PrepareDataOnce(**setup, Say) : setup.status();
 }
 
 // One finished configuration: progress line, reports rewritten.
@@ -245,7 +246,7 @@ ConfigResult Measure(const BenchOptions& o, const Config& c, const fs::path& scr
   bool forwarded = false;
   while (waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) break;
-    if (closed::InterruptSignal() != 0 && !forwarded) {
+    if (runtime::InterruptSignal() != 0 && !forwarded) {
       kill(pid, SIGTERM);
       forwarded = true;
     }
@@ -269,13 +270,13 @@ ConfigResult Measure(const BenchOptions& o, const Config& c, const fs::path& scr
 
 }  // namespace
 
-int RunDriver(const closed::Benchmark& benchmark, const BenchOptions& options) {
+int RunDriver(const benchmarks::Benchmark& benchmark, const BenchOptions& options) {
   BenchOptions o = options;
   if (o.gpu && !ops::CudaAvailable()) {
     Say("--device gpu: no CUDA device is visible (or this build has no CUDA path)");
     return kExitUsage;
   }
-  absl::StatusOr<closed::RunPlan> plan = Preflight(benchmark, o, o.devices, /*launched=*/false);
+  absl::StatusOr<benchmarks::RunPlan> plan = Preflight(benchmark, o, o.devices, /*launched=*/false);
   if (!plan.ok()) {
     Say(std::string(plan.status().message()));
     return kExitUsage;
@@ -299,19 +300,19 @@ int RunDriver(const closed::Benchmark& benchmark, const BenchOptions& options) {
     Say(fmt::format("{}: {}", scratch.string(), ec.message()));
     return kExitFailed;
   }
-  closed::InstallInterruptHandlers();
+  runtime::InstallInterruptHandlers();
   Say(fmt::format("{} configuration(s) of {} {} ({}) on {}", job.planned.size(), o.benchmark,
                   ModeName(o.mode), job.model, job.machine));
   absl::Status written;
   for (const Config& c : job.planned) {
-    if (closed::InterruptSignal() != 0) {  // arrived while the last reports were written
+    if (runtime::InterruptSignal() != 0) {  // arrived while the last reports were written
       job.interrupted = true;
       break;
     }
     Say(fmt::format("[{}/{}] {}: {} warm-up + {} x {} steps ...", job.results.size() + 1,
                     job.planned.size(), ConfigName(c), o.warmup, o.repeats, o.iters));
     ConfigResult result = Measure(o, c, scratch);
-    if (closed::InterruptSignal() != 0) {
+    if (runtime::InterruptSignal() != 0) {
       job.interrupted = true;
       break;
     }
@@ -323,18 +324,18 @@ int RunDriver(const closed::Benchmark& benchmark, const BenchOptions& options) {
   return Finish(job, written);
 }
 
-int RunLaunched(const closed::Benchmark& benchmark, const BenchOptions& options,
+int RunLaunched(const benchmarks::Benchmark& benchmark, const BenchOptions& options,
                 const dist::LaunchEnv& launch) {
-  absl::StatusOr<std::unique_ptr<closed::ProcessComms>> comms =
-      closed::MakeProcessComms(launch, options.gpu);
+  absl::StatusOr<std::unique_ptr<runtime::ProcessComms>> comms =
+      runtime::MakeProcessComms(launch, options.gpu);
   if (!comms.ok()) {
     Say(std::string(comms.status().message()));
     return kExitUsage;
   }
-  const closed::RunComms view = (*comms)->view();
+  const runtime::RunComms view = (*comms)->view();
   const int world = view.control->world_size();
   const bool rank0 = view.control->rank() == 0;
-  const closed::ProcessShare share = closed::ShareOfThisMachine();
+  const benchmarks::ProcessShare share = runtime::ShareOfThisMachine();
   BenchOptions o = options;
   if (!o.worker_out.empty()) {
     // One configuration for the driver.
@@ -361,7 +362,7 @@ int RunLaunched(const closed::Benchmark& benchmark, const BenchOptions& options,
     return kExitUsage;
   }
   o.devices = {world};
-  absl::StatusOr<closed::RunPlan> plan = Preflight(benchmark, o, o.devices, /*launched=*/true);
+  absl::StatusOr<benchmarks::RunPlan> plan = Preflight(benchmark, o, o.devices, /*launched=*/true);
   if (!plan.ok()) {
     if (rank0) Say(std::string(plan.status().message()));
     return kExitUsage;

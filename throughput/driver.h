@@ -8,14 +8,14 @@
 
 #include <string>
 
-#include "closed_division/benchmark.h"
+#include "benchmarks/benchmark.h"
 #include "reference/dist/launch_env.h"
 #include "throughput/options.h"
 
 namespace mlperf::throughput {
 
-int RunDriver(const closed::Benchmark& benchmark, const BenchOptions& options);
-int RunLaunched(const closed::Benchmark& benchmark, const BenchOptions& options,
+int RunDriver(const benchmarks::Benchmark& benchmark, const BenchOptions& options);
+int RunLaunched(const benchmarks::Benchmark& benchmark, const BenchOptions& options,
                 const dist::LaunchEnv& launch);
 
 }  // namespace mlperf::throughput

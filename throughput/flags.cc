@@ -11,10 +11,11 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "base/environment.h"
 #include "fmt/format.h"
 #include "throughput/flags.h"
 
-ABSL_FLAG(std::string, bench, "resnet", "model to measure (see the list above)");
+ABSL_FLAG(std::string, bench, "", "model to measure (see the list above); empty = the default one");
 ABSL_FLAG(std::string, mode, "train", "train (forward, backward, optimizer) or infer (forward)");
 ABSL_FLAG(std::string, devices, "1",
           "device counts, comma separated (-n); on the CPU each device is one process");
@@ -34,8 +35,8 @@ ABSL_FLAG(bool, generated, false,
           "the embedded generated data set (as run_closed writes it) through the loader; "
           "with --size small");
 ABSL_FLAG(std::string, size, "full",
-          "member of the model family: full (resnet: ResNet-50 v1.5, 224x224) or small (the "
-          "embedded default run_closed trains: resnet width 8, 32x32, 10 classes)");
+          "member of the model family: full (the benchmark's full-size model) or small (the "
+          "one run_closed's embedded default trains)");
 ABSL_FLAG(std::string, device, "cpu", "cpu or gpu (one process per GPU)");
 ABSL_FLAG(bool, cuda_graph, false,
           "with --device gpu --mode train: record each training step once as a CUDA graph and "
@@ -155,7 +156,7 @@ absl::Status Validate(const BenchOptions& o) {
 
 }  // namespace
 
-std::string UsageText(const closed::BenchmarkRegistry& registry) {
+std::string UsageText(const benchmarks::BenchmarkRegistry& registry) {
   std::string text =
       "Usage: run_benchmark [--bench NAME] [--mode train|infer] [-n 1,2,4,8] [-b 32,64,128]\n"
       "                     [--dtype fp32,bf16,fp16] [-w 20] [-i 100] [-r 7]\n"
@@ -176,7 +177,7 @@ std::string UsageText(const closed::BenchmarkRegistry& registry) {
       "what it measured. Under srun/mpirun the processes form one configuration's devices.\n"
       "\n"
       "Models:\n";
-  for (const std::unique_ptr<closed::Benchmark>& b : registry.benchmarks())
+  for (const std::unique_ptr<benchmarks::Benchmark>& b : registry.benchmarks())
     text += fmt::format("  {:<8} {}\n", b->info().name, b->info().summary);
   text +=
       "\n"
@@ -244,8 +245,8 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
   o.threads = absl::GetFlag(FLAGS_threads);
   o.cache_dir = absl::GetFlag(FLAGS_cache_dir);
   if (o.cache_dir.empty()) {
-    const char* xdg = std::getenv("XDG_CACHE_HOME");
-    const char* home = std::getenv("HOME");
+    const char* xdg = base::GetEnv("XDG_CACHE_HOME");
+    const char* home = base::GetEnv("HOME");
     o.cache_dir = xdg != nullptr && *xdg != '\0' ? fmt::format("{}/mlperf-suite", xdg)
                   : home != nullptr              ? fmt::format("{}/.cache/mlperf-suite", home)
                                                  : std::string(".mlperf-suite-cache");

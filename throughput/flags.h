@@ -5,7 +5,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "closed_division/registry.h"
+#include "benchmarks/registry.h"
 #include "throughput/options.h"
 
 namespace mlperf::throughput {
@@ -21,6 +21,6 @@ struct CommandLine {
 // -n (--ngpus), -b (--batch-sizes, --bs), -i (--benchmark-iters), -w, -o (--output).
 absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv);
 
-std::string UsageText(const closed::BenchmarkRegistry& registry);
+std::string UsageText(const benchmarks::BenchmarkRegistry& registry);
 
 }  // namespace mlperf::throughput

@@ -14,14 +14,14 @@
 
 #include "base/exit_codes.h"
 #include "base/version.h"
-#include "closed_division/registry.h"
+#include "benchmarks/registry.h"
 #include "reference/dist/launch_env.h"
 #include "throughput/driver.h"
 #include "throughput/flags.h"
 
 int main(int argc, char** argv) {
   namespace tp = mlperf::throughput;
-  const mlperf::closed::BenchmarkRegistry& registry = mlperf::closed::BuiltinBenchmarks();
+  const mlperf::benchmarks::BenchmarkRegistry& registry = mlperf::benchmarks::BuiltinBenchmarks();
   absl::StatusOr<tp::CommandLine> cl = tp::ParseCommandLine(argc, argv);
   if (!cl.ok()) {
     std::fprintf(stderr, "run_benchmark: %s\n", std::string(cl.status().message()).c_str());
@@ -35,8 +35,10 @@ int main(int argc, char** argv) {
     std::fputs(mlperf::base::VersionLine("run_benchmark").c_str(), stdout);
     return mlperf::kExitOk;
   }
-  const tp::BenchOptions& options = cl->options;
-  const mlperf::closed::Benchmark* benchmark = registry.Find(options.benchmark);
+  tp::BenchOptions& options = cl->options;
+  if (options.benchmark.empty() && registry.Default() != nullptr)
+    options.benchmark = registry.Default()->info().name;
+  const mlperf::benchmarks::Benchmark* benchmark = registry.Find(options.benchmark);
   if (benchmark == nullptr) {
     std::fprintf(stderr, "run_benchmark: --bench=%s: unknown model (registered: %s)\n",
                  options.benchmark.c_str(), registry.Names().c_str());

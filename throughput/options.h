@@ -16,7 +16,7 @@ enum class Mode { kTrain, kInfer };
 enum class DataMode { kSynthetic, kData, kGenerated };
 
 struct BenchOptions {
-  std::string benchmark = "resnet";
+  std::string benchmark;  // "" = the registry's default
   Mode mode = Mode::kTrain;
   std::vector<int> devices = {1};    // -n: device counts (CPU: processes)
   std::vector<int64_t> batch_sizes;  // -b: per device; empty = the recipe's for one process

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "bench/gpu/step_bench.h"
+#include "benchmarks/bert/recipe.h"
 #include "fmt/format.h"
 #include "reference/core/arena.h"
 #include "reference/dist/communicator.h"
@@ -41,7 +42,7 @@ namespace {
 // Median milliseconds of `repeats` runs of `fn`, CUDA events around each.
 template <typename Fn>
 double MedianMs(int repeats, Fn&& fn) {
-  const cudaStream_t stream = static_cast<cudaStream_t>(ops::ComputeStream());
+  const cudaStream_t stream = static_cast<cudaStream_t>(ops::ComputeStream().native());
   cudaEvent_t start, stop;
   BENCH_CUDA(cudaEventCreate(&start));
   BENCH_CUDA(cudaEventCreate(&stop));
@@ -207,17 +208,12 @@ void Run(int64_t batch, int steps, const std::vector<core::DType>& precisions) {
   auto comm = dist::MakeSingleProcessCommunicator();
   // Times `model` (uploaded batch) under the precision in force.
   auto time = [&](Bert& model, core::DType precision, bool graph, const char* storage) -> double {
-    train::Trainer trainer(model,
-                           {.optimizer = train::OptimizerKind::kLamb,
-                            .global_batch_size = batch,
-                            .base_lr = 1e-4,
-                            .weight_decay = 0.01,
-                            .schedule = train::ScheduleKind::kBert,
-                            .train_steps = 1000,
-                            .warmup_steps = 10,
-                            .dynamic_loss_scaling = precision == core::DType::kF16,
-                            .cuda_graph = graph},
-                           *comm);
+    const benchmarks::bert::Recipe recipe{
+        .base_lr = 1e-4, .train_steps = 1000, .warmup_steps = 10, .weight_decay = 0.01};
+    train::Trainer trainer(
+        model, benchmarks::bert::MakeOptimizer(recipe, model),
+        benchmarks::bert::MakeSchedule(recipe),
+        {.dynamic_loss_scaling = precision == core::DType::kF16, .cuda_graph = graph}, *comm);
     for (int i = 0; i < 3; ++i) trainer.TrainStep(Batch{});
     const double ms = MedianMs(steps, [&] { trainer.TrainStep(Batch{}); });
     const std::string name =

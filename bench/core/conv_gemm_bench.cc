@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/environment.h"
 #include "reference/core/philox.h"
 #include "reference/kernels/conv_geometry.h"
 #include "reference/kernels/cpu/conv.h"
@@ -82,7 +83,7 @@ double TorchGflops(const std::string& op, int repeats) {
   if (!f) return -1;
   std::fputs(script.c_str(), f);
   std::fclose(f);
-  const char* threads = std::getenv("OMP_NUM_THREADS");
+  const char* threads = base::GetEnv("OMP_NUM_THREADS");
   const std::string cmd = std::string("/usr/bin/python3 /tmp/mlperf_bench_torch.py ") +
                           (threads ? threads : "2") + " " + op + " 2>/dev/null";
   FILE* p = popen(cmd.c_str(), "r");

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "base/environment.h"
 #include "reference/core/philox.h"
 #include "reference/kernels/conv_geometry.h"
 #include "reference/kernels/cpu/conv.h"
@@ -129,7 +130,7 @@ class TorchPeer {
     int to_child[2], from_child[2];
     if (pipe(to_child) != 0) return;
     if (pipe(from_child) != 0) return;
-    const char* threads = std::getenv("OMP_NUM_THREADS");
+    const char* threads = base::GetEnv("OMP_NUM_THREADS");
     const std::string threads_arg = threads ? threads : "2", repeats_arg = std::to_string(repeats);
     pid_ = fork();
     if (pid_ == 0) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "base/environment.h"
 #include "fmt/format.h"
 #include "reference/core/dtype.h"
 
@@ -40,8 +41,8 @@ inline void PrintLineByLine() { std::setvbuf(stdout, nullptr, _IOLBF, 0); }
 // elsewhere, next to the GPU machine's own PyTorch).
 inline std::map<std::string, double> TorchPeer(const std::string& script, const std::string& args) {
   std::map<std::string, double> out;
-  const char* python = std::getenv("MLPERF_PYTHON");
-  const char* source = std::getenv("MLPERF_SOURCE_DIR");
+  const char* python = base::GetEnv("MLPERF_PYTHON");
+  const char* source = base::GetEnv("MLPERF_SOURCE_DIR");
   const std::string cmd =
       fmt::format("{} {}/{} {} 2>/dev/null", python != nullptr ? python : "/usr/bin/python3",
                   source != nullptr ? source : MLPERF_SOURCE_DIR, script, args);

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "bench/gpu/step_bench.h"
+#include "benchmarks/resnet/recipe.h"
 #include "fmt/format.h"
 #include "reference/core/arena.h"
 #include "reference/core/philox.h"
@@ -46,7 +47,7 @@
 namespace mlperf::models {
 namespace {
 
-cudaStream_t Stream() { return static_cast<cudaStream_t>(ops::ComputeStream()); }
+cudaStream_t Stream() { return static_cast<cudaStream_t>(ops::ComputeStream().native()); }
 
 // Milliseconds between two events around `fn` on the ops stream.
 template <typename Fn>
@@ -85,13 +86,11 @@ StepResult TimeTrainingStep(core::Layout layout, int64_t batch, int steps, core:
   const ops::PrecisionScope scope(precision);
   ResNet model(config, batch, /*seed=*/1);
   auto comm = dist::MakeSingleProcessCommunicator();
-  train::Trainer trainer(model,
-                         {.base_lr = 1.0,
-                          .warmup_epochs = 1,
-                          .steps_per_epoch = 1000,
-                          .dynamic_loss_scaling = precision == core::DType::kF16,
-                          .cuda_graph = graph},
-                         *comm);
+  const benchmarks::resnet::Recipe recipe{.base_lr = 1.0, .warmup_epochs = 1, .decay_epochs = 41};
+  train::Trainer trainer(
+      model, benchmarks::resnet::MakeOptimizer(recipe, model),
+      benchmarks::resnet::MakeSchedule(recipe, 1000),
+      {.dynamic_loss_scaling = precision == core::DType::kF16, .cuda_graph = graph}, *comm);
   std::vector<float> images(batch * model.image_elements());
   std::vector<int32_t> labels(batch);
   for (size_t i = 0; i < images.size(); ++i) images[i] = 2.0f * core::PhiloxUniform(7, 0, i) - 1.0f;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "benchmarks/resnet/recipe.h"
 #include "reference/core/philox.h"
 #include "reference/dist/communicator.h"
 #include "reference/models/resnet.h"
@@ -37,8 +38,9 @@ int main(int argc, char** argv) {
       .layout = layout_name == "nhwc" ? core::Layout::kNHWC : core::Layout::kNCHW};
   models::ResNet model(config, batch, /*seed=*/1);
   auto comm = dist::MakeSingleProcessCommunicator();
-  train::Trainer trainer(model, {.base_lr = 1.0, .warmup_epochs = 1, .steps_per_epoch = 100},
-                         *comm);
+  const benchmarks::resnet::Recipe recipe{.base_lr = 1.0, .warmup_epochs = 1, .decay_epochs = 41};
+  train::Trainer trainer(model, benchmarks::resnet::MakeOptimizer(recipe, model),
+                         benchmarks::resnet::MakeSchedule(recipe, 100), {}, *comm);
   std::vector<float> images(batch * model.image_elements());
   std::vector<int32_t> labels(batch);
   for (size_t i = 0; i < images.size(); ++i) images[i] = 2.0f * core::PhiloxUniform(7, 0, i) - 1.0f;

@@ -36,6 +36,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "bench/gpu/step_bench.h"
+#include "benchmarks/unet3d/recipe.h"
 #include "fmt/format.h"
 #include "reference/core/arena.h"
 #include "reference/core/philox.h"
@@ -85,15 +86,10 @@ void Train(core::Layout layout, core::DType precision, bool typed, bool timed, i
       "{} {}{}{}", ops::PrecisionName(precision), Name(layout),
       model.activation_storage() != core::DType::kF32 ? " typed" : "", timed ? " timed algos" : "");
   auto comm = dist::MakeSingleProcessCommunicator();
-  train::Trainer trainer(model,
-                         {.optimizer = train::OptimizerKind::kNesterov,
-                          .global_batch_size = batch,
-                          .base_lr = 0.5,
-                          .warmup_epochs = 0,
-                          .schedule = train::ScheduleKind::kUnetEpochs,
-                          .steps_per_epoch = 100,
-                          .dynamic_loss_scaling = precision == core::DType::kF16},
-                         *comm);
+  const benchmarks::unet3d::Recipe recipe{.base_lr = 0.5, .warmup_epochs = 0, .weight_decay = 1e-4};
+  train::Trainer trainer(model, benchmarks::unet3d::MakeOptimizer(recipe, model),
+                         benchmarks::unet3d::MakeSchedule(recipe, 100),
+                         {.dynamic_loss_scaling = precision == core::DType::kF16}, *comm);
   const models::OwnedBatch data = model.SyntheticBatch();
   // One forward and backward alone first, each waited for: a step too slow
   // for the stage's limit still says which half it stalls in.

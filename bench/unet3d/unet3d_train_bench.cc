@@ -17,6 +17,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "benchmarks/unet3d/recipe.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
 #include "reference/dist/communicator.h"
@@ -64,13 +65,9 @@ int main(int argc, char** argv) {
   const ops::PrecisionScope precision(bf16 ? core::DType::kBF16 : core::DType::kF32);
   models::UNet3D model(config, batch, /*seed=*/1);
   auto comm = dist::MakeSingleProcessCommunicator();
-  train::Trainer trainer(model,
-                         {.optimizer = train::OptimizerKind::kNesterov,
-                          .base_lr = 0.5,
-                          .warmup_epochs = 0,
-                          .schedule = train::ScheduleKind::kUnetEpochs,
-                          .steps_per_epoch = 100},
-                         *comm);
+  const benchmarks::unet3d::Recipe recipe{.base_lr = 0.5, .warmup_epochs = 0, .weight_decay = 1e-4};
+  train::Trainer trainer(model, benchmarks::unet3d::MakeOptimizer(recipe, model),
+                         benchmarks::unet3d::MakeSchedule(recipe, 100), {}, *comm);
   const models::OwnedBatch data = model.SyntheticBatch();
   std::vector<double> seconds;
   for (int s = 0; s <= steps; ++s) {

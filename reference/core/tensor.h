@@ -29,6 +29,13 @@ class Shape {
   }
   int rank() const { return rank_; }
   int64_t operator[](int i) const { return dims_[i]; }
+  // This shape with dimension i set to `value`.
+  Shape With(int i, int64_t value) const {
+    MLPERF_CHECK(i >= 0 && i < rank_);
+    Shape s = *this;
+    s.dims_[i] = value;
+    return s;
+  }
   int64_t numel() const {
     int64_t n = 1;
     for (int i = 0; i < rank_; ++i) n *= dims_[i];

@@ -24,10 +24,18 @@ std::unique_ptr<Communicator> MakeSingleProcessCommunicator() {
 }
 
 std::vector<Bucket> PlanBuckets(int64_t count, int64_t bucket_elements) {
+  const Bucket whole = {0, count};
+  return PlanBuckets(std::span(&whole, 1), bucket_elements);
+}
+
+std::vector<Bucket> PlanBuckets(std::span<const Bucket> ranges, int64_t bucket_elements) {
   MLPERF_CHECK(bucket_elements > 0);
   std::vector<Bucket> buckets;
-  for (int64_t end = count; end > 0; end -= bucket_elements)
-    buckets.push_back({std::max<int64_t>(0, end - bucket_elements), end});
+  for (auto r = ranges.rbegin(); r != ranges.rend(); ++r) {
+    MLPERF_CHECK(r->begin <= r->end && (r + 1 == ranges.rend() || (r + 1)->end <= r->begin));
+    for (int64_t end = r->end; end > r->begin; end -= bucket_elements)
+      buckets.push_back({std::max(r->begin, end - bucket_elements), end});
+  }
   return buckets;
 }
 

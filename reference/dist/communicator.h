@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 namespace mlperf::dist {
@@ -37,6 +38,9 @@ struct Bucket {
   int64_t end = 0;
 };
 std::vector<Bucket> PlanBuckets(int64_t count, int64_t bucket_elements);
+// The same over ascending, disjoint ranges of the arena (what is all-reduced
+// when some parameters are sharded): no bucket spans two ranges.
+std::vector<Bucket> PlanBuckets(std::span<const Bucket> ranges, int64_t bucket_elements);
 
 // Averages the gradients over ranks, one collective per bucket.
 void AllReduceGradients(Communicator& comm, float* grads, const std::vector<Bucket>& buckets);

@@ -1,5 +1,6 @@
 #include "reference/dist/host_staged_comm.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "base/check.h"
@@ -13,7 +14,7 @@ using core::Device;
 
 class HostStaged final : public Communicator {
  public:
-  HostStaged(Communicator& device_comm, void* comm_stream, int64_t max_count)
+  HostStaged(Communicator& device_comm, ops::Stream comm_stream, int64_t max_count)
       : comm_(device_comm), stream_(comm_stream), max_count_(max_count) {
     buffer_.emplace(Device::kCuda, static_cast<size_t>(max_count) * sizeof(float));
     staging_ = buffer_->Allocate({max_count}).f32();
@@ -21,32 +22,36 @@ class HostStaged final : public Communicator {
   int rank() const override { return comm_.rank(); }
   int world_size() const override { return comm_.world_size(); }
   void AllReduceSum(float* data, int64_t count) override {
-    Run(data, count, [&](float* d) { comm_.AllReduceSum(d, count); });
+    Run(data, count, [&](float* d, int64_t n) { comm_.AllReduceSum(d, n); });
   }
   void AllReduceAverage(float* data, int64_t count) override {
-    Run(data, count, [&](float* d) { comm_.AllReduceAverage(d, count); });
+    Run(data, count, [&](float* d, int64_t n) { comm_.AllReduceAverage(d, n); });
   }
   void Broadcast(float* data, int64_t count, int root) override {
-    Run(data, count, [&](float* d) { comm_.Broadcast(d, count, root); });
+    Run(data, count, [&](float* d, int64_t n) { comm_.Broadcast(d, n, root); });
   }
   void Barrier() override { comm_.Barrier(); }
 
  private:
-  // Upload on the compute stream, collective on the communicator's stream
-  // after it, download after the collective; the last copy waits.
+  // Per piece: upload on the compute stream, collective on the
+  // communicator's stream after it, download after the collective; the
+  // download waits.
   template <typename Collective>
   void Run(float* data, int64_t count, Collective collective) {
-    MLPERF_CHECK(count >= 0 && count <= max_count_);
-    const size_t bytes = static_cast<size_t>(count) * sizeof(float);
-    ops::CopyBytes(staging_, Device::kCuda, data, Device::kCpu, bytes);
-    ops::StreamWaitsFor(stream_, ops::ComputeStream());
-    collective(staging_);
-    ops::StreamWaitsFor(ops::ComputeStream(), stream_);
-    ops::CopyBytes(data, Device::kCpu, staging_, Device::kCuda, bytes);
+    MLPERF_CHECK(count >= 0);
+    for (int64_t at = 0; at < count; at += max_count_) {
+      const int64_t n = std::min(max_count_, count - at);
+      const size_t bytes = static_cast<size_t>(n) * sizeof(float);
+      ops::CopyBytes(staging_, Device::kCuda, data + at, Device::kCpu, bytes);
+      ops::StreamWaitsFor(stream_, ops::ComputeStream());
+      collective(staging_, n);
+      ops::StreamWaitsFor(ops::ComputeStream(), stream_);
+      ops::CopyBytes(data + at, Device::kCpu, staging_, Device::kCuda, bytes);
+    }
   }
 
   Communicator& comm_;
-  void* stream_;
+  ops::Stream stream_;
   int64_t max_count_;
   std::optional<core::Arena> buffer_;
   float* staging_ = nullptr;
@@ -55,7 +60,8 @@ class HostStaged final : public Communicator {
 }  // namespace
 
 std::unique_ptr<Communicator> MakeHostStagedCommunicator(Communicator& device_comm,
-                                                         void* comm_stream, int64_t max_count) {
+                                                         ops::Stream comm_stream,
+                                                         int64_t max_count) {
   return std::make_unique<HostStaged>(device_comm, comm_stream, max_count);
 }
 

@@ -7,13 +7,15 @@
 #include <memory>
 
 #include "reference/dist/communicator.h"
+#include "reference/kernels/device_runtime.h"
 
 namespace mlperf::dist {
 
 // `device_comm` must outlive the result; `comm_stream` is the stream it
-// queues on (NcclOptions::stream). At most `max_count` floats per call.
+// queues on (NcclOptions::stream). Calls of more than `max_count` floats go
+// through the staging buffer in pieces.
 std::unique_ptr<Communicator> MakeHostStagedCommunicator(Communicator& device_comm,
-                                                         void* comm_stream,
+                                                         ops::Stream comm_stream,
                                                          int64_t max_count = 4096);
 
 }  // namespace mlperf::dist

@@ -15,6 +15,8 @@
 #include <optional>
 #include <thread>
 
+#include "base/environment.h"
+
 namespace mlperf::dist {
 namespace {
 
@@ -157,7 +159,7 @@ absl::StatusOr<LaunchEnv> ReadLaunchEnv(const std::function<const char*(const ch
 }
 
 absl::StatusOr<LaunchEnv> ReadLaunchEnv() {
-  return ReadLaunchEnv([](const char* var) -> const char* { return std::getenv(var); });
+  return ReadLaunchEnv([](const char* var) -> const char* { return base::GetEnv(var); });
 }
 
 absl::Status ServeBlob(uint16_t port, std::string_view blob, int clients,
@@ -251,11 +253,11 @@ absl::StatusOr<std::string> ShareFromRankZero(const LaunchEnv& env, const std::s
 }
 
 absl::StatusOr<std::pair<std::string, uint16_t>> ReadMasterAddress() {
-  const char* addr = std::getenv("MASTER_ADDR");
+  const char* addr = base::GetEnv("MASTER_ADDR");
   if (addr == nullptr || *addr == '\0')
     return absl::InvalidArgumentError("MASTER_ADDR is not set (rank 0's host name or address)");
   absl::StatusOr<std::optional<int>> port =
-      ReadInt([](const char* var) -> const char* { return std::getenv(var); }, "MASTER_PORT");
+      ReadInt([](const char* var) -> const char* { return base::GetEnv(var); }, "MASTER_PORT");
   if (!port.ok()) return port.status();
   if (!port->has_value() || **port < 1 || **port > 65535)
     return absl::InvalidArgumentError("MASTER_PORT must be set to a port in 1..65535");

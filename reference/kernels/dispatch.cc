@@ -291,6 +291,13 @@ void LambStep(Device device, const LambParams& p, std::span<const TensorSlice> s
   cpu::LambStep(p, slices, w, g, m, v, step, found_inf);
 }
 
+void AdamStep(Device device, const AdamParams& p, std::span<const TensorSlice> slices, float* w,
+              const float* g, float* m, float* v, int32_t* step, const float* found_inf) {
+  if (device == Device::kCuda)
+    return MLPERF_CUDA_TWIN(AdamStep(p, slices, w, g, m, v, step, found_inf));
+  cpu::AdamStep(p, slices, w, g, m, v, step, found_inf);
+}
+
 void UnscaleAndCheckFinite(Device device, float* g, int64_t n, const float* loss_scale,
                            float* found_inf) {
   if (device == Device::kCuda)
@@ -375,34 +382,6 @@ void Synchronize(Device device) {
 #endif
 }
 
-void* AllocateHostPinned(size_t bytes) {
-#ifdef MLPERF_HAVE_CUDA
-  if (cuda::DeviceAvailable()) {
-    void* p = nullptr;
-    CUDA_CHECK(cudaMallocHost(&p, bytes));
-    return p;
-  }
-#endif
-  void* p = std::malloc(bytes);
-  MLPERF_CHECK_MSG(p != nullptr || bytes == 0, "host allocation failed");
-  return p;
-}
-
-void FreeHostPinned(void* p) {
-  if (p == nullptr) return;
-#ifdef MLPERF_HAVE_CUDA
-  // Memory from cudaMallocHost is registered; anything else came from malloc.
-  cudaPointerAttributes attributes{};
-  if (cudaPointerGetAttributes(&attributes, p) == cudaSuccess &&
-      attributes.type == cudaMemoryTypeHost) {
-    CUDA_CHECK(cudaFreeHost(p));
-    return;
-  }
-  cudaGetLastError();  // clears the error of querying an unregistered pointer
-#endif
-  std::free(p);
-}
-
 void SetHostThreads(int threads) { cpu::SetComputeThreads(threads); }
 void SetHostCopyThreads(int threads) { g_copy_threads = threads; }
 
@@ -424,86 +403,6 @@ void SelectDevice(int local_rank) {
   CUDA_CHECK(cudaSetDevice(local_rank % count));
 #else
   (void)local_rank;
-#endif
-}
-
-void* ComputeStream() {
-#ifdef MLPERF_HAVE_CUDA
-  return cuda::Stream();
-#else
-  return nullptr;
-#endif
-}
-
-void* CreateStream() {
-#ifdef MLPERF_HAVE_CUDA
-  cudaStream_t stream = nullptr;
-  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  return stream;
-#else
-  return nullptr;
-#endif
-}
-
-void DestroyStream(void* stream) {
-#ifdef MLPERF_HAVE_CUDA
-  if (stream != nullptr) CUDA_CHECK(cudaStreamDestroy(static_cast<cudaStream_t>(stream)));
-#else
-  (void)stream;
-#endif
-}
-
-void* CreateEvent() {
-#ifdef MLPERF_HAVE_CUDA
-  if (!cuda::DeviceAvailable()) return nullptr;
-  cudaEvent_t event = nullptr;
-  CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
-  return event;
-#else
-  return nullptr;
-#endif
-}
-
-void DestroyEvent(void* event) {
-#ifdef MLPERF_HAVE_CUDA
-  if (event != nullptr) CUDA_CHECK(cudaEventDestroy(static_cast<cudaEvent_t>(event)));
-#else
-  (void)event;
-#endif
-}
-
-void RecordEvent(void* event) {
-#ifdef MLPERF_HAVE_CUDA
-  if (event != nullptr)
-    CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event), cuda::Stream()));
-#else
-  (void)event;
-#endif
-}
-
-void WaitForEvent(void* event) {
-#ifdef MLPERF_HAVE_CUDA
-  if (event != nullptr) CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event)));
-#else
-  (void)event;
-#endif
-}
-
-void StreamWaitsFor(void* waiter, void* signaler) {
-#ifdef MLPERF_HAVE_CUDA
-  if (waiter == signaler) return;
-  // One event per thread is enough: a wait captures the event's state when
-  // it is queued, so re-recording afterwards cannot affect it.
-  thread_local cudaEvent_t event = [] {
-    cudaEvent_t e = nullptr;
-    CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    return e;
-  }();
-  CUDA_CHECK(cudaEventRecord(event, static_cast<cudaStream_t>(signaler)));
-  CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(waiter), event, 0));
-#else
-  (void)waiter;
-  (void)signaler;
 #endif
 }
 

@@ -12,6 +12,7 @@
 
 #include "reference/core/tensor.h"
 #include "reference/kernels/conv_geometry.h"
+#include "reference/kernels/device_runtime.h"
 #include "reference/kernels/norm_params.h"
 #include "reference/kernels/optimizer_params.h"
 
@@ -214,6 +215,8 @@ void LarsStep(core::Device device, const LarsParams& p, std::span<const TensorSl
               float* w, const float* g, float* momentum, const float* found_inf);
 void LambStep(core::Device device, const LambParams& p, std::span<const TensorSlice> slices,
               float* w, const float* g, float* m, float* v, int32_t* step, const float* found_inf);
+void AdamStep(core::Device device, const AdamParams& p, std::span<const TensorSlice> slices,
+              float* w, const float* g, float* m, float* v, int32_t* step, const float* found_inf);
 void UnscaleAndCheckFinite(core::Device device, float* g, int64_t n, const float* loss_scale,
                            float* found_inf);
 void UpdateLossScale(core::Device device, const LossScaleParams& p, float* loss_scale,
@@ -239,11 +242,6 @@ void ZeroBytes(void* dst, core::Device device, size_t bytes);
 // Waits for all queued device work of this thread (no-op on the CPU).
 void Synchronize(core::Device device);
 
-// Page-locked host memory, so that uploads run at full bus speed and
-// asynchronously (plain host memory in builds without CUDA).
-void* AllocateHostPinned(size_t bytes);
-void FreeHostPinned(void* p);
-
 // Host threads of the CPU kernels (OpenMP and BLAS) in this process.
 void SetHostThreads(int threads);
 // Threads of ParallelHostCopy (0, the default: SetHostThreads' count). A
@@ -258,26 +256,5 @@ int64_t DeviceMemoryInUseBytes();
 // Makes device (local_rank modulo the visible devices) current for this
 // thread: one process per GPU. No-op without CUDA.
 void SelectDevice(int local_rank);
-
-// Device queues for overlapping communication with compute. Handles are
-// cudaStream_t values (nullptr = the legacy default stream). In builds
-// without CUDA every call is a no-op and handles are null.
-// The stream every ops:: call of this thread is queued on.
-void* ComputeStream();
-// A new non-blocking stream (e.g. for NCCL's collectives); destroy with
-// DestroyStream.
-void* CreateStream();
-void DestroyStream(void* stream);
-// Work queued on `waiter` from now on starts after everything queued on
-// `signaler` so far (an event recorded on signaler; the host never waits).
-void StreamWaitsFor(void* waiter, void* signaler);
-// A marker in this thread's ops stream (a cudaEvent_t; null without CUDA):
-// RecordEvent places it after everything queued so far, WaitForEvent
-// blocks the host until the device has passed it (at once if never
-// recorded).
-void* CreateEvent();
-void DestroyEvent(void* event);
-void RecordEvent(void* event);
-void WaitForEvent(void* event);
 
 }  // namespace mlperf::ops

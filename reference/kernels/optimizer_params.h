@@ -14,10 +14,11 @@ namespace mlperf {
 struct TensorSlice {
   int64_t offset = 0;
   int64_t numel = 0;
-  // BN gamma/beta, biases, LayerNorm: no weight decay and no trust ratio
-  // (LARS skip_list ['batch_normalization', 'bias', 'bn']; LAMB excludes
-  // 'LayerNorm', 'layer_norm', 'bias').
-  bool excluded = false;
+  // Two properties of a parameter, apart: BN gamma/beta, biases and
+  // LayerNorm have both (LARS skip_list ['batch_normalization', 'bias',
+  // 'bn']; LAMB excludes 'LayerNorm', 'layer_norm', 'bias').
+  bool no_weight_decay = false;
+  bool no_trust_ratio = false;
 };
 
 // torch.optim.SGD: d = g + wd*w; buf = momentum*buf + d; w -= lr*(nesterov ?
@@ -33,7 +34,8 @@ struct SgdParams {
 // ResNet reference lars_optimizer.py, TF-style momentum with lr inside the buffer:
 //   trust = eeta*|w| / (|g| + wd*|w| + epsilon)   (1 if |w| or |g| is 0)
 //   v = momentum*v - lr*trust*(g + wd*w);  w += v
-// excluded slices: v = momentum*v - lr*g. The reference passes lars_epsilon=0
+// no_trust_ratio slices: trust = 1; no_weight_decay slices: wd = 0 (both:
+// v = momentum*v - lr*g). The reference passes lars_epsilon=0
 // but `epsilon or backend_config.epsilon()` turns it into 1e-7; we match the
 // behaviour (the logged lars_epsilon stays 0.0).
 struct LarsParams {
@@ -47,8 +49,8 @@ struct LarsParams {
 
 // BERT reference lamb_optimizer_v1.py, bias-corrected:
 //   m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g^2
-//   u = (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps) + wd*w   (no wd if excluded)
-//   r = |w|/|u| (1 if either is 0 or excluded);  w -= lr*r*u
+//   u = (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps) + wd*w   (wd = 0 if no_weight_decay)
+//   r = |w|/|u| (1 if either is 0 or no_trust_ratio);  w -= lr*r*u
 // after clip_by_global_norm(max_grad_norm) of all gradients (0 disables it).
 struct LambParams {
   float lr = 0.0f;
@@ -58,6 +60,21 @@ struct LambParams {
   float epsilon = 1e-6f;
   float weight_decay = 0.01f;
   float max_grad_norm = 1.0f;
+};
+
+// Adam with bias correction (the fused Adam of apex and TransformerEngine):
+//   decoupled (AdamW): u = m'/(sqrt(v')+eps) + wd*w;  w -= lr*u
+//   otherwise (Adam, L2): g += wd*w before the moments;  w -= lr*m'/(sqrt(v')+eps)
+// with m' = m/(1-b1^t), v' = v/(1-b2^t); no weight decay on no_weight_decay
+// slices.
+struct AdamParams {
+  float lr = 0.0f;
+  const float* lr_at = nullptr;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float epsilon = 1e-8f;
+  float weight_decay = 0.0f;
+  bool decoupled = true;
 };
 
 // torch.cuda.amp.GradScaler's dynamic loss scaling.

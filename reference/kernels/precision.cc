@@ -8,6 +8,7 @@
 #include "reference/kernels/cpu/elementwise.h"
 #include "reference/kernels/cpu/gemm.h"
 #include "reference/kernels/precision_operands.h"
+#include "reference/kernels/switches.h"
 
 #ifdef MLPERF_HAVE_CUDA
 #include "reference/kernels/cuda/context.h"
@@ -78,9 +79,7 @@ int g_typed_activations = -1;
 
 bool TypedActivations() {
   if (g_typed_activations >= 0) return g_typed_activations == 1;
-  const char* env = std::getenv("MLPERF_TYPED_ACTIVATIONS");
-  if (env == nullptr || *env == '\0') return true;
-  return std::string_view(env) != "0";
+  return Switches().typed_activations;
 }
 
 TypedActivationsScope::TypedActivationsScope(bool on) : previous_(g_typed_activations) {

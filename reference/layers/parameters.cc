@@ -6,8 +6,18 @@ namespace mlperf::layers {
 
 Parameter AddParameter(const ModelArenas& arenas, ParameterRegistry* registry, core::Shape shape,
                        Parameter p) {
-  p.value = arenas.params->AllocateZeroed(shape);
-  p.grad = arenas.grads->AllocateZeroed(shape);
+  if (p.batch_norm || p.bias) p.no_weight_decay = p.no_trust_ratio = true;
+  if (p.trainable) {
+    MLPERF_CHECK_MSG(p.dtype == core::DType::kF32, "trainable parameters are fp32 (master copies)");
+    p.value = arenas.params->AllocateZeroed(shape);
+    p.grad = arenas.grads->AllocateZeroed(shape);
+  } else {
+    MLPERF_CHECK_MSG(arenas.frozen != nullptr, "no frozen arena");
+    MLPERF_CHECK_MSG(!p.sharding.sharded(), "frozen parameters are replicated");
+    p.value = arenas.frozen->AllocateZeroed(shape, p.dtype);
+  }
+  MLPERF_CHECK(!p.sharding.sharded() || (shape.rank() > 0 && shape[0] > 0 &&
+                                         p.sharding.first_row + shape[0] <= p.sharding.full_rows));
   registry->parameters.push_back(p);
   return p;
 }

@@ -66,25 +66,28 @@ Model::~Model() = default;
 void Model::AllocateArenas(const std::function<void(const layers::ModelArenas&)>& build) {
   core::Arena p = core::Arena::Measuring(device_), g = core::Arena::Measuring(device_);
   core::Arena b = core::Arena::Measuring(device_), a = core::Arena::Measuring(device_);
+  core::Arena f = core::Arena::Measuring(device_);
   registry_ = layers::ParameterRegistry();
-  build({&p, &g, &b, &a});
+  build({&p, &g, &b, &a, &f});
   params_.emplace(device_, p.used());
   grads_.emplace(device_, g.used());
   buffers_.emplace(device_, b.used());
   activations_.emplace(device_, a.used());
-  for (core::Arena* arena : {&*params_, &*grads_, &*buffers_})
+  frozen_.emplace(device_, f.used());
+  for (core::Arena* arena : {&*params_, &*grads_, &*buffers_, &*frozen_})
     ops::ZeroBytes(arena->base(), device_, arena->capacity());
   ops::Synchronize(device_);
   registry_ = layers::ParameterRegistry();
-  build({&*params_, &*grads_, &*buffers_, &*activations_});
+  build({&*params_, &*grads_, &*buffers_, &*activations_, &*frozen_});
 }
 
 size_t Model::MeasureArenas(core::Device device,
                             const std::function<void(const layers::ModelArenas&)>& build) {
   core::Arena p = core::Arena::Measuring(device), g = core::Arena::Measuring(device);
   core::Arena b = core::Arena::Measuring(device), a = core::Arena::Measuring(device);
-  build({&p, &g, &b, &a});
-  return p.used() + g.used() + b.used() + a.used();
+  core::Arena f = core::Arena::Measuring(device);
+  build({&p, &g, &b, &a, &f});
+  return p.used() + g.used() + b.used() + a.used() + f.used();
 }
 
 void Model::UploadTrainingBatch(const Batch&) {
@@ -107,7 +110,35 @@ std::vector<float> Model::BuffersToHost() const { return ArenaToHost(*buffers_);
 void Model::ParametersFromHost(std::span<const float> values) { ArenaFromHost(*params_, values); }
 void Model::BuffersFromHost(std::span<const float> values) { ArenaFromHost(*buffers_, values); }
 
+std::vector<std::byte> Model::FrozenToHost() const {
+  std::vector<std::byte> host(frozen_->used());
+  if (host.empty()) return host;
+  ops::CopyBytes(host.data(), core::Device::kCpu, frozen_->base(), device_, host.size());
+  return host;
+}
+
+void Model::FrozenFromHost(std::span<const std::byte> bytes) {
+  MLPERF_CHECK_MSG(bytes.size() == frozen_->used(), "arena size mismatch");
+  if (bytes.empty()) return;
+  ops::CopyBytes(frozen_->base(), device_, bytes.data(), core::Device::kCpu, bytes.size());
+  ops::Synchronize(device_);
+}
+
 std::vector<float> Model::ToHost(const core::Tensor& t) const { return ops::ToHostFloats(t); }
+
+void Model::SetParameter(const layers::Parameter& p, std::span<const float> values) {
+  MLPERF_CHECK(static_cast<int64_t>(values.size()) == p.value.numel());
+  const core::Tensor host(const_cast<float*>(values.data()), p.value.shape(), core::DType::kF32);
+  if (p.value.dtype() == core::DType::kF32) {
+    ops::Copy(host, p.value);
+  } else {
+    std::vector<std::byte> stored(p.value.bytes());
+    const core::Tensor typed(stored.data(), p.value.shape(), p.value.dtype());
+    ops::Cast(host, typed);
+    ops::Copy(typed, p.value);
+  }
+  ops::Synchronize(device_);
+}
 
 int64_t Model::num_parameters() const {
   int64_t total = 0;
@@ -118,9 +149,22 @@ int64_t Model::num_parameters() const {
 std::vector<TensorSlice> Model::slices() const {
   const float* base = static_cast<const float*>(params_->base());
   std::vector<TensorSlice> out;
-  for (const layers::Parameter& p : registry_.parameters)
-    out.push_back({p.value.f32() - base, p.value.numel(), p.batch_norm || p.bias});
+  for (const layers::Parameter* p : trainable_parameters())
+    out.push_back({p->value.f32() - base, p->value.numel(), p->no_weight_decay, p->no_trust_ratio});
   return out;
+}
+
+std::vector<const layers::Parameter*> Model::trainable_parameters() const {
+  std::vector<const layers::Parameter*> out;
+  for (const layers::Parameter& p : registry_.parameters)
+    if (p.trainable) out.push_back(&p);
+  return out;
+}
+
+bool Model::has_sharded_parameters() const {
+  for (const layers::Parameter& p : registry_.parameters)
+    if (p.sharding.sharded()) return true;
+  return false;
 }
 
 std::vector<std::string> Model::parameter_names() const {
@@ -145,10 +189,20 @@ core::Tensor Model::HostBuffer(const core::Tensor& t, std::vector<float>& host) 
 }
 
 std::vector<io::NamedTensor> Model::NamedHostTensors(std::vector<float>& params,
-                                                     std::vector<float>& buffers) const {
+                                                     std::vector<float>& buffers,
+                                                     std::vector<std::byte>* frozen) const {
   std::vector<io::NamedTensor> named;
-  for (const layers::Parameter& p : registry_.parameters)
-    named.push_back({p.name, HostParameter(p.value, params)});
+  for (const layers::Parameter& p : registry_.parameters) {
+    if (p.trainable) {
+      named.push_back({p.name, HostParameter(p.value, params)});
+    } else if (frozen != nullptr) {
+      const size_t offset = static_cast<size_t>(static_cast<const char*>(p.value.data()) -
+                                                static_cast<const char*>(frozen_->base()));
+      MLPERF_CHECK(offset + p.value.bytes() <= frozen->size());
+      named.push_back(
+          {p.name, core::Tensor(frozen->data() + offset, p.value.shape(), p.value.dtype())});
+    }
+  }
   for (const layers::NamedBuffer& b : registry_.buffers)
     named.push_back({b.name, HostBuffer(b.value, buffers)});
   return named;
@@ -156,7 +210,8 @@ std::vector<io::NamedTensor> Model::NamedHostTensors(std::vector<float>& params,
 
 absl::Status Model::SaveSafetensors(const std::string& path) const {
   std::vector<float> params = ParametersToHost(), buffers = BuffersToHost();
-  std::vector<io::NamedTensor> named = NamedHostTensors(params, buffers);
+  std::vector<std::byte> frozen = FrozenToHost();
+  std::vector<io::NamedTensor> named = NamedHostTensors(params, buffers, &frozen);
   std::vector<int64_t> counts(registry_.batch_norms.size(), num_batches_tracked_);
   for (size_t i = 0; i < counts.size(); ++i)
     named.push_back({registry_.batch_norms[i] + ".num_batches_tracked",
@@ -175,7 +230,8 @@ absl::Status Model::LoadSafetensors(const std::string& path) {
   };
   // Loaded into host copies first: a failed load leaves the model as it was.
   std::vector<float> params = ParametersToHost(), buffers = BuffersToHost();
-  for (const io::NamedTensor& t : NamedHostTensors(params, buffers))
+  std::vector<std::byte> frozen = FrozenToHost();
+  for (const io::NamedTensor& t : NamedHostTensors(params, buffers, &frozen))
     if (absl::Status s = copy(t.name, t.tensor); !s.ok()) return s;
   // Optional: files from older torch versions or other tools may lack it.
   if (!registry_.batch_norms.empty()) {
@@ -190,6 +246,7 @@ absl::Status Model::LoadSafetensors(const std::string& path) {
   }
   ParametersFromHost(params);
   BuffersFromHost(buffers);
+  FrozenFromHost(frozen);
   return absl::OkStatus();
 }
 

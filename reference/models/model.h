@@ -23,7 +23,21 @@
 #include "reference/kernels/optimizer_params.h"
 #include "reference/layers/parameters.h"
 
+namespace mlperf::dist {
+class Communicator;
+}
+
 namespace mlperf::models {
+
+// Where a model runs: its device and, for a model with parameters sharded
+// across ranks, this process's rank among them and the communicator (on the
+// model's device) its passes exchange rows over.
+struct Placement {
+  core::Device device = core::Device::kCpu;
+  int rank = 0;
+  int world_size = 1;
+  dist::Communicator* comm = nullptr;
+};
 
 // One batch in host memory: the model's inputs in the order it documents
 // (ResNet: images, labels). Tensors are views; the caller keeps the memory.
@@ -95,9 +109,11 @@ class Model {
   // host never reads; null (the default) for none.
   void set_loss_scale(const float* scale) { loss_scale_ = scale; }
 
-  // Flat arenas; gradients() has the layout of parameters(). The spans are
-  // over device memory (host-readable only on the CPU); the *ToHost /
-  // *FromHost calls copy whole arenas on any device and wait for the copy.
+  // Flat arenas of the trainable parameters (fp32 master copies);
+  // gradients() has the layout of parameters(). Frozen parameters are apart
+  // (FrozenToHost). The spans are over device memory (host-readable only on
+  // the CPU); the *ToHost / *FromHost calls copy whole arenas on any device
+  // and wait for the copy.
   std::span<float> parameters();
   std::span<float> gradients();
   std::span<float> buffers();
@@ -106,12 +122,22 @@ class Model {
   std::vector<float> BuffersToHost() const;
   void ParametersFromHost(std::span<const float> values);
   void BuffersFromHost(std::span<const float> values);
+  // The frozen parameters' arena, bytes as stored, and back.
+  std::vector<std::byte> FrozenToHost() const;
+  void FrozenFromHost(std::span<const std::byte> bytes);
   // Any float tensor of this model copied to the host (bf16/fp16 widened).
   std::vector<float> ToHost(const core::Tensor& t) const;
+  // Writes `values` (fp32) into parameter `p`, rounded to its storage type.
+  void SetParameter(const layers::Parameter& p, std::span<const float> values);
+  // Elements of every parameter this rank holds, frozen ones included.
   int64_t num_parameters() const;
-  // One per parameter tensor, offsets into parameters(); excluded = the
-  // normalisation scales and shifts and the biases (the LARS and LAMB skip lists).
+  // One per trainable parameter, in the order of parameter_tensors() with
+  // the frozen ones left out: offsets into parameters() and the properties
+  // the optimizers read.
   std::vector<TensorSlice> slices() const;
+  // The trainable parameters, in the order of slices().
+  std::vector<const layers::Parameter*> trainable_parameters() const;
+  bool has_sharded_parameters() const;
   std::vector<std::string> parameter_names() const;
   const std::vector<layers::Parameter>& parameter_tensors() const { return registry_.parameters; }
   const std::vector<layers::NamedBuffer>& buffer_tensors() const { return registry_.buffers; }
@@ -128,10 +154,12 @@ class Model {
   // PyTorch load_state_dict accepts the file. A failed load changes nothing.
   absl::Status SaveSafetensors(const std::string& path) const;
   absl::Status LoadSafetensors(const std::string& path);
-  // The named parameters and buffers over host copies of the two arenas
-  // (from ParametersToHost / BuffersToHost), for checkpoint writers.
+  // The named trainable parameters and buffers over host copies of the two
+  // arenas (from ParametersToHost / BuffersToHost), for checkpoint writers;
+  // with `frozen` (from FrozenToHost) the frozen parameters too.
   std::vector<io::NamedTensor> NamedHostTensors(std::vector<float>& params,
-                                                std::vector<float>& buffers) const;
+                                                std::vector<float>& buffers,
+                                                std::vector<std::byte>* frozen = nullptr) const;
 
  protected:
   Model(core::Device device, int64_t batch_size);
@@ -165,7 +193,7 @@ class Model {
  private:
   core::Device device_;
   int64_t batch_;
-  std::optional<core::Arena> params_, grads_, buffers_, activations_;
+  std::optional<core::Arena> params_, grads_, buffers_, activations_, frozen_;
   GradientsReadyHook gradients_ready_;
   const float* loss_scale_ = nullptr;
 };

@@ -5,27 +5,22 @@
 
 namespace mlperf::models {
 
-UploadStaging::UploadStaging(size_t bytes)
-    : staging_(static_cast<char*>(ops::AllocateHostPinned(bytes))),
-      bytes_(bytes),
-      copied_(ops::CreateEvent()) {}
+UploadStaging::UploadStaging(size_t bytes) : staging_(bytes) {}
 
 UploadStaging::~UploadStaging() {
-  ops::WaitForEvent(copied_);  // no copy may still read the staging
-  ops::DestroyEvent(copied_);
-  ops::FreeHostPinned(staging_);
+  copied_.Wait();  // no copy may still read the staging
 }
 
 void UploadStaging::Upload(core::Device device, std::span<const Part> parts) {
-  ops::WaitForEvent(copied_);
+  copied_.Wait();
   size_t at = 0;
   for (const Part& p : parts) {
-    MLPERF_CHECK_MSG(at + p.bytes <= bytes_, "an upload larger than its staging");
-    ops::ParallelHostCopy(staging_ + at, p.host_src, p.bytes);
-    ops::CopyBytes(p.device_dst, device, staging_ + at, core::Device::kCpu, p.bytes);
+    MLPERF_CHECK_MSG(at + p.bytes <= staging_.size(), "an upload larger than its staging");
+    ops::ParallelHostCopy(staging_.data() + at, p.host_src, p.bytes);
+    ops::CopyBytes(p.device_dst, device, staging_.data() + at, core::Device::kCpu, p.bytes);
     at += p.bytes;
   }
-  ops::RecordEvent(copied_);
+  copied_.Record();
 }
 
 }  // namespace mlperf::models

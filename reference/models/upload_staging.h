@@ -11,6 +11,7 @@
 #include <span>
 
 #include "reference/core/tensor.h"
+#include "reference/kernels/device_runtime.h"
 
 namespace mlperf::models {
 
@@ -34,9 +35,8 @@ class UploadStaging {
   void Upload(core::Device device, std::span<const Part> parts);
 
  private:
-  char* staging_ = nullptr;
-  size_t bytes_ = 0;
-  void* copied_ = nullptr;  // an ops event after the last Upload's copies
+  ops::PinnedBuffer staging_;
+  ops::Event copied_;  // after the last Upload's copies
 };
 
 }  // namespace mlperf::models

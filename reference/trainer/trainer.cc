@@ -1,7 +1,8 @@
 #include "reference/trainer/trainer.h"
 
 #include <algorithm>
-#include <cmath>
+#include <cstring>
+#include <utility>
 
 #include "base/check.h"
 #include "fmt/format.h"
@@ -10,69 +11,61 @@
 #include "reference/kernels/precision.h"
 
 namespace mlperf::train {
+namespace {
 
-optim::PolyWarmupSchedule MakeSchedule(const TrainerConfig& config) {
-  return {.base_lr = config.base_lr,
-          .end_lr = config.end_lr,
-          .warmup_steps = static_cast<int64_t>(config.warmup_epochs *
-                                               static_cast<double>(config.steps_per_epoch)),
-          .train_steps = config.train_epochs * config.steps_per_epoch,
-          .power = config.poly_power};
+// The ranges of the trainable arena that are all-reduced: everything but
+// the sharded parameters.
+std::vector<dist::Bucket> ReplicatedRanges(const models::Model& model, int64_t count) {
+  const std::vector<TensorSlice> slices = model.slices();
+  const std::vector<const layers::Parameter*> params = model.trainable_parameters();
+  std::vector<dist::Bucket> ranges;
+  int64_t begin = 0;
+  for (size_t i = 0; i < slices.size(); ++i) {
+    if (!params[i]->sharding.sharded()) continue;
+    if (slices[i].offset > begin) ranges.push_back({begin, slices[i].offset});
+    begin = slices[i].offset + slices[i].numel;
+  }
+  if (count > begin) ranges.push_back({begin, count});
+  return ranges;
 }
 
-Trainer::Trainer(models::Model& model, const TrainerConfig& config, dist::Communicator& comm,
-                 void* comm_stream)
+}  // namespace
+
+Trainer::Trainer(models::Model& model, std::unique_ptr<optim::Optimizer> optimizer,
+                 std::unique_ptr<optim::LearningRateSchedule> schedule, const TrainerConfig& config,
+                 dist::Communicator& comm, ops::Stream comm_stream)
     : model_(model),
+      optimizer_(std::move(optimizer)),
+      schedule_(std::move(schedule)),
       config_(config),
       comm_(comm),
-      schedule_(MakeSchedule(config)),
       comm_stream_(comm_stream) {
+  MLPERF_CHECK(optimizer_ != nullptr && schedule_ != nullptr);
   MLPERF_CHECK(config.gradient_accumulation_steps >= 1);
-  MLPERF_CHECK(config.schedule == ScheduleKind::kBert ? config.train_steps > 0
-                                                      : config.steps_per_epoch > 0);
-  buckets_ =
-      dist::PlanBuckets(static_cast<int64_t>(model.gradients().size()), config.bucket_elements);
-  lars_slices_ = model.slices();
-  for (size_t i = 0; i < lars_slices_.size(); ++i) {
-    TensorSlice s = lars_slices_[i];
-    s.excluded = false;
-    decayed_slices_.push_back(s);
-    s.excluded = true;
-    sgd_slices_.push_back(s);
-    // resnet_runnable.py: l2 over variables without 'batch_normalization' in
-    // the name, so the FC bias is included (it is not in the LARS skip sense).
-    if (!model.parameter_tensors()[i].batch_norm) l2_slices_.push_back(s);
-  }
-  // Momentum, the accumulation sums, and on a device the scratch of the SGD
-  // L2 term and of scalar reductions, in one arena next to the model.
+  MLPERF_CHECK_MSG(!(optimizer_->ReadsGlobalGradientNorm() && model.has_sharded_parameters() &&
+                     comm.world_size() > 1),
+                   "an optimizer that clips by the global gradient norm needs replicated "
+                   "parameters (a sharded one's norm would be each rank's own)");
   const int64_t count = static_cast<int64_t>(model.parameters().size());
+  buckets_ = dist::PlanBuckets(ReplicatedRanges(model, count), config.bucket_elements);
+  // The optimizer state, the accumulation sums and the device scalars in
+  // one arena next to the model.
   const int64_t accumulated = config.gradient_accumulation_steps > 1 ? count : 1;
-  int64_t largest_l2 = 1;
-  for (const TensorSlice& s : l2_slices_) largest_l2 = std::max(largest_l2, s.numel);
-  const bool lamb = config.optimizer == OptimizerKind::kLamb;
-  core::Tensor v;
   const auto carve = [&](core::Arena& arena) {
-    const core::Tensor m = arena.AllocateZeroed({count});
-    v = arena.AllocateZeroed({lamb ? count : 0});
-    lamb_step_ = arena.AllocateZeroed({lamb ? 1 : 0}, core::DType::kI32);
+    optimizer_->Allocate(arena, count);
     grad_sum_ = arena.Allocate({accumulated});
     loss_sum_ = arena.Allocate({1});
-    l2_scratch_ = arena.Allocate({largest_l2});
-    l2_sums_ = arena.Allocate({std::max<int64_t>(1, static_cast<int64_t>(l2_slices_.size()))});
-    reduce_scratch_ = arena.Allocate({4});
     lr_ = arena.Allocate({1});
     const int64_t scaled = config.dynamic_loss_scaling ? 1 : 0;
     loss_scale_ = arena.Allocate({scaled});
     growth_tracker_ = arena.AllocateZeroed({scaled}, core::DType::kI32);
     found_inf_ = arena.AllocateZeroed({scaled});
-    return m;
   };
   core::Arena measuring = core::Arena::Measuring(model.device());
   carve(measuring);
   state_.emplace(model.device(), measuring.used());
-  const core::Tensor m = carve(*state_);
-  momentum_ = {m.f32(), static_cast<size_t>(count)};
-  second_moment_ = {v.f32(), static_cast<size_t>(v.numel())};
+  carve(*state_);
+  optimizer_state_ = optimizer_->State();
   if (config.dynamic_loss_scaling) {
     MLPERF_CHECK(config.initial_loss_scale > 0.0f);
     ops::Fill(loss_scale_, config.initial_loss_scale);
@@ -85,7 +78,7 @@ Trainer::Trainer(models::Model& model, const TrainerConfig& config, dist::Commun
   // A recording cannot join the legacy default stream (comm_stream null).
   record_steps_ = config.cuda_graph && on_device() && model.CapturableStep() &&
                   config.gradient_accumulation_steps == 1 && comm_.CollectivesCapturable() &&
-                  (comm_.world_size() == 1 || comm_stream_ != nullptr);
+                  (comm_.world_size() == 1 || comm_stream_.native() != nullptr);
 }
 
 Trainer::~Trainer() {
@@ -107,18 +100,15 @@ bool Trainer::LastStepSkipped() const {
   return found != 0.0f;
 }
 
-std::vector<float> Trainer::MomentumToHost() const {
-  std::vector<float> host(momentum_.size());
-  ops::CopyBytes(host.data(), core::Device::kCpu, momentum_.data(), model_.device(),
-                 momentum_.size_bytes());
-  return host;
-}
-
-std::vector<float> Trainer::SecondMomentToHost() const {
-  std::vector<float> host(second_moment_.size());
-  ops::CopyBytes(host.data(), core::Device::kCpu, second_moment_.data(), model_.device(),
-                 second_moment_.size_bytes());
-  return host;
+std::vector<float> Trainer::OptimizerStateToHost(const std::string& name) const {
+  for (const optim::StateTensor& s : optimizer_state_) {
+    if (s.name != name || s.tensor.dtype() != core::DType::kF32) continue;
+    std::vector<float> host(static_cast<size_t>(s.tensor.numel()));
+    ops::CopyBytes(host.data(), core::Device::kCpu, s.tensor.data(), model_.device(),
+                   s.tensor.bytes());
+    return host;
+  }
+  return {};
 }
 
 void Trainer::LaunchReadyBuckets(int64_t ready_from) {
@@ -133,7 +123,7 @@ void Trainer::LaunchReadyBuckets(int64_t ready_from) {
   }
 }
 
-void Trainer::DeviceAllReduce(float* data, int64_t count, bool average) {
+void Trainer::DeviceAllReduce(float* data, int64_t count, bool average) const {
   ops::StreamWaitsFor(comm_stream_, ops::ComputeStream());
   if (average) {
     comm_.AllReduceAverage(data, count);
@@ -141,67 +131,6 @@ void Trainer::DeviceAllReduce(float* data, int64_t count, bool average) {
     comm_.AllReduceSum(data, count);
   }
   ops::StreamWaitsFor(ops::ComputeStream(), comm_stream_);
-}
-
-double Trainer::AddL2Gradient(float wd) {
-  float* w = model_.parameters().data();
-  float* g = model_.gradients().data();
-  double sum_sq = 0.0;
-  for (const TensorSlice& s : l2_slices_)
-    for (int64_t i = s.offset; i < s.offset + s.numel; ++i) {
-      sum_sq += static_cast<double>(w[i]) * w[i];
-      g[i] += 2.0f * wd * w[i];
-    }
-  return wd * sum_sq;
-}
-
-void Trainer::QueueL2Gradient(float wd) {
-  // Per slice a dot product w.w (a 1x1 GEMM, in fp32 whatever the compute
-  // precision) into l2_sums_, and g += (2 wd) w through the scratch copy.
-  float* w = model_.parameters().data();
-  float* g = model_.gradients().data();
-  const core::Device device = model_.device();
-  const ops::PrecisionScope fp32(core::DType::kF32);
-  for (size_t k = 0; k < l2_slices_.size(); ++k) {
-    const TensorSlice& s = l2_slices_[k];
-    const core::Tensor ws(w + s.offset, {1, s.numel}, core::DType::kF32, device);
-    const core::Tensor gs(g + s.offset, {s.numel}, core::DType::kF32, device);
-    const core::Tensor scratch(l2_scratch_.data(), {s.numel}, core::DType::kF32, device);
-    ops::LinearForward(ws, ws, core::Tensor(),
-                       core::Tensor(l2_sums_.f32() + k, {1, 1}, core::DType::kF32, device));
-    ops::Copy(ws.Reshaped({s.numel}), scratch);
-    ops::Scale(scratch, 2.0f * wd);
-    ops::Accumulate(scratch, gs);
-  }
-}
-
-double Trainer::L2LossFromDevice() const {
-  std::vector<float> sums(l2_slices_.size());
-  ops::CopyBytes(sums.data(), core::Device::kCpu, l2_sums_.data(), model_.device(),
-                 sums.size() * sizeof(float));
-  double sum_sq = 0.0;
-  for (float v : sums) sum_sq += v;
-  return static_cast<float>(config_.weight_decay) * sum_sq;  // as AddL2Gradient's
-}
-
-double Trainer::LearningRateAt(int64_t step) const {
-  if (config_.schedule == ScheduleKind::kPolyWarmup) return optim::LearningRate(schedule_, step);
-  if (config_.schedule == ScheduleKind::kBert)
-    return optim::LearningRate(optim::BertSchedule{.init_lr = config_.base_lr,
-                                                   .num_train_steps = config_.train_steps,
-                                                   .num_warmup_steps = config_.warmup_steps,
-                                                   .start_warmup_step = config_.start_warmup_step,
-                                                   .power = config_.poly_power},
-                               step - 1);
-  // The reference sets the rate at the start of each epoch (epochs count from 1).
-  const int64_t epoch = (step - 1) / config_.steps_per_epoch + 1;
-  return optim::LearningRate(
-      optim::UnetSchedule{.lr = config_.base_lr,
-                          .init_lr = config_.unet_init_lr,
-                          .warmup_epochs = static_cast<int64_t>(config_.warmup_epochs),
-                          .decay_epochs = config_.unet_decay_epochs,
-                          .decay_factor = config_.unet_decay_factor},
-      epoch);
 }
 
 float Trainer::AccumulateGradients(std::span<const models::Batch> micro_batches) {
@@ -249,7 +178,8 @@ float Trainer::TrainStep(std::span<const models::Batch> micro_batches) {
   const core::Tensor& device_loss = micro_batches.size() == 1 ? model_.loss_tensor() : loss_sum_;
   float loss = 0.0f;
   ops::CopyBytes(&loss, core::Device::kCpu, device_loss.data(), model_.device(), sizeof(float));
-  if (config_.optimizer == OptimizerKind::kSgd) loss += static_cast<float>(L2LossFromDevice());
+  if (const double term = optimizer_->LossTerm(model_.device()); term != 0.0)
+    loss += static_cast<float>(term);
   return loss;
 }
 
@@ -272,7 +202,9 @@ void Trainer::QueueStep(std::span<const models::Batch> micro_batches) {
 float Trainer::HostStep(std::span<const models::Batch> micro_batches) {
   float loss = AccumulateGradients(micro_batches);
   dist::AllReduceGradients(comm_, model_.gradients().data(), buckets_);
-  loss += static_cast<float>(UpdateParameters());
+  UpdateParameters();
+  if (const double term = optimizer_->LossTerm(model_.device()); term != 0.0)
+    loss += static_cast<float>(term);
   ++step_;
   comm_.AllReduceAverage(&loss, 1);
   return loss;
@@ -315,7 +247,7 @@ void Trainer::RecordedDeviceStep(const models::Batch& batch) {
   model_.set_num_batches_tracked(tracked + 1);
 }
 
-double Trainer::UpdateParameters() {
+void Trainer::UpdateParameters() {
   // After the all-reduce every rank holds the same sums, so every rank finds
   // the same overflow and skips the same steps.
   const core::Device device = model_.device();
@@ -326,68 +258,17 @@ double Trainer::UpdateParameters() {
                                found_inf_.f32());
     found_inf = found_inf_.f32();
   }
-  double l2_loss = 0.0;
-  if (config_.optimizer == OptimizerKind::kSgd) {
-    // SGD: loss += wd * sum(w^2) over non-BN variables, so g += 2 wd w. The
-    // parameters are equal on every rank, so adding it after the average is
-    // the same as each replica adding it before.
-    const float wd = static_cast<float>(config_.weight_decay);
-    if (on_device()) {
-      QueueL2Gradient(wd);
-    } else {
-      l2_loss = AddL2Gradient(wd);
-    }
-  }
-  ApplyOptimizer(found_inf);
+  // On a device the rate is read where QueueStep wrote it.
+  optimizer_->Step({.device = device,
+                    .w = model_.parameters().data(),
+                    .g = model_.gradients().data(),
+                    .count = static_cast<int64_t>(model_.parameters().size()),
+                    .lr = static_cast<float>(learning_rate()),
+                    .lr_at = on_device() ? lr_.f32() : nullptr,
+                    .found_inf = found_inf});
   if (config_.dynamic_loss_scaling)
     ops::UpdateLossScale(device, config_.loss_scale_params, loss_scale_.f32(),
                          growth_tracker_.as<int32_t>(), found_inf);
-  return l2_loss;
-}
-
-void Trainer::ApplyOptimizer(const float* found_inf) {
-  const core::Device device = model_.device();
-  float* w = model_.parameters().data();
-  const float* g = model_.gradients().data();
-  const float lr = static_cast<float>(learning_rate());
-  // On a device the rate is read where TrainStep wrote it.
-  const float* lr_at = on_device() ? lr_.f32() : nullptr;
-  const float momentum = static_cast<float>(config_.momentum);
-  if (config_.optimizer == OptimizerKind::kNesterov) {
-    // Weight decay on every tensor, as torch.optim.SGD's (the U-Net reference's is 0).
-    ops::SgdStep(device,
-                 {.lr = lr,
-                  .lr_at = lr_at,
-                  .momentum = momentum,
-                  .weight_decay = static_cast<float>(config_.weight_decay),
-                  .nesterov = true},
-                 decayed_slices_, w, g, momentum_.data(), found_inf);
-  } else if (config_.optimizer == OptimizerKind::kLamb) {
-    // LAMB's skip list (LayerNorm, bias) is the LARS one: model.slices().
-    ops::LambStep(device,
-                  {.lr = lr,
-                   .lr_at = lr_at,
-                   .beta1 = static_cast<float>(config_.lamb_beta1),
-                   .beta2 = static_cast<float>(config_.lamb_beta2),
-                   .epsilon = static_cast<float>(config_.lamb_epsilon),
-                   .weight_decay = static_cast<float>(config_.weight_decay),
-                   .max_grad_norm = static_cast<float>(config_.max_grad_norm)},
-                  lars_slices_, w, g, momentum_.data(), second_moment_.data(),
-                  lamb_step_.as<int32_t>(), found_inf);
-  } else if (config_.optimizer == OptimizerKind::kLars) {
-    ops::LarsStep(device,
-                  {.lr = lr,
-                   .lr_at = lr_at,
-                   .momentum = momentum,
-                   .weight_decay = static_cast<float>(config_.weight_decay),
-                   .eeta = static_cast<float>(config_.lars_eta)},
-                  lars_slices_, w, g, momentum_.data(), found_inf);
-  } else {
-    // tf.keras SGD momentum: v = m v - lr g; w += v, which is LarsStep on
-    // excluded slices (the L2 term is already in g).
-    ops::LarsStep(device, {.lr = lr, .lr_at = lr_at, .momentum = momentum, .weight_decay = 0.0f},
-                  sgd_slices_, w, g, momentum_.data(), found_inf);
-  }
 }
 
 void Trainer::WarmUp(int steps) {
@@ -401,32 +282,15 @@ void Trainer::WarmUp(int steps) {
   Restore(saved);
 }
 
-double Trainer::GlobalMetric(models::MetricSums local) {
-  // fp32 sums: counts up to 2^24 are exact (ImageNet val is 50,000 images).
-  float sums[2] = {static_cast<float>(local.numerator), static_cast<float>(local.denominator)};
-  if (!on_device()) {
-    comm_.AllReduceSum(sums, 2);
-  } else if (comm_.world_size() > 1) {
-    // NCCL reduces device buffers.
-    const core::Device device = model_.device();
-    float* d = reduce_scratch_.f32();
-    ops::CopyBytes(d, device, sums, core::Device::kCpu, sizeof(sums));
-    DeviceAllReduce(d, 2, /*average=*/false);
-    ops::CopyBytes(sums, core::Device::kCpu, d, device, sizeof(sums));
-  }
-  return sums[1] > 0.0f ? static_cast<double>(sums[0]) / sums[1] : 0.0;
-}
-
 Trainer::HostState Trainer::Snapshot() const {
   HostState state{.params = model_.ParametersToHost(),
                   .buffers = model_.BuffersToHost(),
-                  .momentum = MomentumToHost(),
-                  .second_moment = SecondMomentToHost(),
                   .step = step_,
                   .num_batches_tracked = model_.num_batches_tracked()};
-  if (lamb_step_.numel() > 0)
-    ops::CopyBytes(&state.lamb_step, core::Device::kCpu, lamb_step_.data(), model_.device(),
-                   sizeof(int32_t));
+  for (const optim::StateTensor& s : optimizer_state_) {
+    std::vector<std::byte>& host = state.optimizer.emplace_back(s.tensor.bytes());
+    ops::CopyBytes(host.data(), core::Device::kCpu, s.tensor.data(), model_.device(), host.size());
+  }
   if (config_.dynamic_loss_scaling) {
     state.loss_scale = LossScaleToHost();
     ops::CopyBytes(&state.growth_tracker, core::Device::kCpu, growth_tracker_.data(),
@@ -438,13 +302,11 @@ Trainer::HostState Trainer::Snapshot() const {
 void Trainer::Restore(const HostState& state) {
   model_.ParametersFromHost(state.params);
   model_.BuffersFromHost(state.buffers);
-  ops::CopyBytes(momentum_.data(), model_.device(), state.momentum.data(), core::Device::kCpu,
-                 momentum_.size_bytes());
-  ops::CopyBytes(second_moment_.data(), model_.device(), state.second_moment.data(),
-                 core::Device::kCpu, second_moment_.size_bytes());
-  if (lamb_step_.numel() > 0)
-    ops::CopyBytes(lamb_step_.data(), model_.device(), &state.lamb_step, core::Device::kCpu,
-                   sizeof(int32_t));
+  for (size_t i = 0; i < optimizer_state_.size(); ++i) {
+    const core::Tensor& t = optimizer_state_[i].tensor;
+    ops::CopyBytes(t.data(), model_.device(), state.optimizer[i].data(), core::Device::kCpu,
+                   t.bytes());
+  }
   if (config_.dynamic_loss_scaling) {
     ops::CopyBytes(loss_scale_.data(), model_.device(), &state.loss_scale, core::Device::kCpu,
                    sizeof(float));
@@ -456,41 +318,97 @@ void Trainer::Restore(const HostState& state) {
   model_.set_num_batches_tracked(state.num_batches_tracked);
 }
 
-std::vector<io::NamedTensor> Trainer::CheckpointTensors(HostState& state) const {
-  std::vector<io::NamedTensor> named = model_.NamedHostTensors(state.params, state.buffers);
-  const int64_t n = static_cast<int64_t>(state.momentum.size());
-  named.push_back(
-      {"trainer.momentum", core::Tensor(state.momentum.data(), {n}, core::DType::kF32)});
-  if (!state.second_moment.empty()) {
-    const int64_t v = static_cast<int64_t>(state.second_moment.size());
-    named.push_back({"trainer.second_moment",
-                     core::Tensor(state.second_moment.data(), {v}, core::DType::kF32)});
-    named.push_back(
-        {"trainer.lamb_step", core::Tensor(&state.lamb_step, core::Shape(), core::DType::kI32)});
+void Trainer::AllReduceHostSum(std::span<float> values) const {
+  if (comm_.world_size() == 1 || values.empty()) return;
+  if (!on_device()) {
+    comm_.AllReduceSum(values.data(), static_cast<int64_t>(values.size()));
+    return;
+  }
+  // A device communicator reduces device buffers: staged through one, once
+  // per checkpoint.
+  core::Arena staging(model_.device(), values.size_bytes());
+  const core::Tensor d = staging.Allocate({static_cast<int64_t>(values.size())});
+  ops::CopyBytes(d.data(), model_.device(), values.data(), core::Device::kCpu, values.size_bytes());
+  DeviceAllReduce(d.f32(), d.numel(), /*average=*/false);
+  ops::CopyBytes(values.data(), core::Device::kCpu, d.data(), model_.device(), values.size_bytes());
+}
+
+Trainer::CheckpointView Trainer::MakeCheckpointView(HostState& state, bool gather) const {
+  CheckpointView view;
+  // A sharded tensor's whole: this rank's rows at their place, zeros
+  // elsewhere, summed over the ranks.
+  const auto whole = [&](const core::Tensor& local, const layers::Sharding& sharding) {
+    auto g = std::make_unique<Gathered>();
+    const int64_t row = local.numel() / local.dim(0);
+    g->full.assign(static_cast<size_t>(sharding.full_rows * row), 0.0f);
+    g->local = local;
+    g->first_row = sharding.first_row;
+    if (gather) {
+      std::memcpy(g->full.data() + sharding.first_row * row, local.data(), local.bytes());
+      AllReduceHostSum(g->full);
+    }
+    const core::Tensor t(g->full.data(), local.shape().With(0, sharding.full_rows),
+                         core::DType::kF32);
+    view.gathered.push_back(std::move(g));
+    return t;
+  };
+  const std::vector<const layers::Parameter*> trainable = model_.trainable_parameters();
+  const std::vector<TensorSlice> slices = model_.slices();
+  std::vector<io::NamedTensor> model_tensors = model_.NamedHostTensors(state.params, state.buffers);
+  for (size_t i = 0; i < trainable.size(); ++i) {
+    if (trainable[i]->sharding.sharded())
+      model_tensors[i].tensor = whole(model_tensors[i].tensor, trainable[i]->sharding);
+  }
+  view.named = std::move(model_tensors);
+  for (size_t k = 0; k < optimizer_state_.size(); ++k) {
+    const optim::StateTensor& s = optimizer_state_[k];
+    std::vector<std::byte>& host = state.optimizer[k];
+    if (!s.per_element) {
+      view.named.push_back(
+          {"trainer." + s.name, core::Tensor(host.data(), s.tensor.shape(), s.tensor.dtype())});
+      continue;
+    }
+    float* values = reinterpret_cast<float*>(host.data());
+    for (size_t i = 0; i < trainable.size(); ++i) {
+      const core::Tensor local(values + slices[i].offset, trainable[i]->value.shape(),
+                               core::DType::kF32);
+      view.named.push_back(
+          {fmt::format("trainer.{}.{}", s.name, trainable[i]->name),
+           trainable[i]->sharding.sharded() ? whole(local, trainable[i]->sharding) : local});
+    }
   }
   if (config_.dynamic_loss_scaling) {
-    named.push_back(
+    view.named.push_back(
         {"trainer.loss_scale", core::Tensor(&state.loss_scale, core::Shape(), core::DType::kF32)});
-    named.push_back({"trainer.loss_scale_growth_tracker",
-                     core::Tensor(&state.growth_tracker, core::Shape(), core::DType::kI32)});
+    view.named.push_back({"trainer.loss_scale_growth_tracker",
+                          core::Tensor(&state.growth_tracker, core::Shape(), core::DType::kI32)});
   }
-  named.push_back({"trainer.step", core::Tensor(&state.step, core::Shape(), core::DType::kI64)});
-  named.push_back({"trainer.num_batches_tracked",
-                   core::Tensor(&state.num_batches_tracked, core::Shape(), core::DType::kI64)});
-  return named;
+  view.named.push_back(
+      {"trainer.step", core::Tensor(&state.step, core::Shape(), core::DType::kI64)});
+  view.named.push_back(
+      {"trainer.num_batches_tracked",
+       core::Tensor(&state.num_batches_tracked, core::Shape(), core::DType::kI64)});
+  return view;
 }
 
 absl::Status Trainer::SaveCheckpoint(const std::string& path) const {
   HostState state = Snapshot();
-  return io::SaveSafetensors(path, CheckpointTensors(state));
+  const CheckpointView view = MakeCheckpointView(state, /*gather=*/true);
+  absl::Status status;
+  if (comm_.rank() == 0) status = io::SaveSafetensors(path, view.named);
+  return status;
 }
 
 absl::Status Trainer::LoadCheckpoint(const std::string& path) {
   // Everything lands in host copies first: a failed load changes nothing.
   HostState state = Snapshot();
-  if (absl::StatusOr<io::Metadata> read = io::LoadSafetensors(path, CheckpointTensors(state));
-      !read.ok())
+  CheckpointView view = MakeCheckpointView(state, /*gather=*/false);
+  if (absl::StatusOr<io::Metadata> read = io::LoadSafetensors(path, view.named); !read.ok())
     return read.status();
+  for (const std::unique_ptr<Gathered>& g : view.gathered) {
+    const int64_t row = g->local.numel() / g->local.dim(0);
+    std::memcpy(g->local.data(), g->full.data() + g->first_row * row, g->local.bytes());
+  }
   Restore(state);
   return absl::OkStatus();
 }

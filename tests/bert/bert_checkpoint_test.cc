@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "base/environment.h"
 #include "fmt/format.h"
 #include "reference/io/safetensors.h"
 #include "reference/io/tf_checkpoint.h"
@@ -315,7 +316,7 @@ TEST(BertCheckpointTest, HuggingFaceFileErrors) {
 // starting point) with the reference's names: run where a Python with
 // TensorFlow is named by MLPERF_TF_PYTHON (or python3 has it).
 TEST(BertCheckpointTest, TensorFlowReadsTheWrittenBert) {
-  const char* env = std::getenv("MLPERF_TF_PYTHON");
+  const char* env = base::GetEnv("MLPERF_TF_PYTHON");
   const std::string python = env != nullptr ? env : "python3";
   if (std::system((python + " -c 'import tensorflow' > /dev/null 2>&1").c_str()) != 0)
     GTEST_SKIP() << "no TensorFlow for " << python << " (set MLPERF_TF_PYTHON)";

@@ -19,6 +19,7 @@
 #include "reference/kernels/precision.h"
 #include "reference/models/bert.h"
 #include "reference/trainer/trainer.h"
+#include "tests/bert/lamb_trainer.h"
 #include "tests/core/test_util.h"
 
 namespace mlperf::models {
@@ -41,17 +42,13 @@ BertConfig Small(core::Device device) {
           .device = device};
 }
 
-// LAMB under the BERT schedule, 10 steps, at batch 4.
-train::TrainerConfig Lamb(int64_t warmup_steps) {
-  return {.optimizer = train::OptimizerKind::kLamb,
-          .global_batch_size = 4,
-          .base_lr = 1e-3,
-          .poly_power = 1.0,
-          .weight_decay = 0.01,
-          .schedule = train::ScheduleKind::kBert,
+// LAMB under the BERT schedule, 10 steps.
+benchmarks::bert::Recipe Lamb(int64_t warmup_steps) {
+  return {.base_lr = 1e-3,
           .train_steps = 10,
           .warmup_steps = warmup_steps,
-          .start_warmup_step = -1};
+          .start_warmup_step = -1,
+          .weight_decay = 0.01};
 }
 
 TEST(BertGpuTest, LossesLogitsAndEveryGradientMatchTheCpu) {
@@ -82,11 +79,12 @@ void ExpectRecordedStepsMatchStepsAsQueued() {
   Bert queued_model(Small(core::Device::kCuda), 4), recorded_model(Small(core::Device::kCuda), 4);
   queued_model.Initialize(9);
   recorded_model.Initialize(9);
-  train::TrainerConfig recipe = Lamb(/*warmup_steps=*/3);
+  const benchmarks::bert::Recipe recipe = Lamb(/*warmup_steps=*/3);
   auto comm = dist::MakeSingleProcessCommunicator();
-  train::Trainer queued(queued_model, recipe, *comm);
-  recipe.cuda_graph = true;
-  train::Trainer recorded(recorded_model, recipe, *comm);
+  const auto queued_owned = test::LambTrainer(queued_model, recipe, *comm);
+  const auto recorded_owned =
+      test::LambTrainer(recorded_model, recipe, *comm, {.cuda_graph = true});
+  train::Trainer &queued = *queued_owned, &recorded = *recorded_owned;
   const OwnedBatch batch = queued_model.SyntheticBatch();
   // Steps as queued draw a new mask each; a replay repeating one would part
   // the losses.
@@ -99,7 +97,9 @@ void ExpectRecordedStepsMatchStepsAsQueued() {
   EXPECT_EQ(recorded_model.num_batches_tracked(), 6);
   EXPECT_LT(RelativeError(recorded_model.ParametersToHost(), queued_model.ParametersToHost()),
             1e-5);
-  EXPECT_LT(RelativeError(recorded.SecondMomentToHost(), queued.SecondMomentToHost()), 1e-5);
+  EXPECT_LT(RelativeError(recorded.OptimizerStateToHost("second_moment"),
+                          queued.OptimizerStateToHost("second_moment")),
+            1e-5);
 }
 
 TEST(BertGpuTest, RecordedStepsMatchStepsAsQueued) {
@@ -122,11 +122,12 @@ TEST(BertGpuTest, LambStepsAndEvaluationMatchTheCpu) {
   Bert cpu_model(Small(core::Device::kCpu), 4), gpu_model(Small(core::Device::kCuda), 4);
   cpu_model.Initialize(5);
   gpu_model.Initialize(5);
-  const train::TrainerConfig recipe = Lamb(/*warmup_steps=*/2);
+  const benchmarks::bert::Recipe recipe = Lamb(/*warmup_steps=*/2);
   auto comm_cpu = dist::MakeSingleProcessCommunicator();
   auto comm_gpu = dist::MakeSingleProcessCommunicator();
-  train::Trainer cpu_trainer(cpu_model, recipe, *comm_cpu);
-  train::Trainer gpu_trainer(gpu_model, recipe, *comm_gpu);
+  const auto cpu_owned = test::LambTrainer(cpu_model, recipe, *comm_cpu);
+  const auto gpu_owned = test::LambTrainer(gpu_model, recipe, *comm_gpu);
+  train::Trainer &cpu_trainer = *cpu_owned, &gpu_trainer = *gpu_owned;
   const OwnedBatch batch = cpu_model.SyntheticBatch();
   for (int step = 1; step <= 3; ++step) {
     const float loss_cpu = cpu_trainer.TrainStep(batch.batch);
@@ -134,7 +135,8 @@ TEST(BertGpuTest, LambStepsAndEvaluationMatchTheCpu) {
     EXPECT_NEAR(loss_gpu, loss_cpu, 1e-3 * std::abs(loss_cpu)) << "step " << step;
   }
   EXPECT_LT(RelativeError(gpu_model.ParametersToHost(), cpu_model.ParametersToHost()), 1e-4);
-  EXPECT_LT(RelativeError(gpu_trainer.SecondMomentToHost(), cpu_trainer.SecondMomentToHost()),
+  EXPECT_LT(RelativeError(gpu_trainer.OptimizerStateToHost("second_moment"),
+                          cpu_trainer.OptimizerStateToHost("second_moment")),
             1e-3);
   const MetricSums cpu_sums = cpu_model.EvaluateBatch(batch.batch);
   const MetricSums gpu_sums = gpu_model.EvaluateBatch(batch.batch);

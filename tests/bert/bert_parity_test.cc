@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "base/environment.h"
 #include "fmt/format.h"
 #include "reference/core/philox.h"
 #include "reference/io/safetensors.h"
@@ -133,7 +134,7 @@ void RunParity(const BertConfig& config, int64_t batch, double median_ratio = 2.
     const Errors e = Compare(*file, "grad/" + p.name, SpanOf(p.grad));
     EXPECT_LT(e.ours, 4.0 * e.torch + 1e-5)
         << "gradient of " << p.name << " (torch fp32 " << e.torch << ")";
-    if (std::getenv("PARITY_VERBOSE"))
+    if (base::GetEnv("PARITY_VERBOSE"))
       std::printf("%s ours %.2e torch %.2e\n", p.name.c_str(), e.ours, e.torch);
     ours.push_back(e.ours);
     theirs.push_back(e.torch);

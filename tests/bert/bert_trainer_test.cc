@@ -20,6 +20,7 @@
 #include "reference/kernels/precision.h"
 #include "reference/models/bert.h"
 #include "reference/trainer/trainer.h"
+#include "tests/bert/lamb_trainer.h"
 #include "tests/core/test_util.h"
 
 #ifndef MLPERF_SOURCE_DIR
@@ -40,20 +41,16 @@ BertConfig Tiny() {
           .max_predictions = 3};
 }
 
-train::TrainerConfig Lamb() {
-  return {.optimizer = train::OptimizerKind::kLamb,
-          .global_batch_size = 4,
-          .base_lr = 5e-3,
-          .poly_power = 1.0,
-          .weight_decay = 0.01,
-          .schedule = train::ScheduleKind::kBert,
-          .lamb_beta1 = 0.8,
-          .lamb_beta2 = 0.95,
-          .lamb_epsilon = 1e-6,
-          .max_grad_norm = 1.0,
+// LAMB after clipping at 1.0 (the benchmark's), with betas of our own.
+benchmarks::bert::Recipe Lamb() {
+  return {.base_lr = 5e-3,
           .train_steps = 6,
           .warmup_steps = 3,
-          .start_warmup_step = -1};
+          .start_warmup_step = -1,
+          .beta1 = 0.8,
+          .beta2 = 0.95,
+          .epsilon = 1e-6,
+          .weight_decay = 0.01};
 }
 
 std::string TempPath(const std::string& stem) {
@@ -82,8 +79,9 @@ TEST(BertTrainerTest, LambWithClippingAndTheBertScheduleMatchesATorchTranscripti
   Bert model(Tiny(), 4);
   model.Initialize(5);
   auto comm = dist::MakeSingleProcessCommunicator();
-  const train::TrainerConfig config = Lamb();
-  train::Trainer trainer(model, config, *comm);
+  const benchmarks::bert::Recipe config = Lamb();
+  const auto owned = test::LambTrainer(model, config, *comm);
+  train::Trainer& trainer = *owned;
   const OwnedBatch batch = model.SyntheticBatch();
   const int steps = 6;  // warm-up from step -1 (lr > 0 at once), its end, decay to the last step
   std::vector<std::vector<float>> flats = {model.ParametersToHost()};
@@ -100,11 +98,11 @@ TEST(BertTrainerTest, LambWithClippingAndTheBertScheduleMatchesATorchTranscripti
     tensors.insert(tensors.end(), g.begin(), g.end());
   }
   const io::Metadata h = {{"lr", fmt::format("{}", config.base_lr)},
-                          {"beta1", fmt::format("{}", config.lamb_beta1)},
-                          {"beta2", fmt::format("{}", config.lamb_beta2)},
-                          {"epsilon", fmt::format("{}", config.lamb_epsilon)},
+                          {"beta1", fmt::format("{}", config.beta1)},
+                          {"beta2", fmt::format("{}", config.beta2)},
+                          {"epsilon", fmt::format("{}", config.epsilon)},
                           {"weight_decay", fmt::format("{}", config.weight_decay)},
-                          {"max_grad_norm", fmt::format("{}", config.max_grad_norm)},
+                          {"max_grad_norm", "1"},
                           {"train_steps", fmt::format("{}", config.train_steps)},
                           {"warmup_steps", fmt::format("{}", config.warmup_steps)},
                           {"start_warmup_step", fmt::format("{}", config.start_warmup_step)},
@@ -147,10 +145,10 @@ std::pair<std::vector<float>, std::vector<float>> StepIn(core::DType precision) 
   auto comm = dist::MakeSingleProcessCommunicator();
   Bert model(Tiny(), 4);
   model.Initialize(9);
-  train::TrainerConfig recipe = Lamb();
-  recipe.dynamic_loss_scaling = precision == core::DType::kF16;
-  recipe.initial_loss_scale = 1024.0f;
-  train::Trainer trainer(model, recipe, *comm);
+  const auto owned = test::LambTrainer(
+      model, Lamb(), *comm,
+      {.dynamic_loss_scaling = precision == core::DType::kF16, .initial_loss_scale = 1024.0f});
+  train::Trainer& trainer = *owned;
   trainer.TrainStep(model.SyntheticBatch().batch);
   EXPECT_FALSE(trainer.LastStepSkipped());
   return {model.GradientsToHost(), model.ParametersToHost()};
@@ -177,17 +175,20 @@ TEST(BertTrainerTest, WarmUpLeavesNoTrace) {
   Bert model(Tiny(), 4), twin(Tiny(), 4);
   model.Initialize(6);
   twin.Initialize(6);
-  train::Trainer trainer(model, Lamb(), *comm), twin_trainer(twin, Lamb(), *comm);
+  const auto owned = test::LambTrainer(model, Lamb(), *comm);
+  const auto twin_owned = test::LambTrainer(twin, Lamb(), *comm);
+  train::Trainer &trainer = *owned, &twin_trainer = *twin_owned;
   const OwnedBatch batch = model.SyntheticBatch();
   trainer.TrainStep(batch.batch);  // non-zero moments
   const std::vector<float> params = model.ParametersToHost();
-  const std::vector<float> m = trainer.MomentumToHost(), v = trainer.SecondMomentToHost();
+  const std::vector<float> m = trainer.OptimizerStateToHost("momentum"),
+                           v = trainer.OptimizerStateToHost("second_moment");
   trainer.WarmUp(2);
   EXPECT_EQ(trainer.step(), 1);
   EXPECT_EQ(model.num_batches_tracked(), 1);
   EXPECT_EQ(model.ParametersToHost(), params);
-  EXPECT_EQ(trainer.MomentumToHost(), m);
-  EXPECT_EQ(trainer.SecondMomentToHost(), v);
+  EXPECT_EQ(trainer.OptimizerStateToHost("momentum"), m);
+  EXPECT_EQ(trainer.OptimizerStateToHost("second_moment"), v);
   // Training goes on exactly as without the warm-up: the same LAMB step
   // counter and the same dropout masks.
   for (int s = 0; s < 2; ++s) twin_trainer.TrainStep(batch.batch);
@@ -222,15 +223,24 @@ TEST(BertTrainerTest, CheckpointHoldsLambState) {
   std::vector<float> other = restored.ParametersToHost();
   for (float& w : other) w += 0.5f;  // the arena's padding too: compared below
   restored.ParametersFromHost(other);
-  train::Trainer trainer(model, Lamb(), *comm), restored_trainer(restored, Lamb(), *comm);
+  const auto owned = test::LambTrainer(model, Lamb(), *comm);
+  const auto restored_owned = test::LambTrainer(restored, Lamb(), *comm);
+  train::Trainer &trainer = *owned, &restored_trainer = *restored_owned;
   const OwnedBatch batch = model.SyntheticBatch();
   trainer.TrainStep(batch.batch);
   const std::string path = TempPath("bert_ckpt");
   ASSERT_TRUE(trainer.SaveCheckpoint(path).ok());
   ASSERT_TRUE(restored_trainer.LoadCheckpoint(path).ok());
   std::remove(path.c_str());
-  EXPECT_EQ(restored_trainer.SecondMomentToHost(), trainer.SecondMomentToHost());
-  EXPECT_EQ(restored_trainer.MomentumToHost(), trainer.MomentumToHost());
+  // Per parameter in the file: the arenas' padding is not state.
+  const std::vector<float> v = trainer.OptimizerStateToHost("second_moment"),
+                           m = trainer.OptimizerStateToHost("momentum"),
+                           rv = restored_trainer.OptimizerStateToHost("second_moment"),
+                           rm = restored_trainer.OptimizerStateToHost("momentum");
+  for (const TensorSlice& s : model.slices()) {
+    EXPECT_EQ(std::memcmp(rv.data() + s.offset, v.data() + s.offset, s.numel * 4), 0);
+    EXPECT_EQ(std::memcmp(rm.data() + s.offset, m.data() + s.offset, s.numel * 4), 0);
+  }
   EXPECT_EQ(restored_trainer.step(), 1);
   // The next step (LAMB's bias correction at t = 2, the same dropout masks)
   // agrees bit for bit.

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/crc32c.h"
+#include "base/environment.h"
 #include "fmt/format.h"
 #include "reference/io/safetensors.h"
 #include "reference/io/sstable.h"
@@ -469,7 +470,7 @@ TEST(SstableTest, ManyKeysSpanSeveralBlocksAndRestartPoints) {
 // TensorFlow reads our files: run where a Python with TensorFlow is named
 // by MLPERF_TF_PYTHON (or python3 has it).
 TEST(TfCheckpointWriterTest, TensorFlowReadsWhatWeWrite) {
-  const char* env = std::getenv("MLPERF_TF_PYTHON");
+  const char* env = base::GetEnv("MLPERF_TF_PYTHON");
   const std::string python = env != nullptr ? env : "python3";
   if (std::system((python + " -c 'import tensorflow' > /dev/null 2>&1").c_str()) != 0)
     GTEST_SKIP() << "no TensorFlow for " << python << " (set MLPERF_TF_PYTHON)";

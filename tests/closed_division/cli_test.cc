@@ -108,6 +108,8 @@ TEST_F(RunClosed, UsageErrorsExitTwoWithOneLine) {
       {"--cuda_graph"},
       {"--gpu_decode"},
       {"--gpu_decode", "--gpus", "1", "--bench", "unet3d"},
+      {"--ruleset", "5.0.0"},  // resnet's rounds ended at 4.0
+      {"--ruleset", "9.9.9"},
       {"stray"},
       {"--runs"},
       {"--gpus", "1"},
@@ -135,7 +137,23 @@ TEST_F(RunClosed, UsageErrorsExitTwoWithOneLine) {
   EXPECT_NE(help.output.find("Exit status"), std::string::npos);
   // The registered benchmarks, in the help and in the error for another.
   EXPECT_NE(help.output.find("resnet   ResNet-50 v1.5"), std::string::npos) << help.output;
-  EXPECT_NE(RunTool({"--bench", "gpt3"}).output.find("registered: resnet"), std::string::npos);
+  EXPECT_NE(help.output.find("0.759 (5 runs, ruleset 4.0.0); the default"), std::string::npos)
+      << help.output;
+  const std::string unknown = RunTool({"--bench", "gpt3"}).output;
+  EXPECT_NE(unknown.find("registered: "), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("resnet"), std::string::npos) << unknown;
+  // A benchmark's own flag names its owner when given for another.
+  EXPECT_NE(RunTool({"--gpu_decode", "--bench", "unet3d"}).output.find("a flag of resnet"),
+            std::string::npos);
+  // --list: the registered names, one per line, each one the help lists.
+  const Result list = RunTool({"--list"});
+  EXPECT_EQ(list.exit_code, 0);
+  std::istringstream names(list.output);
+  int listed = 0;
+  for (std::string name; std::getline(names, name); ++listed)
+    EXPECT_NE(help.output.find("\n  " + name + " "), std::string::npos) << name;
+  EXPECT_GE(listed, 3);
+  EXPECT_NE(list.output.find("resnet\n"), std::string::npos);
 }
 
 // Each embedded default is the same run, bit for bit, as its recording: for
@@ -157,6 +175,8 @@ struct Recording {
   std::string bench;
   std::vector<double> eval_values;
 };
+
+void PrintTo(const Recording& r, std::ostream* os) { *os << r.bench; }
 
 void ExpectTheRecordedLog(const fs::path& result, const Recording& recording) {
   absl::StatusOr<mlperf::mllog::ParsedLog> log = mlperf::mllog::ParseFile(result.string());
@@ -396,6 +416,34 @@ TEST_F(RunClosed, OneRunWritesACompliantLogInTheClosedOrder) {
   for (size_t i = 0; i < eval_epochs.size(); ++i) EXPECT_EQ(eval_epochs[i], 3 + 4 * int64_t(i));
   EXPECT_GE(last, 0.759);
   EXPECT_EQ(parsed->lines.back().metadata.Find("status")->as_string(), "success");
+}
+
+// The kernel switches a run was made with are in its system description,
+// so two packages made with different switches do not look the same.
+TEST_F(RunClosed, TheSystemDescriptionRecordsTheKernelSwitches) {
+  const auto sw_notes = [&](const std::string& out) {
+    std::ifstream in(dir_ / out / "mlperf-suite/systems/cpu-demo-generated-data.json");
+    std::ostringstream text;
+    text << in.rdbuf();
+    absl::StatusOr<mlperf::json::Value> doc = mlperf::json::Parse(text.str());
+    return doc.ok() && doc->Find("sw_notes") != nullptr ? doc->Find("sw_notes")->as_string()
+                                                        : std::string("(none)");
+  };
+  setenv("MLPERF_NORM_WIDE", "0", 1);
+  setenv("MLPERF_CPU_AMX", "0", 1);
+  const Result set =
+      RunTool({"--out", (dir_ / "set").string(), "--runs", "1", "--max_epochs", "1"});
+  unsetenv("MLPERF_NORM_WIDE");
+  unsetenv("MLPERF_CPU_AMX");
+  ASSERT_EQ(set.exit_code, 0) << set.output;
+  EXPECT_NE(sw_notes("set").find("kernel switches: MLPERF_NORM_WIDE=0, MLPERF_CPU_AMX=0"),
+            std::string::npos)
+      << sw_notes("set");
+  const Result plain =
+      RunTool({"--out", (dir_ / "plain").string(), "--runs", "1", "--max_epochs", "1"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  EXPECT_NE(sw_notes("plain").find("kernel switches: defaults"), std::string::npos)
+      << sw_notes("plain");
 }
 
 // Two invocations into one package: the second is refused, naming the

@@ -404,12 +404,13 @@ TEST_F(CudaTwinTest, FusedOptimizersMatchTheCpuSteps) {
   // the second step on, the device reads its rate from device memory
   // (lr_at, as a recorded step does) while `lr` holds a wrong one.
   const int64_t n = 10000 + 37;
-  const TensorSlice slices[] = {{0, 10000, false}, {10000, 37, true}};
+  const TensorSlice slices[] = {{0, 10000, false}, {10000, 37, true, true}};
   Buffer w({n}), g({n});
   testing::FillRandom(w, 10);
   testing::FillRandom(g, 11, -0.1f, 0.1f);
-  const float rates[3][3] = {{0.1f, 0.05f, 0.2f}, {5.0f, 2.5f, 7.0f}, {1e-3f, 2e-3f, 5e-4f}};
-  for (int which = 0; which < 3; ++which) {
+  const float rates[4][3] = {
+      {0.1f, 0.05f, 0.2f}, {5.0f, 2.5f, 7.0f}, {1e-3f, 2e-3f, 5e-4f}, {1e-3f, 2e-3f, 5e-4f}};
+  for (int which = 0; which < 4; ++which) {
     std::vector<float> cw = w.data, cs1(n, 0.0f), cs2(n, 0.0f);
     DeviceCopy<float> gw(cw, w.shape), gg(g.data, g.shape), gs1(cs1, w.shape), gs2(cs2, w.shape);
     int32_t cstep = 0;
@@ -433,18 +434,26 @@ TEST_F(CudaTwinTest, FusedOptimizersMatchTheCpuSteps) {
         d.lr_at = lr_at;
         cpu::LarsStep(p, slices, cw.data(), g.data.data(), cs1.data(), nullptr);
         cuda::LarsStep(d, slices, gw.get(), gg.get(), gs1.get(), nullptr);
-      } else {
+      } else if (which == 2) {
         const LambParams p{.lr = lr};
         LambParams d = p;
         d.lr = device_lr;
         d.lr_at = lr_at;
         cpu::LambStep(p, slices, cw.data(), g.data.data(), cs1.data(), cs2.data(), &cstep, nullptr);
         cuda::LambStep(d, slices, gw.get(), gg.get(), gs1.get(), gs2.get(), gstep.get(), nullptr);
+      } else {
+        const AdamParams p{.lr = lr, .beta2 = 0.95f, .weight_decay = 0.1f};
+        AdamParams d = p;
+        d.lr = device_lr;
+        d.lr_at = lr_at;
+        cpu::AdamStep(p, slices, cw.data(), g.data.data(), cs1.data(), cs2.data(), &cstep, nullptr);
+        cuda::AdamStep(d, slices, gw.get(), gg.get(), gs1.get(), gs2.get(), gstep.get(), nullptr);
       }
       cuda::Synchronize();  // `rate` is freed at the end of the iteration
     }
-    ExpectClose(gw.ToHost(), cw, 1e-5, which == 0 ? "sgd" : which == 1 ? "lars" : "lamb");
-    if (which == 2) {
+    const char* names[] = {"sgd", "lars", "lamb", "adamw"};
+    ExpectClose(gw.ToHost(), cw, 1e-5, names[which]);
+    if (which >= 2) {
       EXPECT_EQ(gstep.ToHost()[0], 3);
     }
   }
@@ -455,7 +464,7 @@ TEST_F(CudaTwinTest, FusedOptimizersMatchTheCpuSteps) {
 // it), and a slice of more chunks than a block has threads sums right.
 TEST_F(CudaTwinTest, FusedOptimizerStepsAreReproducibleBitwise) {
   const int64_t big = 300 * 4096 + 5, n = big + 1000 + 7;
-  const TensorSlice slices[] = {{0, big, false}, {big, 1000, false}, {big + 1000, 7, true}};
+  const TensorSlice slices[] = {{0, big, false}, {big, 1000, false}, {big + 1000, 7, true, true}};
   Buffer w({n}), g({n});
   testing::FillRandom(w, 12);
   testing::FillRandom(g, 13, -0.1f, 0.1f);

@@ -38,7 +38,7 @@ TEST(LarsTest, FirstStepByHand) {
   // so v = -[0.003, 0.004] and w = [2.997, 3.996].
   // The bias (excluded) b=0.5, g=0.2: v = -0.2, b = 0.3.
   std::vector<float> w = {3.0f, 4.0f, 0.5f}, g = {0.6f, 0.8f, 0.2f}, v(3, 0.0f);
-  const TensorSlice slices[] = {{0, 2, false}, {2, 1, true}};
+  const TensorSlice slices[] = {{0, 2, false}, {2, 1, true, true}};
   LarsParams p{
       .lr = 1.0f, .momentum = 0.9f, .weight_decay = 0.01f, .eeta = 0.001f, .epsilon = 0.0f};
   cpu::LarsStep(p, slices, w.data(), g.data(), v.data(), nullptr);
@@ -98,7 +98,7 @@ struct LambReference {
 TEST(LambTest, ThreeStepsMatchTheReferenceFormulas) {
   std::vector<float> w = {0.5f, -1.0f, 2.0f, 0.25f, 0.1f}, m(5, 0.0f), v(5, 0.0f);
   LambReference ref{{0.5, -1.0, 2.0, 0.25, 0.1}, std::vector<double>(5), std::vector<double>(5)};
-  const TensorSlice slices[] = {{0, 3, false}, {3, 2, true}};  // weight, then a LayerNorm
+  const TensorSlice slices[] = {{0, 3, false}, {3, 2, true, true}};  // weight, then a LayerNorm
   const LambParams p{.lr = 0.01f,
                      .beta1 = 0.9f,
                      .beta2 = 0.999f,
@@ -132,14 +132,51 @@ TEST(LambTest, FirstStepByHand) {
   EXPECT_NEAR(w[1], 4.0 - 0.1 * 5.0 / un * 1.04, 1e-6);
 }
 
+// Adam / AdamW against the textbook formulas in double, three steps: the
+// decay decoupled from the moments (AdamW) or added to the gradient (Adam),
+// none on a no_weight_decay slice, and the trust-ratio flag ignored.
+TEST(AdamTest, ThreeStepsMatchTheFormulas) {
+  for (const bool decoupled : {true, false}) {
+    std::vector<float> w = {0.5f, -1.0f, 2.0f, 0.25f, 0.1f}, m(5, 0.0f), v(5, 0.0f);
+    std::vector<double> rw(w.begin(), w.end()), rm(5, 0.0), rv(5, 0.0);
+    // A weight (its trust-ratio flag means nothing to Adam), then a bias.
+    const TensorSlice slices[] = {{0, 3, false, true}, {3, 2, true, true}};
+    const AdamParams p{.lr = 0.01f,
+                       .beta1 = 0.9f,
+                       .beta2 = 0.95f,
+                       .epsilon = 1e-8f,
+                       .weight_decay = 0.1f,
+                       .decoupled = decoupled};
+    int32_t step = 0;
+    const std::vector<std::vector<float>> grads = {{0.1f, -0.2f, 0.05f, 0.3f, -0.1f},
+                                                   {2.0f, 1.0f, -2.0f, 0.5f, 0.0f},
+                                                   {-0.1f, 0.0f, 0.4f, 0.2f, 0.2f}};
+    for (int t = 1; t <= 3; ++t) {
+      const std::vector<float>& g = grads[t - 1];
+      cpu::AdamStep(p, slices, w.data(), g.data(), m.data(), v.data(), &step, nullptr);
+      for (int i = 0; i < 5; ++i) {
+        const double wd = i < 3 ? 0.1 : 0.0;
+        const double gi = g[i] + (decoupled ? 0.0 : wd * rw[i]);
+        rm[i] = 0.9 * rm[i] + 0.1 * gi;
+        rv[i] = 0.95 * rv[i] + 0.05 * gi * gi;
+        const double mh = rm[i] / (1 - std::pow(0.9, t)), vh = rv[i] / (1 - std::pow(0.95, t));
+        rw[i] -= 0.01 * (mh / (std::sqrt(vh) + 1e-8) + (decoupled ? wd * rw[i] : 0.0));
+        ASSERT_NEAR(w[i], rw[i], 2e-6)
+            << (decoupled ? "AdamW" : "Adam") << " step " << t << " i " << i;
+      }
+    }
+    EXPECT_EQ(step, 3);
+  }
+}
+
 // lr_at: the rate read from memory when the step runs (a recorded CUDA
 // graph's steps) gives the very same update as the rate passed by value.
 TEST(OptimizerRateTest, RateReadFromMemoryEqualsTheRatePassed) {
-  const std::vector<TensorSlice> slices = {{0, 5, false}, {5, 3, true}};
+  const std::vector<TensorSlice> slices = {{0, 5, false}, {5, 3, true, true}};
   std::vector<float> g(8);
   for (size_t i = 0; i < g.size(); ++i) g[i] = 0.1f * static_cast<float>(i) - 0.35f;
   const std::vector<float> start = {0.5f, -1.0f, 2.0f, 0.25f, -0.75f, 0.1f, 0.2f, -0.3f};
-  for (int which = 0; which < 3; ++which) {
+  for (int which = 0; which < 4; ++which) {
     const float rate = 0.37f;
     std::vector<float> w_value = start, w_memory = start;
     std::vector<float> m_value(8, 0.0f), m_memory(8, 0.0f), v_value(8, 0.0f), v_memory(8, 0.0f);
@@ -155,11 +192,16 @@ TEST(OptimizerRateTest, RateReadFromMemoryEqualsTheRatePassed) {
                       m_value.data(), nullptr);
         cpu::LarsStep({.lr = 99.0f, .lr_at = &rate, .weight_decay = 0.01f}, slices, w_memory.data(),
                       g.data(), m_memory.data(), nullptr);
-      } else {
+      } else if (which == 2) {
         cpu::LambStep({.lr = rate}, slices, w_value.data(), g.data(), m_value.data(),
                       v_value.data(), &t_value, nullptr);
         cpu::LambStep({.lr = 99.0f, .lr_at = &rate}, slices, w_memory.data(), g.data(),
                       m_memory.data(), v_memory.data(), &t_memory, nullptr);
+      } else {
+        cpu::AdamStep({.lr = rate, .weight_decay = 0.01f}, slices, w_value.data(), g.data(),
+                      m_value.data(), v_value.data(), &t_value, nullptr);
+        cpu::AdamStep({.lr = 99.0f, .lr_at = &rate, .weight_decay = 0.01f}, slices, w_memory.data(),
+                      g.data(), m_memory.data(), v_memory.data(), &t_memory, nullptr);
       }
     }
     EXPECT_NE(w_value, start) << which;
@@ -184,6 +226,9 @@ TEST(LossScalerTest, BacksOffOnOverflowSkipsTheStepAndGrowsAfterTheInterval) {
   float m = 0.0f, v = 0.0f;
   int32_t step = 5;
   cpu::LambStep({.lr = 0.1f}, {&slice, 1}, &w, g.data(), &m, &v, &step, &found_inf);
+  EXPECT_EQ(step, 5);
+  EXPECT_EQ(w, 1.0f);
+  cpu::AdamStep({.lr = 0.1f}, {&slice, 1}, &w, g.data(), &m, &v, &step, &found_inf);
   EXPECT_EQ(step, 5);
   EXPECT_EQ(w, 1.0f);
   cpu::UpdateLossScale(p, &scale, &tracker, &found_inf);

@@ -165,11 +165,11 @@ TEST(SmallCnnTest, LearnsOrientedBarsWithLars) {
   const Tensor order[] = {net.w1, net.g1, net.b1, net.w2, net.g2, net.b2, net.fc_w, net.fc_b};
   const bool excluded[] = {false, true, true, false, true, true, false, true};
   for (int i = 0; i < 8; ++i)
-    slices.push_back({order[i].f32() - net.w1.f32(), order[i].numel(), excluded[i]});
+    slices.push_back({order[i].f32() - net.w1.f32(), order[i].numel(), excluded[i], excluded[i]});
 
   const int64_t steps = 400;
-  const optim::PolyWarmupSchedule schedule{
-      .base_lr = 2.0, .end_lr = 1e-4, .warmup_steps = 20, .train_steps = steps, .power = 2.0};
+  const optim::PolynomialWithWarmup schedule(
+      {.base_lr = 2.0, .end_lr = 1e-4, .warmup_steps = 20, .train_steps = steps, .power = 2.0});
   double first_loss = 0.0, last_loss = 0.0;
   for (int64_t step = 0; step < steps; ++step) {
     net.LoadBatch(/*seed=*/1, static_cast<uint64_t>(step * kBatch));
@@ -177,10 +177,9 @@ TEST(SmallCnnTest, LearnsOrientedBarsWithLars) {
     net.Backward();
     if (step == 0) first_loss = net.loss.f32()[0];
     last_loss = net.loss.f32()[0];
-    cpu::LarsStep({.lr = static_cast<float>(optim::LearningRate(schedule, step + 1)),
-                   .momentum = 0.9f,
-                   .weight_decay = 5e-5f},
-                  slices, net.w1.f32(), net.dw1.f32(), momentum.data(), nullptr);
+    cpu::LarsStep(
+        {.lr = static_cast<float>(schedule.At(step + 1)), .momentum = 0.9f, .weight_decay = 5e-5f},
+        slices, net.w1.f32(), net.dw1.f32(), momentum.data(), nullptr);
   }
   // Held-out samples from another seed, BN in inference mode.
   int correct = 0, total = 0;

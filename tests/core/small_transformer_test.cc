@@ -277,8 +277,8 @@ TEST(SmallTransformerTest, RecoversMaskedTokensWithLamb) {
   int32_t lamb_step = 0;
 
   const int64_t steps = 500;
-  const optim::PolyWarmupSchedule schedule{
-      .base_lr = 2e-2, .end_lr = 1e-4, .warmup_steps = 30, .train_steps = steps, .power = 1.0};
+  const optim::PolynomialWithWarmup schedule(
+      {.base_lr = 2e-2, .end_lr = 1e-4, .warmup_steps = 30, .train_steps = steps, .power = 1.0});
   double first_loss = 0.0, last_loss = 0.0;
   for (int64_t step = 0; step < steps; ++step) {
     const models::OwnedBatch batch =
@@ -287,11 +287,10 @@ TEST(SmallTransformerTest, RecoversMaskedTokensWithLamb) {
     model.Backward();
     if (step == 0) first_loss = loss;
     last_loss = loss;
-    ops::LambStep(
-        core::Device::kCpu,
-        {.lr = static_cast<float>(optim::LearningRate(schedule, step + 1)), .weight_decay = 0.01f},
-        slices, model.parameters().data(), model.gradients().data(), m.data(), v.data(), &lamb_step,
-        nullptr);
+    ops::LambStep(core::Device::kCpu,
+                  {.lr = static_cast<float>(schedule.At(step + 1)), .weight_decay = 0.01f}, slices,
+                  model.parameters().data(), model.gradients().data(), m.data(), v.data(),
+                  &lamb_step, nullptr);
   }
   // Held-out sequences from another seed.
   models::MetricSums held_out;

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <string>
 
+#include "benchmarks/bert/recipe.h"
 #include "datasets/bert/generated.h"
 #include "datasets/bert/loader.h"
 #include "reference/dist/communicator.h"
@@ -79,21 +80,15 @@ TEST(GeneratedBertLearningTest, SmallBertLearnsTheLanguage) {
   model.Initialize(1);
   const double chance = Evaluate(model, files->eval.front(), g, batch);
   auto comm = dist::MakeSingleProcessCommunicator();
-  train::Trainer trainer(model,
-                         {.optimizer = train::OptimizerKind::kLamb,
-                          .global_batch_size = batch,
-                          .base_lr = 0.05,
-                          .end_lr = 0.0,
-                          .poly_power = 1.0,
-                          .weight_decay = 0.01,
-                          .schedule = train::ScheduleKind::kBert,
-                          .lamb_beta1 = 0.9,
-                          .lamb_beta2 = 0.999,
-                          .max_grad_norm = 1.0,
-                          .train_steps = steps,
-                          .warmup_steps = 40,
-                          .start_warmup_step = 0},
-                         *comm);
+  const benchmarks::bert::Recipe recipe{.base_lr = 0.05,
+                                        .train_steps = steps,
+                                        .warmup_steps = 40,
+                                        .start_warmup_step = 0,
+                                        .beta1 = 0.9,
+                                        .beta2 = 0.999,
+                                        .weight_decay = 0.01};
+  train::Trainer trainer(model, benchmarks::bert::MakeOptimizer(recipe, model),
+                         benchmarks::bert::MakeSchedule(recipe), {}, *comm);
   auto loader = BertLoader::Open(
       {.files = files->train, .batch_size = batch, .seed = 3, .shape = g.shape(), .threads = 2});
   ASSERT_TRUE(loader.ok()) << loader.status();

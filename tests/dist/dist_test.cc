@@ -39,7 +39,8 @@ class TinyMlp {
     core::TorchDefaultUniform(param_view_[3], kHidden, {.seed = 9, .offset = 3});
     const float* base = param_view_[0].f32();
     for (int i = 0; i < 4; ++i)
-      slices_.push_back({param_view_[i].f32() - base, param_view_[i].numel(), i % 2 == 1});
+      slices_.push_back(
+          {param_view_[i].f32() - base, param_view_[i].numel(), i % 2 == 1, i % 2 == 1});
   }
 
   // One step on samples [first, first + count) of the step's global batch.

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <thread>
 
+#include "base/environment.h"
 #include "gtest/gtest.h"
 #include "logging/mllog_parser.h"
 
@@ -74,7 +75,7 @@ TEST(Logger, DisabledRankWritesNothing) {
 }
 
 TEST(Logger, OnlyRankZeroWritesByDefault) {
-  if (std::getenv("RANK") != nullptr) GTEST_SKIP() << "RANK is set by the launcher";
+  if (base::GetEnv("RANK") != nullptr) GTEST_SKIP() << "RANK is set by the launcher";
   ::setenv("OMPI_COMM_WORLD_RANK", "1", 1);
   EXPECT_EQ(RankFromEnvironment(), 1);
   EXPECT_FALSE(LoggerOptions{}.enabled);

@@ -26,8 +26,9 @@ const ResNetConfig kTiny{
 using test::HostBatch;
 using test::RandomBatch;
 
-const train::TrainerConfig kRecipe{
-    .base_lr = 2.0, .warmup_epochs = 1, .train_epochs = 4, .steps_per_epoch = 2};
+// Two steps an epoch.
+const test::ResnetRecipe kRecipe{
+    .base_lr = 2.0, .warmup_epochs = 1, .decay_epochs = 4, .weight_decay = 1e-4};
 
 struct StepResult {
   float loss;
@@ -50,9 +51,9 @@ StepResult OneStep(core::DType precision, bool round_images = false) {
     ops::RoundToPrecision(precision, images, images);
   }
   auto comm = dist::MakeSingleProcessCommunicator();
-  train::Trainer trainer(model, kRecipe, *comm);
-  const float loss = trainer.TrainStep(
-      model.InputBatch(batch.images.data(), batch.labels.data(), model.batch_size()));
+  const float loss = test::ResnetTrainer(model, kRecipe, 2, *comm)
+                         ->TrainStep(model.InputBatch(batch.images.data(), batch.labels.data(),
+                                                      model.batch_size()));
   return {loss, model.GradientsToHost(), model.ParametersToHost()};
 }
 
@@ -84,11 +85,12 @@ TEST(ResNetMixedPrecisionTest, Fp16LossScalerSkipsBacksOffAndGrows) {
   const HostBatch batch = RandomBatch(model, 6);
   const Batch input = model.InputBatch(batch.images.data(), batch.labels.data(), 4);
   auto comm = dist::MakeSingleProcessCommunicator();
-  train::TrainerConfig recipe = kRecipe;
-  recipe.dynamic_loss_scaling = true;
-  recipe.initial_loss_scale = 0x1p40f;  // the loss gradient alone overflows fp16
-  recipe.loss_scale_params.growth_interval = 2;
-  train::Trainer trainer(model, recipe, *comm);
+  const auto owned =
+      test::ResnetTrainer(model, kRecipe, 2, *comm,
+                          {.dynamic_loss_scaling = true,
+                           .initial_loss_scale = 0x1p40f,  // the loss gradient alone overflows fp16
+                           .loss_scale_params = {.growth_interval = 2}});
+  train::Trainer& trainer = *owned;
 
   const std::vector<float> start = model.ParametersToHost();
   trainer.TrainStep(input);
@@ -96,7 +98,7 @@ TEST(ResNetMixedPrecisionTest, Fp16LossScalerSkipsBacksOffAndGrows) {
   EXPECT_EQ(trainer.LossScaleToHost(), 0x1p39f);
   EXPECT_EQ(model.ParametersToHost(), start);
   EXPECT_EQ(trainer.step(), 1);  // the schedule moves on regardless
-  for (float m : trainer.MomentumToHost()) ASSERT_EQ(m, 0.0f);
+  for (float m : trainer.OptimizerStateToHost("momentum")) ASSERT_EQ(m, 0.0f);
 
   // Halving each step until the gradients fit fp16, then a real step.
   int skipped = 1;
@@ -133,10 +135,9 @@ TEST(ResNetMixedPrecisionTest, UnscaledFp16GradientsMatchTheScaledOnes) {
     model.Initialize(7);
     const HostBatch batch = RandomBatch(model, 8);
     auto comm = dist::MakeSingleProcessCommunicator();
-    train::TrainerConfig recipe = kRecipe;
-    recipe.dynamic_loss_scaling = true;
-    recipe.initial_loss_scale = scale;
-    train::Trainer trainer(model, recipe, *comm);
+    const auto owned = test::ResnetTrainer(
+        model, kRecipe, 2, *comm, {.dynamic_loss_scaling = true, .initial_loss_scale = scale});
+    train::Trainer& trainer = *owned;
     trainer.TrainStep(model.InputBatch(batch.images.data(), batch.labels.data(), 4));
     EXPECT_FALSE(trainer.LastStepSkipped());
     return model.GradientsToHost();
@@ -184,8 +185,7 @@ TEST(ResNetMixedPrecisionTest, Bf16StorageOnTheHostGivesTheBitsOfFp32Storage) {
   const auto run = [](bool typed) {
     const ops::TypedActivationsScope storage(typed);
     Run r;
-    r.steps =
-        test::RunTwoSteps(core::Layout::kNHWC, core::Device::kCpu, train::OptimizerKind::kLars);
+    r.steps = test::RunTwoSteps(core::Layout::kNHWC, core::Device::kCpu, /*lars=*/true);
     ResNet model(test::TwinModel(core::Layout::kNHWC, core::Device::kCpu), 4);
     model.Initialize(5);
     const HostBatch batch = test::BatchInLayout(model, 6);

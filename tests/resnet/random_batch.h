@@ -5,9 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
+#include "benchmarks/resnet/recipe.h"
 #include "reference/core/philox.h"
 #include "reference/dist/communicator.h"
 #include "reference/models/resnet.h"
@@ -30,18 +32,28 @@ inline HostBatch RandomBatch(const ResNet& model, uint64_t seed) {
   return b;
 }
 
+using ResnetRecipe = benchmarks::resnet::Recipe;
+
+// A trainer with the ResNet benchmark's optimizer (LARS, or SGD with the
+// reference's L2 term) and schedule for `recipe` at `steps_per_epoch`.
+inline std::unique_ptr<train::Trainer> ResnetTrainer(ResNet& model, const ResnetRecipe& recipe,
+                                                     int64_t steps_per_epoch,
+                                                     dist::Communicator& comm,
+                                                     const train::TrainerConfig& config = {},
+                                                     ops::Stream comm_stream = {}) {
+  return std::make_unique<train::Trainer>(model, benchmarks::resnet::MakeOptimizer(recipe, model),
+                                          benchmarks::resnet::MakeSchedule(recipe, steps_per_epoch),
+                                          config, comm, comm_stream);
+}
+
 // Two steps (so momentum matters) at a learning rate where rounding is not
 // amplified: the recipe both the CPU layout comparison
 // (ResNetTrainerTest.TwoStepsAgreeAcrossLayouts) and the GPU-against-CPU
 // trainer tests use, so that the first measures what the second's tolerance
-// leaves for rounding.
-inline train::TrainerConfig TwoStepRecipe(train::OptimizerKind kind) {
-  return {.optimizer = kind,
-          .base_lr = 0.1,
-          .warmup_epochs = 1,
-          .train_epochs = 4,
-          .weight_decay = 5e-4,
-          .steps_per_epoch = 2};
+// leaves for rounding. Two steps per epoch.
+inline ResnetRecipe TwoStepRecipe(bool lars) {
+  return {
+      .lars = lars, .base_lr = 0.1, .warmup_epochs = 1, .decay_epochs = 4, .weight_decay = 5e-4};
 }
 
 // The width-8 ResNet of the twin comparisons on four 32x32 images.
@@ -70,18 +82,19 @@ inline HostBatch BatchInLayout(const ResNet& model, uint64_t seed) {
   return b;
 }
 
-// Two steps of TwoStepRecipe(kind) for TwinModel from seed 11 on batches 20
+// Two steps of TwoStepRecipe(lars) for TwinModel from seed 11 on batches 20
 // and 21, in the precision and activation storage in force.
 struct TwoSteps {
   std::vector<float> start, end, update, momentum, buffers;
   float loss[2] = {0, 0};
 };
 
-inline TwoSteps RunTwoSteps(core::Layout layout, core::Device device, train::OptimizerKind kind) {
+inline TwoSteps RunTwoSteps(core::Layout layout, core::Device device, bool lars) {
   ResNet model(TwinModel(layout, device), 4);
   model.Initialize(11);
   auto comm = dist::MakeSingleProcessCommunicator();
-  train::Trainer trainer(model, TwoStepRecipe(kind), *comm);
+  const std::unique_ptr<train::Trainer> owned = ResnetTrainer(model, TwoStepRecipe(lars), 2, *comm);
+  train::Trainer& trainer = *owned;
   TwoSteps r;
   r.start = model.ParametersToHost();
   for (int step = 0; step < 2; ++step) {
@@ -91,7 +104,7 @@ inline TwoSteps RunTwoSteps(core::Layout layout, core::Device device, train::Opt
   r.end = model.ParametersToHost();
   r.update.resize(r.end.size());
   for (size_t i = 0; i < r.end.size(); ++i) r.update[i] = r.end[i] - r.start[i];
-  r.momentum = trainer.MomentumToHost();
+  r.momentum = trainer.OptimizerStateToHost("momentum");
   r.buffers = model.BuffersToHost();
   return r;
 }

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "base/environment.h"
 #include "fmt/format.h"
 #include "reference/core/init.h"
 #include "reference/core/philox.h"
@@ -129,7 +130,7 @@ void RunParity(const Case& c) {
     const Errors e = Compare(*file, "grad/" + p.name, span_of(p.grad));
     EXPECT_LT(e.ours, 4.0 * e.torch + 3e-2)
         << "gradient of " << p.name << " (torch fp32 " << e.torch << ")";
-    if (std::getenv("PARITY_VERBOSE"))
+    if (base::GetEnv("PARITY_VERBOSE"))
       std::printf("%s ours %.2e torch %.2e\n", p.name.c_str(), e.ours, e.torch);
     ours.push_back(e.ours);
     theirs.push_back(e.torch);

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "base/environment.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
 #include "reference/core/init.h"
@@ -105,7 +106,7 @@ void RunParity(const std::vector<int64_t>& filters, int64_t roi, int64_t batch,
     const Errors e = Compare(*file, "grad/" + p.name, span_of(p.grad));
     EXPECT_LT(e.ours, 4.0 * e.torch + 1e-3)
         << "gradient of " << p.name << " (torch fp32 " << e.torch << ")";
-    if (std::getenv("PARITY_VERBOSE"))
+    if (base::GetEnv("PARITY_VERBOSE"))
       std::printf("%s ours %.2e torch %.2e\n", p.name.c_str(), e.ours, e.torch);
     ours.push_back(e.ours);
     theirs.push_back(e.torch);
@@ -138,13 +139,16 @@ TEST(UNet3DParityTest, ReducedWidthAllLevelsNdhwcMatchesTorch) {
 // and 4^3 voxels, and the backward amplifies fp32 rounding: PyTorch's own
 // fp32 gradients are 5e-4 to 1.7e-3 from fp64 in the median, by machine
 // (1e-6 at reduced width). Ours measured 1.5e-3 (NCDHW) and 1.2e-3 (NDHWC)
-// where PyTorch's were 1.7e-3 (2026-11-25), and 2.8 times PyTorch's on a
-// machine where those were 5e-4; hence the ratio of 3.5.
+// where PyTorch's were 1.7e-3 (2026-11-25), 2.8 times PyTorch's on a
+// machine where those were 5e-4, and in NDHWC 2.0e-3 against 5.4e-4 (3.7
+// times) on a 2-vCPU AMD EPYC whose OpenBLAS takes its Haswell kernels
+// (2026-11-28, the code of 2026-11-27 alike); hence the ratio of 4, the
+// per-tensor bound's.
 TEST(UNet3DParityTest, ReferenceWidthAtRoi64MatchesTorch) {
-  RunParity({32, 64, 128, 256, 320}, 64, 1, /*median_ratio=*/3.5);
+  RunParity({32, 64, 128, 256, 320}, 64, 1, /*median_ratio=*/4.0);
 }
 TEST(UNet3DParityTest, ReferenceWidthAtRoi64NdhwcMatchesTorch) {
-  RunParity({32, 64, 128, 256, 320}, 64, 1, /*median_ratio=*/3.5, core::Layout::kNDHWC);
+  RunParity({32, 64, 128, 256, 320}, 64, 1, /*median_ratio=*/4.0, core::Layout::kNDHWC);
 }
 // The sliding-window evaluation against a PyTorch transcription of the
 // reference's on a volume whose axes take each path: 37 is cropped to 32

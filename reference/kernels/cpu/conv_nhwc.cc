@@ -44,11 +44,15 @@ constexpr int64_t kMinChunkRows = 512;
 
 int64_t Rows(const ConvGeometry& g) { return g.batch * g.out_spatial(); }
 
-// A pointwise conv reads x in place: one GEMM per thread share, unless its
-// `out_width`-wide output is handled a chunk at a time while the chunk is in
-// cache (rounded, or handed on).
-int64_t ChunkRows(const ConvGeometry& g, bool output_chunks = false, int64_t out_width = 1) {
-  if (g.is_pointwise() && !output_chunks) return Rows(g);
+// A pointwise conv reads x in place; its `out_width`-wide output goes a
+// chunk at a time, rounded or handed on while the chunk is in cache, and in
+// the same chunks when it is neither, so that every path makes the same GEMM
+// calls: a BLAS may sum a row differently at the edge of a call (OpenBLAS's
+// Haswell kernels do), and the fused paths must keep the plain ones' bits.
+// Without an output (out_width 0, the weight gradient) one GEMM per thread
+// share.
+int64_t ChunkRows(const ConvGeometry& g, int64_t out_width = 0) {
+  if (g.is_pointwise() && out_width == 0) return Rows(g);
   const int64_t width = g.is_pointwise() ? out_width : ColWidth(g);
   return std::min(Rows(g), std::max(kMinChunkRows, kChunkFloats / width));
 }
@@ -182,8 +186,7 @@ void ForwardFp32(const ConvGeometry& g, const T* x, const float* w, float* y, fl
                  int64_t workspace_elements, core::DType round_to) {
   const int64_t k = g.out_channels;
   ForwardChunks(
-      g, x, w, workspace, workspace_elements, round_to,
-      ChunkRows(g, round_to != core::DType::kF32, k),
+      g, x, w, workspace, workspace_elements, round_to, ChunkRows(g, k),
       [&](int64_t r0, int64_t) { return y + r0 * k; }, [](int64_t, int64_t, const float*) {});
 }
 
@@ -205,7 +208,7 @@ namespace {
 template <typename T>
 void ForwardRows(const ConvGeometry& g, const T* x, const float* w, const OutputRows& consume,
                  float* workspace, int64_t workspace_elements, core::DType round_to) {
-  const int64_t k = g.out_channels, chunk = ChunkRows(g, /*output_chunks=*/true, k);
+  const int64_t k = g.out_channels, chunk = ChunkRows(g, k);
   ForwardChunks(
       g, x, w, workspace, workspace_elements, round_to, chunk,
       [&](int64_t, int64_t) { return ThreadFloats(chunk * k); },
@@ -350,7 +353,7 @@ void BackwardData(const ConvGeometry& g, const TDY* dy, const float* w, TDX* dx,
     float* col = workspace + RepackElements(g) + omp_get_thread_num() * PerThreadElements(g);
     // dy rows [r0, r1) through the GEMM into col, then added into dx (a
     // pointwise conv's rows are dx's, rounded as they are written).
-    const int64_t chunk = ChunkRows(g, round_to != core::DType::kF32 || kBf16, width);
+    const int64_t chunk = ChunkRows(g, width);
     // dx sums (fp32) from element `origin` on: dx itself in fp32.
     auto add_rows = [&](int64_t r0, int64_t r1, float* sums, int64_t origin) {
       for (int64_t c0 = r0; c0 < r1; c0 += chunk) {

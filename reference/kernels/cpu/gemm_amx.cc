@@ -9,6 +9,8 @@
 // for it and called only once AMX is known.
 #include "reference/kernels/cpu/gemm_amx.h"
 
+#include "reference/kernels/switches.h"
+
 #if defined(__x86_64__)
 
 #include <cpuid.h>
@@ -38,8 +40,7 @@ constexpr int kArchReqXcompPerm = 0x1023;
 constexpr int kXfeatureXtiledata = 18;
 
 bool Detect() {
-  const char* env = std::getenv("MLPERF_CPU_AMX");
-  if (env != nullptr && std::string_view(env) == "0") return false;
+  if (!ops::Switches().cpu_amx) return false;
   unsigned eax, ebx, ecx, edx;
   if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
   const bool avx512 = (ebx >> 16 & 1) && (ebx >> 30 & 1);  // AVX512F, AVX512BW

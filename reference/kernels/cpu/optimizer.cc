@@ -42,7 +42,7 @@ void SgdStep(const SgdParams& p, std::span<const TensorSlice> slices, float* w, 
   if (Skipped(found_inf)) return;
   const float lr = Rate(p);
   for (const TensorSlice& s : slices) {
-    const float wd = s.excluded ? 0.0f : p.weight_decay;
+    const float wd = s.no_weight_decay ? 0.0f : p.weight_decay;
 #pragma omp parallel for if (WorthParallel(s.numel))
     for (int64_t i = s.offset; i < s.offset + s.numel; ++i) {
       const float d = g[i] + wd * w[i];
@@ -58,16 +58,15 @@ void LarsStep(const LarsParams& p, std::span<const TensorSlice> slices, float* w
   const float lr = Rate(p);
   for (const TensorSlice& s : slices) {
     float scaled_lr = lr;
-    float wd = 0.0f;
-    if (!s.excluded) {
+    const float wd = s.no_weight_decay ? 0.0f : p.weight_decay;
+    if (!s.no_trust_ratio) {
       double w_sq, g_sq;
       SquaredNorms(w + s.offset, g + s.offset, s.numel, &w_sq, &g_sq);
       const double w_norm = std::sqrt(w_sq), g_norm = std::sqrt(g_sq);
       const double trust = (w_norm > 0.0 && g_norm > 0.0)
-                               ? p.eeta * w_norm / (g_norm + p.weight_decay * w_norm + p.epsilon)
+                               ? p.eeta * w_norm / (g_norm + wd * w_norm + p.epsilon)
                                : 1.0;
       scaled_lr = static_cast<float>(lr * trust);
-      wd = p.weight_decay;
     }
 #pragma omp parallel for if (WorthParallel(s.numel))
     for (int64_t i = s.offset; i < s.offset + s.numel; ++i) {
@@ -92,7 +91,7 @@ void LambStep(const LambParams& p, std::span<const TensorSlice> slices, float* w
   const float c1 = 1.0f - std::pow(p.beta1, static_cast<float>(t));
   const float c2 = 1.0f - std::pow(p.beta2, static_cast<float>(t));
   for (const TensorSlice& s : slices) {
-    const float wd = s.excluded ? 0.0f : p.weight_decay;
+    const float wd = s.no_weight_decay ? 0.0f : p.weight_decay;
     double w_sq = 0.0, u_sq = 0.0;
     // First pass: moments and norms. The update u is recomputed in the second
     // pass instead of being stored, so no scratch arena is needed.
@@ -106,12 +105,34 @@ void LambStep(const LambParams& p, std::span<const TensorSlice> slices, float* w
       u_sq += static_cast<double>(u) * u;
     }
     const double w_norm = std::sqrt(w_sq), u_norm = std::sqrt(u_sq);
-    const double ratio = (!s.excluded && w_norm > 0.0 && u_norm > 0.0) ? w_norm / u_norm : 1.0;
+    const double ratio =
+        (!s.no_trust_ratio && w_norm > 0.0 && u_norm > 0.0) ? w_norm / u_norm : 1.0;
     const float step_size = static_cast<float>(lr * ratio);
 #pragma omp parallel for if (WorthParallel(s.numel))
     for (int64_t i = s.offset; i < s.offset + s.numel; ++i) {
       const float u = (m[i] / c1) / (std::sqrt(v[i] / c2) + p.epsilon) + wd * w[i];
       w[i] -= step_size * u;
+    }
+  }
+}
+
+void AdamStep(const AdamParams& p, std::span<const TensorSlice> slices, float* w, const float* g,
+              float* m, float* v, int32_t* step, const float* found_inf) {
+  if (Skipped(found_inf)) return;
+  const float lr = Rate(p);
+  const int32_t t = ++*step;
+  const float c1 = 1.0f - std::pow(p.beta1, static_cast<float>(t));
+  const float c2 = 1.0f - std::pow(p.beta2, static_cast<float>(t));
+  for (const TensorSlice& s : slices) {
+    const float wd = s.no_weight_decay ? 0.0f : p.weight_decay;
+    const float decoupled = p.decoupled ? wd : 0.0f, coupled = p.decoupled ? 0.0f : wd;
+#pragma omp parallel for if (WorthParallel(s.numel))
+    for (int64_t i = s.offset; i < s.offset + s.numel; ++i) {
+      const float gi = g[i] + coupled * w[i];
+      m[i] = p.beta1 * m[i] + (1.0f - p.beta1) * gi;
+      v[i] = p.beta2 * v[i] + (1.0f - p.beta2) * gi * gi;
+      const float u = (m[i] / c1) / (std::sqrt(v[i] / c2) + p.epsilon) + decoupled * w[i];
+      w[i] -= lr * u;
     }
   }
 }

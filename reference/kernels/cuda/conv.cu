@@ -14,6 +14,7 @@
 #include "reference/kernels/cuda/conv_restage.h"
 #include "reference/kernels/cuda/cudnn_type.h"
 #include "reference/kernels/cuda/device_util.cuh"
+#include "reference/kernels/switches.h"
 
 namespace mlperf::cuda {
 namespace {
@@ -24,10 +25,8 @@ using core::Tensor;
 
 // Process-wide; set once before training (warm-up), read by every thread.
 // MLPERF_CUDNN_FIND=1 asks for timing from the start.
-ConvAlgoSearch g_search = std::getenv("MLPERF_CUDNN_FIND") != nullptr &&
-                                  std::string_view(std::getenv("MLPERF_CUDNN_FIND")) == "1"
-                              ? ConvAlgoSearch::kExhaustive
-                              : ConvAlgoSearch::kHeuristic;
+ConvAlgoSearch g_search =
+    ops::Switches().cudnn_find ? ConvAlgoSearch::kExhaustive : ConvAlgoSearch::kHeuristic;
 
 // Owning wrappers of the cuDNN descriptors (host objects, cheap to build).
 struct TensorDesc {
@@ -279,7 +278,7 @@ std::optional<Choice> Choose(Direction dir, const Plan& p) {
                    "cuDNN has no algorithm for the %s convolution; it runs in fp32 "
                    "channels-first copies\n",
                    Describe(dir, p).c_str());
-    } else if (c && std::getenv("MLPERF_CUDNN_LOG") != nullptr) {
+    } else if (c && ops::Switches().cudnn_log) {
       std::fprintf(stderr, "cuDNN %s convolution: algorithm %d, math %d, %s\n",
                    Describe(dir, p).c_str(), c->algo, static_cast<int>(c->math),
                    c->deterministic ? "deterministic" : "not deterministic");

@@ -14,6 +14,7 @@
 #include "reference/kernels/cuda/conv.h"
 #include "reference/kernels/cuda/conv_graph.h"
 #include "reference/kernels/cuda/conv_graph_ops.h"
+#include "reference/kernels/switches.h"
 
 namespace mlperf::cuda {
 namespace {
@@ -309,7 +310,7 @@ void PickTimed(GraphPlan* p, const Operands& operands) {
       p->plan = p->candidates[best].first;
       p->workspace = p->candidates[best].second;
     }
-    if (std::getenv("MLPERF_CUDNN_LOG") != nullptr)
+    if (ops::Switches().cudnn_log)
       std::fprintf(stderr,
                    "cuDNN graph API: timed %zu engines, kept the heuristics' #%zu (%.3f ms; "
                    "their first: %.3f ms)\n",
@@ -328,10 +329,8 @@ int64_t Alignment(const void* p) {
 
 thread_local int64_t g_runs = 0, g_epilogue_runs = 0;
 
-bool g_graph_api = std::getenv("MLPERF_CUDNN_GRAPH") == nullptr ||
-                   std::string_view(std::getenv("MLPERF_CUDNN_GRAPH")) != "0";
-bool g_epilogues = std::getenv("MLPERF_CUDNN_EPILOGUE") == nullptr ||
-                   std::string_view(std::getenv("MLPERF_CUDNN_EPILOGUE")) != "0";
+bool g_graph_api = ops::Switches().cudnn_graph;
+bool g_epilogues = ops::Switches().cudnn_epilogue;
 
 }  // namespace
 

@@ -9,6 +9,7 @@
 #include "reference/kernels/cuda/context.h"
 #include "reference/kernels/cuda/gemm.h"
 #include "reference/kernels/cuda/gemm_epilogue.h"
+#include "reference/kernels/switches.h"
 
 namespace mlperf::cuda {
 namespace {
@@ -19,8 +20,7 @@ int64_t g_runs = 0;
 
 bool Epilogues() {
   if (g_epilogues < 0) {
-    const char* env = std::getenv("MLPERF_GEMM_EPILOGUES");
-    g_epilogues = env == nullptr || std::string_view(env) != "0" ? 1 : 0;
+    g_epilogues = ops::Switches().gemm_epilogues ? 1 : 0;
   }
   return g_epilogues == 1;
 }

@@ -6,6 +6,7 @@
 
 #include "reference/kernels/cuda/context.h"
 #include "reference/kernels/cuda/norm_channels_last.cuh"
+#include "reference/kernels/switches.h"
 
 namespace mlperf::cuda {
 namespace {
@@ -167,10 +168,8 @@ __global__ void Normalize(const T* x, int64_t rows, int64_t channels, int64_t ro
       });
 }
 
-bool g_own_kernels = std::getenv("MLPERF_CUDNN_BATCHNORM") == nullptr ||
-                     std::string_view(std::getenv("MLPERF_CUDNN_BATCHNORM")) == "0";
-bool g_wide_kernels = std::getenv("MLPERF_NORM_WIDE") == nullptr ||
-                      std::string_view(std::getenv("MLPERF_NORM_WIDE")) != "0";
+bool g_own_kernels = !ops::Switches().cudnn_batchnorm;
+bool g_wide_kernels = ops::Switches().norm_wide;
 
 }  // namespace
 

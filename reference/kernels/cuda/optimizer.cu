@@ -18,7 +18,9 @@ constexpr int64_t kChunk = 4096;
 
 struct Chunk {
   int slice;
-  int excluded;
+  int no_weight_decay;
+  int no_trust_ratio;
+  int pad;  // memcmp compares the whole struct
   long long begin;
   long long end;
 };
@@ -54,7 +56,8 @@ Plan MakePlan(std::span<const TensorSlice> slices) {
   for (size_t s = 0; s < slices.size(); ++s) {
     first.push_back(static_cast<int>(host.size()));
     for (int64_t b = slices[s].offset; b < slices[s].offset + slices[s].numel; b += kChunk)
-      host.push_back({static_cast<int>(s), slices[s].excluded ? 1 : 0, b,
+      host.push_back({static_cast<int>(s), slices[s].no_weight_decay ? 1 : 0,
+                      slices[s].no_trust_ratio ? 1 : 0, 0, b,
                       std::min(b + kChunk, slices[s].offset + slices[s].numel)});
   }
   first.push_back(static_cast<int>(host.size()));
@@ -96,7 +99,7 @@ __global__ void SgdKernel(SgdParams p, Plan plan, float* w, const float* g, floa
                           const float* found_inf) {
   if (Skip(found_inf)) return;
   const Chunk c = plan.chunks[blockIdx.x];
-  const float wd = c.excluded ? 0.0f : p.weight_decay;
+  const float wd = c.no_weight_decay ? 0.0f : p.weight_decay;
   const float lr = Rate(p);
   for (long long i = c.begin + threadIdx.x; i < c.end; i += kThreads) {
     const float d = g[i] + wd * w[i];
@@ -161,15 +164,15 @@ __global__ void LarsKernel(LarsParams p, Plan plan, float* w, const float* g, fl
   if (Skip(found_inf)) return;
   const Chunk c = plan.chunks[blockIdx.x];
   const float lr = Rate(p);
-  float scaled_lr = lr, wd = 0.0f;
-  if (!c.excluded) {
+  float scaled_lr = lr;
+  const float wd = c.no_weight_decay ? 0.0f : p.weight_decay;
+  if (!c.no_trust_ratio) {
     const float w_norm = sqrtf(plan.slice_sums[2 * c.slice]);
     const float g_norm = sqrtf(plan.slice_sums[2 * c.slice + 1]);
     const float trust = (w_norm > 0.0f && g_norm > 0.0f)
-                            ? p.eeta * w_norm / (g_norm + p.weight_decay * w_norm + p.epsilon)
+                            ? p.eeta * w_norm / (g_norm + wd * w_norm + p.epsilon)
                             : 1.0f;
     scaled_lr = lr * trust;
-    wd = p.weight_decay;
   }
   for (long long i = c.begin + threadIdx.x; i < c.end; i += kThreads) {
     v[i] = p.momentum * v[i] - scaled_lr * (g[i] + wd * w[i]);
@@ -196,7 +199,7 @@ __global__ void LambMoments(LambParams p, Plan plan, const float* w, const float
       (p.max_grad_norm > 0.0f && norm > p.max_grad_norm) ? p.max_grad_norm / norm : 1.0f;
   const float c1 = 1.0f - powf(p.beta1, static_cast<float>(*step));
   const float c2 = 1.0f - powf(p.beta2, static_cast<float>(*step));
-  const float wd = c.excluded ? 0.0f : p.weight_decay;
+  const float wd = c.no_weight_decay ? 0.0f : p.weight_decay;
   float sw = 0.0f, su = 0.0f;
   for (long long i = c.begin + threadIdx.x; i < c.end; i += kThreads) {
     const float gi = g[i] * clip;
@@ -220,12 +223,32 @@ __global__ void LambUpdate(LambParams p, Plan plan, const float* sums, float* w,
   const Chunk c = plan.chunks[blockIdx.x];
   const float c1 = 1.0f - powf(p.beta1, static_cast<float>(*step));
   const float c2 = 1.0f - powf(p.beta2, static_cast<float>(*step));
-  const float wd = c.excluded ? 0.0f : p.weight_decay;
+  const float wd = c.no_weight_decay ? 0.0f : p.weight_decay;
   const float w_norm = sqrtf(sums[2 * c.slice]), u_norm = sqrtf(sums[2 * c.slice + 1]);
-  const float ratio = (!c.excluded && w_norm > 0.0f && u_norm > 0.0f) ? w_norm / u_norm : 1.0f;
+  const float ratio =
+      (!c.no_trust_ratio && w_norm > 0.0f && u_norm > 0.0f) ? w_norm / u_norm : 1.0f;
   const float lr = Rate(p);
   for (long long i = c.begin + threadIdx.x; i < c.end; i += kThreads)
     w[i] -= lr * ratio * LambDirection(p, m[i], v[i], w[i], wd, c1, c2);
+}
+
+// The CPU twin's arithmetic, element by element (no reductions).
+__global__ void AdamKernel(AdamParams p, Plan plan, float* w, const float* g, float* m, float* v,
+                           const int32_t* step, const float* found_inf) {
+  if (Skip(found_inf)) return;
+  const Chunk c = plan.chunks[blockIdx.x];
+  const float c1 = 1.0f - powf(p.beta1, static_cast<float>(*step));
+  const float c2 = 1.0f - powf(p.beta2, static_cast<float>(*step));
+  const float wd = c.no_weight_decay ? 0.0f : p.weight_decay;
+  const float decoupled = p.decoupled ? wd : 0.0f, coupled = p.decoupled ? 0.0f : wd;
+  const float lr = Rate(p);
+  for (long long i = c.begin + threadIdx.x; i < c.end; i += kThreads) {
+    const float gi = g[i] + coupled * w[i];
+    m[i] = p.beta1 * m[i] + (1.0f - p.beta1) * gi;
+    v[i] = p.beta2 * v[i] + (1.0f - p.beta2) * gi * gi;
+    const float u = (m[i] / c1) / (sqrtf(v[i] / c2) + p.epsilon) + decoupled * w[i];
+    w[i] -= lr * u;
+  }
 }
 
 __global__ void Unscale(float* g, long long n, const float* loss_scale, float* found_inf) {
@@ -284,6 +307,16 @@ void LambStep(const LambParams& p, std::span<const TensorSlice> slices, float* w
   CUDA_CHECK_LAUNCH();
   LambUpdate<<<plan.num_chunks, kThreads, 0, Stream()>>>(p, plan, plan.slice_sums, w, m, v, step,
                                                          found_inf);
+  CUDA_CHECK_LAUNCH();
+}
+
+void AdamStep(const AdamParams& p, std::span<const TensorSlice> slices, float* w, const float* g,
+              float* m, float* v, int32_t* step, const float* found_inf) {
+  const Plan plan = MakePlan(slices);
+  if (plan.num_chunks == 0) return;
+  BumpStep<<<1, 1, 0, Stream()>>>(step, found_inf);
+  CUDA_CHECK_LAUNCH();
+  AdamKernel<<<plan.num_chunks, kThreads, 0, Stream()>>>(p, plan, w, g, m, v, step, found_inf);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -23,6 +23,10 @@ void LarsStep(const LarsParams& p, std::span<const TensorSlice> slices, float* w
 void LambStep(const LambParams& p, std::span<const TensorSlice> slices, float* w, const float* g,
               float* m, float* v, int32_t* step, const float* found_inf);
 
+// Adam or AdamW (AdamParams::decoupled); `step` as LambStep's.
+void AdamStep(const AdamParams& p, std::span<const TensorSlice> slices, float* w, const float* g,
+              float* m, float* v, int32_t* step, const float* found_inf);
+
 // g *= 1/loss_scale; found_inf = 1 if any element of g is Inf or NaN, else 0.
 void UnscaleAndCheckFinite(float* g, int64_t n, const float* loss_scale, float* found_inf);
 

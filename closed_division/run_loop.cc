@@ -126,7 +126,7 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
   absl::StatusOr<std::unique_ptr<DataPipeline>> eval =
       setup.OpenData(Split::kEval, request.seed, comm.rank());
   if (!eval.ok()) return fail(eval.status());
-  // train_samples 0: the data set decides (BERT's shards hold no fixed count).
+  // train_samples 0: the data set decides (shards that hold no fixed count).
   if ((plan.train_samples > 0 && (*train)->size() != plan.train_samples) ||
       (*eval)->size() != plan.eval_samples) {
     return fail(absl::FailedPreconditionError(fmt::format(

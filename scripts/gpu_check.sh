@@ -216,17 +216,15 @@ bench gpu_ops 120 "$MLPERF_PYTHON" bench/gpu/torch_peer.py --ours "$bin/gpu_ops_
 bench conv_legacy_api 60 "$bin/gpu_ops_bench" --legacy --repeats 10
 bench run_closed 120 "$bin/run_closed" --gpus 1 --out "$work/pkg"
 bench compliance_check 30 "$bin/compliance_check" --ruleset 4.0.0 --rcp-bypass "$work/pkg/mlperf-suite"
-bench run_closed_bf16_graph 60 "$bin/run_closed" --gpus 1 --runs 1 --precision bf16 --cuda_graph \
-  --out "$work/pkg_bf16"
 # The GPU data path end to end: nvJPEG and the device resample feed training.
 bench run_closed_gpu_decode 60 "$bin/run_closed" --gpus 1 --runs 1 --precision bf16 --gpu_decode \
   --out "$work/pkg_gpu_decode"
-# BERT and 3D U-Net end to end on the GPU in bf16 (activations stored in
-# bf16), BERT recorded.
-bench run_closed_bert_bf16 60 "$bin/run_closed" --bench bert --gpus 1 --runs 1 --precision bf16 \
-  --cuda_graph --out "$work/pkg_bert"
-bench run_closed_unet3d_bf16 60 "$bin/run_closed" --bench unet3d --gpus 1 --runs 1 \
-  --precision bf16 --out "$work/pkg_unet3d"
+# Every registered benchmark end to end on the GPU in bf16 (activations
+# stored in bf16), its steps recorded.
+for name in $("$bin/run_closed" --list); do
+  bench "run_closed_${name}_bf16" 60 "$bin/run_closed" --bench "$name" --gpus 1 --runs 1 \
+    --precision bf16 --cuda_graph --out "$work/pkg_${name}"
+done
 # The throughput tool on the GPU: training (recorded steps) and inference
 # with its latency percentiles (each batch norm in its convolution's
 # epilogue).

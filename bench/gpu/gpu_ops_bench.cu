@@ -32,7 +32,8 @@
 #include "reference/kernels/cuda/gemm.h"
 #include "reference/kernels/cuda/gemm_epilogue.h"
 #include "reference/kernels/cuda/linear.h"
-#include "reference/kernels/cuda/optimizer.h"
+#include "reference/kernels/dispatch.h"
+#include "reference/kernels/ops/optimizer.h"
 
 namespace mlperf {
 namespace {
@@ -238,15 +239,16 @@ void BenchOptimizers() {
   const std::string shape = "bert_large_" + std::to_string(total / 1000000) + "M";
   if (Selected("lamb"))
     Report("lamb_step", shape, "fp32", TimeMs([&] {
-             cuda::LambStep({.lr = 1e-4f}, slices, static_cast<float*>(w.ptr),
-                            static_cast<const float*>(g.ptr), static_cast<float*>(m.ptr),
-                            static_cast<float*>(v.ptr), step, nullptr);
+             ops::LambStep(core::Device::kCuda, {.lr = 1e-4f}, slices, static_cast<float*>(w.ptr),
+                           static_cast<const float*>(g.ptr), static_cast<float*>(m.ptr),
+                           static_cast<float*>(v.ptr), step, nullptr);
            }),
            28.0 * total, "GB/s");
   if (Selected("lars"))
     Report("lars_step", shape, "fp32", TimeMs([&] {
-             cuda::LarsStep({.lr = 1.0f, .weight_decay = 5e-5f}, slices, static_cast<float*>(w.ptr),
-                            static_cast<const float*>(g.ptr), static_cast<float*>(m.ptr), nullptr);
+             ops::LarsStep(core::Device::kCuda, {.lr = 1.0f, .weight_decay = 5e-5f}, slices,
+                           static_cast<float*>(w.ptr), static_cast<const float*>(g.ptr),
+                           static_cast<float*>(m.ptr), nullptr);
            }),
            20.0 * total, "GB/s");
   cudaFree(step);

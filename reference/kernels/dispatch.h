@@ -1,9 +1,12 @@
-// Backend dispatch for models: each function has the name and signature of
-// its cpu:: / cuda:: twins and forwards to the one matching the tensors'
-// device, so one model runs on either backend. The cuda:: twins are only
-// reachable in builds with CUDA (MLPERF_HAVE_CUDA); a device tensor in a
-// CPU-only build is a programmer error and fails a check naming the op.
-// All tensors of one call must share a device (checked on the main ones).
+// The operations models call (ops::), on either backend by the tensors'
+// device. Most are declared once in their family's header under ops/ and
+// implemented by kernels the backends register (kernels/op.h); included
+// here. The ones below are composed over both backends' kernels: the
+// GEMM-class ops with the rounding points of mixed precision
+// (dispatch_gemm.cc), the normalisations with their fused adds and stored
+// rounding (dispatch_norm.cc), and the memory and device management. A
+// device tensor in a build without CUDA is a programmer error and fails a
+// check naming the op. All tensors of one call must share a device.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +17,13 @@
 #include "reference/kernels/conv_geometry.h"
 #include "reference/kernels/device_runtime.h"
 #include "reference/kernels/norm_params.h"
+#include "reference/kernels/ops/attention.h"
+#include "reference/kernels/ops/elementwise.h"
+#include "reference/kernels/ops/embedding.h"
+#include "reference/kernels/ops/loss.h"
+#include "reference/kernels/ops/optimizer.h"
+#include "reference/kernels/ops/pool.h"
+#include "reference/kernels/ops/softmax.h"
 #include "reference/kernels/optimizer_params.h"
 
 namespace mlperf::ops {
@@ -132,45 +142,11 @@ void LayerNormBackward(const core::Tensor& x, const core::Tensor& dy, const core
                        const core::Tensor& dx, const core::Tensor& dgamma,
                        const core::Tensor& dbeta);
 
-// Embedding lookup and its gradient (cpu/embedding.h).
-void EmbeddingForward(const core::Tensor& ids, const core::Tensor& table, const core::Tensor& y);
-void EmbeddingBackward(const core::Tensor& ids, const core::Tensor& dy, const core::Tensor& dtable,
-                       bool accumulate = false);
-
-// Pointwise (cpu/elementwise.h).
-void GeluForward(const core::Tensor& x, const core::Tensor& y);
-void GeluBackward(const core::Tensor& x, const core::Tensor& dy, const core::Tensor& dx);
-void TanhForward(const core::Tensor& x, const core::Tensor& y);
-void TanhBackward(const core::Tensor& y, const core::Tensor& dy, const core::Tensor& dx);
-void ReluForward(const core::Tensor& x, const core::Tensor& y);
-void ReluBackward(const core::Tensor& y, const core::Tensor& dy, const core::Tensor& dx);
-void Add(const core::Tensor& a, const core::Tensor& b, const core::Tensor& y);
+// y += x (gradient accumulation where a tensor feeds two consumers).
 void Accumulate(const core::Tensor& x, const core::Tensor& y);
 // y += x where y is a stored activation or gradient: the sum rounded as
 // RoundStored rounds (on the CPU in the same pass).
 void AccumulateStored(const core::Tensor& x, const core::Tensor& y);
-// y = [a, b] along the channels in either layout, and its adjoint.
-void ConcatChannels(const core::Tensor& a, const core::Tensor& b, const core::Tensor& y);
-void SplitChannels(const core::Tensor& y, const core::Tensor& a, const core::Tensor& b);
-void Scale(const core::Tensor& x, float alpha);
-void ScaleBy(const core::Tensor& x, const float* alpha);
-void Fill(const core::Tensor& x, float value);
-void Cast(const core::Tensor& src, const core::Tensor& dst);
-
-// Softmax over the last dimension and inverted dropout (cpu/softmax.h,
-// cpu/elementwise.h).
-void SoftmaxForward(const core::Tensor& x, const core::Tensor& y);
-void SoftmaxBackward(const core::Tensor& y, const core::Tensor& dy, const core::Tensor& dx);
-void DropoutForward(float p, uint64_t seed, uint64_t offset, const core::Tensor& x,
-                    const core::Tensor& y, const int64_t* offset_base = nullptr);
-void DropoutBackward(float p, uint64_t seed, uint64_t offset, const core::Tensor& dy,
-                     const core::Tensor& dx, const int64_t* offset_base = nullptr);
-void AddInt64(const core::Tensor& x, int64_t amount);
-// BERT's additive key padding mask on attention scores (cpu/attention.h).
-void AddKeyPaddingMask(const core::Tensor& scores, const core::Tensor& mask);
-// Token rows <-> attention heads (cpu/attention.h).
-void SplitHeads(const core::Tensor& rows, int64_t column, const core::Tensor& heads);
-void MergeHeads(const core::Tensor& heads, const core::Tensor& rows, int64_t column);
 
 // Batched GEMM over raw pointers on `device` (cpu/gemm.h): the i-th of
 // `batch` products at a + i*stride_a, b + i*stride_b, c + i*stride_c.
@@ -178,49 +154,11 @@ void GemmStridedBatched(core::Device device, bool trans_a, bool trans_b, int64_t
                         int64_t k, float alpha, const float* a, int64_t stride_a, const float* b,
                         int64_t stride_b, float beta, float* c, int64_t stride_c, int64_t batch);
 
-// Pooling (cpu/pool.h).
-void MaxPoolForward(const ConvGeometry& g, const core::Tensor& x, const core::Tensor& y);
-void MaxPoolBackward(const ConvGeometry& g, const core::Tensor& x, const core::Tensor& dy,
-                     const core::Tensor& dx);
-void GlobalAvgPoolForward(const core::Tensor& x, const core::Tensor& y);
-void GlobalAvgPoolBackward(const core::Tensor& dy, const core::Tensor& dx);
-
-// Fully connected layer and loss (cpu/linear.h, cpu/loss.h).
+// Fully connected layer (cpu/linear.h).
 void LinearForward(const core::Tensor& x, const core::Tensor& w, const core::Tensor& bias,
                    const core::Tensor& y);
 void LinearBackward(const core::Tensor& x, const core::Tensor& w, const core::Tensor& dy,
                     const core::Tensor& dx, const core::Tensor& dw, const core::Tensor& dbias);
-void SoftmaxCrossEntropy(float label_smoothing, float normalizer, const core::Tensor& logits,
-                         const core::Tensor& labels, const core::Tensor& loss,
-                         const core::Tensor& dlogits);
-
-// 3D U-Net's (Dice loss + cross-entropy) / 2 over logits [N, C, spatial...]
-// and int32 labels (cpu/loss.h; workspace: kernels/loss_shapes.h).
-void DiceCrossEntropy(const core::Tensor& logits, const core::Tensor& labels,
-                      const core::Tensor& loss, const core::Tensor& dlogits,
-                      const core::Tensor& workspace);
-
-// BERT's weighted masked-LM loss (cpu/loss.h).
-void MaskedLmLoss(const core::Tensor& logits, const core::Tensor& labels,
-                  const core::Tensor& weights, const core::Tensor& loss,
-                  const core::Tensor& dlogits);
-// The predicted class of each row (cpu/loss.h), for evaluations.
-void ArgmaxRows(const core::Tensor& logits, const core::Tensor& argmax);
-
-// Optimizers over flat arenas (cpu/optimizer.h). Raw pointers carry no
-// device, so it comes first.
-void SgdStep(core::Device device, const SgdParams& p, std::span<const TensorSlice> slices, float* w,
-             const float* g, float* momentum, const float* found_inf);
-void LarsStep(core::Device device, const LarsParams& p, std::span<const TensorSlice> slices,
-              float* w, const float* g, float* momentum, const float* found_inf);
-void LambStep(core::Device device, const LambParams& p, std::span<const TensorSlice> slices,
-              float* w, const float* g, float* m, float* v, int32_t* step, const float* found_inf);
-void AdamStep(core::Device device, const AdamParams& p, std::span<const TensorSlice> slices,
-              float* w, const float* g, float* m, float* v, int32_t* step, const float* found_inf);
-void UnscaleAndCheckFinite(core::Device device, float* g, int64_t n, const float* loss_scale,
-                           float* found_inf);
-void UpdateLossScale(core::Device device, const LossScaleParams& p, float* loss_scale,
-                     int32_t* growth_tracker, const float* found_inf);
 
 // Byte copies between any two devices (same byte size, checked). On the GPU
 // they are queued on the ops stream; copies to the host wait for it so the

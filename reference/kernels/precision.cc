@@ -13,6 +13,7 @@
 #ifdef MLPERF_HAVE_CUDA
 #include "reference/kernels/cuda/context.h"
 #include "reference/kernels/cuda/elementwise.h"
+#include "reference/kernels/ops/elementwise.h"
 #endif
 
 namespace mlperf::ops {
@@ -154,11 +155,11 @@ core::Tensor PrecisionTypeOutput(const core::Tensor& y, int slot) {
 core::Tensor PrecisionTypeOperand(const core::Tensor& x, int slot) {
   if (x.empty() || x.dtype() == ComputePrecision()) return x;  // stored in the type
   const core::Tensor half = PrecisionTypeOutput(x, slot);
-  cuda::Cast(x, half);
+  ops::Cast(x, half);
   return half;
 }
 
-void CopyToFp32(const core::Tensor& half, const core::Tensor& y) { cuda::Cast(half, y); }
+void CopyToFp32(const core::Tensor& half, const core::Tensor& y) { ops::Cast(half, y); }
 
 #else
 

@@ -73,8 +73,8 @@ class Trainer {
   // One optimizer step: forward and backward of each micro-batch
   // (gradient_accumulation_steps of them), the average of their gradients
   // over micro-batches and ranks, the optimizer, step++. Returns the loss
-  // averaged likewise (with the optimizer's loss term, SGD's L2, as the
-  // ResNet reference reports it).
+  // averaged likewise, plus the optimizer's loss term (an L2 term some
+  // references report in the loss).
   float TrainStep(std::span<const models::Batch> micro_batches);
   float TrainStep(const models::Batch& batch) { return TrainStep(std::span(&batch, 1)); }
   // TrainStep without the loss: on a device the step is queued and the host

@@ -12,7 +12,8 @@
 #include "reference/kernels/conv_geometry.h"
 #include "reference/kernels/cpu/conv.h"
 #include "reference/kernels/cpu/norm.h"
-#include "reference/kernels/cpu/pool.h"
+#include "reference/kernels/dispatch.h"
+#include "reference/kernels/ops/pool.h"
 #include "tests/core/test_util.h"
 
 namespace mlperf {
@@ -359,12 +360,12 @@ TEST(PoolNhwcTest, MaxPoolMatchesNchw) {
         for (float& v : x.last.data) v = std::round(v * 2.0f);
       }
       dy.Fill(20);
-      cpu::MaxPoolForward(g, x.First(), y.First());
-      cpu::MaxPoolForward(g, x.Last(), y.Last());
+      ops::MaxPoolForward(g, x.First(), y.First());
+      ops::MaxPoolForward(g, x.Last(), y.Last());
       ExpectSame(y, 0.0, std::string(cc.name) + " y");
-      cpu::MaxPoolBackward(g, x.First(), dy.First(), dx.First());
+      ops::MaxPoolBackward(g, x.First(), dy.First(), dx.First());
       std::fill(dx.last.data.begin(), dx.last.data.end(), 3.0f);
-      cpu::MaxPoolBackward(g, x.Last(), dy.Last(), dx.Last());
+      ops::MaxPoolBackward(g, x.Last(), dy.Last(), dx.Last());
       ExpectSame(dx, 0.0, std::string(cc.name) + " dx");
     }
   }
@@ -377,10 +378,10 @@ TEST(PoolNhwcTest, MaxPoolBackwardMatchesFiniteDifferences) {
   x.Fill(21);
   r.Fill(22);
   auto loss = [&] {
-    cpu::MaxPoolForward(g, x.Last(), y.Last());
+    ops::MaxPoolForward(g, x.Last(), y.Last());
     return testing::Dot(y.last, r.last);
   };
-  cpu::MaxPoolBackward(g, x.Last(), r.Last(), dx.Last());
+  ops::MaxPoolBackward(g, x.Last(), r.Last(), dx.Last());
   testing::ExpectGradientMatches(x.last, dx.last.data, loss, 1e-3, 2e-3, "maxpool dx");
 }
 
@@ -390,14 +391,14 @@ TEST(PoolNhwcTest, GlobalAvgPoolMatchesNchwAndFiniteDifferences) {
   Buffer y1({n, c}), y2({n, c}), dy({n, c});
   x.Fill(23);
   testing::FillRandom(dy, 24);
-  cpu::GlobalAvgPoolForward(x.First(), y1.t());
-  cpu::GlobalAvgPoolForward(x.Last(), y2.t());
+  ops::GlobalAvgPoolForward(x.First(), y1.t());
+  ops::GlobalAvgPoolForward(x.Last(), y2.t());
   ExpectSame(y1, y2, 1e-6, "gap y");
-  cpu::GlobalAvgPoolBackward(dy.t(), dx.First());
-  cpu::GlobalAvgPoolBackward(dy.t(), dx.Last());
+  ops::GlobalAvgPoolBackward(dy.t(), dx.First());
+  ops::GlobalAvgPoolBackward(dy.t(), dx.Last());
   ExpectSame(dx, 1e-6, "gap dx");
   auto loss = [&] {
-    cpu::GlobalAvgPoolForward(x.Last(), y2.t());
+    ops::GlobalAvgPoolForward(x.Last(), y2.t());
     return testing::Dot(y2, dy);
   };
   testing::ExpectGradientMatches(x.last, dx.last.data, loss, 1e-2, 2e-3, "gap dx");
@@ -407,8 +408,8 @@ TEST(PoolNhwcDeathTest, RejectsMixedLayouts) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   const ConvGeometry g = Conv2d(1, 2, 4, 4, 2, 2, 2, 2, 0);
   Twin x(1, 2, {4, 4}), y(1, 2, {2, 2});
-  EXPECT_DEATH(cpu::MaxPoolForward(g, x.Last(), y.First()), "channels-last");
-  EXPECT_DEATH(cpu::AvgPoolForward(g, true, x.Last(), y.Last()), "NC\\[D\\]HW only");
+  EXPECT_DEATH(ops::MaxPoolForward(g, x.Last(), y.First()), "channels-last");
+  EXPECT_DEATH(ops::AvgPoolForward(g, true, x.Last(), y.Last()), "NC\\[D\\]HW only");
 }
 
 }  // namespace

@@ -19,19 +19,18 @@
 #include "reference/kernels/conv_geometry.h"
 #include "reference/kernels/cpu/conv.h"
 #include "reference/kernels/cpu/elementwise.h"
-#include "reference/kernels/cpu/embedding.h"
 #include "reference/kernels/cpu/gemm.h"
 #include "reference/kernels/cpu/loss.h"
 #include "reference/kernels/cpu/norm.h"
-#include "reference/kernels/cpu/pool.h"
 #include "reference/kernels/cuda/context.h"
 #include "reference/kernels/cuda/conv.h"
 #include "reference/kernels/cuda/elementwise.h"
-#include "reference/kernels/cuda/embedding.h"
 #include "reference/kernels/cuda/gemm.h"
-#include "reference/kernels/cuda/loss.h"
 #include "reference/kernels/cuda/norm.h"
-#include "reference/kernels/cuda/pool.h"
+#include "reference/kernels/dispatch.h"
+#include "reference/kernels/ops/embedding.h"
+#include "reference/kernels/ops/loss.h"
+#include "reference/kernels/ops/pool.h"
 #include "tests/core/cuda_twin_util.h"
 
 namespace mlperf {
@@ -220,14 +219,14 @@ TEST_F(CudaCnnTwinTest, InstanceAndLayerNorm) {
     Floats x_last = ToChannelsLast(x, n, c), dy_last = ToChannelsLast(dy, n, c);
     Floats cat_host(2 * total);
     const Shape cat_shape{n, 4, 5, 6, 2 * c};
-    cpu::ConcatChannels(
+    ops::ConcatChannels(
         Tensor(x_last.data(), last, DType::kF32, core::Device::kCpu, Layout::kNDHWC),
         Tensor(dy_last.data(), last, DType::kF32, core::Device::kCpu, Layout::kNDHWC),
         Tensor(cat_host.data(), cat_shape, DType::kF32, core::Device::kCpu, Layout::kNDHWC));
     Dev gcat(Floats(2 * total), cat_shape, DType::kF32, Layout::kNDHWC);
-    cuda::ConcatChannels(lx.t(), ldy.t(), gcat.t());
+    ops::ConcatChannels(lx.t(), ldy.t(), gcat.t());
     ExpectClose(gcat.Get(), cat_host, 0.0, "concat ndhwc");
-    cuda::SplitChannels(gcat.t(), ly.t(), ldx.t());
+    ops::SplitChannels(gcat.t(), ly.t(), ldx.t());
     ExpectClose(ly.Get(), x_last, 0.0, "split ndhwc, first part");
     ExpectClose(ldx.Get(), dy_last, 0.0, "split ndhwc, second part");
   }
@@ -290,17 +289,17 @@ TEST_F(CudaCnnTwinTest, PoolingMatchesIncludingSamePaddingAndNonFinite) {
       auto gx = put(x, g.in), gdy = put(dy, out_sp), gy = put(Floats(ny), out_sp),
            gdx = put(Floats(nx), g.in);
       Floats y(ny), dx(nx);
-      cpu::MaxPoolForward(g, Host(x, {nx}), Host(y, {ny}));
-      cpu::MaxPoolBackward(g, Host(x, {nx}), Host(dy, {ny}), Host(dx, {nx}));
-      cuda::MaxPoolForward(g, gx->t(), gy->t());
-      cuda::MaxPoolBackward(g, gx->t(), gdy->t(), gdx->t());
+      ops::MaxPoolForward(g, Host(x, {nx}), Host(y, {ny}));
+      ops::MaxPoolBackward(g, Host(x, {nx}), Host(dy, {ny}), Host(dx, {nx}));
+      ops::MaxPoolForward(g, gx->t(), gy->t());
+      ops::MaxPoolBackward(g, gx->t(), gdy->t(), gdx->t());
       ExpectClose(get(*gy), y, 0.0, what + " max forward");
       ExpectClose(get(*gdx), dx, 0.0, what + " max backward");
       for (bool include_pad : {false, true}) {
-        cpu::AvgPoolForward(g, include_pad, Host(x, {nx}), Host(y, {ny}));
-        cpu::AvgPoolBackward(g, include_pad, Host(dy, {ny}), Host(dx, {nx}));
-        cuda::AvgPoolForward(g, include_pad, gx->t(), gy->t());
-        cuda::AvgPoolBackward(g, include_pad, gdy->t(), gdx->t());
+        ops::AvgPoolForward(g, include_pad, Host(x, {nx}), Host(y, {ny}));
+        ops::AvgPoolBackward(g, include_pad, Host(dy, {ny}), Host(dx, {nx}));
+        ops::AvgPoolForward(g, include_pad, gx->t(), gy->t());
+        ops::AvgPoolBackward(g, include_pad, gdy->t(), gdx->t());
         ExpectClose(get(*gy), y, 1e-6, what + " avg forward");
         ExpectClose(get(*gdx), dx, 1e-6, what + " avg backward");
       }
@@ -310,16 +309,16 @@ TEST_F(CudaCnnTwinTest, PoolingMatchesIncludingSamePaddingAndNonFinite) {
   for (const int64_t c : {5, 70}) {
     const int64_t n = 3, s = 49;
     Floats x = Random(n * c * s, 22), dy = Random(n * c, 23), y(n * c), dx(n * c * s);
-    cpu::GlobalAvgPoolForward(Host(x, {n, c, 7, 7}), Host(y, {n, c}));
-    cpu::GlobalAvgPoolBackward(Host(dy, {n, c}), Host(dx, {n, c, 7, 7}));
+    ops::GlobalAvgPoolForward(Host(x, {n, c, 7, 7}), Host(y, {n, c}));
+    ops::GlobalAvgPoolBackward(Host(dy, {n, c}), Host(dx, {n, c, 7, 7}));
     for (bool cl : {false, true}) {
       const Shape shape = cl ? Shape{n, 7, 7, c} : Shape{n, c, 7, 7};
       const Layout layout = cl ? Layout::kNHWC : Layout::kNCHW;
       Dev gx(cl ? ToChannelsLast(x, n, c) : x, shape, DType::kF32, layout),
           gy(Floats(n * c), {n, c}), gdy(dy, {n, c}),
           gdx(Floats(n * c * s), shape, DType::kF32, layout);
-      cuda::GlobalAvgPoolForward(gx.t(), gy.t());
-      cuda::GlobalAvgPoolBackward(gdy.t(), gdx.t());
+      ops::GlobalAvgPoolForward(gx.t(), gy.t());
+      ops::GlobalAvgPoolBackward(gdy.t(), gdx.t());
       ExpectClose(gy.Get(), y, 1e-5, "global avg forward");
       ExpectClose(cl ? FromChannelsLast(gdx.Get(), n, c) : gdx.Get(), dx, 1e-6,
                   "global avg backward");
@@ -350,16 +349,16 @@ TEST_F(CudaCnnTwinTest, ChannelsLastMaxPoolMatchesBitForBitInEveryDtype) {
       x[5] = INFINITY;
       x[nx / 2 + 1] = NAN;
       Floats y(ny), dx(nx);
-      cpu::MaxPoolForward(g, Host(x, {nx}), Host(y, {ny}));
-      cpu::MaxPoolBackward(g, Host(x, {nx}), Host(dy, {ny}), Host(dx, {nx}));
+      ops::MaxPoolForward(g, Host(x, {nx}), Host(y, {ny}));
+      ops::MaxPoolBackward(g, Host(x, {nx}), Host(dy, {ny}), Host(dx, {nx}));
       const int64_t out_sp[3] = {g.out(0), g.out(1), g.out(2)};
       const Layout layout = ActLayout(g, true);
       Dev gx(ToChannelsLast(x, g.batch, c), ActShape(g, c, g.in, true), dtype, layout),
           gdy(ToChannelsLast(dy, g.batch, c), ActShape(g, c, out_sp, true), dtype, layout),
           gy(Floats(ny), ActShape(g, c, out_sp, true), dtype, layout),
           gdx(Floats(nx), ActShape(g, c, g.in, true), dtype, layout);
-      cuda::MaxPoolForward(g, gx.t(), gy.t());
-      cuda::MaxPoolBackward(g, gx.t(), gdy.t(), gdx.t());
+      ops::MaxPoolForward(g, gx.t(), gy.t());
+      ops::MaxPoolBackward(g, gx.t(), gdy.t(), gdx.t());
       ExpectClose(FromChannelsLast(gy.Get(), g.batch, c), Rounded(y, dtype), 0.0,
                   what + " max forward");
       ExpectClose(FromChannelsLast(gdx.Get(), g.batch, c), Rounded(dx, dtype), 0.0,
@@ -378,11 +377,11 @@ TEST_F(CudaCnnTwinTest, PoolingWithoutOutputsZeroesTheGradient) {
   for (const bool max : {true, false}) {
     Dev dx(Floats(32, 5.0f), in, DType::kBF16, Layout::kNHWC);
     if (max) {
-      cuda::MaxPoolForward(g, x.t(), empty);
-      cuda::MaxPoolBackward(g, x.t(), empty, dx.t());
+      ops::MaxPoolForward(g, x.t(), empty);
+      ops::MaxPoolBackward(g, x.t(), empty, dx.t());
     } else {
-      cuda::AvgPoolForward(g, true, x.t(), empty);
-      cuda::AvgPoolBackward(g, true, empty, dx.t());
+      ops::AvgPoolForward(g, true, x.t(), empty);
+      ops::AvgPoolBackward(g, true, empty, dx.t());
     }
     ExpectClose(dx.Get(), Floats(32, 0.0f), 0.0, max ? "max backward" : "avg backward");
   }
@@ -412,15 +411,15 @@ TEST_F(CudaCnnTwinTest, ChannelsLastConcatAndSplitCopyExactly) {
       return Tensor(v.data(), {2, 3, 5, 7, channels}, DType::kF32, core::Device::kCpu,
                     Layout::kNDHWC);
     };
-    cpu::ConcatChannels(host(a, c.ca), host(b, c.cb), host(y, cy));
+    ops::ConcatChannels(host(a, c.ca), host(b, c.cb), host(y, cy));
     const auto dev = [&](const Floats& v, int64_t channels) {
       return std::make_unique<Dev>(v, Shape{2, 3, 5, 7, channels}, c.dtype, Layout::kNDHWC);
     };
     auto ga = dev(a, c.ca), gb = dev(b, c.cb), gy = dev(Floats(rows * cy), cy),
          ga2 = dev(Floats(rows * c.ca), c.ca), gb2 = dev(Floats(rows * c.cb), c.cb);
-    cuda::ConcatChannels(ga->t(), gb->t(), gy->t());
+    ops::ConcatChannels(ga->t(), gb->t(), gy->t());
     ExpectClose(gy->Get(), y, 0.0, what + " concat");
-    cuda::SplitChannels(gy->t(), ga2->t(), gb2->t());
+    ops::SplitChannels(gy->t(), ga2->t(), gb2->t());
     ExpectClose(ga2->Get(), a, 0.0, what + " split, first part");
     ExpectClose(gb2->Get(), b, 0.0, what + " split, second part");
   }
@@ -433,16 +432,16 @@ TEST_F(CudaCnnTwinTest, EmbeddingAndLosses) {
   Floats table = Random(vocab * width, 25), dy = Random(rows * width, 26);
   Floats y(rows * width), dtable(vocab * width);
   const Tensor cids(ids.data(), {rows}, DType::kI32);
-  cpu::EmbeddingForward(cids, Host(table, {vocab, width}), Host(y, {rows, width}));
-  cpu::EmbeddingBackward(cids, Host(dy, {rows, width}), Host(dtable, {vocab, width}));
+  ops::EmbeddingForward(cids, Host(table, {vocab, width}), Host(y, {rows, width}));
+  ops::EmbeddingBackward(cids, Host(dy, {rows, width}), Host(dtable, {vocab, width}));
   Dev gids(ids, {rows}), gtable(table, {vocab, width}), gdy(dy, {rows, width}),
       gy(Floats(rows * width), {rows, width}), gdtable(Floats(vocab * width), {vocab, width});
-  cuda::EmbeddingForward(gids.t(), gtable.t(), gy.t());
-  cuda::EmbeddingBackward(gids.t(), gdy.t(), gdtable.t());
+  ops::EmbeddingForward(gids.t(), gtable.t(), gy.t());
+  ops::EmbeddingBackward(gids.t(), gdy.t(), gdtable.t());
   ExpectClose(gy.Get(), y, 0.0, "embedding forward");
   ExpectClose(gdtable.Get(), dtable, 0.0, "embedding backward (same summation order)");
-  cpu::EmbeddingBackward(cids, Host(dy, {rows, width}), Host(dtable, {vocab, width}), true);
-  cuda::EmbeddingBackward(gids.t(), gdy.t(), gdtable.t(), true);
+  ops::EmbeddingBackward(cids, Host(dy, {rows, width}), Host(dtable, {vocab, width}), true);
+  ops::EmbeddingBackward(gids.t(), gdy.t(), gdtable.t(), true);
   ExpectClose(gdtable.Get(), dtable, 0.0, "embedding backward, accumulated");
 
   // Cross-entropy with label smoothing over 1000 classes.
@@ -452,21 +451,21 @@ TEST_F(CudaCnnTwinTest, EmbeddingAndLosses) {
     labels[i] = static_cast<int32_t>(core::PhiloxBits(27, 0, i) % classes);
   Floats logits = Random(n * classes, 28, -5.0f, 5.0f), loss(1), dlogits(n * classes);
   const Tensor clabels(labels.data(), {n}, DType::kI32);
-  cpu::SoftmaxCrossEntropy(0.1f, 64.0f, Host(logits, {n, classes}), clabels, Host(loss, {1}),
+  ops::SoftmaxCrossEntropy(0.1f, 64.0f, Host(logits, {n, classes}), clabels, Host(loss, {1}),
                            Host(dlogits, {n, classes}));
   Dev glabels(labels, {n}), glogits(logits, {n, classes}), gloss(Floats(1), {1}),
       gdlogits(Floats(n * classes), {n, classes});
-  cuda::SoftmaxCrossEntropy(0.1f, 64.0f, glogits.t(), glabels.t(), gloss.t(), gdlogits.t());
+  ops::SoftmaxCrossEntropy(0.1f, 64.0f, glogits.t(), glabels.t(), gloss.t(), gdlogits.t());
   ExpectClose(gloss.Get(), loss, 1e-5, "cross-entropy loss");
   ExpectClose(gdlogits.Get(), dlogits, 1e-5, "cross-entropy gradient");
 
   // Masked-LM loss with padding weights.
   Floats weights(n);
   for (int64_t i = 0; i < n; ++i) weights[i] = i % 3 == 2 ? 0.0f : 1.0f;
-  cpu::MaskedLmLoss(Host(logits, {n, classes}), clabels, Host(weights, {n}), Host(loss, {1}),
+  ops::MaskedLmLoss(Host(logits, {n, classes}), clabels, Host(weights, {n}), Host(loss, {1}),
                     Host(dlogits, {n, classes}));
   Dev gweights(weights, {n});
-  cuda::MaskedLmLoss(glogits.t(), glabels.t(), gweights.t(), gloss.t(), gdlogits.t());
+  ops::MaskedLmLoss(glogits.t(), glabels.t(), gweights.t(), gloss.t(), gdlogits.t());
   ExpectClose(gloss.Get(), loss, 1e-5, "masked-LM loss");
   ExpectClose(gdlogits.Get(), dlogits, 1e-5, "masked-LM gradient");
   // 3D U-Net Dice + cross-entropy on [2, 3, 4, 5, 6] logits.
@@ -478,19 +477,19 @@ TEST_F(CudaCnnTwinTest, EmbeddingAndLosses) {
   Floats dlog = Random(dn * dc * ds, 34, -3.0f, 3.0f), dloss(1), ddlog(dn * dc * ds);
   Floats dws(cpu::DiceCrossEntropyWorkspaceElements(dn, dc, ds));
   const Tensor cvoxel_labels(voxel_labels.data(), {dn, 4, 5, 6}, DType::kI32);
-  cpu::DiceCrossEntropy(Host(dlog, dshape), cvoxel_labels, Host(dloss, {1}), Host(ddlog, dshape),
+  ops::DiceCrossEntropy(Host(dlog, dshape), cvoxel_labels, Host(dloss, {1}), Host(ddlog, dshape),
                         Host(dws, {static_cast<int64_t>(dws.size())}));
   Dev gvoxel_labels(voxel_labels, {dn, 4, 5, 6}), gdlog(dlog, dshape), gdloss(Floats(1), {1}),
       gddlog(Floats(dn * dc * ds), dshape),
       gdws(Floats(dws.size()), {static_cast<int64_t>(dws.size())});
-  cuda::DiceCrossEntropy(gdlog.t(), gvoxel_labels.t(), gdloss.t(), gddlog.t(), gdws.t());
+  ops::DiceCrossEntropy(gdlog.t(), gvoxel_labels.t(), gdloss.t(), gddlog.t(), gdws.t());
   ExpectClose(gdloss.Get(), dloss, 1e-5, "dice + cross-entropy loss");
   ExpectClose(gddlog.Get(), ddlog, 1e-6, "dice + cross-entropy gradient");
   // Channels-last logits [2, 4, 5, 6, 3].
   const Shape dlast{dn, 4, 5, 6, dc};
   Dev ldlog(ToChannelsLast(dlog, dn, dc), dlast, DType::kF32, Layout::kNDHWC),
       lddlog(Floats(dn * dc * ds), dlast, DType::kF32, Layout::kNDHWC);
-  cuda::DiceCrossEntropy(ldlog.t(), gvoxel_labels.t(), gdloss.t(), lddlog.t(), gdws.t());
+  ops::DiceCrossEntropy(ldlog.t(), gvoxel_labels.t(), gdloss.t(), lddlog.t(), gdws.t());
   ExpectClose(gdloss.Get(), dloss, 1e-5, "dice + cross-entropy loss, ndhwc");
   ExpectClose(FromChannelsLast(lddlog.Get(), dn, dc), ddlog, 1e-6,
               "dice + cross-entropy gradient, ndhwc");

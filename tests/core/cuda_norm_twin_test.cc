@@ -14,6 +14,7 @@
 #include "reference/kernels/cpu/norm.h"
 #include "reference/kernels/cuda/norm.h"
 #include "reference/kernels/cuda/norm_channels_last.h"
+#include "reference/kernels/dispatch.h"
 #include "tests/core/cuda_twin_util.h"
 
 namespace mlperf {
@@ -311,9 +312,9 @@ void CheckChannelsLastInstanceNorm(int64_t c) {
                                    gdxr.t(), gdgr.t(), gdbr.t());
     Floats yr = y, y_gpu = FromChannelsLast(gyr.Get(), n, c), masked = dy, dxr(total), dgr(c),
            dbr(c);
-    cpu::ReluForward(Host(yr, shape), Host(yr, shape));
+    ops::ReluForward(Host(yr, shape), Host(yr, shape));
     ExpectClose(y_gpu, yr, tol, what + " relu y");
-    cpu::ReluBackward(Host(y_gpu, shape), Host(masked, shape), Host(masked, shape));
+    ops::ReluBackward(Host(y_gpu, shape), Host(masked, shape), Host(masked, shape));
     cpu::InstanceNormBackward(Host(x, shape), Host(masked, shape), Host(gamma, {c}),
                               Host(mean, {n * c}), Host(istd, {n * c}), Host(dxr, shape),
                               Host(dgr, {c}), Host(dbr, {c}));

@@ -69,7 +69,7 @@ class StoredOnDevice {
   StoredOnDevice(const Buffer& host, DType type) : fp32_(host), type_(type) {
     if (type == DType::kF32) return;
     EXPECT_EQ(cudaMalloc(&ptr_, host.data.size() * core::DTypeSize(type)), cudaSuccess);
-    cuda::Cast(fp32_.t(), t());
+    ops::Cast(fp32_.t(), t());
   }
   ~StoredOnDevice() { cudaFree(ptr_); }
   StoredOnDevice(const StoredOnDevice&) = delete;
@@ -78,7 +78,7 @@ class StoredOnDevice {
     return Tensor(ptr_, fp32_.t().shape(), type_, core::Device::kCuda);
   }
   std::vector<float> ToHost() const {
-    if (type_ != DType::kF32) cuda::Cast(t(), fp32_.t());
+    if (type_ != DType::kF32) ops::Cast(t(), fp32_.t());
     return fp32_.ToHost();
   }
 

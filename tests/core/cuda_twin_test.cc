@@ -11,24 +11,22 @@
 
 #include "fmt/format.h"
 #include "reference/core/dtype.h"
-#include "reference/kernels/cpu/attention.h"
 #include "reference/kernels/cpu/elementwise.h"
 #include "reference/kernels/cpu/gemm.h"
 #include "reference/kernels/cpu/linear.h"
 #include "reference/kernels/cpu/loss.h"
-#include "reference/kernels/cpu/optimizer.h"
-#include "reference/kernels/cpu/softmax.h"
-#include "reference/kernels/cuda/attention.h"
 #include "reference/kernels/cuda/context.h"
 #include "reference/kernels/cuda/conv.h"
 #include "reference/kernels/cuda/elementwise.h"
 #include "reference/kernels/cuda/gemm.h"
 #include "reference/kernels/cuda/gemm_epilogue.h"
 #include "reference/kernels/cuda/linear.h"
-#include "reference/kernels/cuda/loss.h"
-#include "reference/kernels/cuda/optimizer.h"
 #include "reference/kernels/cuda/softmax.h"
 #include "reference/kernels/dispatch.h"
+#include "reference/kernels/ops/attention.h"
+#include "reference/kernels/ops/loss.h"
+#include "reference/kernels/ops/optimizer.h"
+#include "reference/kernels/ops/softmax.h"
 #include "reference/kernels/precision.h"
 #include "tests/core/test_util.h"
 
@@ -98,20 +96,20 @@ TEST_F(CudaTwinTest, AttentionHeadsAndKeyMask) {
     Buffer rows({b * t, width}), heads({b, h, t, d}), merged({b * t, width}), mask({b, t});
     testing::FillRandom(rows, 7);
     for (int64_t i = 0; i < b * t; ++i) mask[i] = i % 3 == 0 ? 0.0f : 1.0f;
-    cpu::SplitHeads(rows.t(), h * d, heads.t());
+    ops::SplitHeads(rows.t(), h * d, heads.t());
     DeviceCopy<float> grows(rows.data, rows.shape), gheads(heads.data, heads.shape);
     DeviceCopy<float> gmerged(merged.data, merged.shape);
-    cuda::SplitHeads(grows.t(), h * d, gheads.t());
+    ops::SplitHeads(grows.t(), h * d, gheads.t());
     EXPECT_EQ(gheads.ToHost(), heads.data) << at;
-    cpu::MergeHeads(heads.t(), merged.t(), 2);
-    cuda::MergeHeads(gheads.t(), gmerged.t(), 2);
+    ops::MergeHeads(heads.t(), merged.t(), 2);
+    ops::MergeHeads(gheads.t(), gmerged.t(), 2);
     EXPECT_EQ(gmerged.ToHost(), merged.data) << at;
 
     Buffer scores({b, h, t, t});
     testing::FillRandom(scores, 8);
     DeviceCopy<float> gscores(scores.data, scores.shape), gmask(mask.data, mask.shape);
-    cpu::AddKeyPaddingMask(scores.t(), mask.t());
-    cuda::AddKeyPaddingMask(gscores.t(), gmask.t());
+    ops::AddKeyPaddingMask(scores.t(), mask.t());
+    ops::AddKeyPaddingMask(gscores.t(), gmask.t());
     EXPECT_EQ(gscores.ToHost(), scores.data) << at;
   }
 }
@@ -132,11 +130,11 @@ TEST_F(CudaTwinTest, AttentionRowsFuseSoftmaxAndDropout) {
     DeviceCopy<float> gscores(scores.data, square), gmask(mask.data, mask.shape),
         gprobs(probs.data, square), gdropped(dropped.data, square), gd(dattn.data, square);
     Buffer masked = scores;
-    cpu::AddKeyPaddingMask(masked.t(), mask.t());
-    cpu::SoftmaxForward(masked.t(), probs.t());
-    cpu::DropoutForward(p.dropout, p.seed, p.offset, probs.t(), dropped.t());
-    cpu::DropoutBackward(p.dropout, p.seed, p.offset, dattn.t(), g.t());
-    cpu::SoftmaxBackward(probs.t(), g.t(), dscores.t());
+    ops::AddKeyPaddingMask(masked.t(), mask.t());
+    ops::SoftmaxForward(masked.t(), probs.t());
+    ops::DropoutForward(p.dropout, p.seed, p.offset, probs.t(), dropped.t());
+    ops::DropoutBackward(p.dropout, p.seed, p.offset, dattn.t(), g.t());
+    ops::SoftmaxBackward(probs.t(), g.t(), dscores.t());
 
     // At t = 16 part of the offset comes from a device counter, as in BERT's
     // recorded step.
@@ -168,42 +166,42 @@ TEST_F(CudaTwinTest, PointwiseOps) {
   testing::FillRandom(x, 1, -3.0f, 3.0f);
   testing::FillRandom(b, 2);
   DeviceCopy<float> dx(x.data, x.shape), db(b.data, b.shape), dy(y.data, y.shape);
-  cpu::GeluForward(x.t(), y.t());
-  cuda::GeluForward(dx.t(), dy.t());
+  ops::GeluForward(x.t(), y.t());
+  ops::GeluForward(dx.t(), dy.t());
   ExpectClose(dy.ToHost(), y.data, kF32Tol, "gelu");
-  cpu::GeluBackward(x.t(), b.t(), y.t());
-  cuda::GeluBackward(dx.t(), db.t(), dy.t());
+  ops::GeluBackward(x.t(), b.t(), y.t());
+  ops::GeluBackward(dx.t(), db.t(), dy.t());
   ExpectClose(dy.ToHost(), y.data, kF32Tol, "gelu backward");
-  cpu::TanhForward(x.t(), y.t());
-  cuda::TanhForward(dx.t(), dy.t());
+  ops::TanhForward(x.t(), y.t());
+  ops::TanhForward(dx.t(), dy.t());
   ExpectClose(dy.ToHost(), y.data, kF32Tol, "tanh");
-  cpu::TanhBackward(x.t(), b.t(), y.t());
-  cuda::TanhBackward(dx.t(), db.t(), dy.t());
+  ops::TanhBackward(x.t(), b.t(), y.t());
+  ops::TanhBackward(dx.t(), db.t(), dy.t());
   ExpectClose(dy.ToHost(), y.data, kF32Tol, "tanh backward");
-  cpu::ReluForward(x.t(), y.t());
-  cuda::ReluForward(dx.t(), dy.t());
+  ops::ReluForward(x.t(), y.t());
+  ops::ReluForward(dx.t(), dy.t());
   ExpectClose(dy.ToHost(), y.data, 0.0, "relu");
-  cpu::Add(x.t(), b.t(), y.t());
-  cuda::Add(dx.t(), db.t(), dy.t());
+  ops::Add(x.t(), b.t(), y.t());
+  ops::Add(dx.t(), db.t(), dy.t());
   ExpectClose(dy.ToHost(), y.data, 0.0, "add");
   // Same Philox stream, same mask: dropout agrees exactly.
-  cpu::DropoutForward(0.1f, 1234, 56, x.t(), y.t());
-  cuda::DropoutForward(0.1f, 1234, 56, dx.t(), dy.t());
+  ops::DropoutForward(0.1f, 1234, 56, x.t(), y.t());
+  ops::DropoutForward(0.1f, 1234, 56, dx.t(), dy.t());
   ExpectClose(dy.ToHost(), y.data, 0.0, "dropout");
   // A length that ends inside a Philox block, on other inputs: element 999
   // keeps the dropout of x above.
   const auto first_999 = [](const Tensor& t) {
     return Tensor(t.data(), {999}, t.dtype(), t.device());
   };
-  cpu::DropoutForward(0.1f, 1234, 56, first_999(b.t()), first_999(y.t()));
-  cuda::DropoutForward(0.1f, 1234, 56, first_999(db.t()), first_999(dy.t()));
+  ops::DropoutForward(0.1f, 1234, 56, first_999(b.t()), first_999(y.t()));
+  ops::DropoutForward(0.1f, 1234, 56, first_999(db.t()), first_999(dy.t()));
   ExpectClose(dy.ToHost(), y.data, 0.0, "dropout of 999 elements");
   // The offset base counted on the device (a recorded step's counter).
-  cpu::DropoutForward(0.1f, 1234, 56, x.t(), y.t());
+  ops::DropoutForward(0.1f, 1234, 56, x.t(), y.t());
   DeviceCopy<int64_t> base(std::vector<int64_t>{40}, {1}, DType::kI64);
-  cuda::AddInt64(base.t(), 16);
+  ops::AddInt64(base.t(), 16);
   EXPECT_EQ(base.ToHost()[0], 56);
-  cuda::DropoutForward(0.1f, 1234, 0, dx.t(), dy.t(), base.get());
+  ops::DropoutForward(0.1f, 1234, 0, dx.t(), dy.t(), base.get());
   ExpectClose(dy.ToHost(), y.data, 0.0, "dropout with an offset base");
 }
 
@@ -217,7 +215,7 @@ TEST_F(CudaTwinTest, CastsRoundLikeTheHostConversions) {
   DeviceCopy<float> dx(x, {4096});
   for (DType t : {DType::kBF16, DType::kF16}) {
     DeviceCopy<uint16_t> dh(std::vector<uint16_t>(4096), {4096}, t);
-    cuda::Cast(dx.t(), dh.t());
+    ops::Cast(dx.t(), dh.t());
     const std::vector<uint16_t> got = dh.ToHost();
     for (size_t i = 0; i < x.size(); ++i) {
       const uint16_t want = t == DType::kBF16 ? core::FloatToBf16(x[i]) : core::FloatToHalf(x[i]);
@@ -248,7 +246,7 @@ TEST_F(CudaTwinTest, MixedPrecisionRoundsLikeTheCpu) {
   }
   const float scale = 256.0f;
   DeviceCopy<float> dscale({scale}, {1});
-  cuda::ScaleBy(dx.t(), dscale.get());
+  ops::ScaleBy(dx.t(), dscale.get());
   const std::vector<float> scaled = dx.ToHost();
   for (size_t i = 2; i < x.size(); ++i) ASSERT_EQ(scaled[i], x[i] * scale) << i;
 
@@ -277,10 +275,10 @@ TEST_F(CudaTwinTest, ArgmaxRowsMatchesTheCpu) {
   logits[2 * vocab + 0] = NAN;
   for (int64_t j = 0; j < vocab; ++j) logits[3 * vocab + j] = NAN;
   testing::IntBuffer cpu_out({rows});
-  cpu::ArgmaxRows(logits.t(), cpu_out.t());
+  ops::ArgmaxRows(logits.t(), cpu_out.t());
   DeviceCopy<float> gl(logits.data, logits.shape);
   DeviceCopy<int32_t> gout(std::vector<int32_t>(rows), {rows}, DType::kI32);
-  cuda::ArgmaxRows(gl.t(), gout.t());
+  ops::ArgmaxRows(gl.t(), gout.t());
   EXPECT_EQ(gout.ToHost(), cpu_out.data);
   EXPECT_EQ(cpu_out.data[1], 100);
 }
@@ -291,11 +289,11 @@ TEST_F(CudaTwinTest, SoftmaxAndGemm) {
   testing::FillRandom(dy, 5);
   DeviceCopy<float> gx(x.data, x.shape), gy(y.data, y.shape), gdy(dy.data, dy.shape),
       gdx(dx.data, dx.shape);
-  cpu::SoftmaxForward(x.t(), y.t());
-  cuda::SoftmaxForward(gx.t(), gy.t());
+  ops::SoftmaxForward(x.t(), y.t());
+  ops::SoftmaxForward(gx.t(), gy.t());
   ExpectClose(gy.ToHost(), y.data, kF32Tol, "softmax");
-  cpu::SoftmaxBackward(y.t(), dy.t(), dx.t());
-  cuda::SoftmaxBackward(gy.t(), gdy.t(), gdx.t());
+  ops::SoftmaxBackward(y.t(), dy.t(), dx.t());
+  ops::SoftmaxBackward(gy.t(), gdy.t(), gdx.t());
   ExpectClose(gdx.ToHost(), dx.data, kF32Tol, "softmax backward");
   // Small integers: every product and sum is exact in fp32, so GEMM must agree
   // bit for bit in all four transpose combinations.
@@ -425,29 +423,33 @@ TEST_F(CudaTwinTest, FusedOptimizersMatchTheCpuSteps) {
         SgdParams d = p;
         d.lr = device_lr;
         d.lr_at = lr_at;
-        cpu::SgdStep(p, slices, cw.data(), g.data.data(), cs1.data(), nullptr);
-        cuda::SgdStep(d, slices, gw.get(), gg.get(), gs1.get(), nullptr);
+        ops::SgdStep(core::Device::kCpu, p, slices, cw.data(), g.data.data(), cs1.data(), nullptr);
+        ops::SgdStep(core::Device::kCuda, d, slices, gw.get(), gg.get(), gs1.get(), nullptr);
       } else if (which == 1) {
         const LarsParams p{.lr = lr, .momentum = 0.9f, .weight_decay = 5e-5f};
         LarsParams d = p;
         d.lr = device_lr;
         d.lr_at = lr_at;
-        cpu::LarsStep(p, slices, cw.data(), g.data.data(), cs1.data(), nullptr);
-        cuda::LarsStep(d, slices, gw.get(), gg.get(), gs1.get(), nullptr);
+        ops::LarsStep(core::Device::kCpu, p, slices, cw.data(), g.data.data(), cs1.data(), nullptr);
+        ops::LarsStep(core::Device::kCuda, d, slices, gw.get(), gg.get(), gs1.get(), nullptr);
       } else if (which == 2) {
         const LambParams p{.lr = lr};
         LambParams d = p;
         d.lr = device_lr;
         d.lr_at = lr_at;
-        cpu::LambStep(p, slices, cw.data(), g.data.data(), cs1.data(), cs2.data(), &cstep, nullptr);
-        cuda::LambStep(d, slices, gw.get(), gg.get(), gs1.get(), gs2.get(), gstep.get(), nullptr);
+        ops::LambStep(core::Device::kCpu, p, slices, cw.data(), g.data.data(), cs1.data(),
+                      cs2.data(), &cstep, nullptr);
+        ops::LambStep(core::Device::kCuda, d, slices, gw.get(), gg.get(), gs1.get(), gs2.get(),
+                      gstep.get(), nullptr);
       } else {
         const AdamParams p{.lr = lr, .beta2 = 0.95f, .weight_decay = 0.1f};
         AdamParams d = p;
         d.lr = device_lr;
         d.lr_at = lr_at;
-        cpu::AdamStep(p, slices, cw.data(), g.data.data(), cs1.data(), cs2.data(), &cstep, nullptr);
-        cuda::AdamStep(d, slices, gw.get(), gg.get(), gs1.get(), gs2.get(), gstep.get(), nullptr);
+        ops::AdamStep(core::Device::kCpu, p, slices, cw.data(), g.data.data(), cs1.data(),
+                      cs2.data(), &cstep, nullptr);
+        ops::AdamStep(core::Device::kCuda, d, slices, gw.get(), gg.get(), gs1.get(), gs2.get(),
+                      gstep.get(), nullptr);
       }
       cuda::Synchronize();  // `rate` is freed at the end of the iteration
     }
@@ -481,20 +483,21 @@ TEST_F(CudaTwinTest, FusedOptimizerStepsAreReproducibleBitwise) {
       DeviceCopy<int32_t> gstep(std::vector<int32_t>{0}, {1}, DType::kI32);
       for (int step = 0; step < 3; ++step) {
         if (lamb) {
-          cuda::LambStep(lamb_params, slices, gw.get(), gg.get(), gs1.get(), gs2.get(), gstep.get(),
-                         nullptr);
+          ops::LambStep(core::Device::kCuda, lamb_params, slices, gw.get(), gg.get(), gs1.get(),
+                        gs2.get(), gstep.get(), nullptr);
         } else {
-          cuda::LarsStep(lars, slices, gw.get(), gg.get(), gs1.get(), nullptr);
+          ops::LarsStep(core::Device::kCuda, lars, slices, gw.get(), gg.get(), gs1.get(), nullptr);
         }
       }
       result = gw.ToHost();
     }
     for (int step = 0; step < 3; ++step) {
       if (lamb) {
-        cpu::LambStep(lamb_params, slices, cw.data(), g.data.data(), cs1.data(), cs2.data(), &cstep,
-                      nullptr);
+        ops::LambStep(core::Device::kCpu, lamb_params, slices, cw.data(), g.data.data(), cs1.data(),
+                      cs2.data(), &cstep, nullptr);
       } else {
-        cpu::LarsStep(lars, slices, cw.data(), g.data.data(), cs1.data(), nullptr);
+        ops::LarsStep(core::Device::kCpu, lars, slices, cw.data(), g.data.data(), cs1.data(),
+                      nullptr);
       }
     }
     const char* what = lamb ? "lamb" : "lars";
@@ -510,9 +513,11 @@ TEST_F(CudaTwinTest, LossScalerRunsWithoutTheHost) {
       buf(std::vector<float>{0.0f}, {1});
   DeviceCopy<int32_t> tracker(std::vector<int32_t>{0}, {1}, DType::kI32);
   const TensorSlice slice{0, 1, false};
-  cuda::UnscaleAndCheckFinite(gg.get(), 3, scale.get(), found.get());
-  cuda::SgdStep({.lr = 0.1f}, {&slice, 1}, w.get(), gg.get(), buf.get(), found.get());
-  cuda::UpdateLossScale({.growth_interval = 2}, scale.get(), tracker.get(), found.get());
+  ops::UnscaleAndCheckFinite(core::Device::kCuda, gg.get(), 3, scale.get(), found.get());
+  ops::SgdStep(core::Device::kCuda, {.lr = 0.1f}, {&slice, 1}, w.get(), gg.get(), buf.get(),
+               found.get());
+  ops::UpdateLossScale(core::Device::kCuda, {.growth_interval = 2}, scale.get(), tracker.get(),
+                       found.get());
   EXPECT_EQ(found.ToHost()[0], 1.0f);
   EXPECT_EQ(w.ToHost()[0], 1.0f);  // skipped on the device
   EXPECT_EQ(scale.ToHost()[0], 512.0f);

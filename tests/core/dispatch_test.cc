@@ -12,8 +12,8 @@
 #include "reference/kernels/cpu/linear.h"
 #include "reference/kernels/cpu/loss.h"
 #include "reference/kernels/cpu/norm.h"
-#include "reference/kernels/cpu/optimizer.h"
-#include "reference/kernels/cpu/pool.h"
+#include "reference/kernels/ops/optimizer.h"
+#include "reference/kernels/ops/pool.h"
 #include "reference/kernels/precision.h"
 #include "tests/core/test_util.h"
 
@@ -48,12 +48,12 @@ TEST(Dispatch, HostTensorsRunTheCpuTwinBitwise) {
 
   Buffer r_ops({2, 4, 6, 6}), r_cpu({2, 4, 6, 6});
   ops::ReluForward(bn_ops.t(), r_ops.t());
-  cpu::ReluForward(bn_cpu.t(), r_cpu.t());
+  ops::ReluForward(bn_cpu.t(), r_cpu.t());
   EXPECT_EQ(r_ops.data, r_cpu.data);
 
   Buffer pooled_ops({2, 4}), pooled_cpu({2, 4});
   ops::GlobalAvgPoolForward(r_ops.t().Reshaped({2, 4, 6, 6}), pooled_ops.t());
-  cpu::GlobalAvgPoolForward(r_cpu.t().Reshaped({2, 4, 6, 6}), pooled_cpu.t());
+  ops::GlobalAvgPoolForward(r_cpu.t().Reshaped({2, 4, 6, 6}), pooled_cpu.t());
   EXPECT_EQ(pooled_ops.data, pooled_cpu.data);
 
   Buffer fc({5, 4}), bias({5}), logits_ops({2, 5}), logits_cpu({2, 5});
@@ -67,7 +67,7 @@ TEST(Dispatch, HostTensorsRunTheCpuTwinBitwise) {
   labels.data = {1, 4};
   Buffer loss_ops({1}), loss_cpu({1}), d_ops({2, 5}), d_cpu({2, 5});
   ops::SoftmaxCrossEntropy(0.1f, 2.0f, logits_ops.t(), labels.t(), loss_ops.t(), d_ops.t());
-  cpu::SoftmaxCrossEntropy(0.1f, 2.0f, logits_cpu.t(), labels.t(), loss_cpu.t(), d_cpu.t());
+  ops::SoftmaxCrossEntropy(0.1f, 2.0f, logits_cpu.t(), labels.t(), loss_cpu.t(), d_cpu.t());
   EXPECT_EQ(loss_ops.data, loss_cpu.data);
   EXPECT_EQ(d_ops.data, d_cpu.data);
   EXPECT_GT(loss_ops[0], 0.0f);
@@ -81,7 +81,8 @@ TEST(Dispatch, HostTensorsRunTheCpuTwinBitwise) {
   const LarsParams lars{.lr = 0.5f, .weight_decay = 1e-4f};
   ops::LarsStep(core::Device::kCpu, lars, slices, w_ops.data.data(), grad.data.data(),
                 m_ops.data.data(), nullptr);
-  cpu::LarsStep(lars, slices, w_cpu.data.data(), grad.data.data(), m_cpu.data.data(), nullptr);
+  ops::LarsStep(core::Device::kCpu, lars, slices, w_cpu.data.data(), grad.data.data(),
+                m_cpu.data.data(), nullptr);
   EXPECT_EQ(w_ops.data, w_cpu.data);
   EXPECT_EQ(m_ops.data, m_cpu.data);
 

@@ -17,6 +17,7 @@
 #include "reference/kernels/cpu/conv.h"
 #include "reference/kernels/cpu/elementwise.h"
 #include "reference/kernels/cpu/norm.h"
+#include "reference/kernels/dispatch.h"
 #include "tests/core/test_util.h"
 
 namespace mlperf {
@@ -143,7 +144,7 @@ TEST(FusedRoundingTest, BatchNormsRoundTheirOutputs) {
                                          view(split), mean.t(), inv_std.t(), rm2.t(), rv2.t(),
                                          precision);
         cpu::Accumulate(view(residual), view(split), precision);
-        if (relu) cpu::ReluForward(view(split), view(split));
+        if (relu) ops::ReluForward(view(split), view(split));
         EXPECT_EQ(std::memcmp(split.data.data(), y_fused.data.data(), split.size() * 4), 0)
             << what << " training with a residual";
         cpu::BatchNormActForwardTraining({}, relu, view(x), Tensor(), gamma.t(), beta.t(), view(y),

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "reference/kernels/dispatch.h"
 #include "tests/core/test_util.h"
 
 namespace mlperf {
@@ -20,7 +21,7 @@ TEST(SoftmaxCrossEntropyTest, ValueWithLabelSmoothing) {
   logits.data = {1.0f, 2.0f, 0.0f};
   IntBuffer labels({1});
   labels.data = {1};
-  cpu::SoftmaxCrossEntropy(0.1f, 1.0f, logits.t(), labels.t(), loss.t(), grad.t());
+  ops::SoftmaxCrossEntropy(0.1f, 1.0f, logits.t(), labels.t(), loss.t(), grad.t());
   const double lse = std::log(std::exp(1.0) + std::exp(2.0) + 1.0);
   // Target (0.1/3, 0.9 + 0.1/3, 0.1/3).
   const double expected =
@@ -39,10 +40,10 @@ TEST(SoftmaxCrossEntropyTest, GradientMatchesAndIsDividedByTheNormalizer) {
   const float global_batch = 8.0f;
   auto value = [&] {
     Buffer scratch({4, 5});
-    cpu::SoftmaxCrossEntropy(0.1f, global_batch, logits.t(), labels.t(), loss.t(), scratch.t());
+    ops::SoftmaxCrossEntropy(0.1f, global_batch, logits.t(), labels.t(), loss.t(), scratch.t());
     return static_cast<double>(loss[0]);
   };
-  cpu::SoftmaxCrossEntropy(0.1f, global_batch, logits.t(), labels.t(), loss.t(), grad.t());
+  ops::SoftmaxCrossEntropy(0.1f, global_batch, logits.t(), labels.t(), loss.t(), grad.t());
   testing::ExpectGradientMatches(logits, grad.data, value, 1e-2, 2e-3, "softmax xent");
 }
 
@@ -54,7 +55,7 @@ TEST(DiceCrossEntropyTest, ConfidentCorrectPredictionHasZeroLoss) {
   IntBuffer labels({n, s});
   labels.data = {0, 1, 2, 1};
   for (int q = 0; q < s; ++q) logits[labels.data[q] * s + q] = 50.0f;
-  cpu::DiceCrossEntropy(logits.t(), labels.t(), loss.t(), grad.t(), ws.t());
+  ops::DiceCrossEntropy(logits.t(), labels.t(), loss.t(), grad.t(), ws.t());
   EXPECT_NEAR(loss[0], 0.0, 1e-6);
 }
 
@@ -65,7 +66,7 @@ TEST(DiceCrossEntropyTest, ValueByHandAndGradient) {
   IntBuffer labels({n, s});
   labels.data = {0, 1, 2, 1, 0, 2, 2, 0, 1, 0};
   testing::FillRandom(logits, 2, -2.0f, 2.0f);
-  cpu::DiceCrossEntropy(logits.t(), labels.t(), loss.t(), grad.t(), ws.t());
+  ops::DiceCrossEntropy(logits.t(), labels.t(), loss.t(), grad.t(), ws.t());
   // Recompute by the reference formula.
   double ce = 0.0, dice = 0.0;
   for (int64_t i = 0; i < n; ++i) {
@@ -89,7 +90,7 @@ TEST(DiceCrossEntropyTest, ValueByHandAndGradient) {
   EXPECT_NEAR(loss[0], expected, 1e-6);
   auto value = [&] {
     Buffer scratch({n, c, s});
-    cpu::DiceCrossEntropy(logits.t(), labels.t(), loss.t(), scratch.t(), ws.t());
+    ops::DiceCrossEntropy(logits.t(), labels.t(), loss.t(), scratch.t(), ws.t());
     return static_cast<double>(loss[0]);
   };
   testing::ExpectGradientMatches(logits, grad.data, value, 1e-2, 2e-3, "dice ce");
@@ -108,9 +109,9 @@ TEST(DiceCrossEntropyTest, ChannelsLastMatchesChannelsFirst) {
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < c; ++j)
       for (int64_t q = 0; q < s; ++q) last[(i * s + q) * c + j] = logits[(i * c + j) * s + q];
-  cpu::DiceCrossEntropy(logits.t(), labels.t(), loss.t(), grad.t(), ws.t());
+  ops::DiceCrossEntropy(logits.t(), labels.t(), loss.t(), grad.t(), ws.t());
   const auto ndhwc = [](Buffer& b) { return b.t().Reshaped(b.shape, core::Layout::kNDHWC); };
-  cpu::DiceCrossEntropy(ndhwc(last), labels.t(), loss_last.t(), ndhwc(grad_last), ws.t());
+  ops::DiceCrossEntropy(ndhwc(last), labels.t(), loss_last.t(), ndhwc(grad_last), ws.t());
   EXPECT_FLOAT_EQ(loss_last[0], loss[0]);
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < c; ++j)
@@ -125,7 +126,7 @@ TEST(MaskedLmLossTest, WeightsSelectPositionsAndGradientMatches) {
   labels.data = {2, 5, 0};
   weights.data = {1.0f, 1.0f, 0.0f};  // the third prediction slot is padding
   testing::FillRandom(logits, 3, -2.0f, 2.0f);
-  cpu::MaskedLmLoss(logits.t(), labels.t(), weights.t(), loss.t(), grad.t());
+  ops::MaskedLmLoss(logits.t(), labels.t(), weights.t(), loss.t(), grad.t());
   double nll = 0.0;
   for (int r = 0; r < 2; ++r) {
     double se = 0;
@@ -136,7 +137,7 @@ TEST(MaskedLmLossTest, WeightsSelectPositionsAndGradientMatches) {
   for (int j = 0; j < 6; ++j) EXPECT_EQ(grad[12 + j], 0.0f);
   auto value = [&] {
     Buffer scratch({3, 6});
-    cpu::MaskedLmLoss(logits.t(), labels.t(), weights.t(), loss.t(), scratch.t());
+    ops::MaskedLmLoss(logits.t(), labels.t(), weights.t(), loss.t(), scratch.t());
     return static_cast<double>(loss[0]);
   };
   testing::ExpectGradientMatches(logits, grad.data, value, 1e-2, 2e-3, "masked lm");
@@ -158,7 +159,7 @@ TEST(ArgmaxRowsTest, FirstLargestSkippingNaN) {
   float* row7 = logits.data.data() + 7 * classes;
   for (int64_t j = 0; j < classes; ++j) row7[j] = NAN;
   IntBuffer argmax({8});
-  cpu::ArgmaxRows(logits.t(), argmax.t());
+  ops::ArgmaxRows(logits.t(), argmax.t());
   for (int r = 0; r < 4; ++r) {
     const float* z = logits.data.data() + r * classes;
     EXPECT_EQ(argmax.data[r], std::max_element(z, z + classes) - z) << "row " << r;

@@ -11,6 +11,7 @@
 
 #include "reference/kernels/cpu/elementwise.h"
 #include "reference/kernels/cpu/norm.h"
+#include "reference/kernels/dispatch.h"
 #include "tests/core/test_util.h"
 
 namespace mlperf {
@@ -78,8 +79,8 @@ void CompareWithUnfused(const Case& k, bool relu, bool residual) {
 
   cpu::BatchNormForwardTraining(p, View(x, k), gamma.t(), beta.t(), View(y_ref, k), mean_ref.t(),
                                 istd_ref.t(), rm_ref.t(), rv_ref.t());
-  if (residual) cpu::Add(View(y_ref, k), View(res, k), View(y_ref, k));
-  if (relu) cpu::ReluForward(View(y_ref, k), View(y_ref, k));
+  if (residual) ops::Add(View(y_ref, k), View(res, k), View(y_ref, k));
+  if (relu) ops::ReluForward(View(y_ref, k), View(y_ref, k));
   cpu::BatchNormActForwardTraining(p, relu, View(x, k), residual ? View(res, k) : no_residual,
                                    gamma.t(), beta.t(), View(y, k), mean.t(), istd.t(), rm.t(),
                                    rv.t());
@@ -89,7 +90,7 @@ void CompareWithUnfused(const Case& k, bool relu, bool residual) {
   ExpectNear(rm_ref, rm, 1e-6, what + " running mean");
   ExpectNear(rv_ref, rv, 1e-6, what + " running var");
 
-  if (relu) cpu::ReluBackward(View(y_ref, k), View(dy_ref, k), View(dy_ref, k));
+  if (relu) ops::ReluBackward(View(y_ref, k), View(dy_ref, k), View(dy_ref, k));
   cpu::BatchNormBackward(View(x, k), View(dy_ref, k), gamma.t(), mean_ref.t(), istd_ref.t(),
                          View(dx_ref, k), dg_ref.t(), db_ref.t());
   cpu::BatchNormActBackward(relu, View(x, k), View(y, k), View(dy, k), gamma.t(), mean.t(),
@@ -102,8 +103,8 @@ void CompareWithUnfused(const Case& k, bool relu, bool residual) {
 
   cpu::BatchNormForwardInference(p, View(x, k), gamma.t(), beta.t(), rm.t(), rv.t(),
                                  View(y_ref, k));
-  if (residual) cpu::Add(View(y_ref, k), View(res, k), View(y_ref, k));
-  if (relu) cpu::ReluForward(View(y_ref, k), View(y_ref, k));
+  if (residual) ops::Add(View(y_ref, k), View(res, k), View(y_ref, k));
+  if (relu) ops::ReluForward(View(y_ref, k), View(y_ref, k));
   cpu::BatchNormActForwardInference(p, relu, View(x, k), residual ? View(res, k) : no_residual,
                                     gamma.t(), beta.t(), rm.t(), rv.t(), View(y, k));
   ExpectNear(y_ref, y, 1e-6, what + " inference y");
@@ -206,13 +207,13 @@ TEST(InstanceNormReluTest, EqualsTheUnfusedOps) {
     testing::FillRandom(beta, 54);
     Buffer y(shape), y_fused(shape), mean({74}), inv_std({74});
     cpu::InstanceNormForward(1e-5f, view(x), gamma.t(), beta.t(), view(y), mean.t(), inv_std.t());
-    cpu::ReluForward(view(y), view(y));
+    ops::ReluForward(view(y), view(y));
     cpu::InstanceNormForward(1e-5f, view(x), gamma.t(), beta.t(), view(y_fused), mean.t(),
                              inv_std.t(), true);
     EXPECT_EQ(y.data, y_fused.data) << what;
     Buffer dy_fused = dy, dx(shape), dx_fused(shape), dg({37}), dg_fused({37}), db({37}),
            db_fused({37});
-    cpu::ReluBackward(view(y), view(dy), view(dy));
+    ops::ReluBackward(view(y), view(dy), view(dy));
     cpu::InstanceNormBackward(view(x), view(dy), gamma.t(), mean.t(), inv_std.t(), view(dx), dg.t(),
                               db.t());
     cpu::InstanceNormBackward(view(x), view(dy_fused), gamma.t(), mean.t(), inv_std.t(),

@@ -10,11 +10,12 @@
 #include "reference/kernels/composite.h"
 #include "reference/kernels/conv_geometry.h"
 #include "reference/kernels/cpu/elementwise.h"
-#include "reference/kernels/cpu/embedding.h"
 #include "reference/kernels/cpu/linear.h"
 #include "reference/kernels/cpu/philox_x8.h"
-#include "reference/kernels/cpu/pool.h"
-#include "reference/kernels/cpu/softmax.h"
+#include "reference/kernels/dispatch.h"
+#include "reference/kernels/ops/embedding.h"
+#include "reference/kernels/ops/pool.h"
+#include "reference/kernels/ops/softmax.h"
 #include "tests/core/test_util.h"
 
 namespace mlperf {
@@ -45,25 +46,25 @@ TEST(ElementwiseTest, ReluAndGeluGradients) {
   for (float& v : x.data)
     if (std::fabs(v) < 0.05f) v = 0.3f;  // keep away from the kink
   CheckUnary(
-      x, [](Buffer& in, Buffer& out) { cpu::ReluForward(in.t(), out.t()); },
-      [](Buffer&, Buffer& y, Buffer& dy, Buffer& dx) { cpu::ReluBackward(y.t(), dy.t(), dx.t()); },
+      x, [](Buffer& in, Buffer& out) { ops::ReluForward(in.t(), out.t()); },
+      [](Buffer&, Buffer& y, Buffer& dy, Buffer& dx) { ops::ReluBackward(y.t(), dy.t(), dx.t()); },
       "relu");
   CheckUnary(
-      x, [](Buffer& in, Buffer& out) { cpu::GeluForward(in.t(), out.t()); },
+      x, [](Buffer& in, Buffer& out) { ops::GeluForward(in.t(), out.t()); },
       [](Buffer& in, Buffer&, Buffer& dy, Buffer& dx) {
-        cpu::GeluBackward(in.t(), dy.t(), dx.t());
+        ops::GeluBackward(in.t(), dy.t(), dx.t());
       },
       "gelu");
   CheckUnary(
-      x, [](Buffer& in, Buffer& out) { cpu::TanhForward(in.t(), out.t()); },
-      [](Buffer&, Buffer& y, Buffer& dy, Buffer& dx) { cpu::TanhBackward(y.t(), dy.t(), dx.t()); },
+      x, [](Buffer& in, Buffer& out) { ops::TanhForward(in.t(), out.t()); },
+      [](Buffer&, Buffer& y, Buffer& dy, Buffer& dx) { ops::TanhBackward(y.t(), dy.t(), dx.t()); },
       "tanh");
 }
 
 TEST(ElementwiseTest, GeluIsTheTanhApproximation) {
   Buffer x({3}), y({3});
   x.data = {-1.0f, 0.5f, 2.0f};
-  cpu::GeluForward(x.t(), y.t());
+  ops::GeluForward(x.t(), y.t());
   for (int i = 0; i < 3; ++i) {
     const double v = x[i];
     const double tanh_form =
@@ -76,7 +77,7 @@ TEST(ElementwiseTest, GeluIsTheTanhApproximation) {
 
 TEST(ElementwiseTest, DropoutKeepsTheExpectedFractionAndItsGradientReusesTheMask) {
   Buffer x({10000}, 1.0f), y({10000});
-  cpu::DropoutForward(0.1f, 7, 3, x.t(), y.t());
+  ops::DropoutForward(0.1f, 7, 3, x.t(), y.t());
   int kept = 0;
   for (float v : y.data) {
     if (v != 0.0f) {
@@ -88,9 +89,9 @@ TEST(ElementwiseTest, DropoutKeepsTheExpectedFractionAndItsGradientReusesTheMask
   Buffer small({20});
   testing::FillRandom(small, 4);
   CheckUnary(
-      small, [](Buffer& in, Buffer& out) { cpu::DropoutForward(0.3f, 5, 1, in.t(), out.t()); },
+      small, [](Buffer& in, Buffer& out) { ops::DropoutForward(0.3f, 5, 1, in.t(), out.t()); },
       [](Buffer&, Buffer&, Buffer& dy, Buffer& dx) {
-        cpu::DropoutBackward(0.3f, 5, 1, dy.t(), dx.t());
+        ops::DropoutBackward(0.3f, 5, 1, dy.t(), dx.t());
       },
       "dropout");
 }
@@ -104,7 +105,7 @@ TEST(ElementwiseTest, DropoutMaskIsEachElementsPhiloxUniform) {
     for (const float p : {0.0f, 0.1f, 0.25f, 0.5f, std::nextafter(0.25f, 1.0f)}) {
       Buffer x({n}), y({n});
       testing::FillRandom(x, 12, 0.5f, 1.5f);
-      cpu::DropoutForward(p, 41, n, x.t(), y.t());
+      ops::DropoutForward(p, 41, n, x.t(), y.t());
       int64_t wrong = 0;
       for (int64_t i = 0; i < n; ++i) {
         const bool keep = core::PhiloxUniform(41, n, static_cast<uint64_t>(i)) >= p;
@@ -112,7 +113,7 @@ TEST(ElementwiseTest, DropoutMaskIsEachElementsPhiloxUniform) {
       }
       EXPECT_EQ(wrong, 0) << "n " << n << " p " << p;
       Buffer in_place = x;
-      cpu::DropoutBackward(p, 41, n, in_place.t(), in_place.t());
+      ops::DropoutBackward(p, 41, n, in_place.t(), in_place.t());
       EXPECT_EQ(in_place.data, y.data) << "n " << n << " p " << p;
     }
   }
@@ -146,17 +147,17 @@ TEST(ElementwiseTest, DropoutOffsetBaseAddsToTheOffset) {
   testing::FillRandom(x, 13, 0.5f, 1.5f);
   int64_t base_storage = 0;
   const core::Tensor base(&base_storage, {1}, core::DType::kI64);
-  cpu::AddInt64(base, 40);
-  cpu::AddInt64(base, 60);
+  ops::AddInt64(base, 40);
+  ops::AddInt64(base, 60);
   ASSERT_EQ(base_storage, 100);
-  cpu::DropoutForward(0.3f, 7, 100 + 5, x.t(), by_value.t());
-  cpu::DropoutForward(0.3f, 7, 5, x.t(), by_base.t(), &base_storage);
+  ops::DropoutForward(0.3f, 7, 100 + 5, x.t(), by_value.t());
+  ops::DropoutForward(0.3f, 7, 5, x.t(), by_base.t(), &base_storage);
   EXPECT_EQ(by_base.data, by_value.data);
   Buffer other({1001});
-  cpu::DropoutForward(0.3f, 7, 5, x.t(), other.t());
+  ops::DropoutForward(0.3f, 7, 5, x.t(), other.t());
   EXPECT_NE(other.data, by_value.data);  // the base did change the mask
   Buffer back = x;
-  cpu::DropoutBackward(0.3f, 7, 5, back.t(), back.t(), &base_storage);
+  ops::DropoutBackward(0.3f, 7, 5, back.t(), back.t(), &base_storage);
   EXPECT_EQ(back.data, by_value.data);
 }
 
@@ -164,8 +165,8 @@ TEST(ElementwiseTest, DropoutOffsetBaseAddsToTheOffset) {
 TEST(ElementwiseTest, GeluAtExtremes) {
   Buffer x({6}), y({6}), dy({6}, 1.0f), dx({6});
   x.data = {-1e4f, -60.0f, -9.0f, 9.0f, 60.0f, 1e4f};
-  cpu::GeluForward(x.t(), y.t());
-  cpu::GeluBackward(x.t(), dy.t(), dx.t());
+  ops::GeluForward(x.t(), y.t());
+  ops::GeluBackward(x.t(), dy.t(), dx.t());
   for (int i = 0; i < 6; ++i) {
     const double v = x[i];
     const double exact =
@@ -182,37 +183,37 @@ TEST(ElementwiseTest, ConcatAndSplitChannelsLast) {
   testing::FillRandom(a, 3);
   testing::FillRandom(b, 4);
   const auto ndhwc = [](Buffer& t) { return t.t().Reshaped(t.shape, core::Layout::kNDHWC); };
-  cpu::ConcatChannels(ndhwc(a), ndhwc(b), ndhwc(y));
+  ops::ConcatChannels(ndhwc(a), ndhwc(b), ndhwc(y));
   for (int64_t v = 0; v < 2 * 3 * 2 * 2; ++v) {
     for (int64_t j = 0; j < 5; ++j) ASSERT_EQ(y[v * 8 + j], a[v * 5 + j]) << v << " " << j;
     for (int64_t j = 0; j < 3; ++j) ASSERT_EQ(y[v * 8 + 5 + j], b[v * 3 + j]) << v << " " << j;
   }
-  cpu::SplitChannels(ndhwc(y), ndhwc(back_a), ndhwc(back_b));
+  ops::SplitChannels(ndhwc(y), ndhwc(back_a), ndhwc(back_b));
   EXPECT_EQ(back_a.data, a.data);
   EXPECT_EQ(back_b.data, b.data);
   // Mixed layout families are refused.
-  EXPECT_DEATH(cpu::ConcatChannels(a.t(), ndhwc(b), ndhwc(y)), "channels-first or all");
+  EXPECT_DEATH(ops::ConcatChannels(a.t(), ndhwc(b), ndhwc(y)), "channels-first or all");
 }
 
 TEST(ElementwiseTest, AddConcatSlice) {
   Buffer a({2, 2, 3}), b({2, 1, 3}), y({2, 3, 3}), back_a = a, back_b = b;
   testing::FillRandom(a, 1);
   testing::FillRandom(b, 2);
-  cpu::ConcatChannels(a.t(), b.t(), y.t());
+  ops::ConcatChannels(a.t(), b.t(), y.t());
   EXPECT_EQ(y[0], a[0]);
   EXPECT_EQ(y[6], b[0]);
   EXPECT_EQ(y[9], a[6]);
-  cpu::SplitChannels(y.t(), back_a.t(), back_b.t());
+  ops::SplitChannels(y.t(), back_a.t(), back_b.t());
   EXPECT_EQ(back_a.data, a.data);
   EXPECT_EQ(back_b.data, b.data);
   Buffer slice({2, 1, 3}), dx({2, 3, 3}, 5.0f);
-  cpu::SliceChannels(y.t(), 2, slice.t());
+  ops::SliceChannels(y.t(), 2, slice.t());
   EXPECT_EQ(slice.data, b.data);
-  cpu::SliceChannelsBackward(slice.t(), 2, dx.t());
+  ops::SliceChannelsBackward(slice.t(), 2, dx.t());
   EXPECT_EQ(dx[0], 0.0f);
   EXPECT_EQ(dx[6], b[0]);
   Buffer sum(a.shape);
-  cpu::Add(a.t(), a.t(), sum.t());
+  ops::Add(a.t(), a.t(), sum.t());
   EXPECT_FLOAT_EQ(sum[3], 2 * a[3]);
   cpu::Accumulate(a.t(), sum.t());
   EXPECT_FLOAT_EQ(sum[3], 3 * a[3]);
@@ -222,14 +223,14 @@ TEST(SoftmaxTest, RowsSumToOneAndGradientMatches) {
   Buffer x({3, 7});
   testing::FillRandom(x, 3, -4.0f, 4.0f);
   Buffer y(x.shape);
-  cpu::SoftmaxForward(x.t(), y.t());
+  ops::SoftmaxForward(x.t(), y.t());
   for (int r = 0; r < 3; ++r)
     EXPECT_NEAR(std::accumulate(y.data.begin() + r * 7, y.data.begin() + r * 7 + 7, 0.0), 1.0,
                 1e-6);
   CheckUnary(
-      x, [](Buffer& in, Buffer& out) { cpu::SoftmaxForward(in.t(), out.t()); },
+      x, [](Buffer& in, Buffer& out) { ops::SoftmaxForward(in.t(), out.t()); },
       [](Buffer&, Buffer& out, Buffer& dy, Buffer& dx) {
-        cpu::SoftmaxBackward(out.t(), dy.t(), dx.t());
+        ops::SoftmaxBackward(out.t(), dy.t(), dx.t());
       },
       "softmax");
 }
@@ -250,16 +251,16 @@ TEST(PoolTest, MaxPoolSamePaddingForwardAndGradient) {
   Buffer x({2, 2, 6, 5});
   FillDistinct(x, 1);
   Buffer y({2, 2, g.out(1), g.out(2)});
-  cpu::MaxPoolForward(g, x.t(), y.t());
+  ops::MaxPoolForward(g, x.t(), y.t());
   // Output (0,0) covers rows 0..2, cols 0..2 (pad_begin is 0 here).
   float expected = -1e9f;
   for (int r = 0; r < 3; ++r)
     for (int c = 0; c < 3; ++c) expected = std::max(expected, x[r * 5 + c]);
   EXPECT_EQ(y[0], expected);
   CheckUnary(
-      x, [&](Buffer& in, Buffer& out) { cpu::MaxPoolForward(g, in.t(), out.t()); },
+      x, [&](Buffer& in, Buffer& out) { ops::MaxPoolForward(g, in.t(), out.t()); },
       [&](Buffer& in, Buffer&, Buffer& dy, Buffer& dx) {
-        cpu::MaxPoolBackward(g, in.t(), dy.t(), dx.t());
+        ops::MaxPoolBackward(g, in.t(), dy.t(), dx.t());
       },
       "max pool", 1e-3, y.shape);
 }
@@ -270,14 +271,14 @@ TEST(PoolTest, AvgPoolBothPaddingConventions) {
   testing::FillRandom(x, 2);
   for (bool include_pad : {true, false}) {
     Buffer y({1, 2, g.out(1), g.out(2)});
-    cpu::AvgPoolForward(g, include_pad, x.t(), y.t());
+    ops::AvgPoolForward(g, include_pad, x.t(), y.t());
     // Output (0,0) sees rows 0..1, cols 0..1 of the image plus 5 pads.
     const float corner = x[0] + x[1] + x[4] + x[5];
     EXPECT_NEAR(y[0], corner / (include_pad ? 9.0f : 4.0f), 1e-6);
     CheckUnary(
-        x, [&](Buffer& in, Buffer& out) { cpu::AvgPoolForward(g, include_pad, in.t(), out.t()); },
+        x, [&](Buffer& in, Buffer& out) { ops::AvgPoolForward(g, include_pad, in.t(), out.t()); },
         [&](Buffer&, Buffer&, Buffer& dy, Buffer& dx) {
-          cpu::AvgPoolBackward(g, include_pad, dy.t(), dx.t());
+          ops::AvgPoolBackward(g, include_pad, dy.t(), dx.t());
         },
         "avg pool", 1e-2, y.shape);
   }
@@ -288,12 +289,12 @@ TEST(PoolTest, GlobalAvgPoolGradient) {
   testing::FillRandom(x, 3);
   testing::FillRandom(r, 4);
   auto loss = [&] {
-    cpu::GlobalAvgPoolForward(x.t(), y.t());
+    ops::GlobalAvgPoolForward(x.t(), y.t());
     return testing::Dot(y, r);
   };
   loss();
   EXPECT_NEAR(y[0], (x[0] + x[1] + x[2] + x[3]) / 4, 1e-6);
-  cpu::GlobalAvgPoolBackward(r.t(), dx.t());
+  ops::GlobalAvgPoolBackward(r.t(), dx.t());
   testing::ExpectGradientMatches(x, dx.data, loss, 1e-2, 2e-3, "global avg pool");
 }
 
@@ -325,16 +326,16 @@ TEST(EmbeddingTest, GatherAndScatterAddWithRepeatedIds) {
   testing::FillRandom(table, 1);
   testing::FillRandom(r, 2);
   auto loss = [&] {
-    cpu::EmbeddingForward(ids.t(), table.t(), y.t());
+    ops::EmbeddingForward(ids.t(), table.t(), y.t());
     return testing::Dot(y, r);
   };
   loss();
   EXPECT_EQ(y[3], table[0]);
-  cpu::EmbeddingBackward(ids.t(), r.t(), dtable.t());
+  ops::EmbeddingBackward(ids.t(), r.t(), dtable.t());
   testing::ExpectGradientMatches(table, dtable.data, loss, 1e-2, 2e-3, "embedding");
   // Accumulating adds the same sums to what the table's gradient holds.
   Buffer accumulated(table.shape, 0.5f);
-  cpu::EmbeddingBackward(ids.t(), r.t(), accumulated.t(), /*accumulate=*/true);
+  ops::EmbeddingBackward(ids.t(), r.t(), accumulated.t(), /*accumulate=*/true);
   for (size_t i = 0; i < dtable.data.size(); ++i)
     EXPECT_EQ(accumulated.data[i], 0.5f + dtable.data[i]) << i;
 }

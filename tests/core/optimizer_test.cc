@@ -1,13 +1,15 @@
 // Optimizer steps against numbers worked out by hand from the reference
 // formulas, a few steps against a scalar transcription of those formulas,
 // and the dynamic loss scaler (grow, back off, skipped step).
-#include "reference/kernels/cpu/optimizer.h"
+#include "reference/kernels/ops/optimizer.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 #include <vector>
+
+#include "reference/kernels/dispatch.h"
 
 namespace mlperf {
 namespace {
@@ -19,16 +21,16 @@ TEST(SgdTest, NesterovStepsByHand) {
   float w = 1.0f, g = 0.5f, buf = 0.0f;
   const TensorSlice slice{0, 1, false};
   SgdParams p{.lr = 0.1f, .momentum = 0.9f, .weight_decay = 0.0f, .nesterov = true};
-  cpu::SgdStep(p, {&slice, 1}, &w, &g, &buf, nullptr);
+  ops::SgdStep(core::Device::kCpu, p, {&slice, 1}, &w, &g, &buf, nullptr);
   EXPECT_NEAR(w, 0.905f, 1e-6);
-  cpu::SgdStep(p, {&slice, 1}, &w, &g, &buf, nullptr);
+  ops::SgdStep(core::Device::kCpu, p, {&slice, 1}, &w, &g, &buf, nullptr);
   EXPECT_NEAR(buf, 0.95f, 1e-6);
   EXPECT_NEAR(w, 0.7695f, 1e-6);
   // Classic momentum with weight decay on the same numbers: d = 0.5 + 0.1*1.
   float w2 = 1.0f, buf2 = 0.0f;
   p.nesterov = false;
   p.weight_decay = 0.1f;
-  cpu::SgdStep(p, {&slice, 1}, &w2, &g, &buf2, nullptr);
+  ops::SgdStep(core::Device::kCpu, p, {&slice, 1}, &w2, &g, &buf2, nullptr);
   EXPECT_NEAR(w2, 1.0f - 0.1f * 0.6f, 1e-6);
 }
 
@@ -41,14 +43,14 @@ TEST(LarsTest, FirstStepByHand) {
   const TensorSlice slices[] = {{0, 2, false}, {2, 1, true, true}};
   LarsParams p{
       .lr = 1.0f, .momentum = 0.9f, .weight_decay = 0.01f, .eeta = 0.001f, .epsilon = 0.0f};
-  cpu::LarsStep(p, slices, w.data(), g.data(), v.data(), nullptr);
+  ops::LarsStep(core::Device::kCpu, p, slices, w.data(), g.data(), v.data(), nullptr);
   EXPECT_NEAR(v[0], -0.003f, 1e-7);
   EXPECT_NEAR(v[1], -0.004f, 1e-7);
   EXPECT_NEAR(w[0], 2.997f, 1e-6);
   EXPECT_NEAR(w[1], 3.996f, 1e-6);
   EXPECT_NEAR(w[2], 0.3f, 1e-6);
   // Second step: the momentum carries lr*trust of the first step (TF-style).
-  cpu::LarsStep(p, slices, w.data(), g.data(), v.data(), nullptr);
+  ops::LarsStep(core::Device::kCpu, p, slices, w.data(), g.data(), v.data(), nullptr);
   const double norm_w = 5.0 * 0.999, trust = 0.001 * norm_w / (1.0 + 0.01 * norm_w);
   EXPECT_NEAR(v[0], 0.9 * -0.003 - trust * (0.6 + 0.01 * 2.997), 1e-7);
   EXPECT_NEAR(v[2], 0.9 * -0.2 - 0.2, 1e-6);
@@ -58,8 +60,8 @@ TEST(LarsTest, FirstStepByHand) {
 TEST(LarsTest, ZeroWeightsUseTrustOne) {
   std::vector<float> w = {0.0f, 0.0f}, g = {1.0f, -1.0f}, v(2, 0.0f);
   const TensorSlice slice{0, 2, false};
-  cpu::LarsStep({.lr = 0.5f, .momentum = 0.9f, .weight_decay = 0.1f}, {&slice, 1}, w.data(),
-                g.data(), v.data(), nullptr);
+  ops::LarsStep(core::Device::kCpu, {.lr = 0.5f, .momentum = 0.9f, .weight_decay = 0.1f},
+                {&slice, 1}, w.data(), g.data(), v.data(), nullptr);
   EXPECT_FLOAT_EQ(w[0], -0.5f);
   EXPECT_FLOAT_EQ(w[1], 0.5f);
 }
@@ -111,7 +113,8 @@ TEST(LambTest, ThreeStepsMatchTheReferenceFormulas) {
                                                  {2.0f, 1.0f, -2.0f, 0.5f, 0.0f},
                                                  {-0.1f, 0.0f, 0.4f, 0.2f, 0.2f}};
   for (const auto& g : grads) {
-    cpu::LambStep(p, slices, w.data(), g.data(), m.data(), v.data(), &step, nullptr);
+    ops::LambStep(core::Device::kCpu, p, slices, w.data(), g.data(), m.data(), v.data(), &step,
+                  nullptr);
     ref.Step(p, g, 3);
     for (int i = 0; i < 5; ++i) ASSERT_NEAR(w[i], ref.w[i], 1e-6) << "step " << step << " i " << i;
   }
@@ -125,8 +128,8 @@ TEST(LambTest, FirstStepByHand) {
   std::vector<float> w = {3.0f, 4.0f}, g = {0.6f, 0.8f}, m(2, 0.0f), v(2, 0.0f);
   const TensorSlice slice{0, 2, false};
   int32_t step = 0;
-  cpu::LambStep({.lr = 0.1f, .epsilon = 0.0f, .weight_decay = 0.01f}, {&slice, 1}, w.data(),
-                g.data(), m.data(), v.data(), &step, nullptr);
+  ops::LambStep(core::Device::kCpu, {.lr = 0.1f, .epsilon = 0.0f, .weight_decay = 0.01f},
+                {&slice, 1}, w.data(), g.data(), m.data(), v.data(), &step, nullptr);
   const double un = std::sqrt(1.03 * 1.03 + 1.04 * 1.04);
   EXPECT_NEAR(w[0], 3.0 - 0.1 * 5.0 / un * 1.03, 1e-6);
   EXPECT_NEAR(w[1], 4.0 - 0.1 * 5.0 / un * 1.04, 1e-6);
@@ -153,7 +156,8 @@ TEST(AdamTest, ThreeStepsMatchTheFormulas) {
                                                    {-0.1f, 0.0f, 0.4f, 0.2f, 0.2f}};
     for (int t = 1; t <= 3; ++t) {
       const std::vector<float>& g = grads[t - 1];
-      cpu::AdamStep(p, slices, w.data(), g.data(), m.data(), v.data(), &step, nullptr);
+      ops::AdamStep(core::Device::kCpu, p, slices, w.data(), g.data(), m.data(), v.data(), &step,
+                    nullptr);
       for (int i = 0; i < 5; ++i) {
         const double wd = i < 3 ? 0.1 : 0.0;
         const double gi = g[i] + (decoupled ? 0.0 : wd * rw[i]);
@@ -183,25 +187,27 @@ TEST(OptimizerRateTest, RateReadFromMemoryEqualsTheRatePassed) {
     int32_t t_value = 0, t_memory = 0;
     for (int step = 0; step < 2; ++step) {
       if (which == 0) {
-        cpu::SgdStep({.lr = rate, .momentum = 0.9f, .weight_decay = 0.01f}, slices, w_value.data(),
-                     g.data(), m_value.data(), nullptr);
-        cpu::SgdStep({.lr = 99.0f, .lr_at = &rate, .momentum = 0.9f, .weight_decay = 0.01f}, slices,
+        ops::SgdStep(core::Device::kCpu, {.lr = rate, .momentum = 0.9f, .weight_decay = 0.01f},
+                     slices, w_value.data(), g.data(), m_value.data(), nullptr);
+        ops::SgdStep(core::Device::kCpu,
+                     {.lr = 99.0f, .lr_at = &rate, .momentum = 0.9f, .weight_decay = 0.01f}, slices,
                      w_memory.data(), g.data(), m_memory.data(), nullptr);
       } else if (which == 1) {
-        cpu::LarsStep({.lr = rate, .weight_decay = 0.01f}, slices, w_value.data(), g.data(),
-                      m_value.data(), nullptr);
-        cpu::LarsStep({.lr = 99.0f, .lr_at = &rate, .weight_decay = 0.01f}, slices, w_memory.data(),
-                      g.data(), m_memory.data(), nullptr);
+        ops::LarsStep(core::Device::kCpu, {.lr = rate, .weight_decay = 0.01f}, slices,
+                      w_value.data(), g.data(), m_value.data(), nullptr);
+        ops::LarsStep(core::Device::kCpu, {.lr = 99.0f, .lr_at = &rate, .weight_decay = 0.01f},
+                      slices, w_memory.data(), g.data(), m_memory.data(), nullptr);
       } else if (which == 2) {
-        cpu::LambStep({.lr = rate}, slices, w_value.data(), g.data(), m_value.data(),
-                      v_value.data(), &t_value, nullptr);
-        cpu::LambStep({.lr = 99.0f, .lr_at = &rate}, slices, w_memory.data(), g.data(),
-                      m_memory.data(), v_memory.data(), &t_memory, nullptr);
-      } else {
-        cpu::AdamStep({.lr = rate, .weight_decay = 0.01f}, slices, w_value.data(), g.data(),
+        ops::LambStep(core::Device::kCpu, {.lr = rate}, slices, w_value.data(), g.data(),
                       m_value.data(), v_value.data(), &t_value, nullptr);
-        cpu::AdamStep({.lr = 99.0f, .lr_at = &rate, .weight_decay = 0.01f}, slices, w_memory.data(),
+        ops::LambStep(core::Device::kCpu, {.lr = 99.0f, .lr_at = &rate}, slices, w_memory.data(),
                       g.data(), m_memory.data(), v_memory.data(), &t_memory, nullptr);
+      } else {
+        ops::AdamStep(core::Device::kCpu, {.lr = rate, .weight_decay = 0.01f}, slices,
+                      w_value.data(), g.data(), m_value.data(), v_value.data(), &t_value, nullptr);
+        ops::AdamStep(core::Device::kCpu, {.lr = 99.0f, .lr_at = &rate, .weight_decay = 0.01f},
+                      slices, w_memory.data(), g.data(), m_memory.data(), v_memory.data(),
+                      &t_memory, nullptr);
       }
     }
     EXPECT_NE(w_value, start) << which;
@@ -215,38 +221,40 @@ TEST(LossScalerTest, BacksOffOnOverflowSkipsTheStepAndGrowsAfterTheInterval) {
   float scale = 1024.0f, found_inf = 0.0f;
   int32_t tracker = 0;
   std::vector<float> g = {512.0f, std::numeric_limits<float>::infinity()};
-  cpu::UnscaleAndCheckFinite(g.data(), 2, &scale, &found_inf);
+  ops::UnscaleAndCheckFinite(core::Device::kCpu, g.data(), 2, &scale, &found_inf);
   EXPECT_EQ(found_inf, 1.0f);
   // The optimizer reads the flag and leaves everything untouched.
   float w = 1.0f, buf = 0.25f;
   const TensorSlice slice{0, 1, false};
-  cpu::SgdStep({.lr = 0.1f}, {&slice, 1}, &w, g.data(), &buf, &found_inf);
+  ops::SgdStep(core::Device::kCpu, {.lr = 0.1f}, {&slice, 1}, &w, g.data(), &buf, &found_inf);
   EXPECT_EQ(w, 1.0f);
   EXPECT_EQ(buf, 0.25f);
   float m = 0.0f, v = 0.0f;
   int32_t step = 5;
-  cpu::LambStep({.lr = 0.1f}, {&slice, 1}, &w, g.data(), &m, &v, &step, &found_inf);
+  ops::LambStep(core::Device::kCpu, {.lr = 0.1f}, {&slice, 1}, &w, g.data(), &m, &v, &step,
+                &found_inf);
   EXPECT_EQ(step, 5);
   EXPECT_EQ(w, 1.0f);
-  cpu::AdamStep({.lr = 0.1f}, {&slice, 1}, &w, g.data(), &m, &v, &step, &found_inf);
+  ops::AdamStep(core::Device::kCpu, {.lr = 0.1f}, {&slice, 1}, &w, g.data(), &m, &v, &step,
+                &found_inf);
   EXPECT_EQ(step, 5);
   EXPECT_EQ(w, 1.0f);
-  cpu::UpdateLossScale(p, &scale, &tracker, &found_inf);
+  ops::UpdateLossScale(core::Device::kCpu, p, &scale, &tracker, &found_inf);
   EXPECT_EQ(scale, 512.0f);
   EXPECT_EQ(tracker, 0);
   // Three clean steps grow the scale once.
   for (int i = 0; i < 3; ++i) {
     g = {256.0f, -128.0f};
-    cpu::UnscaleAndCheckFinite(g.data(), 2, &scale, &found_inf);
+    ops::UnscaleAndCheckFinite(core::Device::kCpu, g.data(), 2, &scale, &found_inf);
     EXPECT_EQ(found_inf, 0.0f);
     EXPECT_EQ(g[0], 0.5f);
     EXPECT_EQ(g[1], -0.25f);
-    cpu::UpdateLossScale(p, &scale, &tracker, &found_inf);
+    ops::UpdateLossScale(core::Device::kCpu, p, &scale, &tracker, &found_inf);
     EXPECT_EQ(scale, i < 2 ? 512.0f : 1024.0f);
   }
   EXPECT_EQ(tracker, 0);
   g = {std::numeric_limits<float>::quiet_NaN(), 1.0f};
-  cpu::UnscaleAndCheckFinite(g.data(), 2, &scale, &found_inf);
+  ops::UnscaleAndCheckFinite(core::Device::kCpu, g.data(), 2, &scale, &found_inf);
   EXPECT_EQ(found_inf, 1.0f);
 }
 

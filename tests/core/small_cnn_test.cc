@@ -18,8 +18,9 @@
 #include "reference/kernels/cpu/linear.h"
 #include "reference/kernels/cpu/loss.h"
 #include "reference/kernels/cpu/norm.h"
-#include "reference/kernels/cpu/optimizer.h"
-#include "reference/kernels/cpu/pool.h"
+#include "reference/kernels/dispatch.h"
+#include "reference/kernels/ops/optimizer.h"
+#include "reference/kernels/ops/pool.h"
 #include "reference/optim/schedules.h"
 
 namespace mlperf {
@@ -115,29 +116,29 @@ struct Net {
     } else {
       cpu::BatchNormForwardInference(bn, c1, g1, b1, rm1, rv1, a1);
     }
-    cpu::ReluForward(a1, a1);
-    cpu::MaxPoolForward(pool, a1, p1);
+    ops::ReluForward(a1, a1);
+    ops::MaxPoolForward(pool, a1, p1);
     cpu::ConvForward(conv2, p1, w2, c2, workspace);
     if (training) {
       cpu::BatchNormForwardTraining(bn, c2, g2, b2, a2, mean2, istd2, rm2, rv2);
     } else {
       cpu::BatchNormForwardInference(bn, c2, g2, b2, rm2, rv2, a2);
     }
-    cpu::ReluForward(a2, a2);
-    cpu::GlobalAvgPoolForward(a2, feat);
+    ops::ReluForward(a2, a2);
+    ops::GlobalAvgPoolForward(a2, feat);
     cpu::LinearForward(feat, fc_w, fc_b, logits);
   }
 
   void Backward() {
-    cpu::SoftmaxCrossEntropy(0.1f, static_cast<float>(kBatch), logits, labels, loss, dlogits);
+    ops::SoftmaxCrossEntropy(0.1f, static_cast<float>(kBatch), logits, labels, loss, dlogits);
     cpu::LinearBackward(feat, fc_w, dlogits, dfeat, dfc_w, dfc_b);
-    cpu::GlobalAvgPoolBackward(dfeat, da2);
-    cpu::ReluBackward(a2, da2, da2);
+    ops::GlobalAvgPoolBackward(dfeat, da2);
+    ops::ReluBackward(a2, da2, da2);
     cpu::BatchNormBackward(c2, da2, g2, mean2, istd2, dc2, dg2, db2);
     cpu::ConvBackwardData(conv2, dc2, w2, dp1, workspace);
     cpu::ConvBackwardWeight(conv2, p1, dc2, dw2, workspace);
-    cpu::MaxPoolBackward(pool, a1, dp1, da1);
-    cpu::ReluBackward(a1, da1, da1);
+    ops::MaxPoolBackward(pool, a1, dp1, da1);
+    ops::ReluBackward(a1, da1, da1);
     cpu::BatchNormBackward(c1, da1, g1, mean1, istd1, dc1, dg1, db1);
     cpu::ConvBackwardWeight(conv1, x, dc1, dw1, workspace);
   }
@@ -177,7 +178,8 @@ TEST(SmallCnnTest, LearnsOrientedBarsWithLars) {
     net.Backward();
     if (step == 0) first_loss = net.loss.f32()[0];
     last_loss = net.loss.f32()[0];
-    cpu::LarsStep(
+    ops::LarsStep(
+        core::Device::kCpu,
         {.lr = static_cast<float>(schedule.At(step + 1)), .momentum = 0.9f, .weight_decay = 5e-5f},
         slices, net.w1.f32(), net.dw1.f32(), momentum.data(), nullptr);
   }

@@ -15,12 +15,13 @@
 #include "reference/kernels/conv_geometry.h"
 #include "reference/kernels/cpu/conv.h"
 #include "reference/kernels/cpu/elementwise.h"
-#include "reference/kernels/cpu/embedding.h"
 #include "reference/kernels/cpu/linear.h"
 #include "reference/kernels/cpu/loss.h"
 #include "reference/kernels/cpu/norm.h"
-#include "reference/kernels/cpu/pool.h"
-#include "reference/kernels/cpu/softmax.h"
+#include "reference/kernels/dispatch.h"
+#include "reference/kernels/ops/embedding.h"
+#include "reference/kernels/ops/pool.h"
+#include "reference/kernels/ops/softmax.h"
 #include "tests/core/test_util.h"
 
 #ifndef MLPERF_SOURCE_DIR
@@ -263,19 +264,19 @@ TEST_F(TorchParityTest, InstanceAndLayerNorm) {
 TEST_F(TorchParityTest, ActivationsAndSoftmax) {
   Buffer &x = In("relu/x"), &dy = In("relu/dy");
   Buffer y(x.shape), dx(x.shape);
-  cpu::ReluForward(x.t(), y.t());
-  cpu::ReluBackward(y.t(), dy.t(), dx.t());
+  ops::ReluForward(x.t(), y.t());
+  ops::ReluBackward(y.t(), dy.t(), dx.t());
   ExpectMatches("relu/y", y.data);
   ExpectMatches("relu/dx", dx.data);
   Buffer &gx = In("gelu/x"), &gdy = In("gelu/dy");
-  cpu::GeluForward(gx.t(), y.t());
-  cpu::GeluBackward(gx.t(), gdy.t(), dx.t());
+  ops::GeluForward(gx.t(), y.t());
+  ops::GeluBackward(gx.t(), gdy.t(), dx.t());
   ExpectMatches("gelu/y", y.data);
   ExpectMatches("gelu/dx", dx.data);
   Buffer &sx = In("softmax/x"), &sdy = In("softmax/dy");
   Buffer sy(sx.shape), sdx(sx.shape);
-  cpu::SoftmaxForward(sx.t(), sy.t());
-  cpu::SoftmaxBackward(sy.t(), sdy.t(), sdx.t());
+  ops::SoftmaxForward(sx.t(), sy.t());
+  ops::SoftmaxBackward(sy.t(), sdy.t(), sdx.t());
   ExpectMatches("softmax/y", sy.data);
   ExpectMatches("softmax/dx", sdx.data);
 }
@@ -284,19 +285,19 @@ TEST_F(TorchParityTest, Pooling) {
   const ConvGeometry g = Conv2d(2, 2, 7, 6, 2, 3, 3, 2, 1);
   Buffer &x = In("maxpool/x"), &dy = In("maxpool/dy");
   Buffer y(dy.shape), dx(x.shape);
-  cpu::MaxPoolForward(g, x.t(), y.t());
-  cpu::MaxPoolBackward(g, x.t(), dy.t(), dx.t());
+  ops::MaxPoolForward(g, x.t(), y.t());
+  ops::MaxPoolBackward(g, x.t(), dy.t(), dx.t());
   ExpectMatches("maxpool/y", y.data);
   ExpectMatches("maxpool/dx", dx.data);
   Buffer &ax = In("avgpool/x"), &ady = In("avgpool/dy");
-  cpu::AvgPoolForward(g, true, ax.t(), y.t());
-  cpu::AvgPoolBackward(g, true, ady.t(), dx.t());
+  ops::AvgPoolForward(g, true, ax.t(), y.t());
+  ops::AvgPoolBackward(g, true, ady.t(), dx.t());
   ExpectMatches("avgpool/y", y.data);
   ExpectMatches("avgpool/dx", dx.data);
   Buffer &gx = In("gap/x"), &gdy = In("gap/dy");
   Buffer gy(gdy.shape), gdx(gx.shape);
-  cpu::GlobalAvgPoolForward(gx.t(), gy.t());
-  cpu::GlobalAvgPoolBackward(gdy.t(), gdx.t());
+  ops::GlobalAvgPoolForward(gx.t(), gy.t());
+  ops::GlobalAvgPoolBackward(gdy.t(), gdx.t());
   ExpectMatches("gap/y", gy.data);
   ExpectMatches("gap/dx", gdx.data);
 }
@@ -339,14 +340,14 @@ TEST_F(TorchParityTest, ChannelsLast) {
   const ConvGeometry pool = Conv2d(2, 2, 7, 6, 2, 3, 3, 2, 1);
   Buffer &x = In("cl_maxpool/x"), &dy = In("cl_maxpool/dy");
   Buffer y(dy.shape), dx(x.shape);
-  cpu::MaxPoolForward(pool, nhwc(x), nhwc(y));
-  cpu::MaxPoolBackward(pool, nhwc(x), nhwc(dy), nhwc(dx));
+  ops::MaxPoolForward(pool, nhwc(x), nhwc(y));
+  ops::MaxPoolBackward(pool, nhwc(x), nhwc(dy), nhwc(dx));
   expect("cl_maxpool/y", y.data);
   expect("cl_maxpool/dx", dx.data);
   Buffer &gx = In("cl_gap/x"), &gdy = In("cl_gap/dy");
   Buffer gy(gdy.shape), gdx(gx.shape);
-  cpu::GlobalAvgPoolForward(nhwc(gx), gy.t());
-  cpu::GlobalAvgPoolBackward(gdy.t(), nhwc(gdx));
+  ops::GlobalAvgPoolForward(nhwc(gx), gy.t());
+  ops::GlobalAvgPoolBackward(gdy.t(), nhwc(gdx));
   expect("cl_gap/y", gy.data);
   expect("cl_gap/dx", gdx.data);
 }
@@ -362,8 +363,8 @@ TEST_F(TorchParityTest, LinearAndEmbedding) {
   ExpectMatches("linear/db", db.data);
   Buffer &table = In("embedding/table"), &edy = In("embedding/dy");
   Buffer ey(edy.shape), dtable(table.shape);
-  cpu::EmbeddingForward(Ids("embedding/ids").t(), table.t(), ey.t());
-  cpu::EmbeddingBackward(Ids("embedding/ids").t(), edy.t(), dtable.t());
+  ops::EmbeddingForward(Ids("embedding/ids").t(), table.t(), ey.t());
+  ops::EmbeddingBackward(Ids("embedding/ids").t(), edy.t(), dtable.t());
   ExpectMatches("embedding/y", ey.data);
   ExpectMatches("embedding/dtable", dtable.data);
 }
@@ -385,17 +386,17 @@ TEST_F(TorchParityTest, Losses) {
   Buffer& z = In("xent/logits");
   Buffer dz(z.shape);
   // F.cross_entropy's mean reduction is the reference's sum / batch size.
-  cpu::SoftmaxCrossEntropy(0.1f, 6.0f, z.t(), Ids("xent/labels").t(), loss.t(), dz.t());
+  ops::SoftmaxCrossEntropy(0.1f, 6.0f, z.t(), Ids("xent/labels").t(), loss.t(), dz.t());
   ExpectMatches("xent/y", loss.data);
   ExpectMatches("xent/dlogits", dz.data);
   Buffer& dl = In("dice/logits");
   Buffer ddl(dl.shape), ws({cpu::DiceCrossEntropyWorkspaceElements(2, 3, 12)});
-  cpu::DiceCrossEntropy(dl.t(), Ids("dice/labels").t(), loss.t(), ddl.t(), ws.t());
+  ops::DiceCrossEntropy(dl.t(), Ids("dice/labels").t(), loss.t(), ddl.t(), ws.t());
   ExpectMatches("dice/y", loss.data);
   ExpectMatches("dice/dlogits", ddl.data);
   Buffer& ml = In("mlm/logits");
   Buffer dml(ml.shape);
-  cpu::MaskedLmLoss(ml.t(), Ids("mlm/labels").t(), In("mlm/weights").t(), loss.t(), dml.t());
+  ops::MaskedLmLoss(ml.t(), Ids("mlm/labels").t(), In("mlm/weights").t(), loss.t(), dml.t());
   ExpectMatches("mlm/y", loss.data);
   ExpectMatches("mlm/dlogits", dml.data);
 }

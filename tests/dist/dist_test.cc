@@ -16,7 +16,8 @@
 #include "reference/kernels/cpu/elementwise.h"
 #include "reference/kernels/cpu/linear.h"
 #include "reference/kernels/cpu/loss.h"
-#include "reference/kernels/cpu/optimizer.h"
+#include "reference/kernels/dispatch.h"
+#include "reference/kernels/ops/optimizer.h"
 
 namespace mlperf {
 namespace {
@@ -58,21 +59,21 @@ class TinyMlp {
     const Tensor th(h.data(), {count, kHidden}, core::DType::kF32);
     const Tensor tlogits(logits.data(), {count, kClasses}, core::DType::kF32);
     cpu::LinearForward(tx, param_view_[0], param_view_[1], th);
-    cpu::ReluForward(th, th);
+    ops::ReluForward(th, th);
     cpu::LinearForward(th, param_view_[2], param_view_[3], tlogits);
     const Tensor tdlogits(dlogits.data(), {count, kClasses}, core::DType::kF32);
-    cpu::SoftmaxCrossEntropy(0.1f, static_cast<float>(count), tlogits,
+    ops::SoftmaxCrossEntropy(0.1f, static_cast<float>(count), tlogits,
                              Tensor(labels.data(), {count}, core::DType::kI32),
                              Tensor(loss.data(), {1}, core::DType::kF32), tdlogits);
     const Tensor tdh(dh.data(), {count, kHidden}, core::DType::kF32);
     cpu::LinearBackward(th, param_view_[2], tdlogits, tdh, grad_view_[2], grad_view_[3]);
-    cpu::ReluBackward(th, tdh, tdh);
+    ops::ReluBackward(th, tdh, tdh);
     cpu::LinearBackward(tx, param_view_[0], tdh, Tensor(), grad_view_[0], grad_view_[1]);
     // Small buckets so that the gradient crosses several of them.
     const int64_t total = grads_.used() / sizeof(float);
     dist::AllReduceGradients(comm, grad_view_[0].f32(), dist::PlanBuckets(total, 37));
-    cpu::LarsStep({.lr = 0.5f, .momentum = 0.9f, .weight_decay = 1e-4f}, slices_,
-                  param_view_[0].f32(), grad_view_[0].f32(), momentum_.data(), nullptr);
+    ops::LarsStep(core::Device::kCpu, {.lr = 0.5f, .momentum = 0.9f, .weight_decay = 1e-4f},
+                  slices_, param_view_[0].f32(), grad_view_[0].f32(), momentum_.data(), nullptr);
   }
 
   std::vector<float> Parameters() const {

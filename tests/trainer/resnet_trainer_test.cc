@@ -13,7 +13,8 @@
 #include "reference/core/philox.h"
 #include "reference/dist/communicator.h"
 #include "reference/eval/evaluator.h"
-#include "reference/kernels/cpu/optimizer.h"
+#include "reference/kernels/dispatch.h"
+#include "reference/kernels/ops/optimizer.h"
 #include "reference/models/resnet.h"
 #include "reference/trainer/trainer.h"
 #include "tests/core/test_util.h"
@@ -107,7 +108,8 @@ void ExpectStepMatchesByHand(bool lars) {
     std::vector<float> g(model.gradients().begin(), model.gradients().end());
     const float lr = static_cast<float>(trainer.LearningRateAt(step));
     if (lars) {
-      cpu::LarsStep({.lr = lr, .momentum = 0.9f, .weight_decay = 5e-4f, .eeta = 0.001f}, slices,
+      ops::LarsStep(core::Device::kCpu,
+                    {.lr = lr, .momentum = 0.9f, .weight_decay = 5e-4f, .eeta = 0.001f}, slices,
                     w.data(), g.data(), v.data(), nullptr);
     } else {
       // L2 on everything but BN (FC bias included), TF momentum.
@@ -118,8 +120,8 @@ void ExpectStepMatchesByHand(bool lars) {
         for (int64_t i = all[k].offset; i < all[k].offset + all[k].numel; ++i)
           g[i] += 2.0f * 5e-4f * w[i];
       }
-      cpu::LarsStep({.lr = lr, .momentum = 0.9f, .weight_decay = 0.0f}, all, w.data(), g.data(),
-                    v.data(), nullptr);
+      ops::LarsStep(core::Device::kCpu, {.lr = lr, .momentum = 0.9f, .weight_decay = 0.0f}, all,
+                    w.data(), g.data(), v.data(), nullptr);
     }
   }
   std::copy(start.begin(), start.end(), model.parameters().begin());

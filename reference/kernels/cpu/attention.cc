@@ -1,4 +1,4 @@
-#include "reference/kernels/cpu/attention.h"
+#include "reference/kernels/ops/attention.h"
 
 #include "base/check.h"
 #include "reference/kernels/cpu/parallel.h"
@@ -51,5 +51,9 @@ void SplitHeads(const core::Tensor& rows, int64_t column, const core::Tensor& he
 void MergeHeads(const core::Tensor& heads, const core::Tensor& rows, int64_t column) {
   PermuteHeads(rows, column, heads, /*to_heads=*/false);
 }
+
+MLPERF_REGISTER_KERNEL(AddKeyPaddingMask, Cpu, AddKeyPaddingMask);
+MLPERF_REGISTER_KERNEL(SplitHeads, Cpu, SplitHeads);
+MLPERF_REGISTER_KERNEL(MergeHeads, Cpu, MergeHeads);
 
 }  // namespace mlperf::cpu

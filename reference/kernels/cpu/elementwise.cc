@@ -10,6 +10,7 @@
 #include "reference/kernels/cpu/philox_x8.h"
 #include "reference/kernels/cpu/round.h"
 #include "reference/kernels/cpu/vec_math.h"
+#include "reference/kernels/ops/elementwise.h"
 
 namespace mlperf::cpu {
 namespace {
@@ -313,5 +314,24 @@ void SliceChannelsBackward(const Tensor& dout, int64_t begin, const Tensor& dx) 
   std::memset(dx.data(), 0, dx.bytes());
   CopyChannels(dout.f32(), co, 0, dx.f32(), cx, begin, n, co, inner, sizeof(float));
 }
+
+MLPERF_REGISTER_KERNEL(ReluForward, Cpu, ReluForward);
+MLPERF_REGISTER_KERNEL(ReluBackward, Cpu, ReluBackward);
+MLPERF_REGISTER_KERNEL(GeluForward, Cpu, GeluForward);
+MLPERF_REGISTER_KERNEL(GeluBackward, Cpu, GeluBackward);
+MLPERF_REGISTER_KERNEL(TanhForward, Cpu, TanhForward);
+MLPERF_REGISTER_KERNEL(TanhBackward, Cpu, TanhBackward);
+MLPERF_REGISTER_KERNEL(Add, Cpu, Add);
+MLPERF_REGISTER_KERNEL(Scale, Cpu, Scale);
+MLPERF_REGISTER_KERNEL(ScaleBy, Cpu, ScaleBy);
+MLPERF_REGISTER_KERNEL(Fill, Cpu, Fill);
+MLPERF_REGISTER_KERNEL(DropoutForward, Cpu, DropoutForward);
+MLPERF_REGISTER_KERNEL(DropoutBackward, Cpu, DropoutBackward);
+MLPERF_REGISTER_KERNEL(AddInt64, Cpu, AddInt64);
+MLPERF_REGISTER_KERNEL(Cast, Cpu, Cast);
+MLPERF_REGISTER_KERNEL(ConcatChannels, Cpu, ConcatChannels);
+MLPERF_REGISTER_KERNEL(SplitChannels, Cpu, SplitChannels);
+MLPERF_REGISTER_KERNEL(SliceChannels, Cpu, SliceChannels);
+MLPERF_REGISTER_KERNEL(SliceChannelsBackward, Cpu, SliceChannelsBackward);
 
 }  // namespace mlperf::cpu

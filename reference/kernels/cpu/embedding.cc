@@ -1,4 +1,4 @@
-#include "reference/kernels/cpu/embedding.h"
+#include "reference/kernels/ops/embedding.h"
 
 #include <omp.h>
 
@@ -49,5 +49,8 @@ void EmbeddingBackward(const core::Tensor& ids, const core::Tensor& dy, const co
     }
   }
 }
+
+MLPERF_REGISTER_KERNEL(EmbeddingForward, Cpu, EmbeddingForward);
+MLPERF_REGISTER_KERNEL(EmbeddingBackward, Cpu, EmbeddingBackward);
 
 }  // namespace mlperf::cpu

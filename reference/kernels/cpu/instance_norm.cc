@@ -12,6 +12,7 @@
 #include "reference/kernels/cpu/norm_rows.h"
 #include "reference/kernels/cpu/parallel.h"
 #include "reference/kernels/cpu/round.h"
+#include "reference/kernels/ops/elementwise.h"
 
 namespace mlperf::cpu {
 namespace {
@@ -170,7 +171,7 @@ void InstanceNormBackward(const Tensor& x, const Tensor& dy, const Tensor& gamma
     InstanceNormBackwardRows(x, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta, relu_y);
     return;
   }
-  if (!relu_y.empty()) ReluBackward(relu_y, dy, dy);
+  if (!relu_y.empty()) ops::ReluBackward(relu_y, dy, dy);
   const Dims d = ChannelDims(x);
 #pragma omp parallel for if (WorthParallel(x.numel()))
   for (int64_t c = 0; c < d.channels; ++c) {

@@ -5,6 +5,7 @@
 #include "reference/kernels/cpu/layout.h"
 #include "reference/kernels/cpu/parallel.h"
 #include "reference/kernels/cpu/vec_math.h"
+#include "reference/kernels/ops/loss.h"
 
 namespace mlperf::cpu {
 namespace {
@@ -162,5 +163,10 @@ void ArgmaxRows(const Tensor& logits, const Tensor& argmax) {
     out[r] = static_cast<int32_t>(best < 0 ? 0 : best);
   }
 }
+
+MLPERF_REGISTER_KERNEL(SoftmaxCrossEntropy, Cpu, SoftmaxCrossEntropy);
+MLPERF_REGISTER_KERNEL(DiceCrossEntropy, Cpu, DiceCrossEntropy);
+MLPERF_REGISTER_KERNEL(MaskedLmLoss, Cpu, MaskedLmLoss);
+MLPERF_REGISTER_KERNEL(ArgmaxRows, Cpu, ArgmaxRows);
 
 }  // namespace mlperf::cpu

@@ -1,4 +1,4 @@
-#include "reference/kernels/cpu/optimizer.h"
+#include "reference/kernels/ops/optimizer.h"
 
 #include <cmath>
 
@@ -37,8 +37,8 @@ void SquaredNorms(const float* w, const float* g, int64_t n, double* w_sq, doubl
 
 }  // namespace
 
-void SgdStep(const SgdParams& p, std::span<const TensorSlice> slices, float* w, const float* g,
-             float* momentum, const float* found_inf) {
+void SgdStep(core::Device, const SgdParams& p, std::span<const TensorSlice> slices, float* w,
+             const float* g, float* momentum, const float* found_inf) {
   if (Skipped(found_inf)) return;
   const float lr = Rate(p);
   for (const TensorSlice& s : slices) {
@@ -52,8 +52,8 @@ void SgdStep(const SgdParams& p, std::span<const TensorSlice> slices, float* w, 
   }
 }
 
-void LarsStep(const LarsParams& p, std::span<const TensorSlice> slices, float* w, const float* g,
-              float* momentum, const float* found_inf) {
+void LarsStep(core::Device, const LarsParams& p, std::span<const TensorSlice> slices, float* w,
+              const float* g, float* momentum, const float* found_inf) {
   if (Skipped(found_inf)) return;
   const float lr = Rate(p);
   for (const TensorSlice& s : slices) {
@@ -76,8 +76,8 @@ void LarsStep(const LarsParams& p, std::span<const TensorSlice> slices, float* w
   }
 }
 
-void LambStep(const LambParams& p, std::span<const TensorSlice> slices, float* w, const float* g,
-              float* m, float* v, int32_t* step, const float* found_inf) {
+void LambStep(core::Device, const LambParams& p, std::span<const TensorSlice> slices, float* w,
+              const float* g, float* m, float* v, int32_t* step, const float* found_inf) {
   if (Skipped(found_inf)) return;
   const float lr = Rate(p);
   const int32_t t = ++*step;
@@ -116,8 +116,8 @@ void LambStep(const LambParams& p, std::span<const TensorSlice> slices, float* w
   }
 }
 
-void AdamStep(const AdamParams& p, std::span<const TensorSlice> slices, float* w, const float* g,
-              float* m, float* v, int32_t* step, const float* found_inf) {
+void AdamStep(core::Device, const AdamParams& p, std::span<const TensorSlice> slices, float* w,
+              const float* g, float* m, float* v, int32_t* step, const float* found_inf) {
   if (Skipped(found_inf)) return;
   const float lr = Rate(p);
   const int32_t t = ++*step;
@@ -137,7 +137,8 @@ void AdamStep(const AdamParams& p, std::span<const TensorSlice> slices, float* w
   }
 }
 
-void UnscaleAndCheckFinite(float* g, int64_t n, const float* loss_scale, float* found_inf) {
+void UnscaleAndCheckFinite(core::Device, float* g, int64_t n, const float* loss_scale,
+                           float* found_inf) {
   const float inv = 1.0f / *loss_scale;
   int any = 0;
 #pragma omp parallel for reduction(| : any) if (WorthParallel(n))
@@ -148,8 +149,8 @@ void UnscaleAndCheckFinite(float* g, int64_t n, const float* loss_scale, float* 
   *found_inf = any ? 1.0f : 0.0f;
 }
 
-void UpdateLossScale(const LossScaleParams& p, float* loss_scale, int32_t* growth_tracker,
-                     const float* found_inf) {
+void UpdateLossScale(core::Device, const LossScaleParams& p, float* loss_scale,
+                     int32_t* growth_tracker, const float* found_inf) {
   if (*found_inf != 0.0f) {
     *loss_scale *= p.backoff_factor;
     *growth_tracker = 0;
@@ -160,5 +161,12 @@ void UpdateLossScale(const LossScaleParams& p, float* loss_scale, int32_t* growt
     *growth_tracker = 0;
   }
 }
+
+MLPERF_REGISTER_KERNEL(SgdStep, Cpu, SgdStep);
+MLPERF_REGISTER_KERNEL(LarsStep, Cpu, LarsStep);
+MLPERF_REGISTER_KERNEL(LambStep, Cpu, LambStep);
+MLPERF_REGISTER_KERNEL(AdamStep, Cpu, AdamStep);
+MLPERF_REGISTER_KERNEL(UnscaleAndCheckFinite, Cpu, UnscaleAndCheckFinite);
+MLPERF_REGISTER_KERNEL(UpdateLossScale, Cpu, UpdateLossScale);
 
 }  // namespace mlperf::cpu

@@ -1,4 +1,4 @@
-#include "reference/kernels/cpu/pool.h"
+#include "reference/kernels/ops/pool.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -346,5 +346,12 @@ void GlobalAvgPoolBackward(const Tensor& dy, const Tensor& dx) {
   for (int64_t p = 0; p < planes; ++p)
     for (int64_t q = 0; q < s; ++q) dx.f32()[p * s + q] = dy.f32()[p] / static_cast<float>(s);
 }
+
+MLPERF_REGISTER_KERNEL(MaxPoolForward, Cpu, MaxPoolForward);
+MLPERF_REGISTER_KERNEL(MaxPoolBackward, Cpu, MaxPoolBackward);
+MLPERF_REGISTER_KERNEL(AvgPoolForward, Cpu, AvgPoolForward);
+MLPERF_REGISTER_KERNEL(AvgPoolBackward, Cpu, AvgPoolBackward);
+MLPERF_REGISTER_KERNEL(GlobalAvgPoolForward, Cpu, GlobalAvgPoolForward);
+MLPERF_REGISTER_KERNEL(GlobalAvgPoolBackward, Cpu, GlobalAvgPoolBackward);
 
 }  // namespace mlperf::cpu

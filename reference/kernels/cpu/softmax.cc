@@ -1,4 +1,4 @@
-#include "reference/kernels/cpu/softmax.h"
+#include "reference/kernels/ops/softmax.h"
 
 #include "reference/kernels/cpu/parallel.h"
 #include "reference/kernels/cpu/vec_math.h"
@@ -42,5 +42,8 @@ void SoftmaxBackward(const core::Tensor& y, const core::Tensor& dy, const core::
     for (int64_t j = 0; j < d; ++j) pdx[r * d + j] = yr[j] * (gr[j] - dot32);
   }
 }
+
+MLPERF_REGISTER_KERNEL(SoftmaxForward, Cpu, SoftmaxForward);
+MLPERF_REGISTER_KERNEL(SoftmaxBackward, Cpu, SoftmaxBackward);
 
 }  // namespace mlperf::cpu

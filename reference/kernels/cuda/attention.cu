@@ -1,7 +1,7 @@
-#include "reference/kernels/cuda/attention.h"
 #include "reference/kernels/cuda/check.h"
 #include "reference/kernels/cuda/context.h"
 #include "reference/kernels/cuda/device_util.cuh"
+#include "reference/kernels/ops/attention.h"
 
 namespace mlperf::cuda {
 namespace {
@@ -69,5 +69,9 @@ void AddKeyPaddingMask(const core::Tensor& scores, const core::Tensor& mask) {
                                                                      h * t, t);
   CUDA_CHECK_LAUNCH();
 }
+
+MLPERF_REGISTER_KERNEL(AddKeyPaddingMask, Cuda, AddKeyPaddingMask);
+MLPERF_REGISTER_KERNEL(SplitHeads, Cuda, SplitHeads);
+MLPERF_REGISTER_KERNEL(MergeHeads, Cuda, MergeHeads);
 
 }  // namespace mlperf::cuda

@@ -6,6 +6,7 @@
 #include "reference/kernels/cuda/elementwise.h"
 #include "reference/kernels/cuda/gemm.h"
 #include "reference/kernels/cuda/softmax.h"
+#include "reference/kernels/ops/elementwise.h"
 
 namespace mlperf::cuda {
 namespace {
@@ -33,7 +34,7 @@ Tensor Converted(const Tensor& x, DType t, int slot) {
   void* data =
       Scratch(static_cast<size_t>(x.numel()) * core::DTypeSize(t), kScratchOperand0 + slot);
   const Tensor out(data, x.shape(), t, core::Device::kCuda);
-  Cast(x, out);
+  ops::Cast(x, out);
   return out;
 }
 
@@ -82,9 +83,9 @@ void AttentionBackwardTyped(const AttentionParams& p, DType t, const Tensor& q, 
   const Tensor doutt = Converted(dout, t, 0), vt = Converted(v, t, 1);
   // dV = dropout(P)^T dO, the mask drawn again.
   if (p.dropout > 0.0f) {
-    DropoutForward(p.dropout, p.seed, p.offset, flat_probs, flat, p.offset_base);
+    ops::DropoutForward(p.dropout, p.seed, p.offset, flat_probs, flat, p.offset_base);
   } else {
-    Cast(flat_probs, flat);
+    ops::Cast(flat_probs, flat);
   }
   GemmRounded(true, false, s, s.t, s.d, s.t, 1.0f, flat, tt, doutt, td, dv, td, t);
   // dA = dO V^T, then dS through the dropout and the softmax, in place.

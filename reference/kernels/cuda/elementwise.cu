@@ -7,6 +7,7 @@
 #include "reference/kernels/cuda/device_util.cuh"
 #include "reference/kernels/cuda/elementwise.h"
 #include "reference/kernels/fast_div.h"
+#include "reference/kernels/ops/elementwise.h"
 
 namespace mlperf::cuda {
 namespace {
@@ -338,5 +339,24 @@ void SliceChannelsBackward(const Tensor& dout, int64_t begin, const Tensor& dx) 
   CUDA_CHECK(cudaMemsetAsync(dx.data(), 0, dx.bytes(), Stream()));
   CopyChannels(dout, co, 0, dx, cx, begin, n, co, inner);
 }
+
+MLPERF_REGISTER_KERNEL(ReluForward, Cuda, ReluForward);
+MLPERF_REGISTER_KERNEL(ReluBackward, Cuda, ReluBackward);
+MLPERF_REGISTER_KERNEL(GeluForward, Cuda, GeluForward);
+MLPERF_REGISTER_KERNEL(GeluBackward, Cuda, GeluBackward);
+MLPERF_REGISTER_KERNEL(TanhForward, Cuda, TanhForward);
+MLPERF_REGISTER_KERNEL(TanhBackward, Cuda, TanhBackward);
+MLPERF_REGISTER_KERNEL(Add, Cuda, Add);
+MLPERF_REGISTER_KERNEL(Scale, Cuda, Scale);
+MLPERF_REGISTER_KERNEL(ScaleBy, Cuda, ScaleBy);
+MLPERF_REGISTER_KERNEL(Fill, Cuda, Fill);
+MLPERF_REGISTER_KERNEL(DropoutForward, Cuda, DropoutForward);
+MLPERF_REGISTER_KERNEL(DropoutBackward, Cuda, DropoutBackward);
+MLPERF_REGISTER_KERNEL(AddInt64, Cuda, AddInt64);
+MLPERF_REGISTER_KERNEL(Cast, Cuda, Cast);
+MLPERF_REGISTER_KERNEL(ConcatChannels, Cuda, ConcatChannels);
+MLPERF_REGISTER_KERNEL(SplitChannels, Cuda, SplitChannels);
+MLPERF_REGISTER_KERNEL(SliceChannels, Cuda, SliceChannels);
+MLPERF_REGISTER_KERNEL(SliceChannelsBackward, Cuda, SliceChannelsBackward);
 
 }  // namespace mlperf::cuda

@@ -1,6 +1,6 @@
 #include "reference/kernels/cuda/check.h"
 #include "reference/kernels/cuda/context.h"
-#include "reference/kernels/cuda/embedding.h"
+#include "reference/kernels/ops/embedding.h"
 
 namespace mlperf::cuda {
 namespace {
@@ -42,5 +42,8 @@ void EmbeddingBackward(const core::Tensor& ids, const core::Tensor& dy, const co
                                                        rows, width);
   CUDA_CHECK_LAUNCH();
 }
+
+MLPERF_REGISTER_KERNEL(EmbeddingForward, Cuda, EmbeddingForward);
+MLPERF_REGISTER_KERNEL(EmbeddingBackward, Cuda, EmbeddingBackward);
 
 }  // namespace mlperf::cuda

@@ -3,7 +3,7 @@
 #include "reference/kernels/cuda/check.h"
 #include "reference/kernels/cuda/context.h"
 #include "reference/kernels/cuda/device_util.cuh"
-#include "reference/kernels/cuda/loss.h"
+#include "reference/kernels/ops/loss.h"
 
 namespace mlperf::cuda {
 namespace {
@@ -256,5 +256,10 @@ void ArgmaxRows(const Tensor& logits, const Tensor& argmax) {
                                                                            argmax.as<int32_t>());
   CUDA_CHECK_LAUNCH();
 }
+
+MLPERF_REGISTER_KERNEL(SoftmaxCrossEntropy, Cuda, SoftmaxCrossEntropy);
+MLPERF_REGISTER_KERNEL(DiceCrossEntropy, Cuda, DiceCrossEntropy);
+MLPERF_REGISTER_KERNEL(MaskedLmLoss, Cuda, MaskedLmLoss);
+MLPERF_REGISTER_KERNEL(ArgmaxRows, Cuda, ArgmaxRows);
 
 }  // namespace mlperf::cuda

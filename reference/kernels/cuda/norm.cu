@@ -7,6 +7,7 @@
 #include "reference/kernels/cuda/elementwise.h"
 #include "reference/kernels/cuda/norm.h"
 #include "reference/kernels/cuda/norm_channels_last.h"
+#include "reference/kernels/ops/elementwise.h"
 
 namespace mlperf::cuda {
 namespace {
@@ -366,7 +367,7 @@ void InstanceNormReluForward(float epsilon, const Tensor& x, const Tensor& gamma
     return OwnInstanceNormForward(epsilon, x, gamma, beta, /*relu=*/true, y, save_mean,
                                   save_inv_std, relu_mask);
   InstanceNormForward(epsilon, x, gamma, beta, y, save_mean, save_inv_std);
-  ReluForward(y, y);
+  ops::ReluForward(y, y);
 }
 
 void InstanceNormReluBackward(const Tensor& x, const Tensor& y, const Tensor& dy,
@@ -375,7 +376,7 @@ void InstanceNormReluBackward(const Tensor& x, const Tensor& y, const Tensor& dy
                               const Tensor& dbeta, const Tensor& relu_mask) {
   MLPERF_CHECK(y.numel() == dy.numel() && y.dtype() == dy.dtype());
   if (!OwnKernels(x)) {
-    ReluBackward(y, dy, dy);
+    ops::ReluBackward(y, dy, dy);
     return InstanceNormBackward(x, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta);
   }
   MLPERF_CHECK(dy.dtype() == x.dtype() && dx.dtype() == x.dtype());

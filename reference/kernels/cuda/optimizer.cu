@@ -8,7 +8,7 @@
 #include "reference/kernels/cuda/check.h"
 #include "reference/kernels/cuda/context.h"
 #include "reference/kernels/cuda/device_util.cuh"
-#include "reference/kernels/cuda/optimizer.h"
+#include "reference/kernels/ops/optimizer.h"
 
 namespace mlperf::cuda {
 namespace {
@@ -273,16 +273,16 @@ __global__ void UpdateScale(LossScaleParams p, float* loss_scale, int32_t* track
 
 }  // namespace
 
-void SgdStep(const SgdParams& p, std::span<const TensorSlice> slices, float* w, const float* g,
-             float* momentum, const float* found_inf) {
+void SgdStep(core::Device, const SgdParams& p, std::span<const TensorSlice> slices, float* w,
+             const float* g, float* momentum, const float* found_inf) {
   const Plan plan = MakePlan(slices);
   if (plan.num_chunks == 0) return;
   SgdKernel<<<plan.num_chunks, kThreads, 0, Stream()>>>(p, plan, w, g, momentum, found_inf);
   CUDA_CHECK_LAUNCH();
 }
 
-void LarsStep(const LarsParams& p, std::span<const TensorSlice> slices, float* w, const float* g,
-              float* momentum, const float* found_inf) {
+void LarsStep(core::Device, const LarsParams& p, std::span<const TensorSlice> slices, float* w,
+              const float* g, float* momentum, const float* found_inf) {
   const Plan plan = MakePlan(slices);
   if (plan.num_chunks == 0) return;
   QueueSliceSums(plan, w, g, found_inf);
@@ -290,8 +290,8 @@ void LarsStep(const LarsParams& p, std::span<const TensorSlice> slices, float* w
   CUDA_CHECK_LAUNCH();
 }
 
-void LambStep(const LambParams& p, std::span<const TensorSlice> slices, float* w, const float* g,
-              float* m, float* v, int32_t* step, const float* found_inf) {
+void LambStep(core::Device, const LambParams& p, std::span<const TensorSlice> slices, float* w,
+              const float* g, float* m, float* v, int32_t* step, const float* found_inf) {
   const Plan plan = MakePlan(slices);
   if (plan.num_chunks == 0) return;
   BumpStep<<<1, 1, 0, Stream()>>>(step, found_inf);
@@ -310,8 +310,8 @@ void LambStep(const LambParams& p, std::span<const TensorSlice> slices, float* w
   CUDA_CHECK_LAUNCH();
 }
 
-void AdamStep(const AdamParams& p, std::span<const TensorSlice> slices, float* w, const float* g,
-              float* m, float* v, int32_t* step, const float* found_inf) {
+void AdamStep(core::Device, const AdamParams& p, std::span<const TensorSlice> slices, float* w,
+              const float* g, float* m, float* v, int32_t* step, const float* found_inf) {
   const Plan plan = MakePlan(slices);
   if (plan.num_chunks == 0) return;
   BumpStep<<<1, 1, 0, Stream()>>>(step, found_inf);
@@ -320,16 +320,24 @@ void AdamStep(const AdamParams& p, std::span<const TensorSlice> slices, float* w
   CUDA_CHECK_LAUNCH();
 }
 
-void UnscaleAndCheckFinite(float* g, int64_t n, const float* loss_scale, float* found_inf) {
+void UnscaleAndCheckFinite(core::Device, float* g, int64_t n, const float* loss_scale,
+                           float* found_inf) {
   CUDA_CHECK(cudaMemsetAsync(found_inf, 0, sizeof(float), Stream()));
   Unscale<<<Blocks(n), kThreads, 0, Stream()>>>(g, n, loss_scale, found_inf);
   CUDA_CHECK_LAUNCH();
 }
 
-void UpdateLossScale(const LossScaleParams& p, float* loss_scale, int32_t* growth_tracker,
-                     const float* found_inf) {
+void UpdateLossScale(core::Device, const LossScaleParams& p, float* loss_scale,
+                     int32_t* growth_tracker, const float* found_inf) {
   UpdateScale<<<1, 1, 0, Stream()>>>(p, loss_scale, growth_tracker, found_inf);
   CUDA_CHECK_LAUNCH();
 }
+
+MLPERF_REGISTER_KERNEL(SgdStep, Cuda, SgdStep);
+MLPERF_REGISTER_KERNEL(LarsStep, Cuda, LarsStep);
+MLPERF_REGISTER_KERNEL(LambStep, Cuda, LambStep);
+MLPERF_REGISTER_KERNEL(AdamStep, Cuda, AdamStep);
+MLPERF_REGISTER_KERNEL(UnscaleAndCheckFinite, Cuda, UnscaleAndCheckFinite);
+MLPERF_REGISTER_KERNEL(UpdateLossScale, Cuda, UpdateLossScale);
 
 }  // namespace mlperf::cuda

@@ -7,8 +7,8 @@
 #include "reference/kernels/cuda/check.h"
 #include "reference/kernels/cuda/context.h"
 #include "reference/kernels/cuda/device_util.cuh"
-#include "reference/kernels/cuda/pool.h"
 #include "reference/kernels/fast_div.h"
+#include "reference/kernels/ops/pool.h"
 
 namespace mlperf::cuda {
 namespace {
@@ -541,5 +541,12 @@ void GlobalAvgPoolBackward(const Tensor& dy, const Tensor& dx) {
       dy.data(), dy.dtype(), v, dx.data(), dx.dtype(), dx.numel());
   CUDA_CHECK_LAUNCH();
 }
+
+MLPERF_REGISTER_KERNEL(MaxPoolForward, Cuda, MaxPoolForward);
+MLPERF_REGISTER_KERNEL(MaxPoolBackward, Cuda, MaxPoolBackward);
+MLPERF_REGISTER_KERNEL(AvgPoolForward, Cuda, AvgPoolForward);
+MLPERF_REGISTER_KERNEL(AvgPoolBackward, Cuda, AvgPoolBackward);
+MLPERF_REGISTER_KERNEL(GlobalAvgPoolForward, Cuda, GlobalAvgPoolForward);
+MLPERF_REGISTER_KERNEL(GlobalAvgPoolBackward, Cuda, GlobalAvgPoolBackward);
 
 }  // namespace mlperf::cuda

@@ -5,6 +5,7 @@
 #include "reference/kernels/cuda/context.h"
 #include "reference/kernels/cuda/device_util.cuh"
 #include "reference/kernels/cuda/softmax.h"
+#include "reference/kernels/ops/softmax.h"
 
 namespace mlperf::cuda {
 namespace {
@@ -188,5 +189,8 @@ void DropoutSoftmaxBackward(const AttentionParams& p, const core::Tensor& probs,
       probs.f32(), dattn.data(), dattn.dtype(), dscores.data(), dscores.dtype(), d, DrawOf(p));
   CUDA_CHECK_LAUNCH();
 }
+
+MLPERF_REGISTER_KERNEL(SoftmaxForward, Cuda, SoftmaxForward);
+MLPERF_REGISTER_KERNEL(SoftmaxBackward, Cuda, SoftmaxBackward);
 
 }  // namespace mlperf::cuda

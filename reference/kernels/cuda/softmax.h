@@ -6,10 +6,6 @@
 
 namespace mlperf::cuda {
 
-void SoftmaxForward(const core::Tensor& x, const core::Tensor& y);
-// dx = y * (dy - sum(dy * y)); uses the forward output.
-void SoftmaxBackward(const core::Tensor& y, const core::Tensor& dy, const core::Tensor& dx);
-
 // BERT's attention rows fused (cuda/attention_typed.h), each the same fp32
 // arithmetic as the ops it joins:
 // probs = softmax(scores + key mask) per row of scores [b, h, t, t] (fp32,

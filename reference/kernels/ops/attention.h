@@ -1,0 +1,25 @@
+// The attention's data movement and mask, declared once (kernels/op.h);
+// kernels in cpu/attention.cc and cuda/attention.cu.
+#pragma once
+
+#include <cstdint>
+
+#include "reference/core/tensor.h"
+#include "reference/kernels/op.h"
+
+namespace mlperf::ops {
+
+// BERT's additive mask: scores[b, h, q, key] += (1 - mask[b, key]) * -10000.
+// scores: [batch, heads, seq, seq]; mask: [batch, seq] fp32 of 0/1.
+inline Op<void(const core::Tensor& scores, const core::Tensor& mask)> AddKeyPaddingMask{
+    "AddKeyPaddingMask"};
+
+// Rows [batch * seq, width] (token-major, as linear layers produce them) to
+// heads [batch, heads, seq, head_dim] from columns [column, column +
+// heads * head_dim), and back (MergeHeads writes only those columns).
+inline Op<void(const core::Tensor& rows, int64_t column, const core::Tensor& heads)> SplitHeads{
+    "SplitHeads"};
+inline Op<void(const core::Tensor& heads, const core::Tensor& rows, int64_t column)> MergeHeads{
+    "MergeHeads"};
+
+}  // namespace mlperf::ops

@@ -1,9 +1,10 @@
 #include "base/files.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <utility>
@@ -51,6 +52,56 @@ absl::Status AtomicFileWriter::Commit() {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::string> ReadSmallFile(const fs::path& path, uint64_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer.
+  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::NotFoundError(
+        fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
+  }
+  struct stat st;
+  std::string text;
+  absl::Status s;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    s = absl::InvalidArgumentError(fmt::format("{}: not a regular file", path.string()));
+  } else if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+    s = absl::InvalidArgumentError(fmt::format("{}: {} bytes, more than the {} allowed for it",
+                                               path.string(), st.st_size, max_bytes));
+  } else {
+    text.resize(static_cast<size_t>(st.st_size));
+    size_t got = 0;
+    while (got < text.size()) {
+      const ssize_t n = read(fd, text.data() + got, text.size() - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        s = absl::InternalError(
+            fmt::format("{}: read error: {}", path.string(), std::strerror(errno)));
+        break;
+      }
+      if (n == 0) break;  // shrank while read
+      got += static_cast<size_t>(n);
+    }
+    text.resize(got);
+  }
+  close(fd);
+  if (!s.ok()) return s;
+  return text;
+}
+
+absl::Status CheckFolderOrAbsent(std::string_view flag, const fs::path& path) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) {
+    return absl::InvalidArgumentError(
+        fmt::format("--{}={}: {}", flag, path.string(), ec.message()));
+  }
+  if (fs::exists(st) && !fs::is_directory(st)) {
+    return absl::InvalidArgumentError(
+        fmt::format("--{}={}: exists and is not a folder", flag, path.string()));
+  }
+  return absl::OkStatus();
+}
+
 bool IsWithin(const fs::path& path, const fs::path& tree) {
   std::error_code ec;
   const fs::path p = fs::weakly_canonical(fs::absolute(path, ec), ec);
@@ -61,16 +112,6 @@ bool IsWithin(const fs::path& path, const fs::path& tree) {
     if (pi == p.end() || *pi != *ti) return false;
   }
   return true;
-}
-
-absl::Status WriteStdout(std::string_view text) {
-  errno = 0;
-  const size_t written = std::fwrite(text.data(), 1, text.size(), stdout);
-  if (written != text.size() || std::fflush(stdout) != 0 || std::ferror(stdout)) {
-    return absl::ResourceExhaustedError(fmt::format("writing the report to stdout failed: {}",
-                                                    errno != 0 ? std::strerror(errno) : "error"));
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace mlperf::base

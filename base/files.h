@@ -1,7 +1,7 @@
-// Writing outputs without ever leaving a half-written file or losing an
-// input: whole-file writes through a temporary file and a rename, a check
-// that an output path lies outside the trees being read, and stdout writes
-// whose failure (a full disk, a closed pipe) is reported, not ignored.
+// Files the tools keep (packages, caches, converted data): whole-file
+// writes through a temporary file and a rename, so a reader never sees half
+// a file, and a check that a path lies inside a tree. Reports a user names
+// go through base/output.h instead.
 #pragma once
 
 #include <filesystem>
@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace mlperf::base {
 
@@ -37,11 +38,17 @@ class AtomicFileWriter {
   bool committed_ = false;
 };
 
+// The whole of a small regular file, its size checked before anything is
+// allocated; a folder, FIFO or device is refused without waiting on it.
+absl::StatusOr<std::string> ReadSmallFile(const std::filesystem::path& path, uint64_t max_bytes);
+
+// For a flag naming a folder the tool may create (a cache, an output
+// folder): InvalidArgument "--<flag>=<path>: why" when it exists and is no
+// folder, or cannot be looked at (a loop of links).
+absl::Status CheckFolderOrAbsent(std::string_view flag, const std::filesystem::path& path);
+
 // Whether `path` is `tree` or lies inside it, after resolving symbolic links
 // and relative parts of both (`path` need not exist yet).
 bool IsWithin(const std::filesystem::path& path, const std::filesystem::path& tree);
-
-// Writes `text` to stdout and flushes it; an error names what failed.
-absl::Status WriteStdout(std::string_view text);
 
 }  // namespace mlperf::base

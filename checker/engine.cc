@@ -32,6 +32,11 @@ std::string Shown(const Value& v) {
   return s;
 }
 
+// A logged text cut the same way.
+std::string Cut(const std::string& s) {
+  return s.size() > kMaxShown ? absl::StrCat(s.substr(0, kMaxShown), "...") : s;
+}
+
 std::string RuleRef(const RuleFile& file, int line) {
   return absl::StrCat(file.id, ".rules:", line);
 }
@@ -90,8 +95,9 @@ class LogChecker {
         std::string id;
         const LogLine* origin;
         const RuleFile* from;
+        std::vector<std::string> chain;  // the files that led here, for loops
       };
-      std::deque<Pending> queue{{ruleset + "/common", nullptr, nullptr}};
+      std::deque<Pending> queue{{ruleset + "/common", nullptr, nullptr, {}}};
       while (!queue.empty() && !crashed_) {
         Pending next = queue.front();
         queue.pop_front();
@@ -100,9 +106,18 @@ class LogChecker {
           MissingRuleFile(next.id, next.origin, next.from);
           break;
         }
+        if (std::find(next.chain.begin(), next.chain.end(), next.id) != next.chain.end()) {
+          // A loop would run for ever (the official checker recurses until it crashes).
+          store_.PutUnkeyed(
+              {.message = absl::StrCat("rule file ", next.id, " chains back to itself through ",
+                                       absl::StrJoin(next.chain, " -> "))});
+          crashed_ = true;
+          break;
+        }
+        next.chain.push_back(next.id);
         std::vector<std::string> chained;
         RunFile(*file, &chained);
-        for (auto& [id, origin] : chained_) queue.push_back({id, origin, file});
+        for (auto& [id, origin] : chained_) queue.push_back({id, origin, file, next.chain});
         chained_.clear();
       }
     }
@@ -116,9 +131,9 @@ class LogChecker {
     for (const LogLine& line : log_.lines) {
       if (!line.key_is_string || !line.value.is_string()) continue;
       if (line.key == "submission_benchmark" && !report.benchmark)
-        report.benchmark = line.value.as_string();
+        report.benchmark = Cut(line.value.as_string());
       if (line.key == "submission_division" && !report.division)
-        report.division = line.value.as_string();
+        report.division = Cut(line.value.as_string());
     }
   }
 
@@ -160,7 +175,7 @@ class LogChecker {
 
   void MissingRuleFile(const std::string& id, const LogLine* origin, const RuleFile* from) {
     const std::string ruleset = id.substr(0, id.find('/'));
-    std::string message = absl::StrCat("no rule file ", id, " in ruleset ", ruleset);
+    std::string message = absl::StrCat("no rule file ", Cut(id), " in ruleset ", ruleset);
     if (origin != nullptr) {
       absl::StrAppend(&message, ": '", origin->key, "' = ", Shown(origin->value),
                       " selects rules that do not exist");

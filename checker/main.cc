@@ -17,8 +17,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/exit_codes.h"
-#include "base/files.h"
 #include "base/flags.h"
+#include "base/output.h"
 #include "base/parallel_for.h"
 #include "base/version.h"
 #include "checker/engine.h"
@@ -122,7 +122,13 @@ LogReport CheckOne(const Job& job, const RuleLibrary& rules,
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+int Main(int argc, char** argv) {
+  if (absl::Status s = mlperf::base::CheckStandardStreams(); !s.ok()) {
+    std::fprintf(stderr, "compliance_check: %s\n", std::string(s.message()).c_str());
+    return kExitUsage;
+  }
   absl::StatusOr<mlperf::base::ParsedArgs> args =
       mlperf::base::ParseFlags(argc, argv, FlagNames(), /*allow_positional=*/true);
   if (!args.ok()) {
@@ -217,4 +223,10 @@ int main(int argc, char** argv) {
   }
   if (input_error) return kExitUsage;
   return all_pass ? kExitOk : kExitFailed;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return mlperf::RunTool("compliance_check", [&] { return Main(argc, argv); });
 }

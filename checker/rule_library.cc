@@ -61,7 +61,8 @@ absl::StatusOr<RuleLibrary> RuleLibrary::FromDirectory(const std::string& dir) {
   }
   std::vector<RuleSource> sources;
   for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
-    if (!it->is_regular_file() || it->path().extension() != ".rules") continue;
+    std::error_code file_ec;
+    if (!it->is_regular_file(file_ec) || it->path().extension() != ".rules") continue;
     std::ifstream in(it->path(), std::ios::binary);
     if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", it->path().string()));
     std::stringstream text;

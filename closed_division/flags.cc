@@ -7,6 +7,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/reflection.h"
 #include "absl/status/status.h"
+#include "base/files.h"
 #include "base/flags.h"
 #include "fmt/format.h"
 
@@ -87,11 +88,14 @@ absl::Status Validate(const RunnerOptions& o) {
        {std::pair<const char*, const std::string&>{"submitter", o.submitter},
         {"system", o.system}}) {
     if (value.empty() && std::string_view(flag) == "system") continue;
-    const bool ok =
-        !value.empty() && value != "." && value != ".." &&
-        std::all_of(value.begin(), value.end(), [](char c) {
-          return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
-        });
+    if (value.empty() || value == "." || value == "..") {
+      return absl::InvalidArgumentError(fmt::format(
+          "--{}='{}': names a folder of the package, so it cannot be empty, '.' or '..'", flag,
+          value));
+    }
+    const bool ok = std::all_of(value.begin(), value.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+    });
     if (!ok) {
       return absl::InvalidArgumentError(
           fmt::format("--{}='{}': use letters, digits, '-', '_' and '.' only (it names a folder)",
@@ -99,6 +103,10 @@ absl::Status Validate(const RunnerOptions& o) {
     }
   }
   if (o.out_dir.empty()) return absl::InvalidArgumentError("--out: must not be empty");
+  for (const auto& [flag, dir] :
+       {std::pair<const char*, const std::string&>{"out", o.out_dir}, {"cache_dir", o.cache_dir}}) {
+    if (absl::Status s = base::CheckFolderOrAbsent(flag, dir); !dir.empty() && !s.ok()) return s;
+  }
   if (core::DType precision; !benchmarks::PrecisionFromName(o.precision, &precision)) {
     return absl::InvalidArgumentError(
         fmt::format("--precision={}: expected fp32, bf16 or fp16", o.precision));

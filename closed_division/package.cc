@@ -5,12 +5,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "base/files.h"
+#include "base/output.h"
 #include "fmt/format.h"
 
 namespace mlperf::closed {
@@ -18,12 +17,22 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// The package's own small files (system description, README).
 absl::StatusOr<std::string> ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(fmt::format("{}: cannot read", path.string()));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return base::ReadSmallFile(path, 16 << 20);
+}
+
+// A different system in the package is refused before anything is written.
+absl::Status CheckSameSystem(const PackagePaths& paths, const std::string& system_json) {
+  std::error_code ec;
+  if (!fs::exists(paths.system_json, ec)) return absl::OkStatus();
+  absl::StatusOr<std::string> old = ReadFile(paths.system_json);
+  if (!old.ok()) return old.status();
+  if (*old == system_json) return absl::OkStatus();
+  return absl::FailedPreconditionError(fmt::format(
+      "{} exists and describes a different system; refusing to overwrite it: choose another "
+      "--system or --out",
+      paths.system_json.string()));
 }
 
 }  // namespace
@@ -46,7 +55,8 @@ PackagePaths MakePackagePaths(const std::string& out_dir, const std::string& sub
   return p;
 }
 
-absl::Status CheckNothingToOverwrite(const PackagePaths& paths) {
+absl::Status CheckNothingToOverwrite(const PackagePaths& paths, const std::string& system_json) {
+  if (absl::Status s = CheckSameSystem(paths, system_json); !s.ok()) return s;
   std::error_code ec;
   if (!fs::exists(paths.result_dir, ec)) return absl::OkStatus();
   if (!fs::is_directory(paths.result_dir, ec)) {
@@ -54,8 +64,8 @@ absl::Status CheckNothingToOverwrite(const PackagePaths& paths) {
         fmt::format("{}: exists and is not a folder", paths.result_dir.string()));
   }
   std::vector<std::string> found;
-  for (const fs::directory_entry& e : fs::directory_iterator(paths.result_dir, ec)) {
-    const std::string name = e.path().filename().string();
+  for (fs::directory_iterator it(paths.result_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
     if (name.starts_with("result_")) found.push_back(name);
   }
   if (ec) {
@@ -78,19 +88,12 @@ absl::Status PreparePackage(const PackagePaths& paths, const std::string& system
     return ec ? absl::PermissionDeniedError(fmt::format("{}: {}", dir.string(), ec.message()))
               : absl::OkStatus();
   };
-  if (fs::exists(paths.system_json, ec)) {
-    // A different system in the package is refused before anything is created.
-    absl::StatusOr<std::string> old = ReadFile(paths.system_json);
-    if (!old.ok()) return old.status();
-    if (*old != system_json) {
-      return absl::FailedPreconditionError(fmt::format(
-          "{} exists and describes a different system; refusing to overwrite it: choose another "
-          "--system or --out",
-          paths.system_json.string()));
-    }
+  if (absl::Status s = CheckSameSystem(paths, system_json); !s.ok()) {
+    return s;
+  } else if (fs::exists(paths.system_json, ec)) {
   } else if (absl::Status s = make_dir(paths.system_json.parent_path()); !s.ok()) {
     return s;
-  } else if (s = base::WriteFileAtomically(paths.system_json, system_json); !s.ok()) {
+  } else if (s = base::WriteOutput(paths.system_json, system_json); !s.ok()) {
     return s;
   }
   if (absl::Status s = make_dir(paths.result_dir); !s.ok()) return s;
@@ -101,7 +104,7 @@ absl::Status PreparePackage(const PackagePaths& paths, const std::string& system
     if (old->find(readme_section) != std::string::npos) return absl::OkStatus();
     readme = *old + "\n";
   }
-  return base::WriteFileAtomically(paths.readme, readme + readme_section);
+  return base::WriteOutput(paths.readme, readme + readme_section);
 }
 
 absl::Status CommitResult(const PackagePaths& paths, int run) {

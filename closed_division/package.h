@@ -28,12 +28,13 @@ PackagePaths MakePackagePaths(const std::string& out_dir, const std::string& sub
                               const std::string& system, const std::string& benchmark);
 
 // FailedPrecondition naming the first result log (finished or incomplete)
-// already in the result folder: run_closed refuses rather than overwrite or
-// mix runs of two invocations.
-absl::Status CheckNothingToOverwrite(const PackagePaths& paths);
+// already in the result folder, or an existing systems/<system>.json that
+// differs from `system_json`: run_closed refuses rather than overwrite or mix
+// runs of two invocations. Writes nothing.
+absl::Status CheckNothingToOverwrite(const PackagePaths& paths, const std::string& system_json);
 
 // Creates the folders, writes systems/<system>.json (an identical existing
-// file is kept; a different one is a FailedPrecondition) and the README
+// file is kept) and the README
 // (written when absent; an existing one gets `readme_section` appended once).
 absl::Status PreparePackage(const PackagePaths& paths, const std::string& system_json,
                             const std::string& readme_section);

@@ -7,6 +7,7 @@
 
 #include "base/exit_codes.h"
 #include "base/file_lock.h"
+#include "base/files.h"
 #include "benchmarks/prepare_data.h"
 #include "closed_division/package.h"
 #include "closed_division/progress.h"
@@ -46,13 +47,6 @@ class Reporter {
   bool distributed_;
 };
 
-// All ranks learn whether rank 0's check passed.
-bool AgreeOnRankZero(bool ok, dist::Communicator& comm) {
-  float flag = ok ? 1.0f : 0.0f;
-  comm.Broadcast(&flag, 1, 0);
-  return flag > 0;
-}
-
 std::string PackageReadme(const BenchmarkSetup& setup, const std::string& org_dir) {
   const RunPlan& plan = setup.plan();
   // Reduced precisions are emulated (fp32 storage, rounded values): said
@@ -78,57 +72,87 @@ fs::path PackageLockPath(const RunnerOptions& options, const RunPlan& plan,
          fmt::format(".run_closed-{}-{}-{}.lock", options.submitter, plan.system_name, benchmark);
 }
 
+// What rank 0 created before the package is written: removed again when the
+// invocation is refused, so that a refusal leaves nothing behind.
+struct Created {
+  fs::path first_folder;  // the outermost folder of --out this invocation made
+  fs::path lock;
+  void Undo(std::optional<base::FileLock>& package_lock, const fs::path& out) const {
+    std::error_code ec;
+    if (!lock.empty()) fs::remove(lock, ec);
+    package_lock.reset();
+    if (first_folder.empty()) return;
+    for (fs::path p = fs::absolute(out, ec); !p.empty(); p = p.parent_path()) {
+      if (!fs::remove(p, ec) || p == first_folder) break;  // stops at a folder not empty
+    }
+  }
+};
+
 // Rank 0 locks the package (a second invocation into it is refused, naming
-// the process that writes it), checks for and writes the package frame, and
-// makes sure the data is there: a generated set is written once into the
-// cache, while other invocations wait for it.
+// the process that writes it) and checks that nothing would be overwritten;
+// then the data is made sure of (a generated set is written once into the
+// cache, while other invocations wait for it) and checked; only then is the
+// package frame written. A refusal at any step undoes what rank 0 created.
 int PreparePackageAndData(const BenchmarkInfo& info, const BenchmarkSetup& setup,
                           const PackagePaths& paths, dist::Communicator& comm,
                           const Reporter& report, std::optional<base::FileLock>& package_lock) {
   const RunPlan& plan = setup.plan();
+  const std::string system_json = runtime::SystemDescriptionJson(plan);
+  const fs::path out = plan.options.out_dir;
+  Created created;
   absl::Status status;
   if (comm.rank() == 0) {
     std::error_code ec;
-    fs::create_directories(plan.options.out_dir, ec);
-    if (ec) {
-      status = absl::PermissionDeniedError(
-          fmt::format("--out={}: {}", plan.options.out_dir, ec.message()));
+    if (!plan.demo) {
+      if (!fs::is_directory(plan.options.data_dir, ec)) {
+        status = absl::NotFoundError(fmt::format("--data={}: {}", plan.options.data_dir,
+                                                 ec ? ec.message() : "no such folder"));
+      } else if (base::IsWithin(out, plan.options.data_dir)) {
+        status = absl::InvalidArgumentError(
+            fmt::format("--out={}: lies inside --data={}; write the package elsewhere",
+                        out.string(), plan.options.data_dir));
+      }
     }
+    for (fs::path p = fs::absolute(out, ec); status.ok() && !p.empty() && !fs::exists(p, ec);
+         p = p.parent_path()) {
+      created.first_folder = p;
+      if (p == p.parent_path()) break;
+    }
+    if (status.ok()) fs::create_directories(out, ec);
+    if (status.ok() && ec)
+      status = absl::PermissionDeniedError(fmt::format("--out={}: {}", out.string(), ec.message()));
     if (status.ok()) {
-      absl::StatusOr<base::FileLock> lock =
-          base::FileLock::TryAcquire(PackageLockPath(plan.options, plan, info.name));
+      const fs::path lock_path = PackageLockPath(plan.options, plan, info.name);
+      const bool lock_existed = fs::exists(lock_path, ec);
+      absl::StatusOr<base::FileLock> lock = base::FileLock::TryAcquire(lock_path);
       if (lock.ok()) {
         package_lock.emplace(std::move(*lock));
+        if (!lock_existed) created.lock = lock_path;
       } else {
         status = absl::FailedPreconditionError(
             fmt::format("{} is being written by another run_closed ({})", paths.result_dir.string(),
                         std::string(lock.status().message())));
       }
     }
-    if (status.ok()) status = CheckNothingToOverwrite(paths);
-    if (status.ok() && !plan.demo && !fs::is_directory(plan.options.data_dir))
-      status = absl::NotFoundError(fmt::format("--data={}: no such folder", plan.options.data_dir));
-    if (status.ok()) {
-      status =
-          PreparePackage(paths, runtime::SystemDescriptionJson(plan), PackageReadme(setup, "."));
-    }
-    if (!status.ok()) report.Error(std::string(status.message()));
+    if (status.ok()) status = CheckNothingToOverwrite(paths, system_json);
   }
-  if (!AgreeOnRankZero(status.ok(), comm)) return kExitUsage;
   // The data set is written or prepared, then checked, before any model is
   // built. A generated set that cannot be written is a failed run; a raw set
   // that cannot be prepared, or data that is incomplete, is bad input.
-  if (comm.rank() == 0) {
+  int refusal = kExitUsage;
+  if (comm.rank() == 0 && status.ok()) {
     status = PrepareDataOnce(setup, [&](const std::string& m) { report.Info(m); });
-    if (!status.ok()) report.Error(std::string(status.message()));
+    if (!status.ok() && plan.demo) refusal = kExitFailed;
+    if (status.ok()) status = setup.CheckData();
+    if (status.ok()) status = PreparePackage(paths, system_json, PackageReadme(setup, "."));
   }
-  if (!AgreeOnRankZero(status.ok(), comm)) return plan.demo ? kExitFailed : kExitUsage;
-  if (comm.rank() == 0) {
-    status = setup.CheckData();
-    if (!status.ok()) report.Error(std::string(status.message()));
+  if (comm.rank() == 0 && !status.ok()) {
+    report.Error(std::string(status.message()));
+    created.Undo(package_lock, out);
   }
-  if (!AgreeOnRankZero(status.ok(), comm)) return kExitUsage;
-  return kExitOk;
+  float code = status.ok() ? 0.0f : static_cast<float>(refusal);
+  comm.Broadcast(&code, 1, 0);
+  return static_cast<int>(code);
 }
 
 }  // namespace

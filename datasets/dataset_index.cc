@@ -34,12 +34,15 @@ absl::StatusOr<std::vector<std::string>> ListDir(const fs::path& dir, bool direc
   if (ec)
     return absl::NotFoundError(fmt::format("{}: cannot list: {}", dir.string(), ec.message()));
   std::vector<std::string> names;
-  for (const fs::directory_entry& e : it) {
-    const bool is_dir = e.is_directory(ec);
-    if (directories ? is_dir : (!is_dir && e.is_regular_file(ec))) {
-      names.push_back(e.path().filename().string());
+  for (fs::directory_iterator end; it != end; it.increment(ec)) {
+    std::error_code entry_ec;
+    const bool is_dir = it->is_directory(entry_ec);
+    if (directories ? is_dir : (!is_dir && it->is_regular_file(entry_ec))) {
+      names.push_back(it->path().filename().string());
     }
   }
+  if (ec)
+    return absl::InternalError(fmt::format("{}: listing failed: {}", dir.string(), ec.message()));
   std::sort(names.begin(), names.end());
   return names;
 }
@@ -150,9 +153,10 @@ absl::StatusOr<DatasetIndex> IndexImageFolder(const std::string& root, Split spl
       return absl::InvalidArgumentError(
           fmt::format("{}: no class directories", split_dir.string()));
     }
+    std::error_code ec;
     fs::path labels_path = fs::path(root) / "val_labels.txt";
-    if (!fs::exists(labels_path)) labels_path = fs::path(root) / "LOC_val_solution.csv";
-    if (!fs::exists(labels_path)) {
+    if (!fs::exists(labels_path, ec)) labels_path = fs::path(root) / "LOC_val_solution.csv";
+    if (!fs::exists(labels_path, ec)) {
       return absl::NotFoundError(fmt::format(
           "{}: flat validation directory needs {}/val_labels.txt or {}/LOC_val_solution.csv",
           split_dir.string(), root, root));

@@ -287,10 +287,19 @@ absl::Status TfRecordWriter::Close() {
   return absl::OkStatus();
 }
 
+bool ParseExample(std::string_view serialized, tfexample::Example& example) {
+  static const bool quiet = [] {
+    google::protobuf::SetLogHandler(nullptr);
+    return true;
+  }();
+  (void)quiet;
+  return example.ParseFromArray(serialized.data(), static_cast<int>(serialized.size()));
+}
+
 absl::StatusOr<ImageRecord> ParseImageExample(std::string_view serialized,
                                               const std::string& where) {
   tfexample::Example example;
-  if (!example.ParseFromArray(serialized.data(), static_cast<int>(serialized.size()))) {
+  if (!ParseExample(serialized, example)) {
     return absl::DataLossError(fmt::format("{}: not a valid tf.Example", where));
   }
   const auto& features = example.features().feature();

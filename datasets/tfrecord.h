@@ -19,6 +19,10 @@
 
 namespace mlperf::datasets {
 
+namespace tfexample {
+class Example;
+}
+
 // Where one record lives: its header starts at `offset`; `length` data bytes.
 struct TfRecordLocation {
   uint64_t offset = 0;
@@ -81,6 +85,10 @@ struct ImageRecord {
 };
 
 // Parses a serialized tf.Example; `where` (file and offset) names it in errors.
+// Parses a serialized tf.Example. The protobuf library's own log lines (a
+// feature key that is not UTF-8) are silenced: the caller's error says it.
+bool ParseExample(std::string_view serialized, tfexample::Example& example);
+
 absl::StatusOr<ImageRecord> ParseImageExample(std::string_view serialized,
                                               const std::string& where);
 // Serializes a tf.Example with image/encoded, image/class/label and image/format "JPEG".

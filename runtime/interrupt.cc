@@ -19,6 +19,7 @@ void InstallInterruptHandlers() {
   action.sa_flags = SA_RESETHAND;
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGHUP, &action, nullptr);  // the terminal or the ssh session closed
 }
 
 int InterruptSignal() { return g_signal; }

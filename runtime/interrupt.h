@@ -1,4 +1,4 @@
-// SIGINT / SIGTERM end the current run at the next step instead of killing
+// SIGINT / SIGTERM / SIGHUP end the current run at the next step instead of killing
 // the process, so that every finished run stays in the package and the
 // unfinished log is left marked as incomplete. A second signal kills as usual.
 #pragma once
@@ -6,7 +6,7 @@
 namespace mlperf::runtime {
 
 void InstallInterruptHandlers();
-// The signal received (SIGINT or SIGTERM), or 0.
+// The signal received (SIGINT, SIGTERM or SIGHUP), or 0.
 int InterruptSignal();
 
 }  // namespace mlperf::runtime

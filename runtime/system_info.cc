@@ -116,8 +116,8 @@ std::string OperatingSystem() {
 
 // Of the file system that will hold the package (its nearest existing folder).
 std::string StorageCapacity(const std::string& dir) {
-  std::filesystem::path p = std::filesystem::absolute(dir);
   std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(dir, ec);
   while (!std::filesystem::exists(p, ec) && p.has_parent_path() && p != p.parent_path())
     p = p.parent_path();
   struct statvfs s {};

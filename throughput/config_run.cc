@@ -65,11 +65,14 @@ absl::StatusOr<std::unique_ptr<benchmarks::BenchmarkSetup>> ConfigureFor(
       benchmark.Configure(r, world_size, share);
   if (!setup.ok()) return setup.status();
   const benchmarks::RunPlan& plan = (*setup)->plan();
-  if (plan.gradient_accumulation_steps > 1 || plan.batch_per_rank != config.batch) {
-    return absl::ResourceExhaustedError(
-        fmt::format("batch {} per process does not fit a process's {:.1f} GiB without gradient "
-                    "accumulation; measure smaller batches or use fewer processes per node",
-                    config.batch, static_cast<double>(share.memory_bytes) / (1 << 30)));
+  // Batch 0 asks for the recipe's own batch.
+  if (plan.gradient_accumulation_steps > 1 ||
+      (config.batch > 0 && plan.batch_per_rank != config.batch)) {
+    return absl::ResourceExhaustedError(fmt::format(
+        "batch {} per process does not fit a process's {:.1f} GiB without gradient "
+        "accumulation; measure smaller batches or use fewer processes per node",
+        config.batch > 0 ? config.batch : plan.batch_per_rank * plan.gradient_accumulation_steps,
+        static_cast<double>(share.memory_bytes) / (1 << 30)));
   }
   if (options.data != DataMode::kSynthetic) {
     const bool train = options.mode == Mode::kTrain;

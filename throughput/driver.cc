@@ -1,6 +1,6 @@
 #include "throughput/driver.h"
 
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,14 +11,13 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "base/exit_codes.h"
 #include "base/files.h"
+#include "base/output.h"
 #include "base/version.h"
 #include "fmt/format.h"
 #include "reference/kernels/dispatch.h"
@@ -99,12 +98,17 @@ std::vector<Config> PlanConfigs(const BenchOptions& o, const std::vector<int>& d
 // shared the machine among them.
 absl::StatusOr<benchmarks::RunPlan> Preflight(const benchmarks::Benchmark& benchmark,
                                               BenchOptions& o, const std::vector<int>& devices,
-                                              bool launched) {
+                                              bool launched, base::OutputGuard& guard) {
   const auto share = [&](int n) {
     return launched ? runtime::ShareOfThisMachine() : ShareOf(n, o.gpu);
   };
-  if (o.data == DataMode::kData && !fs::is_directory(o.data_dir))
-    return absl::InvalidArgumentError(fmt::format("--data={}: no such folder", o.data_dir));
+  if (o.data == DataMode::kData) {
+    std::error_code ec;
+    if (!fs::is_directory(o.data_dir, ec)) {
+      return absl::InvalidArgumentError(
+          fmt::format("--data={}: {}", o.data_dir, ec ? ec.message() : "no such folder"));
+    }
+  }
   if (o.batch_sizes.empty()) {
     absl::StatusOr<std::unique_ptr<benchmarks::BenchmarkSetup>> setup =
         ConfigureFor(benchmark, o, {devices.front(), 0, o.dtypes.front()}, devices.front(),
@@ -123,7 +127,7 @@ absl::StatusOr<benchmarks::RunPlan> Preflight(const benchmarks::Benchmark& bench
     }
     if (!first) first = (*setup)->plan();
   }
-  if (absl::Status s = CheckOutputs(o); !s.ok()) return s;
+  if (absl::Status s = CheckOutputs(o, guard); !s.ok()) return s;
   return *first;
 }
 
@@ -159,13 +163,13 @@ absl::Status Record(Job& job, ConfigResult result) {
   return WriteOutputs(job);
 }
 
+// A report lost (a full disk, a closed stdout) is exit 2, as in every tool.
 int Finish(const Job& job, absl::Status written) {
+  if (written.ok()) written = base::WriteStdout(MarkdownReport(job));
   if (!written.ok()) {
     Say(std::string(written.message()));
-    return kExitFailed;
+    return kExitUsage;
   }
-  std::fputs(MarkdownReport(job).c_str(), stdout);
-  std::fflush(stdout);
   if (job.interrupted) {
     Say(fmt::format("interrupted: {} of {} configurations measured and kept in the reports",
                     job.results.size(), job.planned.size()));
@@ -237,10 +241,28 @@ ConfigResult Measure(const BenchOptions& o, const Config& c, const fs::path& scr
   std::vector<char*> envp;
   for (std::string& e : env_text) envp.push_back(e.data());
   envp.push_back(nullptr);
-  pid_t pid = 0;
-  if (int err = posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data()); err != 0) {
-    failed.error = fmt::format("cannot start {}: {}", cmd.front(), std::strerror(err));
+  // The workers end with the driver, even when it is killed outright: the
+  // child asks for SIGTERM at its parent's death before it executes.
+  const pid_t driver = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    failed.error = fmt::format("cannot start {}: {}", cmd.front(), std::strerror(errno));
     return failed;
+  }
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != driver) _exit(127);
+    // A worker started directly holds SIGTERM back until its clean-up handler
+    // is in place (CleanUpOnTermination), so an early death of the driver
+    // still removes what it wrote; mpirun takes signals as they come.
+    if (c.devices == 1) {
+      sigset_t term;
+      sigemptyset(&term);
+      sigaddset(&term, SIGTERM);
+      sigprocmask(SIG_BLOCK, &term, nullptr);
+    }
+    execvpe(argv[0], argv.data(), envp.data());
+    _exit(127);
   }
   int status = 0;
   bool forwarded = false;
@@ -251,11 +273,10 @@ ConfigResult Measure(const BenchOptions& o, const Config& c, const fs::path& scr
       forwarded = true;
     }
   }
-  std::ifstream in(out);
-  std::stringstream text;
-  text << in.rdbuf();
-  absl::StatusOr<json::Value> parsed = json::Parse(text.str());
-  if (in && parsed.ok()) {
+  absl::StatusOr<std::string> text = base::ReadSmallFile(out, 16 << 20);
+  absl::StatusOr<json::Value> parsed =
+      text.ok() ? json::Parse(*text) : absl::StatusOr<json::Value>(text.status());
+  if (parsed.ok()) {
     absl::StatusOr<ConfigResult> result = ResultFromJson(*parsed);
     if (result.ok()) return *result;
     failed.error = std::string(result.status().message());
@@ -268,6 +289,36 @@ ConfigResult Measure(const BenchOptions& o, const Config& c, const fs::path& scr
   return failed;
 }
 
+// A worker ended by a signal (its driver died, or passed on an interrupt)
+// removes its unfinished result and, when it is the last, the driver's
+// scratch folder: a killed driver leaves nothing behind. Only
+// async-signal-safe calls in the handler, on paths prepared before.
+char g_result[4096], g_result_tmp[4096], g_scratch[4096];
+
+void RemoveResultAndExit(int signal) {
+  unlink(g_result_tmp);
+  unlink(g_result);
+  rmdir(g_scratch);
+  _exit(128 + signal);
+}
+
+void CleanUpOnTermination(const fs::path& result) {
+  const std::string tmp = fmt::format("{}.tmp.{}", result.string(), getpid());
+  const std::string scratch = result.parent_path().string();
+  if (tmp.size() >= sizeof g_result_tmp || scratch.size() >= sizeof g_scratch) return;
+  std::memcpy(g_result, result.c_str(), result.string().size() + 1);
+  std::memcpy(g_result_tmp, tmp.c_str(), tmp.size() + 1);
+  std::memcpy(g_scratch, scratch.c_str(), scratch.size() + 1);
+  struct sigaction action {};
+  action.sa_handler = RemoveResultAndExit;
+  sigemptyset(&action.sa_mask);
+  for (int s : {SIGTERM, SIGHUP, SIGINT}) sigaction(s, &action, nullptr);
+  sigset_t term;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  sigprocmask(SIG_UNBLOCK, &term, nullptr);  // held back by the driver until now
+}
+
 }  // namespace
 
 int RunDriver(const benchmarks::Benchmark& benchmark, const BenchOptions& options) {
@@ -276,7 +327,9 @@ int RunDriver(const benchmarks::Benchmark& benchmark, const BenchOptions& option
     Say("--device gpu: no CUDA device is visible (or this build has no CUDA path)");
     return kExitUsage;
   }
-  absl::StatusOr<benchmarks::RunPlan> plan = Preflight(benchmark, o, o.devices, /*launched=*/false);
+  base::OutputGuard guard;
+  absl::StatusOr<benchmarks::RunPlan> plan =
+      Preflight(benchmark, o, o.devices, /*launched=*/false, guard);
   if (!plan.ok()) {
     Say(std::string(plan.status().message()));
     return kExitUsage;
@@ -326,6 +379,7 @@ int RunDriver(const benchmarks::Benchmark& benchmark, const BenchOptions& option
 
 int RunLaunched(const benchmarks::Benchmark& benchmark, const BenchOptions& options,
                 const dist::LaunchEnv& launch) {
+  if (!options.worker_out.empty()) CleanUpOnTermination(options.worker_out);
   absl::StatusOr<std::unique_ptr<runtime::ProcessComms>> comms =
       runtime::MakeProcessComms(launch, options.gpu);
   if (!comms.ok()) {
@@ -362,7 +416,9 @@ int RunLaunched(const benchmarks::Benchmark& benchmark, const BenchOptions& opti
     return kExitUsage;
   }
   o.devices = {world};
-  absl::StatusOr<benchmarks::RunPlan> plan = Preflight(benchmark, o, o.devices, /*launched=*/true);
+  base::OutputGuard guard;
+  absl::StatusOr<benchmarks::RunPlan> plan =
+      Preflight(benchmark, o, o.devices, /*launched=*/true, guard);
   if (!plan.ok()) {
     if (rank0) Say(std::string(plan.status().message()));
     return kExitUsage;

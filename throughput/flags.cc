@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "base/environment.h"
+#include "base/files.h"
 #include "fmt/format.h"
 #include "throughput/flags.h"
 
@@ -151,6 +152,11 @@ absl::Status Validate(const BenchOptions& o) {
   if (o.cuda_graph && (!o.gpu || o.mode != Mode::kTrain))
     return absl::InvalidArgumentError(
         "--cuda_graph records training steps on GPUs: it needs --device gpu and --mode train");
+  for (const auto& [flag, dir] :
+       {std::pair<const char*, const std::string&>{"cache_dir", o.cache_dir},
+        {"plot", o.plot_dir}}) {
+    if (absl::Status s = base::CheckFolderOrAbsent(flag, dir); !dir.empty() && !s.ok()) return s;
+  }
   return absl::OkStatus();
 }
 
@@ -182,7 +188,8 @@ std::string UsageText(const benchmarks::BenchmarkRegistry& registry) {
   text +=
       "\n"
       "Exit status: 0 every configuration measured, 1 a configuration failed or the job was\n"
-      "interrupted (the reports keep the rest), 2 usage or input error.\n"
+      "interrupted (the reports keep the rest), 2 usage or input error or a report that could\n"
+      "not be written.\n"
       "\nFlags:\n";
   return text + base::FlagsHelp(kHelpNames);
 }

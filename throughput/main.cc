@@ -5,22 +5,29 @@
 // reported as JSON (DeepLearningExamples' keys), DLLogger lines, Markdown and
 // SVG charts. See docs/run_benchmark.md.
 //
-// Exit codes: 0 every configuration measured; 1 a configuration failed, a
-// report could not be written or the job was interrupted (the reports keep
-// what was measured); 2 usage or input error.
+// Exit codes: 0 every configuration measured; 1 a configuration failed or
+// the job was interrupted (the reports keep what was measured); 2 usage or
+// input error, or a report that could not be written.
 
 #include <cstdio>
 #include <string>
 
 #include "base/exit_codes.h"
+#include "base/output.h"
 #include "base/version.h"
 #include "benchmarks/registry.h"
 #include "reference/dist/launch_env.h"
 #include "throughput/driver.h"
 #include "throughput/flags.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int Main(int argc, char** argv) {
   namespace tp = mlperf::throughput;
+  if (absl::Status s = mlperf::base::CheckStandardStreams(); !s.ok()) {
+    std::fprintf(stderr, "run_benchmark: %s\n", std::string(s.message()).c_str());
+    return mlperf::kExitUsage;
+  }
   const mlperf::benchmarks::BenchmarkRegistry& registry = mlperf::benchmarks::BuiltinBenchmarks();
   absl::StatusOr<tp::CommandLine> cl = tp::ParseCommandLine(argc, argv);
   if (!cl.ok()) {
@@ -52,4 +59,10 @@ int main(int argc, char** argv) {
   if (launch->world_size > 1 || !options.worker_out.empty())
     return tp::RunLaunched(*benchmark, options, *launch);
   return tp::RunDriver(*benchmark, options);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return mlperf::RunTool("run_benchmark", [&] { return Main(argc, argv); });
 }

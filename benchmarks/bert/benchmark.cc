@@ -21,8 +21,15 @@ namespace fs = std::filesystem;
 absl::StatusOr<std::string> FindCheckpoint(const fs::path& data) {
   for (const fs::path& dir : {data, data / "phase1", data / "checkpoint"}) {
     const fs::path prefix = dir / kCheckpointName;
+    const fs::path index = prefix.string() + ".index";
     std::error_code ec;
-    if (fs::is_regular_file(fs::path(prefix.string() + ".index"), ec)) return prefix.string();
+    const fs::file_status st = fs::status(index, ec);
+    if (fs::is_regular_file(st)) return prefix.string();
+    // There, but unusable: said as such, not as missing.
+    if (fs::exists(st) || (ec && ec != std::errc::no_such_file_or_directory)) {
+      return absl::InvalidArgumentError(fmt::format(
+          "{}: {}", index.string(), ec ? ec.message() : "exists but is not a regular file"));
+    }
   }
   return absl::InvalidArgumentError(
       fmt::format("--data {}: no {}.index there or in phase1/ or checkpoint/ (BERT starts from the "

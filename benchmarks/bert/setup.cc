@@ -92,7 +92,9 @@ bert_data::PretrainingShape BertSetup::Shape() const {
 absl::Status BertSetup::PrepareData() const {
   if (!plan_.demo) return absl::OkStatus();
   const fs::path done = fs::path(plan_.data_root) / ".generated";
-  if (fs::exists(done)) return absl::OkStatus();
+  std::error_code ec;
+  if (fs::exists(done, ec)) return absl::OkStatus();
+  if (ec) return absl::InvalidArgumentError(fmt::format("{}: {}", done.string(), ec.message()));
   if (absl::Status s = bert_data::WriteGeneratedBertData(plan_.data_root, generated_); !s.ok())
     return s;
   models::Bert model(ModelConfig(core::Device::kCpu), 1, kDemoCheckpointSeed);

@@ -16,14 +16,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool IsRawKits19Tree(const fs::path& dir) {
+// Errors (a loop of links, permissions) read as "no": the data checks that
+// follow name the folder and the cause.
+bool IsRawKits19Tree(const fs::path& dir, int depth = 0) {
   std::error_code ec;
-  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
-    if (e.is_directory() && e.path().filename().string().starts_with("case_") &&
-        fs::exists(e.path() / "imaging.nii.gz"))
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code entry_ec;
+    if (it->is_directory(entry_ec) && it->path().filename().string().starts_with("case_") &&
+        fs::exists(it->path() / "imaging.nii.gz", entry_ec))
       return true;
   }
-  return fs::exists(dir / "data") && IsRawKits19Tree(dir / "data");
+  return depth == 0 && fs::is_directory(dir / "data", ec) && IsRawKits19Tree(dir / "data", 1);
 }
 
 class UnetBenchmark final : public Benchmark {
@@ -107,6 +110,7 @@ class UnetBenchmark final : public Benchmark {
     plan.schedule.last_epoch = plan.schedule.RoundUpToEval(plan.small ? 40 : epochs_for(10000));
     const bool fit = options.gpus > 0 || share.memory_bytes > 0;
     auto setup = std::make_unique<UnetSetup>(std::move(plan), recipe, shape, raw_dir, generated);
+    setup->SetHostMemory(share.memory_bytes);
     if (fit) {
       if (absl::Status s = setup->FitMicroBatch(share.memory_bytes); !s.ok()) return s;
     }

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <fstream>
-#include <iterator>
 #include <utility>
 
 #include "base/files.h"
@@ -79,13 +77,13 @@ absl::Status UnetSetup::PrepareData() const {
   const fs::path done = fs::path(plan_.data_root) / ".prepared";
   std::error_code ec;
   const std::string source = plan_.demo ? "" : fs::weakly_canonical(raw_dir_, ec).string();
-  if (fs::exists(done)) {
-    std::ifstream in(done);
-    const std::string from((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (from == source) return absl::OkStatus();
+  if (fs::exists(done, ec)) {
+    absl::StatusOr<std::string> from = base::ReadSmallFile(done, 1 << 20);
+    if (!from.ok()) return from.status();
+    if (*from == source) return absl::OkStatus();
     return absl::FailedPreconditionError(
         fmt::format("{} holds the volumes prepared from {}; give another --cache_dir for {}",
-                    plan_.data_root, from.empty() ? "another tree" : from, source));
+                    plan_.data_root, from->empty() ? "another tree" : *from, source));
   }
   if (plan_.demo) {
     if (absl::Status s = kits19::WriteGeneratedKits19(raw_dir_, generated_); !s.ok()) return s;
@@ -147,6 +145,7 @@ absl::StatusOr<std::unique_ptr<DataPipeline>> UnetSetup::OpenData(Split split, u
   o.seed = seed;
   o.threads = plan_.loader_threads;
   o.augment.patch = {shape_.roi, shape_.roi, shape_.roi};
+  o.memory_budget = host_memory_;
   absl::StatusOr<std::unique_ptr<kits19::VolumeLoader>> loader = kits19::VolumeLoader::Open(o);
   if (!loader.ok()) return loader.status();
   return std::make_unique<UnetPipeline>(std::move(*loader));

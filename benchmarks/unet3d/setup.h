@@ -45,6 +45,10 @@ class UnetSetup final : public BenchmarkSetup {
   // of at most kMaxMicroBatchPerGpu.
   absl::Status FitMicroBatch(int64_t memory_bytes);
 
+  // The host memory of this process (0 = unknown): the loader refuses
+  // prepared cases that would not fit in it.
+  void SetHostMemory(int64_t bytes) { host_memory_ = bytes; }
+
  private:
   models::UNet3DConfig ModelConfig(core::Device device) const;
 
@@ -52,6 +56,7 @@ class UnetSetup final : public BenchmarkSetup {
   Shape shape_;
   std::filesystem::path raw_dir_;
   kits19::GeneratedKits19Options generated_;
+  int64_t host_memory_ = 0;
 };
 
 }  // namespace mlperf::benchmarks::unet3d

@@ -8,8 +8,8 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_join.h"
 #include "base/exit_codes.h"
-#include "base/files.h"
 #include "base/json.h"
+#include "base/output.h"
 #include "checker/engine.h"
 #include "checker/package/claims_audit.h"
 #include "checker/package/html_report.h"
@@ -192,6 +192,7 @@ struct Targets {
   };
   std::vector<Org> orgs;
   std::vector<std::string> log_files;
+  std::vector<std::pair<fs::path, std::string>> unchecked;  // failed, not skipped
 };
 
 // The package's ruleset: the one given, else its vN.M round folder's.
@@ -224,6 +225,7 @@ absl::StatusOr<Targets> ResolvePaths(const std::vector<std::string>& paths,
       targets.log_files.push_back(p);
       continue;
     }
+    targets.unchecked.insert(targets.unchecked.end(), t->unchecked.begin(), t->unchecked.end());
     for (const fs::path& org : t->organizations) {
       absl::StatusOr<std::string> ruleset = OrgRuleset(org, options, rules);
       if (!ruleset.ok()) return ruleset.status();
@@ -281,7 +283,7 @@ bool WriteRequestedFiles(const std::vector<OrgReport>& orgs) {
   if (const std::string csv = absl::GetFlag(FLAGS_csv); !csv.empty()) {
     std::vector<const OrgReport*> ptrs;
     for (const OrgReport& o : orgs) ptrs.push_back(&o);
-    if (absl::Status s = base::WriteFileAtomically(csv, SummaryCsv(ptrs)); !s.ok()) {
+    if (absl::Status s = base::WriteOutput(csv, SummaryCsv(ptrs)); !s.ok()) {
       std::fprintf(stderr, "compliance_check: --csv: %s\n", std::string(s.message()).c_str());
       ok = false;
     }
@@ -351,6 +353,32 @@ std::string HumanReport(const std::vector<checker::LogReport>& logs,
   return out;
 }
 
+// The first input that could not be read, for the one line on stderr; ""
+// when every input was read.
+std::string FirstInputError(const std::vector<checker::LogReport>& logs,
+                            const std::vector<OrgReport>& orgs) {
+  std::vector<std::string> found;  // one per log or package with an input error
+  for (const checker::LogReport& r : logs) {
+    if (r.input_error) found.push_back(r.errors.empty() ? r.path : r.errors.front().message);
+  }
+  for (const OrgReport& o : orgs) {
+    if (!o.input_error) continue;
+    std::string first = o.errors.empty() ? o.path : o.errors.front();
+    for (auto d = o.dirs.rbegin(); d != o.dirs.rend(); ++d) {
+      for (const RunDetail& run : d->runs) {
+        if (run.log.input_error && !run.log.errors.empty()) first = run.log.errors.front().message;
+      }
+      if (!d->errors.empty() && o.errors.empty()) first = d->errors.front();
+    }
+    found.push_back(first);
+  }
+  if (found.empty()) return "";  // an output that failed, already said
+  const std::string first = found.front().substr(0, 500);
+  return found.size() == 1
+             ? fmt::format("input error: {}", first)
+             : fmt::format("{} inputs with errors; the first: {}", found.size(), first);
+}
+
 }  // namespace
 
 bool AnyDirectory(const std::vector<std::string>& paths) {
@@ -373,18 +401,18 @@ int RunPackageCli(const std::vector<std::string>& paths, const CliOptions& optio
                  options.ruleset->c_str(), absl::StrJoin(known, ", ").c_str());
     return kExitUsage;
   }
-  // An output inside what is being checked could overwrite a result log.
+  // No report may replace a log, the claims or another report.
+  base::OutputGuard guard;
+  for (const std::string& input : paths) guard.AddInput(input, /*walk=*/true);
+  if (const std::string claims = absl::GetFlag(FLAGS_claims); !claims.empty())
+    guard.AddInput(claims);
   for (const auto& [flag, output] :
        {std::pair<const char*, std::string>{"csv", absl::GetFlag(FLAGS_csv)},
         {"html", absl::GetFlag(FLAGS_html)}}) {
-    for (const std::string& input : paths) {
-      if (!output.empty() && base::IsWithin(output, input)) {
-        std::fprintf(stderr,
-                     "compliance_check: --%s=%s is an input or inside the checked input %s; write "
-                     "it elsewhere\n",
-                     flag, output.c_str(), input.c_str());
-        return kExitUsage;
-      }
+    if (output.empty()) continue;
+    if (absl::Status s = guard.Claim(flag, output); !s.ok()) {
+      std::fprintf(stderr, "compliance_check: %s\n", std::string(s.message()).c_str());
+      return kExitUsage;
     }
   }
   absl::StatusOr<Targets> targets = ResolvePaths(paths, options, rules);
@@ -395,10 +423,17 @@ int RunPackageCli(const std::vector<std::string>& paths, const CliOptions& optio
     return kExitUsage;
   }
 
+  const std::string log_ruleset = options.ruleset.value_or(options.default_ruleset);
   std::vector<OrgReport> orgs;
   for (const Targets::Org& o : targets->orgs)
     orgs.push_back(CheckOrganization(o.path, rules, o.options));
-  const std::string log_ruleset = options.ruleset.value_or(options.default_ruleset);
+  for (const auto& [path, why] : targets->unchecked) {
+    orgs.push_back({.path = DisplayPath(path),
+                    .name = path.filename().string(),
+                    .ruleset = RulesetFromPath(path).value_or(log_ruleset),
+                    .errors = {why},
+                    .input_error = true});
+  }
   const std::vector<checker::LogReport> logs =
       CheckLogFiles(targets->log_files, log_ruleset, options.werror, rules);
   const std::vector<AuditedClaim> audits = AuditClaims(*claims, orgs);
@@ -420,7 +455,7 @@ int RunPackageCli(const std::vector<std::string>& paths, const CliOptions& optio
                                          .claims = audits,
                                          .claims_given = !absl::GetFlag(FLAGS_claims).empty(),
                                          .all_pass = all_pass && !input_error});
-    if (absl::Status s = base::WriteFileAtomically(html, page); !s.ok()) {
+    if (absl::Status s = base::WriteOutput(html, page); !s.ok()) {
       std::fprintf(stderr, "compliance_check: --html: %s\n", std::string(s.message()).c_str());
       input_error = true;
     }
@@ -432,7 +467,12 @@ int RunPackageCli(const std::vector<std::string>& paths, const CliOptions& optio
     std::fprintf(stderr, "compliance_check: %s\n", std::string(s.message()).c_str());
     return kExitUsage;
   }
-  if (input_error) return kExitUsage;
+  if (input_error) {
+    // Exit 2 always says why on stderr too, not only in the report.
+    if (const std::string why = FirstInputError(logs, orgs); !why.empty())
+      std::fprintf(stderr, "compliance_check: %s\n", why.c_str());
+    return kExitUsage;
+  }
   return all_pass ? kExitOk : kExitFailed;
 }
 

@@ -171,27 +171,45 @@ absl::StatusOr<PathTarget> ClassifyPath(const fs::path& path) {
     t.only_benchmark = clean.filename().string();
     return t;
   }
-  // A root: organisation folders one level down, or two through a round folder.
+  // A root: organisation folders one level down, or two through a round
+  // folder. A folder with only one of systems/ and results/ is a submission
+  // that cannot be checked: named, never skipped.
+  const auto take = [&t](const fs::path& dir) {
+    if (IsOrganization(dir)) {
+      t.organizations.push_back(dir);
+      return true;
+    }
+    std::error_code ec;
+    const bool systems = fs::exists(fs::symlink_status(dir / "systems", ec));
+    const bool results = fs::exists(fs::symlink_status(dir / "results", ec));
+    if (!systems && !results) return false;
+    t.unchecked.emplace_back(
+        dir, fmt::format("{}: a submission needs both systems/ and results/ folders; {} not "
+                         "checked",
+                         DisplayPath(dir),
+                         IsDir(dir / "results")   ? "no systems/ folder, so its results are"
+                         : IsDir(dir / "systems") ? "no results/ folder, so nothing is"
+                                                  : "neither is a folder, so nothing is"));
+    return true;
+  };
   absl::StatusOr<std::vector<DirEntry>> entries = ListDir(path);
   if (!entries.ok()) return entries.status();
   for (const DirEntry& e : *entries) {
-    if (!e.is_dir) continue;
-    if (IsOrganization(path / e.name)) {
-      t.organizations.push_back(path / e.name);
-      continue;
-    }
+    if (!e.is_dir || take(path / e.name)) continue;
     // Two levels down only through a round folder ("v3.0/NVIDIA"), so that
     // an unrelated folder is not mistaken for a root.
     static const std::regex kRoundFolder(R"((?:.*_)?v\d+\.\d+)");
     if (!std::regex_match(e.name, kRoundFolder)) continue;
     absl::StatusOr<std::vector<DirEntry>> inner = ListDir(path / e.name);
-    if (!inner.ok()) continue;
+    if (!inner.ok()) {
+      t.unchecked.emplace_back(path / e.name, std::string(inner.status().message()));
+      continue;
+    }
     for (const DirEntry& f : *inner) {
-      if (f.is_dir && IsOrganization(path / e.name / f.name))
-        t.organizations.push_back(path / e.name / f.name);
+      if (f.is_dir) take(path / e.name / f.name);
     }
   }
-  if (t.organizations.empty()) {
+  if (t.organizations.empty() && t.unchecked.empty()) {
     return absl::InvalidArgumentError(fmt::format(
         "{}: is a directory but not a submission: expected an organisation folder (with systems/ "
         "and "

@@ -32,6 +32,10 @@ struct PathTarget {
   std::vector<std::filesystem::path> organizations;
   std::optional<std::string> only_system;
   std::optional<std::string> only_benchmark;
+  // For a root: folders that look like submissions but cannot be checked
+  // (results/ without systems/, a round folder that cannot be listed), each
+  // as "<path>: why". They fail the check instead of being skipped.
+  std::vector<std::pair<std::filesystem::path, std::string>> unchecked;
 };
 
 // What `path` names; an error for a path that does not exist or a directory
@@ -56,6 +60,12 @@ absl::StatusOr<std::vector<DirEntry>> ListDir(const std::filesystem::path& dir);
 absl::Status CheckFileLimited(const std::filesystem::path& path, uint64_t max_bytes);
 
 // Reads a whole file that passes CheckFileLimited.
+// The largest result log read (the biggest published ones are a few MB).
+inline constexpr uint64_t kMaxResultLogBytes = 512ull << 20;
+// Real system descriptions are about 2 KB; a parsed JSON tree takes up to
+// ~100 bytes per element, so a larger cap would let one file take gigabytes.
+inline constexpr uint64_t kMaxSystemDescBytes = 1ull << 20;
+
 absl::StatusOr<std::string> ReadFileLimited(const std::filesystem::path& path, uint64_t max_bytes);
 
 // The name for messages and JSON: valid UTF-8 as is; other bytes as \xNN.

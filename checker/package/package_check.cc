@@ -23,7 +23,6 @@ namespace fs = std::filesystem;
 
 // Real result logs are at most tens of MB; anything far larger is not a log
 // and is refused from its size (a sparse garbage file must not be read).
-constexpr uint64_t kMaxLogBytes = 512ull << 20;
 constexpr uint64_t kMaxSmallFileBytes = 16ull << 20;  // JSON and params files
 
 struct LogTask {
@@ -70,7 +69,7 @@ void CheckRun(const fs::path& path, const std::string& benchmark, const checker:
   run.path = DisplayPath(path);
   run.stem = fs::path(path.filename()).stem().string();
   // Streamed, as the per-log mode reads: no whole-file buffer per log.
-  absl::Status readable = CheckFileLimited(path, kMaxLogBytes);
+  absl::Status readable = CheckFileLimited(path, kMaxResultLogBytes);
   absl::StatusOr<mllog::ParsedLog> log =
       readable.ok() ? mllog::ParseFile(path.string()) : absl::StatusOr<mllog::ParsedLog>(readable);
   if (!log.ok()) {
@@ -85,7 +84,17 @@ void CheckRun(const fs::path& path, const std::string& benchmark, const checker:
   run.log = checker::CheckLog(*parsed, rules, options.ruleset, {.werror = false});
   run.compliant = run.log.compliant() && (!options.werror || run.log.warnings.empty());
   absl::StatusOr<double> minutes = RunMinutes(*parsed);
-  if (minutes.ok()) {
+  if (minutes.ok() && *minutes < 0) {
+    // The official tools would score it; a negative time to train is never
+    // a result, so the run fails and is not scored.
+    run.log.errors.push_back(
+        {.key = "run_stop",
+         .message = fmt::format("run_stop is logged {:.3f} minutes before run_start: a time to "
+                                "train cannot be negative",
+                                -*minutes)});
+    run.compliant = false;
+    run.minutes_error = "run_stop precedes run_start";
+  } else if (minutes.ok()) {
     run.minutes = *minutes;
   } else {
     run.minutes_error = std::string(minutes.status().message());
@@ -98,12 +107,6 @@ void CheckRun(const fs::path& path, const std::string& benchmark, const checker:
   }
   if (options.report_details) run.curves = ExtractCurves(*parsed, benchmark, options.ruleset);
   review = RunWarnings(*parsed);
-  if (run.minutes && *run.minutes < 0) {
-    review.push_back(
-        fmt::format("{}: run_stop is logged {:.3f} minutes before run_start: a "
-                    "negative time to train enters the score",
-                    run.path, -*run.minutes));
-  }
   fingerprint = BodyFingerprint(*parsed);
   KeepDirectoryLines(*parsed);
 }
@@ -122,19 +125,21 @@ void CheckSystemDescriptions(const fs::path& org, const PackageOptions& options,
     s.name = e.name.substr(0, e.name.size() - 5);
     if (options.only_system && *options.only_system != s.name) continue;
     const fs::path path = org / "systems" / e.name;
-    absl::StatusOr<std::string> text = ReadFileLimited(path, kMaxSmallFileBytes);
+    absl::StatusOr<std::string> text = ReadFileLimited(path, kMaxSystemDescBytes);
     absl::StatusOr<json::Value> desc = text.ok()
                                            ? json::Parse(*text, {.encoding = json::Encoding::kUtf8})
                                            : absl::StatusOr<json::Value>(text.status());
     if (!desc.ok()) {
-      s.error = fmt::format("{}: {}", DisplayPath(path), std::string(desc.status().message()));
+      // A read error names the file already; a parse error does not.
+      s.error = text.ok()
+                    ? fmt::format("{}: {}", DisplayPath(path), std::string(desc.status().message()))
+                    : std::string(desc.status().message());
       report.errors.push_back(fmt::format("system description cannot be read: {}", s.error));
+      if (!text.ok()) report.input_error = true;  // a FIFO, a device, too large
     } else {
       s.desc_loaded = true;
       s.desc = *std::move(desc);
       s.check = CheckSystemDesc(s.desc, options.ruleset);
-      for (const std::string& w : s.check.warnings)
-        report.warnings.push_back(fmt::format("{}: {}", DisplayPath(path), w));
       if (!s.check.valid) {
         std::string reasons;
         for (const std::string& r : s.check.reasons) reasons += (reasons.empty() ? "" : "; ") + r;

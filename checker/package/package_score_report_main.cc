@@ -10,9 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,11 +18,14 @@
 #include "base/exit_codes.h"
 #include "base/flags.h"
 #include "base/json.h"
+#include "base/output.h"
 #include "base/version.h"
 #include "checker/engine.h"
 #include "checker/package/benchmark_score.h"
 #include "checker/package/claims_audit.h"
+#include "checker/package/layout.h"
 #include "checker/package/rcp_check.h"
+#include "checker/package/rcp_convergence.h"
 #include "checker/package/run_score.h"
 #include "checker/rule_library.h"
 #include "fmt/format.h"
@@ -41,6 +42,7 @@ ABSL_FLAG(bool, rcp_tables, false, "print the RCP statistics of every embedded t
 namespace fs = std::filesystem;
 using mlperf::json::Value;
 namespace pkg = mlperf::package;
+namespace mllog = mlperf::mllog;
 
 namespace {
 
@@ -55,22 +57,53 @@ Value RecordJson(const pkg::RcpRecord& r) {
                                     {"max_speedup", r.max_speedup}});
 }
 
-absl::StatusOr<std::string> ReadText(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(fmt::format("{}: cannot open", path.string()));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+// The sub-folders of `dir`, sorted; the listing error names the folder.
+absl::StatusOr<std::vector<std::string>> SortedSubdirs(const fs::path& dir) {
+  absl::StatusOr<std::vector<pkg::DirEntry>> entries = pkg::ListDir(dir);
+  if (!entries.ok()) return entries.status();
+  std::vector<std::string> out;
+  for (const pkg::DirEntry& e : *entries) {
+    if (e.is_dir) out.push_back(e.name);
+  }
+  return out;  // ListDir sorts by name
 }
 
-std::vector<fs::path> SortedSubdirs(const fs::path& dir) {
-  std::vector<fs::path> out;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (e.is_directory()) out.push_back(e.path());
+// Errors that make the exit status 2: each is printed once on stderr.
+struct InputErrors {
+  int count = 0;
+  void Add(const std::string& message) {
+    ++count;
+    std::fprintf(stderr, "package_score_report: %s\n", message.substr(0, 500).c_str());
   }
-  std::sort(out.begin(), out.end());
-  return out;
+};
+
+// The division, from the system description (spec 7.2); "" and an error
+// when it cannot be read: the score would silently change without it.
+std::string ReadDivision(const fs::path& path, InputErrors& errors) {
+  absl::StatusOr<std::string> text = pkg::ReadFileLimited(path, pkg::kMaxSystemDescBytes);
+  absl::StatusOr<Value> desc =
+      text.ok() ? mlperf::json::Parse(*text, {.encoding = mlperf::json::Encoding::kUtf8})
+                : absl::StatusOr<Value>(text.status());
+  if (!desc.ok()) {
+    errors.Add(fmt::format("system description: {}{}", text.ok() ? path.string() + ": " : "",
+                           std::string(desc.status().message())));
+    return "";
+  }
+  const Value* division = desc->is_object() ? desc->Find("division") : nullptr;
+  if (division == nullptr || !division->is_string()) {
+    errors.Add(fmt::format("{}: no division (text) in the system description", path.string()));
+    return "";
+  }
+  return division->as_string();
+}
+
+// Exit 2 when an input could not be read or stdout lost a line.
+int Finish(const InputErrors& errors) {
+  if (absl::Status s = mlperf::base::FinishStdout(); !s.ok()) {
+    std::fprintf(stderr, "package_score_report: %s\n", std::string(s.message()).c_str());
+    return mlperf::kExitUsage;
+  }
+  return errors.count > 0 ? mlperf::kExitUsage : mlperf::kExitOk;
 }
 
 int PrintRcpTables() {
@@ -88,7 +121,7 @@ int PrintRcpTables() {
     }
     std::puts(mlperf::json::Dump(line).c_str());
   }
-  return mlperf::kExitOk;
+  return Finish({});
 }
 
 constexpr char kUsage[] =
@@ -104,7 +137,13 @@ constexpr std::string_view kFlags[] = {"ruleset", "scaling", "claims", "rcp_tabl
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+int Main(int argc, char** argv) {
+  if (absl::Status s = mlperf::base::CheckStandardStreams(); !s.ok()) {
+    std::fprintf(stderr, "package_score_report: %s\n", std::string(s.message()).c_str());
+    return mlperf::kExitUsage;
+  }
   absl::StatusOr<mlperf::base::ParsedArgs> args =
       mlperf::base::ParseFlags(argc, argv, kFlags, /*allow_positional=*/true);
   if (!args.ok()) {
@@ -142,32 +181,62 @@ int main(int argc, char** argv) {
   const std::vector<std::string> allowed = mlperf::meta::AllowedBenchmarks(ruleset);
   std::map<std::pair<std::string, std::string>, pkg::ComputedScore> computed;
 
-  for (const fs::path& system_dir : SortedSubdirs(org / "results")) {
-    const std::string system = system_dir.filename().string();
-    // The division comes from the system description, not the logs (spec 7.2).
-    std::string division;
-    absl::StatusOr<std::string> desc_text = ReadText(org / "systems" / (system + ".json"));
-    if (desc_text.ok()) {
-      absl::StatusOr<Value> desc =
-          mlperf::json::Parse(*desc_text, {.encoding = mlperf::json::Encoding::kUtf8});
-      if (desc.ok() && desc->Find("division") && desc->Find("division")->is_string()) {
-        division = desc->Find("division")->as_string();
-      }
+  InputErrors errors;
+  absl::StatusOr<std::vector<std::string>> systems = SortedSubdirs(org / "results");
+  if (!systems.ok()) {
+    errors.Add(std::string(systems.status().message()));
+    return mlperf::kExitUsage;
+  }
+  for (const std::string& system : *systems) {
+    const fs::path system_dir = org / "results" / system;
+    const std::string division = ReadDivision(org / "systems" / (system + ".json"), errors);
+    absl::StatusOr<std::vector<std::string>> benchmarks = SortedSubdirs(system_dir);
+    if (!benchmarks.ok()) {
+      errors.Add(std::string(benchmarks.status().message()));
+      continue;
     }
-    for (const fs::path& dir : SortedSubdirs(system_dir)) {
-      const std::string benchmark = dir.filename().string();
-      std::vector<std::string> files;
-      for (const auto& e : fs::directory_iterator(dir)) {
-        const std::string name = e.path().filename().string();
-        if (name.starts_with("result_") && name.ends_with(".txt"))
-          files.push_back(e.path().string());
-      }
-      std::sort(files.begin(), files.end());
-
+    for (const std::string& benchmark : *benchmarks) {
+      const fs::path dir = system_dir / benchmark;
       Value line(mlperf::json::Object{
           {"system", system}, {"benchmark", benchmark}, {"division", division}});
+      // Each log read once, with compliance_check's guards (regular files of
+      // a bounded size), and reduced to what the RCP comparison reads.
+      absl::StatusOr<std::vector<pkg::DirEntry>> entries = pkg::ListDir(dir);
+      if (!entries.ok()) errors.Add(std::string(entries.status().message()));
+      std::vector<mllog::ParsedLog> logs;
+      std::vector<pkg::RunTime> runs;
+      mlperf::json::Array runs_json;
+      bool all_read = true;
+      for (const pkg::DirEntry& e : entries.ok() ? *entries : std::vector<pkg::DirEntry>{}) {
+        if (!pkg::IsResultLogName(e.name)) continue;
+        const fs::path f = dir / e.name;
+        pkg::RunTime run{.path = f.string()};
+        absl::Status readable = pkg::CheckFileLimited(f, pkg::kMaxResultLogBytes);
+        absl::StatusOr<mllog::ParsedLog> log = readable.ok()
+                                                   ? mllog::ParseFile(f.string())
+                                                   : absl::StatusOr<mllog::ParsedLog>(readable);
+        if (!log.ok()) {
+          errors.Add(std::string(log.status().message()));
+          all_read = false;
+        } else {
+          run.compliant = mlperf::checker::CheckLog(*log, *rules, ruleset).compliant();
+          // As in compliance_check: a negative time to train is no result.
+          absl::StatusOr<double> minutes = pkg::RunMinutes(*log);
+          if (minutes.ok() && *minutes >= 0) run.minutes = *minutes;
+          if (minutes.ok() && *minutes < 0) run.compliant = false;
+          std::erase_if(log->lines,
+                        [](const mllog::LogLine& l) { return !pkg::ConvergenceReadsLine(l); });
+          log->lines.shrink_to_fit();
+          logs.push_back(*std::move(log));
+        }
+        runs_json.push_back(Value(mlperf::json::Object{
+            {"file", e.name}, {"compliant", run.compliant}, {"minutes", Optional(run.minutes)}}));
+        runs.push_back(run);
+      }
       const absl::StatusOr<pkg::RcpVerdict> rcp =
-          pkg::CheckRcpDirectory(files, {.ruleset = ruleset, .pass = pkg::RcpPass::kPruned});
+          all_read ? pkg::CheckRcpLogs(logs, {.ruleset = ruleset, .pass = pkg::RcpPass::kPruned})
+                   : absl::StatusOr<pkg::RcpVerdict>(
+                         absl::InvalidArgumentError("a result log could not be read"));
       Value rcp_json(mlperf::json::Object{});
       if (!rcp.ok()) {
         rcp_json.Set("error", std::string(rcp.status().message()));
@@ -182,31 +251,15 @@ int main(int argc, char** argv) {
         rcp_json.Set("record", rcp->record ? RecordJson(*rcp->record) : Value());
       }
       line.Set("rcp", rcp_json);
-
-      std::vector<pkg::RunTime> runs;
-      mlperf::json::Array runs_json;
-      for (const std::string& f : files) {
-        pkg::RunTime run{.path = f};
-        absl::StatusOr<mlperf::mllog::ParsedLog> log = mlperf::mllog::ParseFile(f);
-        if (log.ok()) {
-          run.compliant = mlperf::checker::CheckLog(*log, *rules, ruleset).compliant();
-          absl::StatusOr<double> minutes = pkg::RunMinutes(*log);
-          if (minutes.ok()) run.minutes = *minutes;
-        }
-        runs_json.push_back(Value(mlperf::json::Object{{"file", fs::path(f).filename().string()},
-                                                       {"compliant", run.compliant},
-                                                       {"minutes", Optional(run.minutes)}}));
-        runs.push_back(run);
-      }
       line.Set("runs", runs_json);
 
       std::optional<double> existing;
-      if (fs::exists(dir / "scaling.json")) {
-        absl::StatusOr<std::string> text = ReadText(dir / "scaling.json");
-        if (text.ok()) {
-          absl::StatusOr<double> f = pkg::ParseScalingJson(*text, (dir / "scaling.json").string());
-          if (f.ok()) existing = *f;
-        }
+      std::error_code ec;
+      if (const fs::path scaling = dir / "scaling.json"; std::filesystem::exists(scaling, ec)) {
+        absl::StatusOr<std::string> text = pkg::ReadFileLimited(scaling, 1 << 20);
+        absl::StatusOr<double> f = text.ok() ? pkg::ParseScalingJson(*text, scaling.string())
+                                             : absl::StatusOr<double>(text.status());
+        if (f.ok()) existing = *f;
       }
       // package_checker runs the RCP check only for closed division and
       // benchmarks the ruleset allows (and never where the metadata says so).
@@ -221,7 +274,7 @@ int main(int argc, char** argv) {
       line.Set("dropped_runs", score.dropped_runs);
       line.Set("olympic_mean", Optional(score.olympic_mean));
       line.Set("score", Optional(score.score));
-      std::puts(mlperf::json::Dump(line).c_str());
+      std::printf("%s\n", mlperf::json::Dump(line).c_str());
 
       pkg::ComputedScore& c = computed[{system, benchmark}];
       c.olympic_mean = score.olympic_mean;
@@ -235,8 +288,8 @@ int main(int argc, char** argv) {
   }
 
   const std::string claims_path = absl::GetFlag(FLAGS_claims);
-  if (claims_path.empty()) return mlperf::kExitOk;
-  absl::StatusOr<std::string> text = ReadText(claims_path);
+  if (claims_path.empty()) return Finish(errors);
+  absl::StatusOr<std::string> text = pkg::ReadFileLimited(claims_path, 64 << 20);
   if (!text.ok()) {
     std::fprintf(stderr, "%s\n", std::string(text.status().message()).c_str());
     return mlperf::kExitUsage;
@@ -268,5 +321,11 @@ int main(int argc, char** argv) {
                                     {"reason", a.reason}});
     std::puts(mlperf::json::Dump(line).c_str());
   }
-  return mlperf::kExitOk;
+  return Finish(errors);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return mlperf::RunTool("package_score_report", [&] { return Main(argc, argv); });
 }

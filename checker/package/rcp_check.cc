@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "checker/package/layout.h"
 #include "checker/package/olympic_mean.h"
+#include "checker/package/rcp_convergence.h"
 #include "checker/py_ops.h"
 #include "fmt/format.h"
 #include "quality_targets/benchmark_meta.h"
@@ -152,8 +154,13 @@ absl::StatusOr<RcpVerdict> CheckRcpDirectory(const std::vector<std::string>& res
                                              const RcpCheckOptions& options) {
   std::vector<mllog::ParsedLog> logs;
   for (const std::string& f : result_files) {
+    if (absl::Status s = CheckFileLimited(f, kMaxResultLogBytes); !s.ok()) return s;
     absl::StatusOr<mllog::ParsedLog> log = mllog::ParseFile(f);
     if (!log.ok()) return log.status();
+    // Only the lines the comparison reads are kept: memory grows with the
+    // number of logs, not with their size.
+    std::erase_if(log->lines, [](const mllog::LogLine& l) { return !ConvergenceReadsLine(l); });
+    log->lines.shrink_to_fit();
     logs.push_back(*std::move(log));
   }
   return CheckRcpLogs(logs, options);

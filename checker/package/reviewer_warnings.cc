@@ -122,7 +122,7 @@ std::vector<std::string> DirectoryWarnings(const std::vector<const mllog::Parsed
       if (line.key_is_string && line.key == "submission_benchmark") {
         if (!line.value.is_string() || line.value.as_string() != benchmark) {
           out.push_back(fmt::format("{}: submission_benchmark {} differs from the folder name {}",
-                                    log->path, json::Dump(line.value), benchmark));
+                                    log->path, json::Dump(line.value).substr(0, 200), benchmark));
         }
         break;
       }

@@ -23,7 +23,7 @@ bool IsCount(const json::Value& v) {
                      [](char ch) { return ch >= '0' && ch <= '9'; });
 }
 
-std::vector<std::string> TypeWarnings(const json::Value& desc,
+std::vector<std::string> TypeProblems(const json::Value& desc,
                                       const std::vector<std::string>& fields) {
   if (!desc.is_object()) return {"the system description is not a JSON object"};
   std::vector<std::string> out;
@@ -34,13 +34,31 @@ std::vector<std::string> TypeWarnings(const json::Value& desc,
       if (!IsCount(*v)) {
         out.push_back(
             fmt::format("{} is {}, not a whole number below 10^9: the summary cannot count with it",
-                        f, json::Dump(*v)));
+                        f, json::Dump(*v).substr(0, 200)));
       }
     } else if (!v->is_string() && !(f == "other_software_stack" && v->is_object())) {
-      out.push_back(fmt::format("{} is {}, not text", f, json::Dump(*v)));
+      out.push_back(fmt::format("{} is {}, not text", f, json::Dump(*v).substr(0, 200)));
     }
   }
   return out;
+}
+
+// Wrong types fail the description: the official checker only looks for
+// the fields, and a count it cannot multiply or a division that is neither
+// closed nor open would silently change the score or skip the RCP check.
+void AddTypeProblems(const json::Value& desc, const std::vector<std::string>& fields,
+                     SystemDescCheck& c) {
+  std::vector<std::string> problems = TypeProblems(desc, fields);
+  const json::Value* division = desc.is_object() ? desc.Find("division") : nullptr;
+  if (division != nullptr && division->is_string() && division->as_string() != "closed" &&
+      division->as_string() != "open") {
+    problems.push_back(fmt::format("division is {}, neither closed nor open",
+                                   json::Dump(*division).substr(0, 200)));
+  }
+  for (std::string& p : problems) {
+    c.valid = false;
+    c.reasons.push_back(std::move(p));
+  }
 }
 
 }  // namespace
@@ -48,14 +66,16 @@ std::vector<std::string> TypeWarnings(const json::Value& desc,
 SystemDescCheck CheckSystemDesc(const json::Value& desc, const std::string& ruleset) {
   const meta::SystemDescriptionRules& rules = meta::SystemDescription();
   SystemDescCheck c;
-  c.warnings = TypeWarnings(desc, rules.required_fields);
   for (const std::string& f : rules.required_fields) {
     if (desc.Find(f) == nullptr) {
       c.valid = false;
       c.reasons.push_back(fmt::format("Missing field {}", f));
     }
   }
-  if (!meta::RulesetAtLeast(ruleset, rules.status_checked_from)) return c;
+  if (!meta::RulesetAtLeast(ruleset, rules.status_checked_from)) {
+    AddTypeProblems(desc, rules.required_fields, c);
+    return c;
+  }
   if (const json::Value* status = desc.Find("status")) {
     const std::vector<std::string>& allowed = rules.status_values;
     if (!status->is_string() ||
@@ -66,6 +86,7 @@ SystemDescCheck CheckSystemDesc(const json::Value& desc, const std::string& rule
                                shown, absl::StrJoin(allowed, ", "))};
     }
   }
+  AddTypeProblems(desc, rules.required_fields, c);
   return c;
 }
 

@@ -13,11 +13,11 @@ namespace mlperf::package {
 struct SystemDescCheck {
   bool valid = true;
   // Official reasons: "Missing field <f>", or only the status reason when
-  // the status value is not allowed (it replaces the others).
+  // the status value is not allowed (it replaces the others); then ours:
+  // values of a type the summarizer cannot use (a node count that is no
+  // whole number, a list where text belongs, a division neither closed nor
+  // open), which the official checker lets pass.
   std::vector<std::string> reasons;
-  // Ours, never changing the verdict: values of a type the summarizer cannot
-  // use (a node count that is no whole number, a list where text belongs).
-  std::vector<std::string> warnings;
 };
 
 // `desc` is the parsed JSON document (any value; a non-object misses every

@@ -68,7 +68,8 @@ absl::StatusOr<BertFiles> ListBertData(const std::string& dir) {
   BertFiles files;
   std::vector<std::string> eval_any;
   std::string eval_10k;
-  for (const std::filesystem::directory_entry& entry : it) {
+  for (std::filesystem::directory_iterator end; it != end; it.increment(ec)) {
+    const std::filesystem::directory_entry& entry = *it;
     const std::string name = entry.path().filename().string();
     if (EndsWith(name, ".tmp")) continue;
     const bool train = StartsWith(name, "part-"), eval = StartsWith(name, "eval");
@@ -78,6 +79,7 @@ absl::StatusOr<BertFiles> ListBertData(const std::string& dir) {
     if (eval) eval_any.push_back(entry.path().string());
     if (name == "eval_10k") eval_10k = entry.path().string();
   }
+  if (ec) return absl::InternalError(fmt::format("{}: listing failed: {}", dir, ec.message()));
   if (files.train.empty()) {
     return absl::NotFoundError(fmt::format("{}: no training shards (part-*)", dir));
   }

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "datasets/tfrecord.h"
 #include "example.pb.h"
 #include "fmt/format.h"
 
@@ -88,7 +89,7 @@ PretrainingRow PretrainingExample::row() {
 absl::Status ParsePretrainingExample(std::string_view serialized, const PretrainingShape& shape,
                                      const std::string& where, const PretrainingRow& row) {
   tfexample::Example example;
-  if (!example.ParseFromArray(serialized.data(), static_cast<int>(serialized.size()))) {
+  if (!ParseExample(serialized, example)) {
     return absl::DataLossError(fmt::format("{}: not a valid tf.Example", where));
   }
   const FeatureMap& features = example.features().feature();

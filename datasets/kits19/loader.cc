@@ -209,6 +209,24 @@ absl::StatusOr<std::unique_ptr<VolumeLoader>> VolumeLoader::Open(const VolumeLoa
   std::vector<std::string> mine;
   for (int64_t i = o.train ? 0 : o.rank; i < total; i += o.train ? 1 : o.world_size)
     mine.push_back(names[static_cast<size_t>(i)]);
+  if (o.memory_budget > 0) {
+    uint64_t bytes = 0;
+    for (const std::string& name : mine) {
+      for (const char* part : {"_x.npy", "_y.npy"}) {
+        std::error_code ec;
+        const uintmax_t size = std::filesystem::file_size(o.root / (name + part), ec);
+        if (!ec) bytes += size;
+      }
+    }
+    if (bytes > static_cast<uint64_t>(o.memory_budget)) {
+      return absl::ResourceExhaustedError(fmt::format(
+          "{}: the {} prepared {} cases take {:.1f} GiB, more than the {:.1f} GiB this process "
+          "has; use a machine with more memory or fewer processes per node",
+          o.root.string(), mine.size(), o.train ? "training" : "evaluation",
+          static_cast<double>(bytes) / (1 << 30),
+          static_cast<double>(o.memory_budget) / (1 << 30)));
+    }
+  }
   std::vector<std::unique_ptr<Case>> cases(mine.size());
   std::vector<absl::Status> errors(mine.size());
   std::atomic<size_t> next{0};

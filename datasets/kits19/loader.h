@@ -35,6 +35,9 @@ struct VolumeLoaderOptions {
   int threads = 1;  // loading and augmentation threads
   int prefetch_batches = 2;
   AugmentOptions augment;
+  // Bytes the loaded cases may take (0 = not checked): the cases are held in
+  // memory, so their files' sizes are summed against it before any is read.
+  int64_t memory_budget = 0;
 };
 
 struct VolumeBatch {

@@ -50,18 +50,13 @@ int BytesOf(int datatype) {
   }
 }
 
+// The largest volume read: a header may declare up to 32767^3 voxels, and a
+// gzip stream may inflate ~1000x, so both are bounded before allocating.
+// KiTS19's largest imaging volume (float64) is about 2.2 GB.
+constexpr size_t kMaxVolumeBytes = size_t{8} << 30;
+
 absl::StatusOr<std::string> ReadWholeFile(const fs::path& path) {
-  std::error_code ec;
-  const uintmax_t size = fs::file_size(path, ec);
-  if (ec)
-    return absl::NotFoundError(fmt::format("{}: cannot open: {}", path.string(), ec.message()));
-  std::ifstream in(path, std::ios::binary);
-  std::string data(static_cast<size_t>(size), '\0');
-  if (!in.read(data.data(), static_cast<std::streamsize>(size))) {
-    return absl::DataLossError(
-        fmt::format("{}: read {} of {} bytes", path.string(), in.gcount(), size));
-  }
-  return data;
+  return base::ReadSmallFile(path, kMaxVolumeBytes);
 }
 
 bool IsGzip(std::string_view bytes) {
@@ -69,8 +64,9 @@ bool IsGzip(std::string_view bytes) {
          static_cast<uint8_t>(bytes[1]) == 0x8b;
 }
 
-// Inflates every member of a gzip file (members may follow one another).
-absl::StatusOr<std::string> Gunzip(const std::string& gz, const std::string& name) {
+// Inflates the members of a gzip file (members may follow one another), at
+// most `limit` bytes of them: the rest is neither inflated nor checked.
+absl::StatusOr<std::string> Gunzip(const std::string& gz, const std::string& name, size_t limit) {
   // The last member's trailer holds its size mod 2^32: the usual single
   // member's exact size, so one allocation suffices. Deflate cannot shrink
   // data more than ~1032x, which bounds a corrupt trailer's claim.
@@ -80,15 +76,15 @@ absl::StatusOr<std::string> Gunzip(const std::string& gz, const std::string& nam
     const size_t isize = t[0] | t[1] << 8 | t[2] << 16 | static_cast<size_t>(t[3]) << 24;
     if (isize < 1032 * gz.size()) capacity = std::max(capacity, isize + 1);
   }
-  std::string out(capacity, '\0');
+  std::string out(std::min(capacity, limit), '\0');
   z_stream z{};
   if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK)
     return absl::InternalError(fmt::format("{}: zlib inflateInit2 failed", name));
   size_t in_at = 0, out_at = 0;
   constexpr size_t kMaxChunk = size_t{1} << 30;  // zlib counts in 32-bit uInt
   absl::Status status;
-  for (;;) {
-    if (out_at == out.size()) out.resize(2 * out.size());
+  while (out_at < limit) {
+    if (out_at == out.size()) out.resize(std::min(2 * out.size(), limit));
     z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gz.data() + in_at));
     z.avail_in = static_cast<uInt>(std::min(gz.size() - in_at, kMaxChunk));
     z.next_out = reinterpret_cast<Bytef*>(out.data() + out_at);
@@ -235,6 +231,64 @@ absl::Status FromCOrder(const NiftiVolume& v, const std::string& name, const cha
   return absl::OkStatus();
 }
 
+// What the header says, checked.
+struct Header {
+  bool swap = false;
+  Shape3 shape{};
+  int datatype = 0, bytes = 0;
+  size_t voxels_at = 0;
+  int64_t count = 0;
+};
+
+absl::StatusOr<Header> ReadHeader(std::string_view f, const std::string& name) {
+  if (f.size() < kHeaderSize) {
+    return absl::DataLossError(
+        fmt::format("{}: {} bytes, shorter than a NIfTI-1 header", name, f.size()));
+  }
+  Header h;
+  // The header's own size, 348, says which byte order the file uses.
+  h.swap = Load<int32_t>(f.data(), false) != kHeaderSize;
+  if (Load<int32_t>(f.data(), h.swap) != kHeaderSize) {
+    return absl::DataLossError(fmt::format("{}: not a NIfTI-1 file (sizeof_hdr)", name));
+  }
+  // "ni1" marks a header whose voxels lie in a separate .img file.
+  if (f.compare(kMagicAt, 4, std::string_view("n+1\0", 4)) != 0) {
+    return absl::DataLossError(
+        fmt::format("{}: not a single-file NIfTI-1 volume (magic, expected \"n+1\")", name));
+  }
+  const auto dim = [&](int i) { return Load<int16_t>(f.data() + kDimAt + 2 * i, h.swap); };
+  if (!(dim(0) == 3 || (dim(0) == 4 && dim(4) == 1))) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: header dim[0]={}{}, expected 3", name, dim(0),
+                    dim(0) == 4 ? fmt::format(" with dim[4]={}", dim(4)) : ""));
+  }
+  for (int a = 0; a < 3; ++a) h.shape[a] = dim(a + 1);
+  if (h.shape[0] < 1 || h.shape[1] < 1 || h.shape[2] < 1) {
+    return absl::InvalidArgumentError(fmt::format("{}: header sizes {}x{}x{}, expected positive",
+                                                  name, h.shape[0], h.shape[1], h.shape[2]));
+  }
+  h.datatype = Load<int16_t>(f.data() + kDatatypeAt, h.swap);
+  h.bytes = BytesOf(h.datatype);
+  if (h.bytes == 0) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{}: NIfTI datatype {} is not one of uint8, int8, int16, uint16, int32, uint32, float32, "
+        "float64",
+        name, h.datatype));
+  }
+  const float vox_offset = Load<float>(f.data() + kVoxOffsetAt, h.swap);
+  if (!(vox_offset >= kHeaderSize && vox_offset <= static_cast<float>(kMaxVolumeBytes)))
+    return absl::DataLossError(fmt::format("{}: vox_offset {} outside the file", name, vox_offset));
+  h.voxels_at = static_cast<size_t>(vox_offset);
+  // Each size is below 2^15, so the product cannot overflow.
+  h.count = h.shape[0] * h.shape[1] * h.shape[2];
+  if (h.voxels_at + static_cast<size_t>(h.count * h.bytes) > kMaxVolumeBytes) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: {}x{}x{} voxels of {} bytes, more than the {} GiB a volume may take", name,
+                    h.shape[0], h.shape[1], h.shape[2], h.bytes, kMaxVolumeBytes >> 30));
+  }
+  return h;
+}
+
 }  // namespace
 
 absl::StatusOr<NiftiVolume> ReadNifti(const fs::path& path) {
@@ -242,52 +296,29 @@ absl::StatusOr<NiftiVolume> ReadNifti(const fs::path& path) {
   absl::StatusOr<std::string> file = ReadWholeFile(path);
   if (!file.ok()) return file.status();
   if (IsGzip(*file)) {
-    absl::StatusOr<std::string> inflated = Gunzip(*file, name);
+    // The header first: it bounds what is inflated (a gzip bomb is refused
+    // or cut at the declared size, never allocated whole).
+    absl::StatusOr<std::string> head = Gunzip(*file, name, kHeaderSize);
+    if (!head.ok()) return head.status();
+    absl::StatusOr<Header> h = ReadHeader(*head, name);
+    if (!h.ok()) return h.status();
+    absl::StatusOr<std::string> inflated =
+        Gunzip(*file, name, h->voxels_at + static_cast<size_t>(h->count * h->bytes));
     if (!inflated.ok()) return inflated.status();
     *file = std::move(*inflated);
   }
   const std::string& f = *file;
-  if (f.size() < kHeaderSize) {
-    return absl::DataLossError(
-        fmt::format("{}: {} bytes, shorter than a NIfTI-1 header", name, f.size()));
-  }
-  // The header's own size, 348, says which byte order the file uses.
-  const bool swap = Load<int32_t>(f.data(), false) != kHeaderSize;
-  if (Load<int32_t>(f.data(), swap) != kHeaderSize) {
-    return absl::DataLossError(fmt::format("{}: not a NIfTI-1 file (sizeof_hdr)", name));
-  }
-  // "ni1" marks a header whose voxels lie in a separate .img file.
-  if (f.compare(kMagicAt, 4, std::string("n+1\0", 4)) != 0) {
-    return absl::DataLossError(
-        fmt::format("{}: not a single-file NIfTI-1 volume (magic, expected \"n+1\")", name));
-  }
-  const auto dim = [&](int i) { return Load<int16_t>(f.data() + kDimAt + 2 * i, swap); };
-  if (!(dim(0) == 3 || (dim(0) == 4 && dim(4) == 1))) {
-    return absl::InvalidArgumentError(
-        fmt::format("{}: header dim[0]={}{}, expected 3", name, dim(0),
-                    dim(0) == 4 ? fmt::format(" with dim[4]={}", dim(4)) : ""));
-  }
+  absl::StatusOr<Header> h = ReadHeader(f, name);
+  if (!h.ok()) return h.status();
+  const bool swap = h->swap;
   NiftiVolume v;
-  for (int a = 0; a < 3; ++a) v.shape[a] = dim(a + 1);
-  if (v.shape[0] < 1 || v.shape[1] < 1 || v.shape[2] < 1) {
-    return absl::InvalidArgumentError(fmt::format("{}: header sizes {}x{}x{}, expected positive",
-                                                  name, v.shape[0], v.shape[1], v.shape[2]));
-  }
-  const int datatype = Load<int16_t>(f.data() + kDatatypeAt, swap);
-  const int bytes = BytesOf(datatype);
-  if (bytes == 0) {
-    return absl::InvalidArgumentError(fmt::format(
-        "{}: NIfTI datatype {} is not one of uint8, int8, int16, uint16, int32, uint32, float32, "
-        "float64",
-        name, datatype));
-  }
+  v.shape = h->shape;
   for (int a = 0; a < 3; ++a) v.spacing[a] = Load<float>(f.data() + kPixdimAt + 4 * (a + 1), swap);
-  const float vox_offset = Load<float>(f.data() + kVoxOffsetAt, swap);
-  if (!(vox_offset >= kHeaderSize && vox_offset <= static_cast<float>(f.size())))
-    return absl::DataLossError(fmt::format("{}: vox_offset {} outside the file", name, vox_offset));
-  const auto at = static_cast<size_t>(vox_offset);
-  // Each size is below 2^15, so the product cannot overflow.
-  const int64_t count = v.shape[0] * v.shape[1] * v.shape[2];
+  const size_t at = h->voxels_at;
+  const int64_t count = h->count;
+  const int bytes = h->bytes, datatype = h->datatype;
+  if (at > f.size())
+    return absl::DataLossError(fmt::format("{}: vox_offset {} outside the file", name, at));
   if ((f.size() - at) / static_cast<size_t>(bytes) < static_cast<size_t>(count)) {
     return absl::DataLossError(
         fmt::format("{}: truncated: {} bytes of voxel data, {}x{}x{} need {}", name, f.size() - at,

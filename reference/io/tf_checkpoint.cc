@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <limits>
 #include <numeric>
 #include <vector>
@@ -19,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/crc32c.h"
+#include "base/files.h"
 #include "io/tf_bundle.pb.h"
 #include "reference/io/sstable.h"
 
@@ -258,11 +258,10 @@ absl::StatusOr<TfCheckpoint> TfCheckpoint::Open(const std::string& prefix) {
   TfCheckpoint ckpt;
   ckpt.prefix_ = prefix;
   const std::string index_path = ckpt.IndexPath();
-  std::ifstream in(index_path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(index_path, ": cannot open"));
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return FileError(index_path, "read failed");
-  absl::StatusOr<std::vector<SstableEntry>> table = ReadSstable(index_path, bytes);
+  // Non-blocking and bounded: a FIFO or a device is refused, not waited on.
+  absl::StatusOr<std::string> bytes = base::ReadSmallFile(index_path, 256 << 20);
+  if (!bytes.ok()) return bytes.status();
+  absl::StatusOr<std::vector<SstableEntry>> table = ReadSstable(index_path, *bytes);
   if (!table.ok()) return table.status();
   // Keys are sorted, so the header (the empty name) comes first.
   if (table->empty() || !table->front().key.empty())

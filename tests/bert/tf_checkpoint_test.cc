@@ -7,6 +7,8 @@
 #include "reference/io/tf_checkpoint.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -362,7 +364,20 @@ TEST_F(DamagedCheckpointTest, EntryPointingPastItsShardOrShardCount) {
 TEST(TfCheckpointTest, MissingIndex) {
   absl::StatusOr<TfCheckpoint> ckpt = TfCheckpoint::Open(kFixtures + "/no/such/model.ckpt");
   ASSERT_FALSE(ckpt.ok());
-  EXPECT_EQ(ckpt.status().message(), kFixtures + "/no/such/model.ckpt.index: cannot open");
+  EXPECT_EQ(ckpt.status().message(),
+            kFixtures + "/no/such/model.ckpt.index: cannot open: No such file or directory");
+}
+
+// An index that is a FIFO is refused at once and said to be one, never waited
+// on or reported as missing.
+TEST(TfCheckpointTest, IndexThatIsAFifo) {
+  const std::string dir = ::testing::TempDir() + "tf_ckpt_fifo_" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  ASSERT_EQ(mkfifo((dir + "/model.ckpt.index").c_str(), 0600), 0);
+  absl::StatusOr<TfCheckpoint> ckpt = TfCheckpoint::Open(dir + "/model.ckpt");
+  ASSERT_FALSE(ckpt.ok());
+  EXPECT_EQ(ckpt.status().message(), dir + "/model.ckpt.index: not a regular file");
+  std::filesystem::remove_all(dir);
 }
 
 // Tensors of every dtype the writer takes, and sizes from empty to large.

@@ -291,5 +291,19 @@ TEST(EngineTest, ReportsBenchmarkAndDivision) {
   EXPECT_EQ(r.division, "open");
 }
 
+// A rule file that chains back to itself (directly or through another)
+// ends with one error naming the loop instead of running for ever.
+TEST(EngineTest, AChainLoopIsAnErrorNotAHang) {
+  RuleLibrary lib = Library({{"training/9.0.0/common.rules", "key a\n  chain loop_{v}\n"},
+                             {"training/9.0.0/loop_1.rules", "key a\n  chain loop_2\n"},
+                             {"training/9.0.0/loop_2.rules", "key a\n  chain loop_{v}\n"}});
+  LogReport r = Check(Line("a", "1"), lib);
+  EXPECT_FALSE(r.compliant());
+  EXPECT_TRUE(HasError(r,
+                       "rule file 9.0.0/loop_1 chains back to itself through 9.0.0/common -> "
+                       "9.0.0/loop_1 -> 9.0.0/loop_2"))
+      << Dump(r);
+}
+
 }  // namespace
 }  // namespace mlperf::checker

@@ -41,12 +41,12 @@ TEST(Package, RefusesToOverwriteAnyEarlierResult) {
   const PackagePaths p = MakePackagePaths(out.string(), "org", "sys", "resnet");
   EXPECT_EQ(p.Result(3), out / "org/results/sys/resnet/result_3.txt");
   EXPECT_EQ(p.system_json, out / "org/systems/sys.json");
-  EXPECT_TRUE(CheckNothingToOverwrite(p).ok());
+  EXPECT_TRUE(CheckNothingToOverwrite(p, "{}\n").ok());
   ASSERT_TRUE(PreparePackage(p, "{}\n", "# readme\n").ok());
-  EXPECT_TRUE(CheckNothingToOverwrite(p).ok());
+  EXPECT_TRUE(CheckNothingToOverwrite(p, "{}\n").ok());
 
   std::ofstream(p.Incomplete(0)) << "partial\n";
-  absl::Status s = CheckNothingToOverwrite(p);
+  absl::Status s = CheckNothingToOverwrite(p, "{}\n");
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(s.message().find("result_0.txt.incomplete"), std::string::npos) << s;
   EXPECT_EQ(std::string(s.message()).find('\n'), std::string::npos);
@@ -58,7 +58,7 @@ TEST(Package, RefusesToOverwriteAnyEarlierResult) {
   std::ofstream(p.Incomplete(0)) << "other\n";
   EXPECT_FALSE(CommitResult(p, 0).ok());
   EXPECT_EQ(Slurp(p.Result(0)), "partial\n");
-  EXPECT_FALSE(CheckNothingToOverwrite(p).ok());
+  EXPECT_FALSE(CheckNothingToOverwrite(p, "{}\n").ok());
   fs::remove_all(out);
 }
 
@@ -69,6 +69,9 @@ TEST(Package, KeepsAnIdenticalSystemJsonAndRefusesADifferentOne) {
   EXPECT_TRUE(PreparePackage(p, "{\"a\": \"1\"}\n", "section one\n").ok());
   EXPECT_EQ(Slurp(p.readme), "section one\n");
   EXPECT_FALSE(PreparePackage(p, "{\"a\": \"2\"}\n", "section one\n").ok());
+  EXPECT_EQ(CheckNothingToOverwrite(p, "{\"a\": \"2\"}\n").code(),
+            absl::StatusCode::kFailedPrecondition)
+      << "refused before the data is prepared";
   EXPECT_EQ(Slurp(p.system_json), "{\"a\": \"1\"}\n");
   ASSERT_TRUE(PreparePackage(p, "{\"a\": \"1\"}\n", "section two\n").ok());
   EXPECT_EQ(Slurp(p.readme), "section one\n\nsection two\n");

@@ -276,5 +276,18 @@ TEST(ExampleTest, MissingOrMistypedFeaturesAreErrors) {
   EXPECT_FALSE(ParseImageExample("\xFF\xFF\xFF garbage", "x").ok());
 }
 
+// A feature key that is not UTF-8 is our one error, with no line of the
+// protobuf library's own before it.
+TEST(TfExampleTest, AKeyThatIsNotUtf8IsOneErrorOfOurs) {
+  const std::string bad_key =
+      Field(1, Field(1, Field(1, "bad\xff\xfekey") + Field(2, Field(1, Field(1, "J")))));
+  ::testing::internal::CaptureStderr();
+  absl::StatusOr<ImageRecord> r = ParseImageExample(bad_key, "shard-1: record at byte 92");
+  const std::string printed = ::testing::internal::GetCapturedStderr();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "shard-1: record at byte 92: not a valid tf.Example");
+  EXPECT_EQ(printed, "");
+}
+
 }  // namespace
 }  // namespace mlperf::datasets

@@ -1,8 +1,12 @@
 // libFuzzer target: arbitrary bytes as a KiTS19 file, the first byte picking
-// which: a NIfTI volume (raw or gzip, recognised by its magic bytes) or a
-// .npy array (read whole, and by its header alone: both must agree). Every
-// input must end in a volume or a one-line error, never a crash, sanitizer
-// report or an allocation the file cannot back.
+// which: a NIfTI volume (raw or gzip, recognised by its magic bytes; with
+// bit 1 set the bytes are gzipped first, so that mutations of a plain volume
+// reach the inflate-the-header-first path) or a .npy array (read whole, and
+// by its header alone: both must agree). Every input must end in a volume or
+// a one-line error, never a crash, sanitizer report or an allocation the
+// file cannot back.
+#include <zlib.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -24,6 +28,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto header = ReadNpyHeader(npy);
     if (header.ok() != array.ok() ||
         (array.ok() && (header->dtype != array->dtype || header->shape != array->shape)))
+      __builtin_trap();
+  } else if (data[0] & 2) {
+    gzFile gz = gzopen(nifti.c_str(), "wb1");
+    if (gz == nullptr) __builtin_trap();
+    if (size > 1 && gzwrite(gz, data + 1, static_cast<unsigned>(size - 1)) <= 0) __builtin_trap();
+    if (gzclose(gz) != Z_OK) __builtin_trap();
+    const auto volume = ReadNifti(nifti);
+    if (volume.ok() && static_cast<int64_t>(volume->voxels.size()) !=
+                           volume->shape[0] * volume->shape[1] * volume->shape[2])
       __builtin_trap();
   } else {
     mlperf::fuzz::MustWriteFile(nifti, data + 1, size - 1);

@@ -4,7 +4,9 @@
 // at most six deep under a v4.0 round folder (so the ruleset comes from the
 // path), and a pair that cannot be created (a file where a folder is) is left
 // out. Every tree must end in a verdict, never a crash, sanitizer report or
-// hang. Run with -close_fd_mask=1: the report goes to stdout.
+// hang. Odd first bytes also ask for the CSV and HTML reports (and JSON on
+// stdout), which must then be written whole. Run with -close_fd_mask=1: the
+// report goes to stdout.
 #include <cctype>
 #include <cstddef>
 #include <cstdint>
@@ -14,9 +16,15 @@
 #include <system_error>
 #include <vector>
 
+#include "absl/flags/declare.h"
+#include "absl/flags/flag.h"
+#include "base/files.h"
 #include "checker/package/cli_package.h"
 #include "checker/rule_library.h"
 #include "tests/fuzz/fuzz_file.h"
+
+ABSL_DECLARE_FLAG(std::string, csv);
+ABSL_DECLARE_FLAG(std::string, html);
 
 namespace {
 
@@ -80,8 +88,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   mlperf::package::CliOptions options;
   options.default_ruleset = "4.0.0";
   options.jobs = 1;
+  const bool reports = size > 0 && (data[0] & 1);
+  options.json = reports;
+  static const fs::path csv = mlperf::fuzz::ScratchPath(".csv"),
+                        html = mlperf::fuzz::ScratchPath(".html");
+  fs::remove(csv, ec);
+  fs::remove(html, ec);
+  absl::SetFlag(&FLAGS_csv, reports ? csv.string() : "");
+  absl::SetFlag(&FLAGS_html, reports ? html.string() : "");
   const int status = mlperf::package::RunPackageCli({round.string()}, options, Rules());
   if (status < 0 || status > 2) __builtin_trap();  // the documented exit statuses only
+  if (reports && status != 2) {
+    // Written whole: the page ends as it began, the table has its header.
+    absl::StatusOr<std::string> page = mlperf::base::ReadSmallFile(html, 64 << 20);
+    absl::StatusOr<std::string> table = mlperf::base::ReadSmallFile(csv, 64 << 20);
+    if (!page.ok() || !page->starts_with("<!DOCTYPE html>") || !page->ends_with("</html>\n") ||
+        !table.ok())
+      __builtin_trap();
+  }
   fs::remove_all(root, ec);
   return 0;
 }

@@ -6,7 +6,9 @@
 // layout, padding, the split, and bad input, each a one-line error naming
 // the file.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cmath>
@@ -387,6 +389,44 @@ TEST(Kits19BadInputTest, NiftiErrorsNameTheFile) {
                        "pair.nii: not a single-file NIfTI-1 volume"));
   EXPECT_TRUE(Contains(patched("inter.nii", 116, std::nanf("")),
                        "inter.nii: scl_slope 1 with a non-finite scl_inter"));
+}
+
+long MaxRssMiB() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss >> 10;
+}
+
+// A gzip bomb: a small volume followed by 256 MiB of zeros that inflate from
+// about 1 MiB. Only what the header declares is inflated.
+TEST(Kits19BadInputTest, AGzipBombIsNeverInflatedWhole) {
+  const fs::path d = FreshDir("bomb");
+  ASSERT_TRUE(WriteNifti(d / "v.nii", Volume({4, 3, 2}, {1, 1, 1}, 7), NiftiDtype::kUint8).ok());
+  const std::string plain = ReadBytes(d / "v.nii");
+  gzFile gz = gzopen((d / "bomb.nii.gz").c_str(), "wb1");
+  ASSERT_NE(gz, nullptr);
+  ASSERT_EQ(gzwrite(gz, plain.data(), static_cast<unsigned>(plain.size())),
+            static_cast<int>(plain.size()));
+  const std::string zeros(1 << 20, '\0');
+  for (int i = 0; i < 256; ++i) ASSERT_GT(gzwrite(gz, zeros.data(), zeros.size()), 0);
+  ASSERT_EQ(gzclose(gz), Z_OK);
+  ASSERT_LT(fs::file_size(d / "bomb.nii.gz"), 4u << 20);
+  const long before = MaxRssMiB();
+  absl::StatusOr<NiftiVolume> v = ReadNifti(d / "bomb.nii.gz");
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->voxels.size(), 24u);
+  EXPECT_LT(MaxRssMiB() - before, 64) << "the reader allocated for the whole stream";
+
+  // A header that declares more than any volume may take is refused unread.
+  std::string huge = plain;
+  const int16_t dims[3] = {32767, 32767, 32767}, float64 = 64;
+  std::memcpy(huge.data() + 42, dims, sizeof dims);
+  std::memcpy(huge.data() + 70, &float64, sizeof float64);
+  gz = gzopen((d / "huge.nii.gz").c_str(), "wb");
+  ASSERT_EQ(gzwrite(gz, huge.data(), static_cast<unsigned>(huge.size())),
+            static_cast<int>(huge.size()));
+  ASSERT_EQ(gzclose(gz), Z_OK);
+  EXPECT_TRUE(Contains(Message(ReadNifti(d / "huge.nii.gz").status()), "more than the 8 GiB"));
 }
 
 // Every truncation and many random header bytes: an error or a volume, never

@@ -153,5 +153,20 @@ TEST(Kits19LoaderTest, PatchLargerThanACaseIsAnErrorNamingIt) {
       << l.status();
 }
 
+// Cases that would not fit the process's memory are refused before any is
+// read, with one line saying how much they need.
+TEST(Kits19LoaderTest, CasesBeyondTheMemoryBudgetAreRefusedUnread) {
+  const fs::path root = WriteCases();
+  VolumeLoaderOptions o = Options(root, true, 0, 1, 1);
+  o.memory_budget = 1024;
+  absl::StatusOr<std::unique_ptr<VolumeLoader>> l = VolumeLoader::Open(o);
+  ASSERT_FALSE(l.ok());
+  EXPECT_EQ(l.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(l.status().message().find("more than the 0.0 GiB this process has"), std::string::npos)
+      << l.status();
+  o.memory_budget = int64_t{1} << 30;
+  EXPECT_TRUE(VolumeLoader::Open(o).ok());
+}
+
 }  // namespace
 }  // namespace mlperf::kits19

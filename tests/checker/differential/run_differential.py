@@ -289,6 +289,9 @@ def main():
     ap.add_argument('--tool', help='our compliance_check binary; without it only the oracle runs')
     ap.add_argument('--record', metavar='FILE', help='write the official verdicts as a JSON fixture')
     ap.add_argument('--filter', metavar='REGEX', help='only cases whose name matches')
+    ap.add_argument('--shard', metavar='K/N', default='0/1',
+                    help='only every N-th case from the K-th (0-based), so that ctest runs shards '
+                         'side by side; each shard needs its own --work')
     ap.add_argument('--python', default=sys.executable, help='interpreter with the official package')
     ap.add_argument('--jobs', type=int, default=2, help='official checkers run at once')
     ap.add_argument('--timeout', type=float, default=120, help='seconds per official call')
@@ -313,6 +316,8 @@ def main():
         cases = corpus_cases(args.corpus) + mutation_cases(args.corpus, args.work, args.seed)
         if args.filter:
             cases = [c for c in cases if re.search(args.filter, c['name'])]
+        k, n = (int(x) for x in args.shard.split('/'))
+        cases = cases[k::n]
         ran = official_verdicts(cases, args.python, OfficialCache(args.cache, version), args.jobs, args.timeout)
         t1 = time.monotonic()
         print(f'{len(cases)} cases; official {OFFICIAL_PACKAGE} {version}: {ran} runs, '

@@ -56,7 +56,11 @@ TEST(PackageParams, OrganisationFileTakesBothSpellings) {
 
 json::Value FullDesc(const std::string& status) {
   json::Object o;
-  for (const std::string& f : RequiredSystemDescFields()) o.emplace_back(f, json::Value(""));
+  for (const std::string& f : RequiredSystemDescFields()) {
+    const bool count =
+        f == "number_of_nodes" || f == "host_processors_per_node" || f == "accelerators_per_node";
+    o.emplace_back(f, json::Value(count ? "1" : f == "division" ? "closed" : ""));
+  }
   json::Value v(std::move(o));
   v.Set("status", status);
   return v;
@@ -76,6 +80,25 @@ TEST(SystemDesc, MissingFieldsAndStatusValues) {
   ASSERT_EQ(c.reasons.size(), 1u);
   EXPECT_NE(c.reasons[0].find("cooling"), std::string::npos);
   EXPECT_EQ(RequiredSystemDescFields().size(), 33u);
+}
+
+// Values the summarizer cannot use fail the description (the official
+// checker looks only for the fields): they would change the score or skip
+// the RCP check without a word.
+TEST(SystemDesc, WrongTypesAndDivisionsFail) {
+  for (const auto& [field, value] :
+       std::vector<std::pair<std::string, json::Value>>{{"number_of_nodes", json::Value("many")},
+                                                        {"accelerators_per_node", json::Value(-1)},
+                                                        {"framework", json::Value(3)},
+                                                        {"division", json::Value("closedish")},
+                                                        {"division", json::Value(5)}}) {
+    json::Value d = FullDesc("available");
+    d.Set(field, value);
+    const SystemDescCheck c = CheckSystemDesc(d, "3.0.0");
+    EXPECT_FALSE(c.valid) << field;
+    ASSERT_EQ(c.reasons.size(), 1u) << field;
+    EXPECT_NE(c.reasons[0].find(field), std::string::npos) << c.reasons[0];
+  }
 }
 
 mllog::ParsedLog SeedLog(const std::string& path, const std::vector<std::string>& seed_lines) {

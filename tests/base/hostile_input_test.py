@@ -117,7 +117,11 @@ def case_outputs(c):
     first = subprocess.Popen([os.path.join(BIN, "run_benchmark"), "--size", "small", "-b", "8",
                               "-w", "1", "-i", "100000", "-r", "1", "-o", "busy.json"],
                              cwd=c.tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(2)
+    # The report is first written (and its lock held) before anything is measured.
+    for _ in range(600):
+        if os.path.exists(os.path.join(c.tmp, "busy.json")):
+            break
+        time.sleep(0.1)
     r = tool("run_benchmark", "--size", "small", "-b", "8", "-w", "1", "-i", "2", "-r", "1",
              "-o", "busy.json", cwd=c.tmp)
     first.send_signal(signal.SIGINT)

@@ -45,6 +45,9 @@ absl::Status AtomicFileWriter::Commit() {
     return absl::ResourceExhaustedError(
         fmt::format("{}: write failed (missing folder, disk full or read-only?)", path_.string()));
   }
+  // A replaced file keeps its permissions.
+  if (struct stat st; stat(path_.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+    chmod(tmp_.c_str(), st.st_mode & 07777);
   std::error_code ec;
   fs::rename(tmp_, path_, ec);
   if (ec) return absl::InternalError(fmt::format("{}: {}", path_.string(), ec.message()));

@@ -15,7 +15,8 @@
 namespace mlperf::base {
 
 // Writes `text` to `path` through `path`.tmp.<pid> and a rename, so a reader
-// never sees half a file and a failed write leaves the old file as it was.
+// never sees half a file and a failed write leaves the old file as it was; a
+// replaced file keeps its permissions.
 absl::Status WriteFileAtomically(const std::filesystem::path& path, std::string_view text);
 
 // The same for a file written in pieces (one too large to hold whole):

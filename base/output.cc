@@ -10,8 +10,10 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <optional>
 
+#include "base/exit_codes.h"
 #include "base/files.h"
 #include "fmt/format.h"
 
@@ -81,25 +83,6 @@ absl::Status WriteInPlace(const fs::path& path, std::string_view text) {
   return s;
 }
 
-absl::Status ReplaceRegular(const fs::path& path, std::string_view text, mode_t mode) {
-  const fs::path tmp = fmt::format("{}.tmp.{}", path.string(), getpid());
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
-  if (fd < 0) {
-    return absl::ResourceExhaustedError(
-        fmt::format("{}: cannot write a file in its folder: {}", path.string(), Errno(errno)));
-  }
-  absl::Status s = WriteAll(fd, text, path);
-  if (close(fd) != 0 && s.ok()) {
-    s = absl::ResourceExhaustedError(
-        fmt::format("{}: write failed: {}", path.string(), Errno(errno)));
-  }
-  if (s.ok() && rename(tmp.c_str(), path.c_str()) != 0) {
-    s = absl::InternalError(fmt::format("{}: {}", path.string(), Errno(errno)));
-  }
-  if (!s.ok()) unlink(tmp.c_str());
-  return s;
-}
-
 uint64_t Fnv1a(std::string_view s) {
   uint64_t h = 1469598103934665603ull;
   for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
@@ -135,13 +118,11 @@ absl::Status WriteOutput(const fs::path& path, std::string_view text) {
         fmt::format("{}: {}", path.string(), std::string(resolved.status().message())));
   }
   struct stat st;
-  if (stat(resolved->c_str(), &st) != 0) {
-    if (errno != ENOENT) {
-      return absl::InvalidArgumentError(fmt::format("{}: {}", path.string(), Errno(errno)));
-    }
-    return ReplaceRegular(*resolved, text, 0666);
-  }
-  if (S_ISREG(st.st_mode)) return ReplaceRegular(*resolved, text, st.st_mode & 07777);
+  const bool exists = stat(resolved->c_str(), &st) == 0;
+  if (!exists && errno != ENOENT)
+    return absl::InvalidArgumentError(fmt::format("{}: {}", path.string(), Errno(errno)));
+  // A new or regular file is replaced whole (the link, if any, stays).
+  if (!exists || S_ISREG(st.st_mode)) return WriteFileAtomically(*resolved, text);
   if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return WriteInPlace(*resolved, text);
   return absl::InvalidArgumentError(
       fmt::format("{}: {}", path.string(),
@@ -233,7 +214,7 @@ absl::Status OutputGuard::Claim(std::string_view flag, const fs::path& path) {
   return absl::OkStatus();
 }
 
-absl::Status CheckStandardStreams() {
+int RunTool(const char* tool, absl::FunctionRef<int()> body) {
   for (int fd : {0, 2}) {
     if (fcntl(fd, F_GETFD) == -1 && errno == EBADF) {
       const int null_fd = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
@@ -244,10 +225,18 @@ absl::Status CheckStandardStreams() {
     }
   }
   if (fcntl(1, F_GETFD) == -1 && errno == EBADF) {
-    return absl::FailedPreconditionError(
-        "standard output is closed; redirect it to /dev/null to discard the report");
+    std::fprintf(stderr,
+                 "%s: standard output is closed; redirect it to /dev/null to discard "
+                 "the report\n",
+                 tool);
+    return kExitUsage;
   }
-  return absl::OkStatus();
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", tool, e.what());
+    return kExitUsage;
+  }
 }
 
 absl::Status WriteStdout(std::string_view text) {

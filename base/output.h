@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 
 namespace mlperf::base {
@@ -62,10 +63,12 @@ class OutputGuard {
   std::vector<int> locks_;                                              // sockets held
 };
 
-// Refuses to run with a closed standard output (a report would be lost, or a
-// file opened later would take its descriptor) and puts /dev/null on a
-// closed standard input or error, so that no file takes those descriptors.
-absl::Status CheckStandardStreams();
+// A tool's main: refuses to run with a closed standard output (a report would
+// be lost, or a file opened later would take its descriptor), puts /dev/null
+// on a closed standard input or error so that no file takes those, then runs
+// `body`; an exception that escapes it (a file system error on a path nobody
+// checked) ends the tool with one line and exit 2, not an abort.
+int RunTool(const char* tool, absl::FunctionRef<int()> body);
 
 // Writes `text` to stdout and flushes it; an error names what failed.
 absl::Status WriteStdout(std::string_view text);

@@ -125,10 +125,6 @@ LogReport CheckOne(const Job& job, const RuleLibrary& rules,
 namespace {
 
 int Main(int argc, char** argv) {
-  if (absl::Status s = mlperf::base::CheckStandardStreams(); !s.ok()) {
-    std::fprintf(stderr, "compliance_check: %s\n", std::string(s.message()).c_str());
-    return kExitUsage;
-  }
   absl::StatusOr<mlperf::base::ParsedArgs> args =
       mlperf::base::ParseFlags(argc, argv, FlagNames(), /*allow_positional=*/true);
   if (!args.ok()) {
@@ -228,5 +224,5 @@ int Main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return mlperf::RunTool("compliance_check", [&] { return Main(argc, argv); });
+  return mlperf::base::RunTool("compliance_check", [&] { return Main(argc, argv); });
 }

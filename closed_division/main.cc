@@ -2,12 +2,12 @@
 // required number of times and writes a submission package
 // (docs/run_closed.md). The tool is RunClosedTool over the built-in
 // benchmarks.
-#include "base/exit_codes.h"
+#include "base/output.h"
 #include "benchmarks/registry.h"
 #include "closed_division/tool.h"
 
 int main(int argc, char** argv) {
-  return mlperf::RunTool("run_closed", [&] {
+  return mlperf::base::RunTool("run_closed", [&] {
     return mlperf::closed::RunClosedTool(argc, argv, mlperf::benchmarks::BuiltinBenchmarks());
   });
 }

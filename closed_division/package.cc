@@ -88,13 +88,10 @@ absl::Status PreparePackage(const PackagePaths& paths, const std::string& system
     return ec ? absl::PermissionDeniedError(fmt::format("{}: {}", dir.string(), ec.message()))
               : absl::OkStatus();
   };
-  if (absl::Status s = CheckSameSystem(paths, system_json); !s.ok()) {
-    return s;
-  } else if (fs::exists(paths.system_json, ec)) {
-  } else if (absl::Status s = make_dir(paths.system_json.parent_path()); !s.ok()) {
-    return s;
-  } else if (s = base::WriteOutput(paths.system_json, system_json); !s.ok()) {
-    return s;
+  if (absl::Status s = CheckSameSystem(paths, system_json); !s.ok()) return s;
+  if (!fs::exists(paths.system_json, ec)) {
+    if (absl::Status s = make_dir(paths.system_json.parent_path()); !s.ok()) return s;
+    if (absl::Status s = base::WriteOutput(paths.system_json, system_json); !s.ok()) return s;
   }
   if (absl::Status s = make_dir(paths.result_dir); !s.ok()) return s;
   std::string readme;

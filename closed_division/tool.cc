@@ -5,7 +5,6 @@
 #include <string>
 
 #include "base/exit_codes.h"
-#include "base/output.h"
 #include "base/version.h"
 #include "closed_division/flags.h"
 #include "closed_division/run_benchmark.h"
@@ -16,10 +15,6 @@
 namespace mlperf::closed {
 
 int RunClosedTool(int argc, char** argv, const benchmarks::BenchmarkRegistry& registry) {
-  if (absl::Status s = base::CheckStandardStreams(); !s.ok()) {
-    std::fprintf(stderr, "run_closed: %s\n", std::string(s.message()).c_str());
-    return kExitUsage;
-  }
   absl::StatusOr<CommandLine> cl = ParseCommandLine(argc, argv, registry);
   if (!cl.ok()) {
     std::fprintf(stderr, "run_closed: %s\n", std::string(cl.status().message()).c_str());

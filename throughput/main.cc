@@ -24,10 +24,6 @@ namespace {
 
 int Main(int argc, char** argv) {
   namespace tp = mlperf::throughput;
-  if (absl::Status s = mlperf::base::CheckStandardStreams(); !s.ok()) {
-    std::fprintf(stderr, "run_benchmark: %s\n", std::string(s.message()).c_str());
-    return mlperf::kExitUsage;
-  }
   const mlperf::benchmarks::BenchmarkRegistry& registry = mlperf::benchmarks::BuiltinBenchmarks();
   absl::StatusOr<tp::CommandLine> cl = tp::ParseCommandLine(argc, argv);
   if (!cl.ok()) {
@@ -64,5 +60,5 @@ int Main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return mlperf::RunTool("run_benchmark", [&] { return Main(argc, argv); });
+  return mlperf::base::RunTool("run_benchmark", [&] { return Main(argc, argv); });
 }

@@ -354,7 +354,7 @@ std::string HumanReport(const std::vector<checker::LogReport>& logs,
 }
 
 // The first input that could not be read, for the one line on stderr; ""
-// when every input was read.
+// when every input was read (only an output failed, already said).
 std::string FirstInputError(const std::vector<checker::LogReport>& logs,
                             const std::vector<OrgReport>& orgs) {
   std::vector<std::string> found;  // one per log or package with an input error
@@ -363,16 +363,18 @@ std::string FirstInputError(const std::vector<checker::LogReport>& logs,
   }
   for (const OrgReport& o : orgs) {
     if (!o.input_error) continue;
-    std::string first = o.errors.empty() ? o.path : o.errors.front();
-    for (auto d = o.dirs.rbegin(); d != o.dirs.rend(); ++d) {
-      for (const RunDetail& run : d->runs) {
-        if (run.log.input_error && !run.log.errors.empty()) first = run.log.errors.front().message;
+    // The package's own error, else its first directory's or run's.
+    std::string first = o.errors.empty() ? "" : o.errors.front();
+    for (const BenchmarkDirReport& d : o.dirs) {
+      if (first.empty() && !d.errors.empty()) first = d.errors.front();
+      for (const RunDetail& run : d.runs) {
+        if (first.empty() && run.log.input_error && !run.log.errors.empty())
+          first = run.log.errors.front().message;
       }
-      if (!d->errors.empty() && o.errors.empty()) first = d->errors.front();
     }
-    found.push_back(first);
+    found.push_back(first.empty() ? o.path : first);
   }
-  if (found.empty()) return "";  // an output that failed, already said
+  if (found.empty()) return "";
   const std::string first = found.front().substr(0, 500);
   return found.size() == 1
              ? fmt::format("input error: {}", first)

@@ -121,6 +121,11 @@ absl::StatusOr<std::string> ReadFileLimited(const fs::path& path, uint64_t max_b
   return text;
 }
 
+absl::StatusOr<mllog::ParsedLog> ParseResultLog(const fs::path& path) {
+  if (absl::Status s = CheckFileLimited(path, kMaxResultLogBytes); !s.ok()) return s;
+  return mllog::ParseFile(path.string());
+}
+
 std::optional<std::string> RulesetFromPath(const fs::path& path) {
   static const std::regex kRound(R"((?:.*_)?v(\d+)\.(\d+))");
   std::error_code ec;

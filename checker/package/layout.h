@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "logging/mllog_parser.h"
 
 namespace mlperf::package {
 
@@ -60,13 +61,17 @@ absl::StatusOr<std::vector<DirEntry>> ListDir(const std::filesystem::path& dir);
 absl::Status CheckFileLimited(const std::filesystem::path& path, uint64_t max_bytes);
 
 // Reads a whole file that passes CheckFileLimited.
+absl::StatusOr<std::string> ReadFileLimited(const std::filesystem::path& path, uint64_t max_bytes);
+
 // The largest result log read (the biggest published ones are a few MB).
 inline constexpr uint64_t kMaxResultLogBytes = 512ull << 20;
 // Real system descriptions are about 2 KB; a parsed JSON tree takes up to
 // ~100 bytes per element, so a larger cap would let one file take gigabytes.
 inline constexpr uint64_t kMaxSystemDescBytes = 1ull << 20;
 
-absl::StatusOr<std::string> ReadFileLimited(const std::filesystem::path& path, uint64_t max_bytes);
+// A result log parsed as every package reader takes it: a regular file of at
+// most kMaxResultLogBytes (never a FIFO or device waited on), streamed.
+absl::StatusOr<mllog::ParsedLog> ParseResultLog(const std::filesystem::path& path);
 
 // The name for messages and JSON: valid UTF-8 as is; other bytes as \xNN.
 std::string DisplayName(const std::string& raw);

@@ -69,9 +69,7 @@ void CheckRun(const fs::path& path, const std::string& benchmark, const checker:
   run.path = DisplayPath(path);
   run.stem = fs::path(path.filename()).stem().string();
   // Streamed, as the per-log mode reads: no whole-file buffer per log.
-  absl::Status readable = CheckFileLimited(path, kMaxResultLogBytes);
-  absl::StatusOr<mllog::ParsedLog> log =
-      readable.ok() ? mllog::ParseFile(path.string()) : absl::StatusOr<mllog::ParsedLog>(readable);
+  absl::StatusOr<mllog::ParsedLog> log = ParseResultLog(path);
   if (!log.ok()) {
     run.log.path = run.path;
     run.log.ruleset = options.ruleset;
@@ -84,20 +82,15 @@ void CheckRun(const fs::path& path, const std::string& benchmark, const checker:
   run.log = checker::CheckLog(*parsed, rules, options.ruleset, {.werror = false});
   run.compliant = run.log.compliant() && (!options.werror || run.log.warnings.empty());
   absl::StatusOr<double> minutes = RunMinutes(*parsed);
-  if (minutes.ok() && *minutes < 0) {
-    // The official tools would score it; a negative time to train is never
-    // a result, so the run fails and is not scored.
-    run.log.errors.push_back(
-        {.key = "run_stop",
-         .message = fmt::format("run_stop is logged {:.3f} minutes before run_start: a time to "
-                                "train cannot be negative",
-                                -*minutes)});
-    run.compliant = false;
-    run.minutes_error = "run_stop precedes run_start";
-  } else if (minutes.ok()) {
+  if (minutes.ok()) {
     run.minutes = *minutes;
   } else {
     run.minutes_error = std::string(minutes.status().message());
+    // A negative time to train fails the run (the official tools score it).
+    if (minutes.status().code() == absl::StatusCode::kOutOfRange) {
+      run.log.errors.push_back({.key = "run_stop", .message = run.minutes_error});
+      run.compliant = false;
+    }
   }
   for (const mllog::LogLine& line : parsed->lines) {
     if (line.key == "run_start") {

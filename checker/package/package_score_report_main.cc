@@ -57,17 +57,6 @@ Value RecordJson(const pkg::RcpRecord& r) {
                                     {"max_speedup", r.max_speedup}});
 }
 
-// The sub-folders of `dir`, sorted; the listing error names the folder.
-absl::StatusOr<std::vector<std::string>> SortedSubdirs(const fs::path& dir) {
-  absl::StatusOr<std::vector<pkg::DirEntry>> entries = pkg::ListDir(dir);
-  if (!entries.ok()) return entries.status();
-  std::vector<std::string> out;
-  for (const pkg::DirEntry& e : *entries) {
-    if (e.is_dir) out.push_back(e.name);
-  }
-  return out;  // ListDir sorts by name
-}
-
 // Errors that make the exit status 2: each is printed once on stderr.
 struct InputErrors {
   int count = 0;
@@ -76,6 +65,20 @@ struct InputErrors {
     std::fprintf(stderr, "package_score_report: %s\n", message.substr(0, 500).c_str());
   }
 };
+
+// The sub-folders of `dir`, sorted (ListDir sorts). An entry that cannot be
+// examined (a link that loops) is an error, as in compliance_check, never
+// skipped.
+absl::StatusOr<std::vector<std::string>> SortedSubdirs(const fs::path& dir, InputErrors& errors) {
+  absl::StatusOr<std::vector<pkg::DirEntry>> entries = pkg::ListDir(dir);
+  if (!entries.ok()) return entries.status();
+  std::vector<std::string> out;
+  for (const pkg::DirEntry& e : *entries) {
+    if (!e.error.empty()) errors.Add(fmt::format("{}: {}", (dir / e.name).string(), e.error));
+    if (e.is_dir) out.push_back(e.name);
+  }
+  return out;
+}
 
 // The division, from the system description (spec 7.2); "" and an error
 // when it cannot be read: the score would silently change without it.
@@ -140,10 +143,6 @@ constexpr std::string_view kFlags[] = {"ruleset", "scaling", "claims", "rcp_tabl
 namespace {
 
 int Main(int argc, char** argv) {
-  if (absl::Status s = mlperf::base::CheckStandardStreams(); !s.ok()) {
-    std::fprintf(stderr, "package_score_report: %s\n", std::string(s.message()).c_str());
-    return mlperf::kExitUsage;
-  }
   absl::StatusOr<mlperf::base::ParsedArgs> args =
       mlperf::base::ParseFlags(argc, argv, kFlags, /*allow_positional=*/true);
   if (!args.ok()) {
@@ -182,7 +181,7 @@ int Main(int argc, char** argv) {
   std::map<std::pair<std::string, std::string>, pkg::ComputedScore> computed;
 
   InputErrors errors;
-  absl::StatusOr<std::vector<std::string>> systems = SortedSubdirs(org / "results");
+  absl::StatusOr<std::vector<std::string>> systems = SortedSubdirs(org / "results", errors);
   if (!systems.ok()) {
     errors.Add(std::string(systems.status().message()));
     return mlperf::kExitUsage;
@@ -190,7 +189,7 @@ int Main(int argc, char** argv) {
   for (const std::string& system : *systems) {
     const fs::path system_dir = org / "results" / system;
     const std::string division = ReadDivision(org / "systems" / (system + ".json"), errors);
-    absl::StatusOr<std::vector<std::string>> benchmarks = SortedSubdirs(system_dir);
+    absl::StatusOr<std::vector<std::string>> benchmarks = SortedSubdirs(system_dir, errors);
     if (!benchmarks.ok()) {
       errors.Add(std::string(benchmarks.status().message()));
       continue;
@@ -211,22 +210,17 @@ int Main(int argc, char** argv) {
         if (!pkg::IsResultLogName(e.name)) continue;
         const fs::path f = dir / e.name;
         pkg::RunTime run{.path = f.string()};
-        absl::Status readable = pkg::CheckFileLimited(f, pkg::kMaxResultLogBytes);
-        absl::StatusOr<mllog::ParsedLog> log = readable.ok()
-                                                   ? mllog::ParseFile(f.string())
-                                                   : absl::StatusOr<mllog::ParsedLog>(readable);
+        absl::StatusOr<mllog::ParsedLog> log = pkg::ParseResultLog(f);
         if (!log.ok()) {
           errors.Add(std::string(log.status().message()));
           all_read = false;
         } else {
           run.compliant = mlperf::checker::CheckLog(*log, *rules, ruleset).compliant();
-          // As in compliance_check: a negative time to train is no result.
+          // As in compliance_check: a negative time to train fails the run.
           absl::StatusOr<double> minutes = pkg::RunMinutes(*log);
-          if (minutes.ok() && *minutes >= 0) run.minutes = *minutes;
-          if (minutes.ok() && *minutes < 0) run.compliant = false;
-          std::erase_if(log->lines,
-                        [](const mllog::LogLine& l) { return !pkg::ConvergenceReadsLine(l); });
-          log->lines.shrink_to_fit();
+          if (minutes.ok()) run.minutes = *minutes;
+          if (minutes.status().code() == absl::StatusCode::kOutOfRange) run.compliant = false;
+          pkg::KeepConvergenceLines(*log);
           logs.push_back(*std::move(log));
         }
         runs_json.push_back(Value(mlperf::json::Object{
@@ -327,5 +321,5 @@ int Main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return mlperf::RunTool("package_score_report", [&] { return Main(argc, argv); });
+  return mlperf::base::RunTool("package_score_report", [&] { return Main(argc, argv); });
 }

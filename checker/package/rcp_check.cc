@@ -154,13 +154,9 @@ absl::StatusOr<RcpVerdict> CheckRcpDirectory(const std::vector<std::string>& res
                                              const RcpCheckOptions& options) {
   std::vector<mllog::ParsedLog> logs;
   for (const std::string& f : result_files) {
-    if (absl::Status s = CheckFileLimited(f, kMaxResultLogBytes); !s.ok()) return s;
-    absl::StatusOr<mllog::ParsedLog> log = mllog::ParseFile(f);
+    absl::StatusOr<mllog::ParsedLog> log = ParseResultLog(f);
     if (!log.ok()) return log.status();
-    // Only the lines the comparison reads are kept: memory grows with the
-    // number of logs, not with their size.
-    std::erase_if(log->lines, [](const mllog::LogLine& l) { return !ConvergenceReadsLine(l); });
-    log->lines.shrink_to_fit();
+    KeepConvergenceLines(*log);
     logs.push_back(*std::move(log));
   }
   return CheckRcpLogs(logs, options);

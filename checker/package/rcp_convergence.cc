@@ -59,6 +59,11 @@ bool ConvergenceReadsLine(const mllog::LogLine& line) {
   return m.global_batch_size || m.submission_benchmark || m.eval || m.train_samples || m.run_stop;
 }
 
+void KeepConvergenceLines(mllog::ParsedLog& log) {
+  std::erase_if(log.lines, [](const mllog::LogLine& line) { return !ConvergenceReadsLine(line); });
+  log.lines.shrink_to_fit();
+}
+
 double PythonRound3(double x) {
   // glibc's printf rounds the exact binary value, ties to even, as CPython's
   // float round does.

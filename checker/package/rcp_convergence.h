@@ -37,6 +37,10 @@ absl::StatusOr<RunConvergence> ReadRunConvergence(const mllog::ParsedLog& log,
 // lines for which this is true reads the same.
 bool ConvergenceReadsLine(const mllog::LogLine& line);
 
+// Drops (and frees) the lines ReadRunConvergence does not look at: what the
+// RCP comparison keeps of a log, so that memory follows the number of logs.
+void KeepConvergenceLines(mllog::ParsedLog& log);
+
 // Python's round(x, 3) on a float: correctly rounded, ties to even on the
 // exact binary value.
 double PythonRound3(double x);

@@ -17,7 +17,14 @@ absl::StatusOr<double> RunMinutes(const mllog::ParsedLog& log) {
     return absl::InvalidArgumentError(fmt::format("run_start not recorded in {}", log.path));
   if (!stop)
     return absl::InvalidArgumentError(fmt::format("run_stop not recorded in {}", log.path));
-  return (*stop - *start) / 60 / 1000;
+  const double minutes = (*stop - *start) / 60 / 1000;
+  if (minutes < 0) {
+    return absl::OutOfRangeError(
+        fmt::format("run_stop is logged {:.3f} minutes before run_start: a time to train cannot "
+                    "be negative",
+                    -minutes));
+  }
+  return minutes;
 }
 
 }  // namespace mlperf::package

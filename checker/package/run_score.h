@@ -11,7 +11,9 @@ namespace mlperf::package {
 // repeated run_start before the first run_stop moves the start), then
 // (stop - start) / 60 / 1000 in that order of operations. An error names the
 // missing marker, as the summarizer's ValueError does ("run_start not
-// recorded"); the summarizer counts such a run as dropped.
+// recorded"); the summarizer counts such a run as dropped. A run_stop before
+// run_start is OutOfRange: the summarizer would score the negative time, we
+// fail the run instead.
 absl::StatusOr<double> RunMinutes(const mllog::ParsedLog& log);
 
 }  // namespace mlperf::package

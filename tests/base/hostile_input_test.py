@@ -33,11 +33,11 @@ def tool(name, *args, stdout=subprocess.PIPE, timeout=120, cwd=None, limit_gb=No
                           preexec_fn=limit, errors="replace")
 
 
-def one_line(r):
+def says_why(r):
+    """The last line on stderr is the tool's own (progress lines may come before)."""
     lines = r.stderr.strip().splitlines()
-    return len(lines) >= 1 and all(l.split(":")[0] in (
+    return bool(lines) and lines[-1].split(":")[0] in (
         "compliance_check", "package_score_report", "run_closed", "run_benchmark")
-        for l in lines[-1:])
 
 
 def char_device(path, minor):  # 1,3 = null; 1,7 = full
@@ -81,7 +81,7 @@ def case_outputs(c):
     c.expect(r.returncode in (0, 1) and is_char_device(c.null),
              f"--csv/--html to a null node: exit {r.returncode}, node kept {is_char_device(c.null)}")
     r = c.check(c.pkg, "--html", c.full)
-    c.expect(r.returncode == 2 and is_char_device(c.full) and one_line(r),
+    c.expect(r.returncode == 2 and is_char_device(c.full) and says_why(r),
              f"--html to a full node: exit {r.returncode}: {r.stderr}")
     target = os.path.join(c.tmp, "target.csv")
     open(target, "w").write("old")
@@ -95,7 +95,7 @@ def case_outputs(c):
     outside = os.path.join(c.tmp, "log_link.csv")
     os.symlink(log, outside)
     r = c.check(c.pkg, "--csv", outside)
-    c.expect(r.returncode == 2 and open(log).read() == before and one_line(r),
+    c.expect(r.returncode == 2 and open(log).read() == before and says_why(r),
              f"--csv naming a result log through a link: exit {r.returncode}")
     claims = os.path.join(c.tmp, "claims.csv")
     open(claims, "w").write("version,submitter,system,benchmark,minutes\n")
@@ -148,13 +148,15 @@ def case_write_failures(c):
     for name, run in runs.items():
         with open(c.full, "w") as full:
             r = run(stdout=full)
-        c.expect(r.returncode == 2 and one_line(r), f"{name} > full: exit {r.returncode}")
+        c.expect(r.returncode == 2 and says_why(r), f"{name} > full: exit {r.returncode}")
         r = run(stdout=subprocess.DEVNULL)
         c.expect(r.returncode in (0, 1), f"{name} > null: exit {r.returncode}: {r.stderr[-300:]}")
     # A closed stdout: refused, never written into a file that took descriptor 1.
     for name, args in [("compliance_check", [c.pkg, "--csv", os.path.join(c.tmp, "c.csv")]),
                        ("package_score_report", ["--ruleset=3.0.0", c.pkg]),
-                       ("run_closed", ["--list"])]:
+                       ("run_closed", ["--list"]),
+                       ("run_benchmark", ["--size", "small", "-b", "8", "-w", "1", "-i", "2",
+                                          "-r", "1"])]:
         r = subprocess.run(f"'{os.path.join(BIN, name)}' " + " ".join(f"'{a}'" for a in args) +
                            " >&-", shell=True, capture_output=True, text=True, timeout=120)
         c.expect(r.returncode == 2 and "standard output is closed" in r.stderr,
@@ -172,7 +174,7 @@ def case_loops(c):
                        ("run_closed", ["--bench", "unet3d", "--data", kits, "--out", "o2"]),
                        ("run_closed", ["--bench", "unet3d", "--cache_dir", loop, "--out", "o3"])]:
         r = tool(name, *args, cwd=c.tmp)
-        c.expect(r.returncode == 2 and one_line(r), f"{name} {' '.join(args)}: exit "
+        c.expect(r.returncode == 2 and says_why(r), f"{name} {' '.join(args)}: exit "
                  f"{r.returncode}: {r.stderr[-300:]}")
     # run_benchmark reads --data in its workers: a failed configuration (exit
     # 1) that names the folder, never an abort.
@@ -182,6 +184,15 @@ def case_loops(c):
              f"run_benchmark, a case folder that loops: exit {r.returncode}: {r.stderr[-300:]}")
     c.expect(not any(os.path.exists(os.path.join(c.tmp, o)) for o in ("o1", "o2", "o3")),
              "a refused run_closed left its --out behind")
+    # A system folder under results/ that is a link to itself.
+    selfish = os.path.join(c.pkg, "results", "loopy")
+    os.symlink("loopy", selfish)
+    for name, run in [("package_score_report", lambda: c.score(c.pkg)),
+                      ("compliance_check", lambda: c.check(c.pkg))]:
+        r = run()
+        c.expect(r.returncode == 2 and says_why(r) and "loopy" in r.stderr,
+                 f"{name} with results/loopy -> loopy: exit {r.returncode}: {r.stderr[-300:]}")
+    os.remove(selfish)
     d = c.result_dir()
     log = os.path.join(d, sorted(os.listdir(d))[0])
     os.rename(log, log + ".bak")
@@ -255,7 +266,6 @@ def case_memory(c):
 
 def case_processes(c):
     """Class 7: workers end with their driver and leave nothing behind."""
-    scratch_before = {p for p in os.listdir(tempfile.gettempdir()) if p.startswith("run_benchmark-")}
     driver = subprocess.Popen([os.path.join(BIN, "run_benchmark"), "--size", "small", "-b", "8",
                                "-w", "1", "-i", "1000000", "-r", "1"], cwd=c.tmp,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -273,8 +283,9 @@ def case_processes(c):
     alive = [w for w in workers if os.path.exists(f"/proc/{w}") and
              open(f"/proc/{w}/stat").read().split()[2] != "Z"]
     c.expect(workers and not alive, f"workers {workers} outlived their killed driver: {alive}")
-    scratch_after = {p for p in os.listdir(tempfile.gettempdir()) if p.startswith("run_benchmark-")}
-    c.expect(scratch_after <= scratch_before, f"left behind: {scratch_after - scratch_before}")
+    # The driver's own scratch folder (other tests may run drivers beside this one).
+    scratch = os.path.join(tempfile.gettempdir(), f"run_benchmark-{driver.pid}")
+    c.expect(not os.path.exists(scratch), f"left behind: {scratch}")
     empty = os.path.join(c.tmp, "empty")
     os.makedirs(empty)
     r = tool("run_closed", "--bench", "resnet", "--data", empty, "--out", "refused", cwd=c.tmp)

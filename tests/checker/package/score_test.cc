@@ -26,6 +26,13 @@ TEST(RunMinutes, LaterRunStartBeforeStopWinsAndMissingMarkersFail) {
   EXPECT_EQ(*RunMinutes(log), 1.0);
   EXPECT_FALSE(RunMinutes(mllog::ParseText(Line("run_start", 0), "r")).ok());
   EXPECT_FALSE(RunMinutes(mllog::ParseText(Line("run_stop", 0), "r")).ok());
+  // A stop before the start is no time to train (the summarizer would score it).
+  const absl::StatusOr<double> negative =
+      RunMinutes(mllog::ParseText(Line("run_start", 60000) + Line("run_stop", 0), "r"));
+  EXPECT_EQ(negative.status().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(
+      negative.status().message(),
+      "run_stop is logged 1.000 minutes before run_start: a time to train cannot be negative");
 }
 
 TEST(ScoreBenchmark, NonCompliantRunsAreDroppedAndScaled) {

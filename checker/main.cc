@@ -46,8 +46,8 @@ using mlperf::checker::RuleLibrary;
 
 constexpr char kUsage[] =
     "Usage: compliance_check [--ruleset X.Y.Z] [--json] [--werror] [--jobs N] [--csv FILE]\n"
-    "                        [--html FILE] [--claims FILE] [--rcp-bypass] "
-    "[--seed-checker-bypass]\n"
+    "                        [--results-table FILE] [--results-table-json FILE] [--html FILE]\n"
+    "                        [--claims FILE] [--rcp-bypass] [--seed-checker-bypass]\n"
     "                        [--write-scaling] PATH...\n"
     "       compliance_check --help | --version\n"
     "\n"

@@ -17,6 +17,7 @@
 #include "base/json.h"
 #include "fmt/format.h"
 #include "reference/kernels/switches.h"
+#include "runtime/host_devices.h"
 
 #if defined(MLPERF_HAVE_CUDA)
 #include <cuda_runtime_api.h>
@@ -160,10 +161,13 @@ struct Accelerators {
   std::string host_interconnect = "N/A";
 };
 
-Accelerators QueryAccelerators(int gpus) {
+// With `probe`, what CUDA cannot tell about the GPUs asked for is unknown;
+// without, it keeps the values run_closed has always written.
+Accelerators QueryAccelerators(int gpus, bool probe = false) {
   Accelerators a;
   if (gpus <= 0) return a;
-  a.model = "unknown GPU";
+  a.model = probe ? kUnknown : "unknown GPU";
+  if (probe) a.memory = a.frequency = a.host_interconnect = kUnknown;
 #if defined(MLPERF_HAVE_CUDA)
   cudaDeviceProp prop{};
   if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess) {
@@ -191,34 +195,25 @@ std::string SystemSummary(int gpus) {
   return summary;
 }
 
-std::string SystemDescriptionJson(const benchmarks::RunPlan& plan) {
-  const benchmarks::RunnerOptions& o = plan.options;
+SystemDescription DescribeSystem(const SystemRequest& r) {
   const CpuInfo cpu = ReadCpuInfo();
-  const Accelerators acc = QueryAccelerators(o.gpus);
-  // One system serves every benchmark of a demonstration package, so its
-  // notes name none; the package README says what each one trained on.
-  const std::string demo_note =
-      "DEMONSTRATION on generated data: small members of the benchmarks' model families on "
-      "generated data sets (see the package README), not a real MLPerf result";
-  const std::string name =
-      plan.demo ? fmt::format("{} (demonstration on generated data)", plan.system_name)
-                : plan.system_name;
-  const std::string processes = o.gpus > 0
-                                    ? fmt::format("{} process(es) per node, one per GPU", o.gpus)
-                                    : fmt::format("{} CPU process(es) in all", plan.world_size);
-  // How the kernels were chosen (reference/kernels/switches.h).
-  const std::string switches = ops::SwitchNotes();
-  const std::string precision =
-      fmt::format("convolutions and linear layers in {}{}, fp32 master weights", o.precision,
-                  plan.precision == core::DType::kF16 ? " with dynamic loss scaling" : "");
+  const Accelerators acc = QueryAccelerators(r.gpus_per_node, r.probe_hardware);
+  const int gpus = r.gpus_per_node;
+  std::string storage_type = kUnknown;
+  std::string networking = r.nodes > 1 ? "as provided by the MPI launcher" : "N/A (single node)";
+  if (r.probe_hardware) {
+    storage_type = StorageType(r.storage_folder).value_or(kUnknown);
+    networking = HostNetworking().value_or(kUnknown);
+  }
   // Every value is a string: the official checker joins some of them as
   // strings and crashes on numbers.
-  const std::vector<std::pair<std::string, std::string>> fields = {
-      {"submitter", o.submitter},
-      {"division", "closed"},
-      {"status", "Research, Development, or Internal (RDI)"},
-      {"system_name", name},
-      {"number_of_nodes", std::to_string(o.nodes)},
+  SystemDescription d;
+  d.fields = {
+      {"submitter", r.submitter},
+      {"division", r.division},
+      {"status", r.status},
+      {"system_name", r.system_name},
+      {"number_of_nodes", std::to_string(r.nodes)},
       {"host_processors_per_node", std::to_string(cpu.sockets)},
       {"host_processor_model_name", cpu.model},
       {"host_processor_core_count", std::to_string(cpu.physical_cores / cpu.sockets)},
@@ -227,28 +222,34 @@ std::string SystemDescriptionJson(const benchmarks::RunPlan& plan) {
       {"host_processor_caches", Caches()},
       {"host_processor_interconnect", "N/A"},
       {"host_memory_capacity", fmt::format("{:.0f} GB", MemoryGiB() * 1.073741824)},
-      {"host_storage_type", "unknown"},
-      {"host_storage_capacity", StorageCapacity(o.out_dir)},
-      {"host_networking", o.nodes > 1 ? "as provided by the MPI launcher" : "N/A (single node)"},
-      {"host_networking_topology", o.nodes > 1 ? "unknown" : "N/A"},
-      {"host_memory_configuration", "unknown"},
-      {"accelerators_per_node", std::to_string(o.gpus)},
+      {"host_storage_type", storage_type},
+      {"host_storage_capacity", StorageCapacity(r.storage_folder)},
+      {"host_networking", networking},
+      {"host_networking_topology", r.nodes > 1 ? kUnknown : "N/A"},
+      {"host_memory_configuration", kUnknown},
+      {"accelerators_per_node", std::to_string(gpus)},
       {"accelerator_model_name", acc.model},
       {"accelerator_host_interconnect", acc.host_interconnect},
       {"accelerator_frequency", acc.frequency},
-      {"accelerator_on-chip_memories", o.gpus > 0 ? "unknown" : "N/A"},
-      {"accelerator_memory_configuration", o.gpus > 0 ? "unknown" : "N/A"},
+      {"accelerator_on-chip_memories", gpus > 0 ? kUnknown : "N/A"},
+      {"accelerator_memory_configuration", gpus > 0 ? kUnknown : "N/A"},
       {"accelerator_memory_capacity", acc.memory},
-      {"accelerator_interconnect", o.gpus > 1 ? "NCCL over the available links" : "N/A"},
-      {"accelerator_interconnect_topology", o.gpus > 1 ? "unknown" : "N/A"},
-      {"cooling", "unknown"},
-      {"hw_notes", plan.demo ? demo_note : processes},
+      {"accelerator_interconnect", gpus > 1 ? "NCCL over the available links" : "N/A"},
+      {"accelerator_interconnect_topology", gpus > 1 ? kUnknown : "N/A"},
+      {"cooling", kUnknown},
+      {"hw_notes", r.hw_notes},
       {"framework", "mlperf-suite run_closed 0.1.0 (C++ reference implementation)"},
       {"other_software_stack", SoftwareStack()},
       {"operating_system", OperatingSystem()},
-      {"sw_notes", (plan.demo ? demo_note + "; " + processes : processes) + "; " + precision +
-                       "; kernel switches: " + (switches.empty() ? "defaults" : switches)},
+      {"sw_notes", r.sw_notes},
   };
+  for (const auto& [field, value] : d.fields)
+    if (value == kUnknown) d.undetected.push_back(field);
+  return d;
+}
+
+std::string SystemDescriptionText(const SystemDescription& description) {
+  const auto& fields = description.fields;
   std::string out = "{\n";
   for (size_t i = 0; i < fields.size(); ++i) {
     out += "  ";
@@ -258,6 +259,35 @@ std::string SystemDescriptionJson(const benchmarks::RunPlan& plan) {
     out += i + 1 < fields.size() ? ",\n" : "\n";
   }
   return out + "}\n";
+}
+
+std::string SystemDescriptionJson(const benchmarks::RunPlan& plan) {
+  const benchmarks::RunnerOptions& o = plan.options;
+  // One system serves every benchmark of a demonstration package, so its
+  // notes name none; the package README says what each one trained on.
+  const std::string demo_note =
+      "DEMONSTRATION on generated data: small members of the benchmarks' model families on "
+      "generated data sets (see the package README), not a real MLPerf result";
+  const std::string processes = o.gpus > 0
+                                    ? fmt::format("{} process(es) per node, one per GPU", o.gpus)
+                                    : fmt::format("{} CPU process(es) in all", plan.world_size);
+  // How the kernels were chosen (reference/kernels/switches.h).
+  const std::string switches = ops::SwitchNotes();
+  const std::string precision =
+      fmt::format("convolutions and linear layers in {}{}, fp32 master weights", o.precision,
+                  plan.precision == core::DType::kF16 ? " with dynamic loss scaling" : "");
+  return SystemDescriptionText(DescribeSystem({
+      .submitter = o.submitter,
+      .system_name = plan.demo
+                         ? fmt::format("{} (demonstration on generated data)", plan.system_name)
+                         : plan.system_name,
+      .nodes = o.nodes,
+      .gpus_per_node = o.gpus,
+      .storage_folder = o.out_dir,
+      .hw_notes = plan.demo ? demo_note : processes,
+      .sw_notes = (plan.demo ? demo_note + "; " + processes : processes) + "; " + precision +
+                  "; kernel switches: " + (switches.empty() ? "defaults" : switches),
+  }));
 }
 
 }  // namespace mlperf::runtime

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Packs what scripts/gpu_check.sh needs on a bare GPU machine into
 # .gpu_bundle/ (git-ignored; carry it with the working tree): the GPU test
-# binaries, the GPU benchmarks, run_closed, run_benchmark and
-# compliance_check, built here with CUDA, and the shared libraries they use
+# binaries, the GPU benchmarks, run_closed, run_benchmark,
+# compliance_check and describe_system, built here with CUDA, and the shared libraries they use
 # that such a machine lacks (Abseil, fmt, Protobuf, OpenBLAS, libjpeg, ...),
 # xz-compressed. The CUDA libraries (cudart, cuBLAS, cuDNN, NCCL) are not
 # packed: gpu_check.sh takes the GPU machine's own, of the same major version.
@@ -25,7 +25,7 @@ mapfile -t tests < <(ctest --test-dir "$build" -L gpu --show-only=json-v1 |
 [[ ${#tests[@]} -gt 0 ]] || die "no gpu-labelled tests in $build"
 tools=()
 for name in gpu_ops_bench resnet_gpu_bench bert_gpu_bench unet3d_gpu_bench datasets_loader_bench \
-  run_closed run_benchmark compliance_check; do
+  run_closed run_benchmark compliance_check describe_system; do
   [[ -x $build/bin/$name ]] || die "$build/bin/$name is missing"
   tools+=("$build/bin/$name")
 done

@@ -216,6 +216,12 @@ bench gpu_ops 120 "$MLPERF_PYTHON" bench/gpu/torch_peer.py --ours "$bin/gpu_ops_
 bench conv_legacy_api 60 "$bin/gpu_ops_bench" --legacy --repeats 10
 bench run_closed 120 "$bin/run_closed" --gpus 1 --out "$work/pkg"
 bench compliance_check 30 "$bin/compliance_check" --ruleset 4.0.0 --rcp-bypass "$work/pkg/mlperf-suite"
+# The GPU machine's own description, valid for the newest ruleset (exit 0),
+# with the fields it cannot detect on stderr, then the official checker on it.
+bench describe_system 20 bash -c '"$1/describe_system" --gpus "$(nvidia-smi -L | wc -l)" \
+  -o "$2/system.json" && cat "$2/system.json" &&
+  { "$3" -m mlperf_logging.system_desc_checker --log_output "$2/sdc.log" "$2/system.json" training 6.1.0 || true; }' \
+  _ "$bin" "$work" "$MLPERF_PYTHON"
 # The GPU data path end to end: nvJPEG and the device resample feed training.
 bench run_closed_gpu_decode 60 "$bin/run_closed" --gpus 1 --runs 1 --precision bf16 --gpu_decode \
   --out "$work/pkg_gpu_decode"

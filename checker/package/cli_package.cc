@@ -3,7 +3,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <optional>
+#include <tuple>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_join.h"
@@ -16,12 +19,18 @@
 #include "checker/package/layout.h"
 #include "checker/package/package_check.h"
 #include "checker/package/rcp_table.h"
+#include "checker/package/results_table.h"
 #include "checker/package/summary_csv.h"
 #include "checker/report_format.h"
 #include "fmt/format.h"
 #include "logging/mllog_parser.h"
 
 ABSL_FLAG(std::string, csv, "", "write the result summarizer's score table to this CSV file");
+ABSL_FLAG(std::string, results_table, "",
+          "write the full results table (one row per system and benchmark: the results page's "
+          "columns, verdict, time to train, energy, batch size, samples to converge, RCP) as CSV");
+ABSL_FLAG(std::string, results_table_json, "",
+          "write the full results table as a JSON array of rows");
 ABSL_FLAG(std::string, html, "",
           "write a self-contained HTML report (verdicts, runs, scores, findings, convergence "
           "curves against the target and the RCP band) to this file");
@@ -277,14 +286,25 @@ std::vector<checker::LogReport> CheckLogFiles(const std::vector<std::string>& fi
   return logs;
 }
 
-// --csv and --write-scaling; false when a file could not be written.
+// --csv, --results-table[-json] and --write-scaling; false when a file could
+// not be written.
 bool WriteRequestedFiles(const std::vector<OrgReport>& orgs) {
   bool ok = true;
-  if (const std::string csv = absl::GetFlag(FLAGS_csv); !csv.empty()) {
-    std::vector<const OrgReport*> ptrs;
-    for (const OrgReport& o : orgs) ptrs.push_back(&o);
-    if (absl::Status s = base::WriteOutput(csv, SummaryCsv(ptrs)); !s.ok()) {
-      std::fprintf(stderr, "compliance_check: --csv: %s\n", std::string(s.message()).c_str());
+  std::vector<const OrgReport*> ptrs;
+  for (const OrgReport& o : orgs) ptrs.push_back(&o);
+  const std::string csv = absl::GetFlag(FLAGS_csv);
+  const std::string table = absl::GetFlag(FLAGS_results_table);
+  const std::string table_json = absl::GetFlag(FLAGS_results_table_json);
+  std::optional<ResultsTable> results;
+  if (!table.empty() || !table_json.empty()) results = BuildResultsTable(ptrs);
+  for (const auto& [flag, path, text] :
+       {std::tuple<const char*, std::string, std::function<std::string()>>{
+            "csv", csv, [&] { return SummaryCsv(ptrs); }},
+        {"results-table", table, [&] { return ResultsTableCsv(*results); }},
+        {"results-table-json", table_json, [&] { return ResultsTableJson(*results); }}}) {
+    if (path.empty()) continue;
+    if (absl::Status s = base::WriteOutput(path, text()); !s.ok()) {
+      std::fprintf(stderr, "compliance_check: --%s: %s\n", flag, std::string(s.message()).c_str());
       ok = false;
     }
   }
@@ -410,6 +430,8 @@ int RunPackageCli(const std::vector<std::string>& paths, const CliOptions& optio
     guard.AddInput(claims);
   for (const auto& [flag, output] :
        {std::pair<const char*, std::string>{"csv", absl::GetFlag(FLAGS_csv)},
+        {"results-table", absl::GetFlag(FLAGS_results_table)},
+        {"results-table-json", absl::GetFlag(FLAGS_results_table_json)},
         {"html", absl::GetFlag(FLAGS_html)}}) {
     if (output.empty()) continue;
     if (absl::Status s = guard.Claim(flag, output); !s.ok()) {

@@ -26,7 +26,8 @@ bool AnyDirectory(const std::vector<std::string>& paths);
 
 // The package flags, defined in cli_package.cc; main reads them with its own.
 inline constexpr std::string_view kPackageFlags[] = {
-    "csv", "html", "claims", "rcp-bypass", "seed-checker-bypass", "write-scaling"};
+    "csv",         "results-table",       "results-table-json", "html",
+    "claims",      "rcp-bypass",          "seed-checker-bypass", "write-scaling"};
 // Of those, the ones that also apply to plain log files.
 inline constexpr std::string_view kLogFileFlags[] = {"html"};
 

@@ -6,13 +6,18 @@
 
 #include "base/files.h"
 #include "base/parallel_for.h"
+#include "checker/package/consistency_notes.h"
 #include "checker/package/layout.h"
 #include "checker/package/package_params.h"
 #include "checker/package/power_check.h"
+#include "checker/package/power_energy.h"
 #include "checker/package/rcp_convergence.h"
+#include "checker/package/rcp_health.h"
 #include "checker/package/reviewer_warnings.h"
 #include "checker/package/run_score.h"
+#include "checker/package/ruleset_guess.h"
 #include "checker/package/seed_check.h"
+#include "checker/package/seed_notes.h"
 #include "fmt/format.h"
 #include "quality_targets/benchmark_meta.h"
 
@@ -24,6 +29,9 @@ namespace fs = std::filesystem;
 // Real result logs are at most tens of MB; anything far larger is not a log
 // and is refused from its size (a sparse garbage file must not be read).
 constexpr uint64_t kMaxSmallFileBytes = 16ull << 20;  // JSON and params files
+// What a run keeps of its submission_* lines for the description notes.
+constexpr size_t kMaxSettings = 16;
+constexpr size_t kMaxSettingBytes = 256;
 
 struct LogTask {
   size_t dir;
@@ -97,6 +105,12 @@ void CheckRun(const fs::path& path, const std::string& benchmark, const checker:
       run.run_start_ms = line.time_ms;
       break;
     }
+    const json::Value& v = line.value;
+    const bool small = v.is_string() ? v.as_string().size() <= kMaxSettingBytes
+                                     : v.is_number() || v.is_bool();
+    if (line.key_is_string && line.key.starts_with("submission_") && small &&
+        run.settings.size() < kMaxSettings)
+      run.settings.emplace(line.key, v);
   }
   if (options.report_details) run.curves = ExtractCurves(*parsed, benchmark, options.ruleset);
   review = RunWarnings(*parsed);
@@ -301,6 +315,27 @@ void AddSystem(const fs::path& org, const std::string& system,
   }
 }
 
+// The summarizer's Energy column: the scored runs' energies, olympic mean in
+// the order of their times. A power log it cannot use is a warning (the
+// official summarizer stops there).
+void ScoreEnergy(const fs::path& power, BenchmarkDirReport& d) {
+  if (d.score.dropped_runs > d.score.max_dropped) return;
+  std::vector<double> energies, minutes;
+  for (const RunDetail& r : d.runs) {
+    if (!r.log.compliant() || !r.minutes) continue;
+    absl::StatusOr<double> e = RunEnergy(power, r.stem, *r.minutes * 60 * 1000);
+    if (!e.ok()) {
+      d.warnings.push_back(fmt::format("no energy score: {}", std::string(e.status().message())));
+      return;
+    }
+    energies.push_back(*e);
+    minutes.push_back(*r.minutes);
+  }
+  const std::optional<double> mean =
+      OlympicEnergy(energies, minutes, d.score.dropped_runs, d.score.max_dropped);
+  if (mean) d.energy = *mean * d.score.scaling_factor;
+}
+
 // The directory verdict once its runs are checked (check_training_package).
 void FinishDirectory(BenchmarkDirReport& d, const std::vector<const mllog::ParsedLog*>& logs,
                      const std::vector<uint64_t>& fingerprints, bool all_parsed,
@@ -364,6 +399,8 @@ void FinishDirectory(BenchmarkDirReport& d, const std::vector<const mllog::Parse
               {.ruleset = options.ruleset, .pass = RcpPass::kPruned, .bypass = d.rcp_bypass});
         }
         d.warnings.insert(d.warnings.end(), rcp->warnings.begin(), rcp->warnings.end());
+        std::vector<std::string> health = RcpHealthNotes(*rcp, options.ruleset);
+        d.review_warnings.insert(d.review_warnings.end(), health.begin(), health.end());
       }
     }
   }
@@ -373,6 +410,10 @@ void FinishDirectory(BenchmarkDirReport& d, const std::vector<const mllog::Parse
   }
   std::vector<std::string> dir_warnings = DirectoryWarnings(logs, fingerprints, seeds, d.benchmark);
   d.review_warnings.insert(d.review_warnings.end(), dir_warnings.begin(), dir_warnings.end());
+  if (all_parsed) {
+    std::vector<std::string> seed_notes = DirectorySeedNotes(d, options.ruleset);
+    d.review_warnings.insert(d.review_warnings.end(), seed_notes.begin(), seed_notes.end());
+  }
 
   // The summarizer's score, with the scaling.json it would read.
   std::vector<RunTime> times;
@@ -395,6 +436,7 @@ void FinishDirectory(BenchmarkDirReport& d, const std::vector<const mllog::Parse
   const double factor = SummarizerScalingFactor(options.scaling, d.existing_scaling_factor,
                                                 d.rcp_ran ? &rcp_status : nullptr);
   d.score = ScoreBenchmark(d.benchmark, times, factor);
+  if (fs::is_directory(power, ec)) ScoreEnergy(power, d);
 }
 
 // Hands directory i its checked runs (report.dirs[i], outputs [i]) for the
@@ -520,6 +562,11 @@ OrgReport CheckOrganization(const fs::path& org, const checker::RuleLibrary& rul
   if (!checked && !report.input_error) {
     report.warnings.push_back("no benchmark results were found to check: the package is empty");
   }
+  // Reviewer notes on the whole package (never part of the verdict).
+  for (std::vector<std::string> notes : {DescriptionNotes(report), SharedSeedNotes(report)})
+    report.notes.insert(report.notes.end(), notes.begin(), notes.end());
+  if (std::optional<std::string> guess = RulesetGuessNote(report, rules))
+    report.notes.push_back(*guess);
   return report;
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -50,6 +51,9 @@ struct RunDetail {
   std::optional<double> rcp_epochs;    // convergence as the RCP checker reads it
   std::optional<double> run_start_ms;  // the first run_start's time_ms
   std::vector<std::string> seeds;      // the seed values the run logs
+  // The first value of each submission_* key logged before run_start (what
+  // the description notes compare), bounded.
+  std::map<std::string, json::Value> settings;
   RunCurves curves;                    // with PackageOptions::report_details
 };
 
@@ -67,6 +71,7 @@ struct BenchmarkDirReport {
   bool seed_check_ran = false;
   std::optional<double> existing_scaling_factor;
   BenchmarkScore score;
+  std::optional<double> energy;  // the summarizer's Energy, where power/ exists (power_energy.h)
   std::vector<std::string> errors;           // each fails the package (official ERROR lines)
   std::vector<std::string> warnings;         // official WARNING lines (our wording)
   std::vector<std::string> review_warnings;  // ours; never change the verdict

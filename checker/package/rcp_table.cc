@@ -105,6 +105,8 @@ absl::StatusOr<RcpTable> RcpTable::FromJson(std::string_view text, const std::st
     RcpRecord r{.name = name->as_string(),
                 .benchmark = rec_benchmark->as_string(),
                 .global_batch_size = bs->as_int()};
+    if (const json::Value* h = rec.Find("hyperparameters"); h && h->is_object())
+      r.hyperparameters = *h;
     for (const json::Value& v : converge->as_array()) {
       if (!v.is_number())
         return Invalid(source, fmt::format("record {}: 'converge' holds a non-number", i));
@@ -123,14 +125,35 @@ absl::StatusOr<RcpTable> RcpTable::FromJson(std::string_view text, const std::st
     // record, then every record slower than the interpolation of its
     // neighbours, without going back after a removal.
     std::vector<const RcpRecord*> kept = FastestOnward(table.full_);
+    std::vector<PrunedRecord> removed;
+    for (const RcpRecord& r : table.full_) {
+      if (r.global_batch_size < kept.front()->global_batch_size)
+        removed.push_back({.record = r, .below_fastest = true});
+    }
     for (size_t i = 1; i + 1 < kept.size();) {
       if (AboveLine(table, *kept[i], *kept[i - 1], *kept[i + 1])) {
+        removed.push_back({.record = *kept[i],
+                           .lo_batch_size = kept[i - 1]->global_batch_size,
+                           .hi_batch_size = kept[i + 1]->global_batch_size,
+                           .predicted_mean = table.Interpolate(kept[i]->global_batch_size,
+                                                               *kept[i - 1], *kept[i + 1])
+                                                 .mean});
         kept.erase(kept.begin() + i);
       } else {
         ++i;
       }
     }
     table.pruned_ = RecordsAt(table.full_, kept);
+    // A duplicate of a kept batch size stays (RecordsAt), so it is not removed.
+    std::erase_if(removed, [&](const PrunedRecord& p) {
+      return std::any_of(kept.begin(), kept.end(), [&](const RcpRecord* k) {
+        return k->global_batch_size == p.record.global_batch_size;
+      });
+    });
+    std::stable_sort(removed.begin(), removed.end(), [](const auto& a, const auto& b) {
+      return a.record.global_batch_size < b.record.global_batch_size;
+    });
+    table.removed_ = std::move(removed);
 
     // The lower convex envelope: the same test, repeated on the last kept
     // point whenever a new one arrives (Andrew's monotone chain).

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/json.h"
 
 namespace mlperf::package {
 
@@ -24,6 +25,19 @@ struct RcpRecord {
   double min_epochs = 0;         // RcpMinEpochs
   double max_speedup = 0;        // mean / min_epochs
   bool interpolated = false;
+  // The reference's settings at this batch size, as the RCP file lists them
+  // (an object; null when the file gives none).
+  json::Value hyperparameters;
+};
+
+// A record the pruning drops, and why: a batch size below the
+// fastest-converging record's, or a mean above the line between the kept
+// neighbours `lo` and `hi` (whose line predicts `predicted_mean` there).
+struct PrunedRecord {
+  RcpRecord record;
+  bool below_fastest = false;
+  int64_t lo_batch_size = 0, hi_batch_size = 0;
+  double predicted_mean = 0;
 };
 
 class RcpTable {
@@ -52,6 +66,8 @@ class RcpTable {
   // tool never backtracks; mlcommons/logging issue #368). Reported as a
   // note only; verdicts use pruned().
   const std::vector<RcpRecord>& envelope() const { return envelope_; }
+  // What pruned() drops from full(), in batch size order.
+  const std::vector<PrunedRecord>& removed() const { return removed_; }
 
   // A record at `global_batch_size` between `lo` and `hi`: mean and stdev
   // linear in batch size; min_epochs with n_ref = 2 * submission_runs.
@@ -64,6 +80,7 @@ class RcpTable {
   std::vector<RcpRecord> full_;
   std::vector<RcpRecord> pruned_;
   std::vector<RcpRecord> envelope_;
+  std::vector<PrunedRecord> removed_;
 };
 
 // Rulesets the package checker runs the RCP check for (benchmarks.json).

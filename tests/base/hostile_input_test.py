@@ -37,7 +37,7 @@ def says_why(r):
     """The last line on stderr is the tool's own (progress lines may come before)."""
     lines = r.stderr.strip().splitlines()
     return bool(lines) and lines[-1].split(":")[0] in (
-        "compliance_check", "package_score_report", "run_closed", "run_benchmark")
+        "compliance_check", "package_score_report", "run_closed", "run_benchmark", "describe_system")
 
 
 def char_device(path, minor):  # 1,3 = null; 1,7 = full
@@ -83,6 +83,20 @@ def case_outputs(c):
     r = c.check(c.pkg, "--html", c.full)
     c.expect(r.returncode == 2 and is_char_device(c.full) and says_why(r),
              f"--html to a full node: exit {r.returncode}: {r.stderr}")
+    for flag in ("--results-table", "--results-table-json"):
+        r = c.check(c.pkg, flag, c.null)
+        c.expect(r.returncode in (0, 1) and is_char_device(c.null), f"{flag} to a null node: {r.returncode}")
+        r = c.check(c.pkg, flag, c.full)
+        c.expect(r.returncode == 2 and is_char_device(c.full) and says_why(r),
+                 f"{flag} to a full node: exit {r.returncode}: {r.stderr}")
+    r = tool("describe_system", "-o", c.null, cwd=c.tmp)
+    c.expect(r.returncode == 0 and is_char_device(c.null), f"describe_system -o null: {r.returncode}")
+    r = tool("describe_system", "-o", c.full, cwd=c.tmp)
+    c.expect(r.returncode == 2 and is_char_device(c.full) and says_why(r),
+             f"describe_system -o full: exit {r.returncode}: {r.stderr}")
+    r = c.check(c.pkg, "--results-table", os.path.join(c.tmp, "t"), "--results-table-json",
+                os.path.join(c.tmp, "t"))
+    c.expect(r.returncode == 2 and "also the output" in r.stderr, f"two tables one file: {r.stderr}")
     target = os.path.join(c.tmp, "target.csv")
     open(target, "w").write("old")
     link = os.path.join(c.tmp, "link.csv")
@@ -90,6 +104,10 @@ def case_outputs(c):
     r = c.check(c.pkg, "--csv", link)
     c.expect(os.path.islink(link) and open(target).read() != "old",
              f"--csv through a link: the link kept {os.path.islink(link)}: {r.stderr}")
+    open(target, "w").write("old")
+    r = c.check(c.pkg, "--results-table", link)
+    c.expect(os.path.islink(link) and open(target).read().startswith("round,"),
+             f"--results-table through a link: the link kept {os.path.islink(link)}: {r.stderr}")
     log = os.path.join(c.result_dir(), sorted(os.listdir(c.result_dir()))[0])
     before = open(log).read()
     outside = os.path.join(c.tmp, "log_link.csv")
@@ -144,6 +162,7 @@ def case_write_failures(c):
         "package_score_report": lambda **kw: c.score(c.pkg, **kw),
         "run_benchmark": lambda **kw: tool("run_benchmark", "--size", "small", "-b", "8", "-w", "1",
                                            "-i", "2", "-r", "1", cwd=c.tmp, **kw),
+        "describe_system": lambda **kw: tool("describe_system", cwd=c.tmp, **kw),
     }
     for name, run in runs.items():
         with open(c.full, "w") as full:
@@ -155,6 +174,7 @@ def case_write_failures(c):
     for name, args in [("compliance_check", [c.pkg, "--csv", os.path.join(c.tmp, "c.csv")]),
                        ("package_score_report", ["--ruleset=3.0.0", c.pkg]),
                        ("run_closed", ["--list"]),
+                       ("describe_system", []),
                        ("run_benchmark", ["--size", "small", "-b", "8", "-w", "1", "-i", "2",
                                           "-r", "1"])]:
         r = subprocess.run(f"'{os.path.join(BIN, name)}' " + " ".join(f"'{a}'" for a in args) +

@@ -25,6 +25,8 @@
 
 ABSL_DECLARE_FLAG(std::string, csv);
 ABSL_DECLARE_FLAG(std::string, html);
+ABSL_DECLARE_FLAG(std::string, results_table);
+ABSL_DECLARE_FLAG(std::string, results_table_json);
 
 namespace {
 
@@ -91,19 +93,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool reports = size > 0 && (data[0] & 1);
   options.json = reports;
   static const fs::path csv = mlperf::fuzz::ScratchPath(".csv"),
-                        html = mlperf::fuzz::ScratchPath(".html");
-  fs::remove(csv, ec);
-  fs::remove(html, ec);
+                        html = mlperf::fuzz::ScratchPath(".html"),
+                        results = mlperf::fuzz::ScratchPath("_results.csv"),
+                        results_json = mlperf::fuzz::ScratchPath("_results.json");
+  for (const fs::path& p : {csv, html, results, results_json}) fs::remove(p, ec);
   absl::SetFlag(&FLAGS_csv, reports ? csv.string() : "");
   absl::SetFlag(&FLAGS_html, reports ? html.string() : "");
+  absl::SetFlag(&FLAGS_results_table, reports ? results.string() : "");
+  absl::SetFlag(&FLAGS_results_table_json, reports ? results_json.string() : "");
   const int status = mlperf::package::RunPackageCli({round.string()}, options, Rules());
   if (status < 0 || status > 2) __builtin_trap();  // the documented exit statuses only
   if (reports && status != 2) {
     // Written whole: the page ends as it began, the table has its header.
     absl::StatusOr<std::string> page = mlperf::base::ReadSmallFile(html, 64 << 20);
     absl::StatusOr<std::string> table = mlperf::base::ReadSmallFile(csv, 64 << 20);
+    absl::StatusOr<std::string> full = mlperf::base::ReadSmallFile(results, 64 << 20);
+    absl::StatusOr<std::string> rows = mlperf::base::ReadSmallFile(results_json, 64 << 20);
     if (!page.ok() || !page->starts_with("<!DOCTYPE html>") || !page->ends_with("</html>\n") ||
-        !table.ok())
+        !table.ok() || !full.ok() || !full->starts_with("round,") || !rows.ok() ||
+        !rows->starts_with("["))
       __builtin_trap();
   }
   fs::remove_all(root, ec);

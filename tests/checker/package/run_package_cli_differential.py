@@ -4,13 +4,17 @@
 For each corpus package (the shared corpus, or tests/fixtures/corpus in a bare
 clone), and for mutated copies of a one-directory
 package, it runs on a copy in a temporary directory, with a temporary cwd:
-  ours:     compliance_check --json --csv ours.csv <org>     (must leave the tree unchanged)
+  ours:     compliance_check --json --csv ours.csv --results-table table.csv <org>
+            (must leave the tree unchanged)
   official: python3 -m mlperf_logging.package_checker <org> training R
             then python3 -m mlperf_logging.result_summarizer <org> training R --csv off.csv
 and compares the package verdict, per directory the RCP pass/fail and
 message, the scaling.json files package_checker leaves (against ours written
-with --write-scaling on a second copy), and the summarizer CSV (every column;
-scores to 1e-9 relative). It also reproduces official_time_to_train.csv through
+with --write-scaling on a second copy), the summarizer CSV (every column;
+scores to 1e-9 relative), and the summarizer's detailed CSV against our full
+results table (every column the two share, for every system and benchmark:
+time to train, energy from power logs, batch size, samples to converge, RCP
+status and scaling factor, and the description columns). It also reproduces official_time_to_train.csv through
 --claims and feeds bad trees (empty, symlink loops, a FIFO, a sparse multi-GB
 file, non-UTF-8 names) that must give a clear error without crash or hang.
 
@@ -31,7 +35,13 @@ import tempfile
 
 REL = 1e-9
 failures = []
-counts = {'packages': 0, 'rcp_dirs': 0, 'scaling_files': 0, 'csv_cells': 0, 'claims': 0, 'bad_trees': 0}
+counts = {'packages': 0, 'rcp_dirs': 0, 'scaling_files': 0, 'csv_cells': 0, 'table_cells': 0,
+          'energy_cells': 0, 'claims': 0, 'bad_trees': 0}
+# The description columns the summarizer's tables and our results table share.
+SHARED_COLUMNS = ['division', 'availability', 'submitter', 'system', 'number_of_nodes',
+                  'host_processor_model_name', 'host_processors_count', 'accelerator_model_name',
+                  'accelerators_count', 'framework', 'notes', 'private_id', 'details_url', 'code_url']
+METRICS = ['time_to_train', 'Energy', 'GBS', 'samples_to_converge', 'RCP', 'rcp_scaling_factor']
 
 
 def fail(what):
@@ -82,7 +92,35 @@ def official(org, ruleset, work):
     subprocess.run([sys.executable, '-m', 'mlperf_logging.result_summarizer', str(org), 'training', ruleset,
                     '--csv', str(out_csv)], cwd=cwd, capture_output=True, text=True)
     rows = list(csv.reader(open(out_csv))) if out_csv.exists() else None
-    return verdict, rcp, crashed, scaling, rows
+    detailed = cwd / 'off_detailed.csv'
+    detailed_rows = list(csv.DictReader(open(detailed))) if detailed.exists() else None
+    return verdict, rcp, crashed, scaling, rows, detailed_rows
+
+
+def compare_table(name, off_detailed, our_table):
+    """Each (system, benchmark) of the summarizer's detailed table against our row."""
+    ours_by_key = {(r['details_url'], r['benchmark']): r for r in our_table}
+    seen = set()
+    for off in off_detailed:
+        benchmarks = [c.split(':')[0] for c in off if c.endswith(':rcp_scaling_factor') and off[c] != '']
+        for b in benchmarks:
+            key = (off['details_url'], b)
+            seen.add(key)
+            our = ours_by_key.get(key)
+            if our is None:
+                fail(f'{name}: results table has no row for {key}')
+                continue
+            for col in SHARED_COLUMNS:
+                counts['table_cells'] += 1
+                if not same_cell(off[col], our[col]):
+                    fail(f'{name}: results table {b} {col}: official {off[col]!r}, ours {our[col]!r}')
+            for m in METRICS:
+                counts['table_cells'] += 1
+                counts['energy_cells'] += m == 'Energy' and off[f'{b}:{m}'] != ''
+                if not same_cell(off[f'{b}:{m}'], our[m]):
+                    fail(f'{name}: results table {b} {m}: official {off[f"{b}:{m}"]!r}, ours {our[m]!r}')
+    for key in set(ours_by_key) - seen:
+        fail(f'{name}: results table row {key} that the summarizer does not have')
 
 
 def ours(binary, args, cwd):
@@ -111,7 +149,9 @@ def compare_package(binary, name, src_org, ruleset, mutate=None):
         copy2 = pathlib.Path(work, 'pkg2', 'ORG')
         shutil.copytree(org, copy2, symlinks=True)
         before = tree_digest(org)
-        p = ours(binary, ['--ruleset', ruleset, '--json', '--csv', str(pathlib.Path(work, 'ours.csv')), str(org)], work)
+        table = pathlib.Path(work, 'table.csv')
+        p = ours(binary, ['--ruleset', ruleset, '--json', '--csv', str(pathlib.Path(work, 'ours.csv')),
+                          '--results-table', str(table), str(org)], work)
         if tree_digest(org) != before:
             fail(f'{name}: compliance_check changed the tree without --write-scaling')
         if p.returncode not in (0, 1):
@@ -127,7 +167,7 @@ def compare_package(binary, name, src_org, ruleset, mutate=None):
         pw = ours(binary, ['--ruleset', ruleset, '--write-scaling', str(copy2)], work)
         ours_scaling = scaling_files(copy2)
 
-        verdict, rcp, crashed, off_scaling, off_rows = official(org, ruleset, work)
+        verdict, rcp, crashed, off_scaling, off_rows, off_detailed = official(org, ruleset, work)
         counts['packages'] += 1
         if verdict != ours_pkg['verdict']:
             fail(f'{name}: package verdict official {verdict}, ours {ours_pkg["verdict"]}')
@@ -154,6 +194,8 @@ def compare_package(binary, name, src_org, ruleset, mutate=None):
                         fail(f'{name}: CSV column {off_rows[0][i]}: official {a!r}, ours {b!r}')
                 if len(r_off) != len(r_our):
                     fail(f'{name}: CSV row width {len(r_off)} vs {len(r_our)}')
+        if off_detailed is not None:
+            compare_table(name, off_detailed, list(csv.DictReader(open(table))))
 
 
 # --- mutations of a one-directory package (v3.0 resnet, 5 runs) ----------------------------------
@@ -196,8 +238,31 @@ def m_duplicated_seed(org):
     sub_file(res(org) / 'result_1.txt', r'("key": "seed", "value": )\d+', r'\g<1>' + seed.group(1))
 
 
+def power_line(key, value, time_ms):
+    return (':::MLLOG {"namespace": "", "time_ms": %d, "event_type": "POINT_IN_TIME", "key": "%s", '
+            '"value": %s, "metadata": {"file": "power.py", "lineno": 1}}\n' % (time_ms, key, value))
+
+
+def m_power_logs(org):
+    """Power logs for every run: two nodes with readings at uneven times (one
+    without a stop line), a conversion efficiency, and an interconnect estimate."""
+    for k, f in enumerate(sorted(res(org).glob('result_*.txt'))):
+        d = res(org) / 'power' / f.stem
+        d.mkdir(parents=True)
+        for node in range(2):
+            t0 = 1_000_000 + 7_000 * k + 13 * node
+            lines = [power_line('power_measurement_start', 0, t0)]
+            for i in range(1, 40):
+                lines.append(power_line('power_reading', 3000 + 37 * ((i * (k + 3) + node) % 11), t0 + 997 * i + i * i))
+            if node == 0:
+                lines.append(power_line('conversion_eff', 0.93, t0 + 5))
+                lines.append(power_line('power_measurement_stop', 0, t0 + 997 * 39 + 39 * 39))
+            (d / f'node_{node}.txt').write_text(''.join(lines))
+        (d / 'sw_0.txt').write_text(power_line('conversion_eff', 0.9, 1) + power_line('interconnect_power_est', 412.5, 2))
+
+
 MUTATIONS = [m_missing_system_json, m_run_too_few, m_two_unconverged, m_small_batch, m_mismatched_batch,
-             m_duplicated_seed]
+             m_duplicated_seed, m_power_logs]
 
 
 def resnet_only(corpus, dest):
@@ -317,6 +382,8 @@ def main():
             compare_package(binary, m.__name__, base, '3.0.0', m)
     check_claims(binary, corpus)
     check_bad_trees(binary, corpus)
+    if counts['energy_cells'] == 0:
+        fail('no energy value was compared (the power-log mutation gave none)')
     print('checked:', counts)
     if failures:
         print(f'{len(failures)} differences')

@@ -274,6 +274,30 @@ void AddBenchmarkDir(const fs::path& dir, const std::string& benchmark,
   }
 }
 
+// results/<system>/privateid.json, which the summarizer reads for its
+// private_id column: {"private_id": ...}. A file that does not parse makes it
+// skip the system's row; one that is not an object makes it crash.
+void ReadPrivateId(const fs::path& sys_dir, const std::string& system, OrgReport& report) {
+  const fs::path path = sys_dir / "privateid.json";
+  std::error_code ec;
+  SystemReport* desc = nullptr;
+  for (SystemReport& s : report.systems) desc = s.name == system ? &s : desc;
+  if (!desc || !fs::exists(path, ec)) return;
+  absl::StatusOr<std::string> text = ReadFileLimited(path, kMaxSmallFileBytes);
+  absl::StatusOr<json::Value> id = text.ok()
+                                       ? json::Parse(*text, {.encoding = json::Encoding::kUtf8})
+                                       : absl::StatusOr<json::Value>(text.status());
+  if (!id.ok() || !id->is_object()) {
+    desc->private_id_unreadable = true;
+    report.warnings.push_back(fmt::format(
+        "{}: not a JSON object; the result summarizer leaves system {} out of its table",
+        DisplayPath(path), DisplayName(system)));
+    return;
+  }
+  if (const json::Value* v = id->Find("private_id"); v && !v->is_null())
+    desc->private_id = v->is_string() ? v->as_string() : json::Dump(*v);
+}
+
 // Adds every benchmark directory of results/<system> to the report.
 void AddSystem(const fs::path& org, const std::string& system,
                const std::vector<std::string>& allowed, const PackageOptions& options,
@@ -283,6 +307,7 @@ void AddSystem(const fs::path& org, const std::string& system,
   const PackageParams sys_params = ReadParams(sys_dir / "package_checker_params", param_warnings);
   report.warnings.insert(report.warnings.end(), param_warnings.begin(), param_warnings.end());
   const std::string division = SystemDivision(sys_dir, system, report);
+  ReadPrivateId(sys_dir, system, report);
   absl::StatusOr<std::vector<DirEntry>> benchmarks = ListDir(sys_dir);
   if (!benchmarks.ok()) {
     report.errors.push_back(std::string(benchmarks.status().message()));

@@ -89,6 +89,10 @@ struct SystemReport {
   json::Value desc;
   SystemDescCheck check;
   std::string error;  // missing or unparsable systems/<system>.json
+  // results/<system>/privateid.json's "private_id", as the summarizer reads
+  // it; a file that does not parse makes the summarizer skip the system.
+  std::string private_id;
+  bool private_id_unreadable = false;
 };
 
 struct OrgReport {

@@ -72,7 +72,7 @@ ResultsTable BuildResultsTable(const std::vector<const OrgReport*>& orgs) {
                "code_url"};
   for (const OrgReport* org : orgs) {
     for (const SystemReport& s : org->systems) {
-      if (!s.desc_loaded) continue;
+      if (!s.desc_loaded || s.private_id_unreadable) continue;
       const json::Value& desc = s.desc;
       const std::optional<long long> nodes = ToInt(DescField(desc, "number_of_nodes"));
       const std::optional<long long> hosts = ToInt(DescField(desc, "host_processors_per_node"));
@@ -109,7 +109,7 @@ ResultsTable BuildResultsTable(const std::vector<const OrgReport*>& orgs) {
             rcp,
             d.rcp && d.rcp->record ? std::optional<double>(d.rcp->record->mean) : std::nullopt,
             std::optional<double>(d.score.scaling_factor),
-            std::string(),
+            s.private_id,
             SystemNotes(desc),
             DetailsUrl(org->ruleset, submitter, s.name),
             CodeUrl(org->ruleset, submitter),

@@ -35,7 +35,7 @@ std::string SummaryCsv(const std::vector<const OrgReport*>& orgs) {
   std::vector<std::vector<Cell>> rows;
   for (const OrgReport* org : orgs) {
     for (const SystemReport& s : org->systems) {
-      if (!s.desc_loaded) continue;
+      if (!s.desc_loaded || s.private_id_unreadable) continue;
       bool has_results = false;
       for (const BenchmarkDirReport& d : org->dirs) has_results = has_results || d.system == s.name;
       if (!has_results) continue;
@@ -56,7 +56,7 @@ std::string SummaryCsv(const std::vector<const OrgReport*>& orgs) {
           accels && nodes ? std::optional<long long>(*accels * *nodes) : std::nullopt,
           DescField(desc, "framework"),
           SystemNotes(desc),
-          std::string()};
+          s.private_id};
       for (const std::string& b : benchmarks) {
         std::optional<double> score;
         for (const BenchmarkDirReport& d : org->dirs) {

@@ -192,6 +192,33 @@ TEST_F(AlteredPackage, DerivedSeedsAreNoted) {
       << All(report.dirs[0].review_warnings);
 }
 
+TEST_F(AlteredPackage, ConvergenceFasterThanEveryReferenceRunIsNoted) {
+  EXPECT_FALSE(Has(Check().dirs[0].review_warnings, "faster than every reference run"));
+  // The RCP reader takes the last evaluation's epoch: say 31 instead of 35.
+  for (int i = 0; i < 5; ++i) {
+    Edit(fmt::format("result_{}.txt", i),
+         R"(("eval_accuracy", "value": [0-9.]+, "metadata": \{[^}]*"epoch_num": )35\})",
+         "$0131}");
+  }
+  const OrgReport report = Check();
+  EXPECT_TRUE(Has(report.dirs[0].review_warnings,
+                  "converges faster than every reference run: olympic mean 31 against"))
+      << All(report.dirs[0].review_warnings);
+}
+
+TEST_F(AlteredPackage, TwoSystemsWithTheSameSeedsAreNoted) {
+  // The same runs filed under a second system: every seed in common.
+  const fs::path copy = org_ / "results" / "dgxh100_copy" / "resnet";
+  fs::create_directories(copy.parent_path());
+  fs::copy(resnet_, copy);
+  fs::copy(org_ / "systems" / "dgxh100_ngc23.04_mxnet.json",
+           org_ / "systems" / "dgxh100_copy.json");
+  const OrgReport report = Check();
+  EXPECT_TRUE(Has(report.notes, "resnet: systems dgxh100_copy and dgxh100_ngc23.04_mxnet log 5 "
+                                "seed(s) in common"))
+      << All(report.notes);
+}
+
 TEST_F(AlteredPackage, AnotherRulesetIsNamedWhenItFitsBetter) {
   // resnet is not a 5.1.0 benchmark: 1.0.0 to 4.0.0 allow it, and the
   // description's 3.x "onprem" status narrows it to 1.0.0-3.1.0.

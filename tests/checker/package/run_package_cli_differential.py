@@ -238,6 +238,14 @@ def m_duplicated_seed(org):
     sub_file(res(org) / 'result_1.txt', r'("key": "seed", "value": )\d+', r'\g<1>' + seed.group(1))
 
 
+def m_private_id(org):
+    (res(org).parent / 'privateid.json').write_text('{"private_id": "amber-river-eight-moon"}')
+
+
+def m_broken_private_id(org):
+    (res(org).parent / 'privateid.json').write_text('{"private_id": ')
+
+
 def power_line(key, value, time_ms):
     return (':::MLLOG {"namespace": "", "time_ms": %d, "event_type": "POINT_IN_TIME", "key": "%s", '
             '"value": %s, "metadata": {"file": "power.py", "lineno": 1}}\n' % (time_ms, key, value))
@@ -262,7 +270,7 @@ def m_power_logs(org):
 
 
 MUTATIONS = [m_missing_system_json, m_run_too_few, m_two_unconverged, m_small_batch, m_mismatched_batch,
-             m_duplicated_seed, m_power_logs]
+             m_duplicated_seed, m_power_logs, m_private_id, m_broken_private_id]
 
 
 def resnet_only(corpus, dest):

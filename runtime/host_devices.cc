@@ -14,13 +14,10 @@
 #include "fmt/format.h"
 
 namespace mlperf::runtime {
-namespace {
 
 namespace fs = std::filesystem;
 
-// The first line of a sysfs attribute, trimmed; "" when it cannot be read
-// (an interface that is down answers `speed` with EINVAL).
-std::string Attribute(const fs::path& path) {
+std::string SysfsAttribute(const fs::path& path) {
   std::ifstream in(path);
   std::string line;
   if (!std::getline(in, line)) return "";
@@ -28,6 +25,8 @@ std::string Attribute(const fs::path& path) {
   const size_t end = line.find_last_not_of(" \t\r");
   return begin == std::string::npos ? "" : line.substr(begin, end - begin + 1);
 }
+
+namespace {
 
 // Entries of a folder, sorted (the kernel lists them in no fixed order).
 std::vector<fs::path> SortedEntries(const fs::path& dir) {
@@ -117,8 +116,8 @@ std::optional<std::string> DiskKind(const fs::path& disk) {
   if (name.starts_with("sd") || name.starts_with("hd")) {
     static const std::set<std::string> virtual_vendors = {"QEMU", "VMware", "VMware,", "Msft",
                                                           "Google"};
-    if (virtual_vendors.contains(Attribute(disk / "device/vendor"))) return "virtual disk";
-    const std::string rotational = Attribute(disk / "queue/rotational");
+    if (virtual_vendors.contains(SysfsAttribute(disk / "device/vendor"))) return "virtual disk";
+    const std::string rotational = SysfsAttribute(disk / "queue/rotational");
     if (rotational == "0") return "SATA/SAS SSD";
     if (rotational == "1") return "HDD";
   }
@@ -141,7 +140,7 @@ bool CollectDisks(fs::path dev, int depth, Groups& disks) {
   }
   const std::optional<std::string> kind = DiskKind(dev);
   if (!kind.has_value()) return false;
-  disks.Add(*kind, Attribute(dev / "device/model"), dev.filename().string());
+  disks.Add(*kind, SysfsAttribute(dev / "device/model"), dev.filename().string());
   return true;
 }
 
@@ -153,7 +152,7 @@ std::optional<std::string> BlockDeviceType(unsigned major, unsigned minor, const
   if (!CollectDisks(dev, 0, disks) || disks.empty()) return std::nullopt;
   std::string out = disks.Join(" + ");
   // md RAID says how the disks are combined.
-  if (const std::string level = Attribute(dev / "md/level"); !level.empty())
+  if (const std::string level = SysfsAttribute(dev / "md/level"); !level.empty())
     out += fmt::format(" in {} {}", level, dev.filename().string());
   return out;
 }
@@ -203,18 +202,18 @@ std::optional<std::string> HostNetworking(const SysPaths& paths) {
     // Software interfaces (lo, bridges, veth, tunnels) have no device.
     std::error_code ec;
     if (name == "lo" || !fs::exists(iface / "device", ec)) continue;
-    const std::string type = Attribute(iface / "type");  // ARPHRD_*: 1 Ethernet, 32 InfiniBand
+    const std::string type = SysfsAttribute(iface / "type");  // ARPHRD_*: 1 Ethernet, 32 InfiniBand
     const std::string kind = type == "1"    ? "Ethernet"
                              : type == "32" ? "InfiniBand"
                                             : fmt::format("network (type {})", type);
     const std::string driver = fs::read_symlink(iface / "device/driver", ec).filename().string();
-    links.Add(kind + LinkSpeed(Attribute(iface / "speed")), driver, name);
+    links.Add(kind + LinkSpeed(SysfsAttribute(iface / "speed")), driver, name);
   }
   // RDMA ports: InfiniBand without IPoIB has no network interface at all.
   for (const fs::path& hca : SortedEntries(paths.sys / "class/infiniband")) {
     for (const fs::path& port : SortedEntries(hca / "ports")) {
-      const std::string layer = Attribute(port / "link_layer");
-      const std::string rate = Attribute(port / "rate");
+      const std::string layer = SysfsAttribute(port / "link_layer");
+      const std::string rate = SysfsAttribute(port / "rate");
       const std::string kind = layer == "Ethernet" ? "RoCE" : layer.empty() ? "RDMA" : layer;
       links.Add(rate.empty() ? kind : kind + " " + rate, "",
                 fmt::format("{} port {}", hca.filename().string(), port.filename().string()));

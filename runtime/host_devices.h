@@ -11,6 +11,10 @@
 
 namespace mlperf::runtime {
 
+// The first line of a /sys or /proc attribute, trimmed; "" when it cannot be
+// read (an interface that is down answers `speed` with EINVAL).
+std::string SysfsAttribute(const std::filesystem::path& path);
+
 // Where the probes read; tests pass a made-up tree.
 struct SysPaths {
   std::filesystem::path sys = "/sys";

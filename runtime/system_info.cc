@@ -36,13 +36,6 @@ struct CpuInfo {
   std::string frequency = "unknown";
 };
 
-std::string FirstLine(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
-
 std::string ValueAfterColon(const std::string& line) {
   const size_t colon = line.find(':');
   if (colon == std::string::npos) return "";
@@ -67,7 +60,7 @@ CpuInfo ReadCpuInfo() {
   c.physical_cores = cores.empty() ? c.vcpus : static_cast<int>(cores.size());
   // The nominal maximum when cpufreq exposes it; else the (rounded) current
   // clock, so that the description stays the same between invocations.
-  const std::string max_khz = FirstLine("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq");
+  const std::string max_khz = SysfsAttribute("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq");
   if (!max_khz.empty()) {
     c.frequency = fmt::format("{} MHz", std::stoll(max_khz) / 1000);
   } else if (!mhz.empty()) {
@@ -80,11 +73,11 @@ std::string Caches() {
   std::vector<std::string> parts;
   for (int i = 0; i < 8; ++i) {
     const std::string dir = fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/", i);
-    const std::string size = FirstLine(dir + "size");
+    const std::string size = SysfsAttribute(dir + "size");
     if (size.empty()) break;
-    const std::string type = FirstLine(dir + "type");
+    const std::string type = SysfsAttribute(dir + "type");
     const char* suffix = type == "Data" ? "d" : type == "Instruction" ? "i" : "";
-    parts.push_back(fmt::format("L{}{} {}", FirstLine(dir + "level"), suffix, size));
+    parts.push_back(fmt::format("L{}{} {}", SysfsAttribute(dir + "level"), suffix, size));
   }
   if (parts.empty()) return "unknown";
   std::string out;

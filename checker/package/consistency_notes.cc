@@ -7,15 +7,11 @@
 #include <set>
 #include <tuple>
 
+#include "absl/strings/ascii.h"
 #include "fmt/format.h"
 
 namespace mlperf::package {
 namespace {
-
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 // Letters and digits only, lower case: "1x NVIDIA DGX-H100" -> "1xnvidiadgxh100".
 std::string Squeeze(const std::string& s) {
@@ -47,7 +43,7 @@ std::optional<long long> Whole(const std::string& s) {
 // on-premise"); a 3.x description's plain "available" covers both
 // on-premise and cloud.
 std::string StatusClass(const std::string& status) {
-  const std::string s = Lower(status);
+  const std::string s = absl::AsciiStrToLower(status);
   if (s == "onprem" || s.starts_with("available on-prem") || s == "on-premise") return "onprem";
   if (s == "cloud" || s == "available cloud") return "cloud";
   if (s == "research" || s == "rdi" || s.starts_with("research, development")) return "research";
@@ -119,7 +115,7 @@ bool ContradictsSystem(const std::string& platform, const std::vector<std::strin
 
 // A value still holding a logging template's placeholder.
 bool Placeholder(const std::string& value) {
-  return Lower(value).find("placeholder") != std::string::npos;
+  return absl::AsciiStrToLower(value).find("placeholder") != std::string::npos;
 }
 
 // "8xNVIDIA DGX H100" -> (8, "NVIDIA DGX H100").
@@ -192,7 +188,7 @@ std::vector<std::string> DescriptionNotes(const OrgReport& report) {
           v && !submitter.empty() && !Placeholder(*v) && !SameOrganisation(*v, submitter))
         note("submission_org", *v, fmt::format("submitter \"{}\"", submitter));
       if (auto v = logged("submission_division");
-          v && !division.empty() && Lower(*v) != Lower(division))
+          v && !division.empty() && absl::AsciiStrToLower(*v) != absl::AsciiStrToLower(division))
         note("submission_division", *v, fmt::format("division \"{}\"", division));
       if (auto v = logged("submission_status"); v && !status.empty() && !SameStatus(*v, status))
         note("submission_status", *v, fmt::format("status \"{}\"", status));

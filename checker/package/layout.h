@@ -63,6 +63,9 @@ absl::Status CheckFileLimited(const std::filesystem::path& path, uint64_t max_by
 // Reads a whole file that passes CheckFileLimited.
 absl::StatusOr<std::string> ReadFileLimited(const std::filesystem::path& path, uint64_t max_bytes);
 
+// Params files, scaling.json and privateid.json: real ones are a few bytes;
+// a far larger one is refused from its size, never read.
+inline constexpr uint64_t kMaxSmallFileBytes = 16ull << 20;
 // The largest result log read (the biggest published ones are a few MB).
 inline constexpr uint64_t kMaxResultLogBytes = 512ull << 20;
 // Real system descriptions are about 2 KB; a parsed JSON tree takes up to

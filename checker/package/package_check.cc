@@ -18,6 +18,7 @@
 #include "checker/package/ruleset_guess.h"
 #include "checker/package/seed_check.h"
 #include "checker/package/seed_notes.h"
+#include "checker/package/system_reports.h"
 #include "fmt/format.h"
 #include "quality_targets/benchmark_meta.h"
 
@@ -26,9 +27,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Real result logs are at most tens of MB; anything far larger is not a log
-// and is refused from its size (a sparse garbage file must not be read).
-constexpr uint64_t kMaxSmallFileBytes = 16ull << 20;  // JSON and params files
 // What a run keeps of its submission_* lines for the description notes.
 constexpr size_t kMaxSettings = 16;
 constexpr size_t kMaxSettingBytes = 256;
@@ -116,46 +114,6 @@ void CheckRun(const fs::path& path, const std::string& benchmark, const checker:
   review = RunWarnings(*parsed);
   fingerprint = BodyFingerprint(*parsed);
   KeepDirectoryLines(*parsed);
-}
-
-void CheckSystemDescriptions(const fs::path& org, const PackageOptions& options,
-                             OrgReport& report) {
-  absl::StatusOr<std::vector<DirEntry>> entries = ListDir(org / "systems");
-  if (!entries.ok()) {
-    report.errors.push_back(std::string(entries.status().message()));
-    report.input_error = true;
-    return;
-  }
-  for (const DirEntry& e : *entries) {
-    if (!e.name.ends_with(".json")) continue;
-    SystemReport s;
-    s.name = e.name.substr(0, e.name.size() - 5);
-    if (options.only_system && *options.only_system != s.name) continue;
-    const fs::path path = org / "systems" / e.name;
-    absl::StatusOr<std::string> text = ReadFileLimited(path, kMaxSystemDescBytes);
-    absl::StatusOr<json::Value> desc = text.ok()
-                                           ? json::Parse(*text, {.encoding = json::Encoding::kUtf8})
-                                           : absl::StatusOr<json::Value>(text.status());
-    if (!desc.ok()) {
-      // A read error names the file already; a parse error does not.
-      s.error = text.ok()
-                    ? fmt::format("{}: {}", DisplayPath(path), std::string(desc.status().message()))
-                    : std::string(desc.status().message());
-      report.errors.push_back(fmt::format("system description cannot be read: {}", s.error));
-      if (!text.ok()) report.input_error = true;  // a FIFO, a device, too large
-    } else {
-      s.desc_loaded = true;
-      s.desc = *std::move(desc);
-      s.check = CheckSystemDesc(s.desc, options.ruleset);
-      if (!s.check.valid) {
-        std::string reasons;
-        for (const std::string& r : s.check.reasons) reasons += (reasons.empty() ? "" : "; ") + r;
-        report.errors.push_back(
-            fmt::format("{}: system description check failed: {}", DisplayPath(path), reasons));
-      }
-    }
-    report.systems.push_back(std::move(s));
-  }
 }
 
 const SystemReport* FindSystem(const OrgReport& report, const std::string& name) {
@@ -272,30 +230,6 @@ void AddBenchmarkDir(const fs::path& dir, const std::string& benchmark,
     d.warnings.push_back(
         fmt::format("{} files in the directory, some not named result_*.txt", files->size()));
   }
-}
-
-// results/<system>/privateid.json, which the summarizer reads for its
-// private_id column: {"private_id": ...}. A file that does not parse makes it
-// skip the system's row; one that is not an object makes it crash.
-void ReadPrivateId(const fs::path& sys_dir, const std::string& system, OrgReport& report) {
-  const fs::path path = sys_dir / "privateid.json";
-  std::error_code ec;
-  SystemReport* desc = nullptr;
-  for (SystemReport& s : report.systems) desc = s.name == system ? &s : desc;
-  if (!desc || !fs::exists(path, ec)) return;
-  absl::StatusOr<std::string> text = ReadFileLimited(path, kMaxSmallFileBytes);
-  absl::StatusOr<json::Value> id = text.ok()
-                                       ? json::Parse(*text, {.encoding = json::Encoding::kUtf8})
-                                       : absl::StatusOr<json::Value>(text.status());
-  if (!id.ok() || !id->is_object()) {
-    desc->private_id_unreadable = true;
-    report.warnings.push_back(fmt::format(
-        "{}: not a JSON object; the result summarizer leaves system {} out of its table",
-        DisplayPath(path), DisplayName(system)));
-    return;
-  }
-  if (const json::Value* v = id->Find("private_id"); v && !v->is_null())
-    desc->private_id = v->is_string() ? v->as_string() : json::Dump(*v);
 }
 
 // Adds every benchmark directory of results/<system> to the report.

@@ -43,41 +43,16 @@ std::string SummarizerRcpStatus(const BenchmarkDirReport& d) {
 
 ResultsTable BuildResultsTable(const std::vector<const OrgReport*>& orgs) {
   ResultsTable t;
-  t.columns = {"round",
-               "division",
-               "availability",
-               "submitter",
-               "system",
-               "system_folder",
-               "number_of_nodes",
-               "host_processor_model_name",
-               "host_processors_count",
-               "accelerator_model_name",
-               "accelerators_count",
-               "framework",
-               "benchmark",
-               "verdict",
-               "runs",
-               "compliant_runs",
-               "time_to_train",
-               "Energy",
-               "GBS",
-               "samples_to_converge",
-               "RCP",
-               "rcp_mean",
-               "rcp_scaling_factor",
-               "private_id",
-               "notes",
-               "details_url",
-               "code_url"};
+  t.columns = {"round"};
+  t.columns.insert(t.columns.end(), SystemColumns().begin(), SystemColumns().end());
+  t.columns.insert(t.columns.end(),
+                   {"system_folder", "benchmark", "verdict", "runs", "compliant_runs",
+                    "time_to_train", "Energy", "GBS", "samples_to_converge", "RCP", "rcp_mean",
+                    "rcp_scaling_factor", "private_id", "notes", "details_url", "code_url"});
   for (const OrgReport* org : orgs) {
     for (const SystemReport& s : org->systems) {
       if (!s.desc_loaded || s.private_id_unreadable) continue;
-      const json::Value& desc = s.desc;
-      const std::optional<long long> nodes = ToInt(DescField(desc, "number_of_nodes"));
-      const std::optional<long long> hosts = ToInt(DescField(desc, "host_processors_per_node"));
-      const std::optional<long long> accels = ToInt(DescField(desc, "accelerators_per_node"));
-      const std::string submitter = DescField(desc, "submitter");
+      const std::string submitter = DescField(s.desc, "submitter");
       for (const BenchmarkDirReport& d : org->dirs) {
         if (d.system != s.name || d.skipped) continue;
         const bool closed = d.division == "closed";
@@ -85,19 +60,11 @@ ResultsTable BuildResultsTable(const std::vector<const OrgReport*>& orgs) {
         if (closed && d.rcp && d.rcp->global_batch_size.is_number())
           gbs = d.rcp->global_batch_size.as_float();
         const std::string rcp = SummarizerRcpStatus(d);
-        t.rows.push_back({
-            ShortRound(org->ruleset),
-            DescField(desc, "division"),
-            DescField(desc, "status"),
-            submitter,
-            DescField(desc, "system_name"),
+        std::vector<Cell> row = {ShortRound(org->ruleset)};
+        std::vector<Cell> system = SystemCells(s.desc);
+        row.insert(row.end(), system.begin(), system.end());
+        row.insert(row.end(), {
             s.name,
-            DescField(desc, "number_of_nodes"),
-            DescField(desc, "host_processor_model_name"),
-            hosts && nodes ? std::optional<long long>(*hosts * *nodes) : std::nullopt,
-            DescField(desc, "accelerator_model_name"),
-            accels && nodes ? std::optional<long long>(*accels * *nodes) : std::nullopt,
-            DescField(desc, "framework"),
             d.benchmark,
             std::string(d.passed() ? "PASS" : "FAIL"),
             std::optional<long long>(static_cast<long long>(d.runs.size())),
@@ -110,34 +77,20 @@ ResultsTable BuildResultsTable(const std::vector<const OrgReport*>& orgs) {
             d.rcp && d.rcp->record ? std::optional<double>(d.rcp->record->mean) : std::nullopt,
             std::optional<double>(d.score.scaling_factor),
             s.private_id,
-            SystemNotes(desc),
+            SystemNotes(s.desc),
             DetailsUrl(org->ruleset, submitter, s.name),
             CodeUrl(org->ruleset, submitter),
         });
+        t.rows.push_back(std::move(row));
       }
     }
   }
-  std::stable_sort(t.rows.begin(), t.rows.end(), [](const auto& a, const auto& b) {
-    return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(), CellLess);
-  });
+  SortRows(t.rows);
   return t;
 }
 
 std::string ResultsTableCsv(const ResultsTable& table) {
-  std::string out;
-  for (size_t i = 0; i < table.columns.size(); ++i) {
-    if (i) out += ',';
-    out += table.columns[i];
-  }
-  out += '\n';
-  for (const auto& row : table.rows) {
-    for (size_t i = 0; i < row.size(); ++i) {
-      if (i) out += ',';
-      out += RenderCsv(row[i]);
-    }
-    out += '\n';
-  }
-  return out;
+  return CsvText(table.columns, table.rows);
 }
 
 std::string ResultsTableJson(const ResultsTable& table) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "absl/strings/str_join.h"
 #include "checker/engine.h"
 #include "checker/package/layout.h"
 #include "checker/package/system_desc.h"
@@ -19,12 +20,6 @@ constexpr size_t kMaxSampledLogs = 8;
 bool Allows(const std::string& ruleset, const std::string& benchmark) {
   const std::vector<std::string> allowed = meta::AllowedBenchmarks(ruleset);
   return std::find(allowed.begin(), allowed.end(), benchmark) != allowed.end();
-}
-
-std::string Join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& s : items) out += (out.empty() ? "" : ", ") + s;
-  return out;
 }
 
 }  // namespace
@@ -110,12 +105,12 @@ std::optional<std::string> RulesetGuessNote(const OrgReport& report,
   }
   const int best_complying = best_score.first;
   const bool one = best.size() == 1;
-  const std::string names = one ? "ruleset " + best[0] : "rulesets " + Join(best);
+  const std::string names = one ? "ruleset " + best[0] : "rulesets " + absl::StrJoin(best, ", ");
   if (!not_allowed.empty()) {
     return fmt::format(
         "{} {} this package better than {}: {} does not allow {} (skipped), {} every "
         "benchmark folder{}",
-        names, one ? "fits" : "fit equally", given, given, Join(not_allowed),
+        names, one ? "fits" : "fit equally", given, given, absl::StrJoin(not_allowed, ", "),
         one ? "it allows" : "each allows",
         sampled == 0 ? ""
                      : fmt::format(", and {} of {} sampled log(s) comply under {}", best_complying,

@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 
+#include "absl/strings/str_join.h"
 #include "fmt/format.h"
 
 namespace mlperf::package {
@@ -30,12 +31,13 @@ int Major(const std::string& ruleset) {
   return major;
 }
 
-std::string Join(const std::vector<long long>& values, size_t limit) {
-  std::string out;
-  for (size_t i = 0; i < values.size() && i < limit; ++i)
-    out += (i ? ", " : "") + std::to_string(values[i]);
-  if (values.size() > limit) out += ", ...";
-  return out;
+// The first few values of a list, for a note.
+template <typename T>
+std::string FirstFew(const std::vector<T>& values) {
+  constexpr size_t kListed = 5;
+  const size_t n = std::min(values.size(), kListed);
+  return absl::StrJoin(values.begin(), values.begin() + n, ", ") +
+         (values.size() > n ? ", ..." : "");
 }
 
 }  // namespace
@@ -67,7 +69,7 @@ std::vector<std::string> DirectorySeedNotes(const BenchmarkDirReport& d,
       out.push_back(fmt::format(
           "the {} runs' seeds ({}) step by {}: they look derived from one base seed rather than "
           "drawn for each run",
-          seeds.size(), Join(seeds, 5), step));
+          seeds.size(), FirstFew(seeds), step));
     }
   }
   return out;
@@ -93,13 +95,10 @@ std::vector<std::string> SharedSeedNotes(const OrgReport& report) {
     }
     for (const auto& [pair, values] : shared) {
       if (values.size() < kMinSharedSeeds) continue;
-      std::string list;
-      for (size_t i = 0; i < values.size() && i < 5; ++i) list += (i ? ", " : "") + values[i];
-      if (values.size() > 5) list += ", ...";
       out.push_back(fmt::format(
           "{}: systems {} and {} log {} seed(s) in common ({}): runs of two implementations "
           "with the same seeds are not independent (mlcommons/logging #129)",
-          benchmark, pair.first, pair.second, values.size(), list));
+          benchmark, pair.first, pair.second, values.size(), FirstFew(values)));
     }
   }
   return out;

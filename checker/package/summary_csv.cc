@@ -16,18 +16,9 @@ std::string SummaryCsv(const std::vector<const OrgReport*>& orgs) {
         benchmarks.push_back(b);
     }
   }
-  std::vector<std::string> header = {"division",
-                                     "availability",
-                                     "submitter",
-                                     "system",
-                                     "number_of_nodes",
-                                     "host_processor_model_name",
-                                     "host_processors_count",
-                                     "accelerator_model_name",
-                                     "accelerators_count",
-                                     "framework",
-                                     "notes",
-                                     "private_id"};
+  std::vector<std::string> header = SystemColumns();
+  header.push_back("notes");
+  header.push_back("private_id");
   header.insert(header.end(), benchmarks.begin(), benchmarks.end());
   header.push_back("details_url");
   header.push_back("code_url");
@@ -39,24 +30,10 @@ std::string SummaryCsv(const std::vector<const OrgReport*>& orgs) {
       bool has_results = false;
       for (const BenchmarkDirReport& d : org->dirs) has_results = has_results || d.system == s.name;
       if (!has_results) continue;
-      const json::Value& desc = s.desc;
-      const std::optional<long long> nodes = ToInt(DescField(desc, "number_of_nodes"));
-      const std::optional<long long> hosts = ToInt(DescField(desc, "host_processors_per_node"));
-      const std::optional<long long> accels = ToInt(DescField(desc, "accelerators_per_node"));
-      const std::string submitter = DescField(desc, "submitter");
-      std::vector<Cell> row = {
-          DescField(desc, "division"),
-          DescField(desc, "status"),
-          submitter,
-          DescField(desc, "system_name"),
-          DescField(desc, "number_of_nodes"),
-          DescField(desc, "host_processor_model_name"),
-          hosts && nodes ? std::optional<long long>(*hosts * *nodes) : std::nullopt,
-          DescField(desc, "accelerator_model_name"),
-          accels && nodes ? std::optional<long long>(*accels * *nodes) : std::nullopt,
-          DescField(desc, "framework"),
-          SystemNotes(desc),
-          s.private_id};
+      const std::string submitter = DescField(s.desc, "submitter");
+      std::vector<Cell> row = SystemCells(s.desc);
+      row.push_back(SystemNotes(s.desc));
+      row.push_back(s.private_id);
       for (const std::string& b : benchmarks) {
         std::optional<double> score;
         for (const BenchmarkDirReport& d : org->dirs) {
@@ -69,23 +46,8 @@ std::string SummaryCsv(const std::vector<const OrgReport*>& orgs) {
       rows.push_back(std::move(row));
     }
   }
-  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
-    return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(), CellLess);
-  });
-  std::string out;
-  for (size_t i = 0; i < header.size(); ++i) {
-    if (i) out += ',';
-    out += header[i];
-  }
-  out += "\n";
-  for (const auto& row : rows) {
-    for (size_t i = 0; i < row.size(); ++i) {
-      if (i) out += ',';
-      out += RenderCsv(row[i]);
-    }
-    out += "\n";
-  }
-  return out;
+  SortRows(rows);
+  return CsvText(header, rows);
 }
 
 }  // namespace mlperf::package

@@ -1,5 +1,6 @@
 #include "checker/package/table_cells.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "fmt/format.h"
@@ -57,6 +58,58 @@ bool CellLess(const Cell& a, const Cell& b) {
   if (const auto* i = std::get_if<std::optional<long long>>(&a))
     return less_opt(*i, std::get<std::optional<long long>>(b));
   return less_opt(std::get<std::optional<double>>(a), std::get<std::optional<double>>(b));
+}
+
+void SortRows(std::vector<std::vector<Cell>>& rows) {
+  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+    return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(), CellLess);
+  });
+}
+
+std::string CsvText(const std::vector<std::string>& header,
+                    const std::vector<std::vector<Cell>>& rows) {
+  std::string out;
+  for (size_t i = 0; i < header.size(); ++i) {
+    if (i) out += ',';
+    out += header[i];
+  }
+  out += '\n';
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (i) out += ',';
+      out += RenderCsv(row[i]);
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+const std::vector<std::string>& SystemColumns() {
+  static const std::vector<std::string> columns = {
+      "division",      "availability",          "submitter",          "system",
+      "number_of_nodes", "host_processor_model_name", "host_processors_count",
+      "accelerator_model_name", "accelerators_count", "framework"};
+  return columns;
+}
+
+std::vector<Cell> SystemCells(const json::Value& desc) {
+  const std::optional<long long> nodes = ToInt(DescField(desc, "number_of_nodes"));
+  const std::optional<long long> hosts = ToInt(DescField(desc, "host_processors_per_node"));
+  const std::optional<long long> accels = ToInt(DescField(desc, "accelerators_per_node"));
+  auto times_nodes = [&](std::optional<long long> per_node) -> std::optional<long long> {
+    if (!per_node || !nodes) return std::nullopt;
+    return *per_node * *nodes;
+  };
+  return {DescField(desc, "division"),
+          DescField(desc, "status"),
+          DescField(desc, "submitter"),
+          DescField(desc, "system_name"),
+          DescField(desc, "number_of_nodes"),
+          DescField(desc, "host_processor_model_name"),
+          times_nodes(hosts),
+          DescField(desc, "accelerator_model_name"),
+          times_nodes(accels),
+          DescField(desc, "framework")};
 }
 
 std::string SystemNotes(const json::Value& desc) {

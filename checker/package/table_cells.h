@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "base/json.h"
 
@@ -33,6 +34,17 @@ json::Value CellJson(const Cell& c);
 
 // pandas sort_values over all columns: values ascending, missing last.
 bool CellLess(const Cell& a, const Cell& b);
+void SortRows(std::vector<std::vector<Cell>>& rows);
+
+// Header and rows as pandas writes them with index=False ("\n" line ends).
+std::string CsvText(const std::vector<std::string>& header,
+                    const std::vector<std::vector<Cell>>& rows);
+
+// The summarizer's description columns, division to framework, in its order,
+// and their cells for one systems/<system>.json (counts are per node times
+// number_of_nodes, empty where either is not a whole number).
+const std::vector<std::string>& SystemColumns();
+std::vector<Cell> SystemCells(const json::Value& desc);
 
 // The summarizer's hw_notes;sw_notes, and its details and code links.
 std::string SystemNotes(const json::Value& desc);

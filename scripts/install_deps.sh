@@ -30,6 +30,9 @@ debs=(
   libjpeg62-turbo-dev # ImageNet JPEG decoding
   libpng-dev          # the PNGs ImageNet keeps under .JPEG names
   zlib1g-dev          # KiTS19's .nii.gz volumes
+  libsqlite3-dev      # results_db's default warehouse, one file
+  libpq-dev           # results_db --db postgresql://... (libpq, PostgreSQL's own client)
+  libssl-dev          # SHA-256 of every ingested file (OpenSSL's libcrypto)
   python3             # CMake registers the Python-driven tests at configure time
 )
 # nvJPEG for the GPU data path (datasets/cuda) where the CUDA toolkit lacks it:
@@ -51,6 +54,7 @@ if ((with_oracles)); then
     python3-scipy       # scipy.ndimage.label: the 3D U-Net crop's connected components
     python3-nibabel     # a second NIfTI reader and writer for the KiTS19 tests
     chromium fonts-dejavu-core  # renders compliance_check --html in the browser test
+    postgresql          # a throw-away server for results_db's PostgreSQL test
   )
 fi
 

@@ -30,6 +30,7 @@ namespace fs = std::filesystem;
 // What a run keeps of its submission_* lines for the description notes.
 constexpr size_t kMaxSettings = 16;
 constexpr size_t kMaxSettingBytes = 256;
+constexpr size_t kMaxHyperparameters = 64;
 
 struct LogTask {
   size_t dir;
@@ -106,9 +107,19 @@ void CheckRun(const fs::path& path, const std::string& benchmark, const checker:
     const json::Value& v = line.value;
     const bool small = v.is_string() ? v.as_string().size() <= kMaxSettingBytes
                                      : v.is_number() || v.is_bool();
-    if (line.key_is_string && line.key.starts_with("submission_") && small &&
-        run.settings.size() < kMaxSettings)
-      run.settings.emplace(line.key, v);
+    if (!line.key_is_string || !small) continue;
+    if (line.key.starts_with("submission_")) {
+      if (run.settings.size() < kMaxSettings) run.settings.emplace(line.key, v);
+    } else if (run.hyperparameters.size() < kMaxHyperparameters) {
+      run.hyperparameters.emplace(line.key, v);
+    }
+  }
+  for (auto it = parsed->lines.rbegin(); it != parsed->lines.rend(); ++it) {
+    if (it->key != "run_stop") continue;
+    run.run_stop_ms = it->time_ms;
+    if (const json::Value* status = it->metadata.Find("status"); status && status->is_string())
+      run.run_status = status->as_string().substr(0, kMaxSettingBytes);
+    break;
   }
   if (options.report_details) run.curves = ExtractCurves(*parsed, benchmark, options.ruleset);
   review = RunWarnings(*parsed);

@@ -54,6 +54,11 @@ struct RunDetail {
   // The first value of each submission_* key logged before run_start (what
   // the description notes compare), bounded.
   std::map<std::string, json::Value> settings;
+  // Every other scalar key logged before run_start (hyperparameters,
+  // precision and seed keys; the first value of each), bounded.
+  std::map<std::string, json::Value> hyperparameters;
+  std::optional<double> run_stop_ms;  // the last run_stop's time_ms
+  std::string run_status;             // its metadata status ("success", "aborted")
   RunCurves curves;                    // with PackageOptions::report_details
 };
 

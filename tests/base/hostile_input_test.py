@@ -37,7 +37,8 @@ def says_why(r):
     """The last line on stderr is the tool's own (progress lines may come before)."""
     lines = r.stderr.strip().splitlines()
     return bool(lines) and lines[-1].split(":")[0] in (
-        "compliance_check", "package_score_report", "run_closed", "run_benchmark", "describe_system")
+        "compliance_check", "package_score_report", "run_closed", "run_benchmark", "describe_system",
+        "results_db")
 
 
 def char_device(path, minor):  # 1,3 = null; 1,7 = full
@@ -94,6 +95,31 @@ def case_outputs(c):
     r = tool("describe_system", "-o", c.full, cwd=c.tmp)
     c.expect(r.returncode == 2 and is_char_device(c.full) and says_why(r),
              f"describe_system -o full: exit {r.returncode}: {r.stderr}")
+    # The warehouse: a device or a result log as --db is refused, untouched; a
+    # database reached through a link is written in place; a page that is a
+    # device is written into it or refused, never replaced.
+    for target in (c.null, c.full):
+        r = tool("results_db", "--db", target, "ingest", c.pkg)
+        c.expect(r.returncode == 2 and is_char_device(target) and says_why(r),
+                 f"results_db --db a device: exit {r.returncode}: {r.stderr}")
+    db = os.path.join(c.tmp, "w.db")
+    db_link = os.path.join(c.tmp, "w_link.db")
+    os.symlink(db, db_link)
+    r = tool("results_db", "--db", db_link, "ingest", c.pkg)
+    c.expect(r.returncode == 0 and os.path.islink(db_link) and os.path.getsize(db) > 0,
+             f"results_db --db through a link: exit {r.returncode}: {r.stderr}")
+    pages = os.path.join(c.tmp, "pages")
+    os.makedirs(pages)
+    os.symlink(c.full, os.path.join(pages, "index.html"))
+    r = tool("results_db", "--db", db, "dashboard", "--out", pages)
+    c.expect(r.returncode == 2 and is_char_device(c.full) and says_why(r),
+             f"results_db dashboard, index.html a full device: exit {r.returncode}: {r.stderr}")
+    os.remove(os.path.join(pages, "index.html"))
+    os.symlink(db, os.path.join(pages, "index.html"))
+    size = os.path.getsize(db)
+    r = tool("results_db", "--db", db, "dashboard", "--out", pages)
+    c.expect(r.returncode == 2 and os.path.getsize(db) == size and says_why(r),
+             f"results_db dashboard over its own database: exit {r.returncode}: {r.stderr}")
     r = c.check(c.pkg, "--results-table", os.path.join(c.tmp, "t"), "--results-table-json",
                 os.path.join(c.tmp, "t"))
     c.expect(r.returncode == 2 and "also the output" in r.stderr, f"two tables one file: {r.stderr}")
@@ -163,6 +189,8 @@ def case_write_failures(c):
         "run_benchmark": lambda **kw: tool("run_benchmark", "--size", "small", "-b", "8", "-w", "1",
                                            "-i", "2", "-r", "1", cwd=c.tmp, **kw),
         "describe_system": lambda **kw: tool("describe_system", cwd=c.tmp, **kw),
+        "results_db": lambda **kw: tool("results_db", "--db", os.path.join(c.tmp, "w.db"),
+                                        "ingest", c.pkg, **kw),
     }
     for name, run in runs.items():
         with open(c.full, "w") as full:
@@ -175,6 +203,7 @@ def case_write_failures(c):
                        ("package_score_report", ["--ruleset=3.0.0", c.pkg]),
                        ("run_closed", ["--list"]),
                        ("describe_system", []),
+                       ("results_db", ["--db", os.path.join(c.tmp, "w.db"), "ingest", c.pkg]),
                        ("run_benchmark", ["--size", "small", "-b", "8", "-w", "1", "-i", "2",
                                           "-r", "1"])]:
         r = subprocess.run(f"'{os.path.join(BIN, name)}' " + " ".join(f"'{a}'" for a in args) +
@@ -208,7 +237,9 @@ def case_loops(c):
     selfish = os.path.join(c.pkg, "results", "loopy")
     os.symlink("loopy", selfish)
     for name, run in [("package_score_report", lambda: c.score(c.pkg)),
-                      ("compliance_check", lambda: c.check(c.pkg))]:
+                      ("compliance_check", lambda: c.check(c.pkg)),
+                      ("results_db", lambda: tool("results_db", "--db", os.path.join(c.tmp, "l.db"),
+                                                  "ingest", c.pkg))]:
         r = run()
         c.expect(r.returncode == 2 and says_why(r) and "loopy" in r.stderr,
                  f"{name} with results/loopy -> loopy: exit {r.returncode}: {r.stderr[-300:]}")
@@ -218,7 +249,9 @@ def case_loops(c):
     os.rename(log, log + ".bak")
     os.mkfifo(log)
     for name, run in [("package_score_report", lambda: c.score(c.pkg, timeout=60)),
-                      ("compliance_check", lambda: c.check(c.pkg, timeout=60))]:
+                      ("compliance_check", lambda: c.check(c.pkg, timeout=60)),
+                      ("results_db", lambda: tool("results_db", "--db", os.path.join(c.tmp, "f.db"),
+                                                  "ingest", c.pkg, timeout=60))]:
         r = run()
         c.expect(r.returncode == 2 and "not a regular file" in r.stderr,
                  f"{name} with a FIFO log: exit {r.returncode}: {r.stderr[-300:]}")
@@ -272,7 +305,9 @@ def case_memory(c):
     desc_path = os.path.join(c.pkg, "systems", os.listdir(os.path.join(c.pkg, "systems"))[0])
     open(desc_path, "w").write("[" + ",".join(["0"] * 2_000_000) + "]")
     for name, run in [("compliance_check", lambda: c.check(c.pkg, limit_gb=2)),
-                      ("package_score_report", lambda: c.score(c.pkg, limit_gb=2))]:
+                      ("package_score_report", lambda: c.score(c.pkg, limit_gb=2)),
+                      ("results_db", lambda: tool("results_db", "--db", os.path.join(c.tmp, "m.db"),
+                                                  "ingest", c.pkg, limit_gb=2))]:
         r = run()
         c.expect(r.returncode == 2 and "more than the" in (r.stderr + r.stdout),
                  f"{name}, a 4 MB description: exit {r.returncode}")

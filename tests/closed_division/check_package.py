@@ -11,8 +11,11 @@ With --mpi: one run on two MPI processes; only rank 0 writes, and the log
 passes compliance_check. With --precision: the runs train in that precision
 (and must still reach the target), and every log says so.
 
+With --results-db: results_db ingests the package and stores the verdict,
+score and runs compliance_check gives.
+
 usage: check_package.py RUN_CLOSED COMPLIANCE_CHECK [--bench NAME] [--mpi MPIEXEC]
-                        [--precision fp32|bf16|fp16]
+                        [--precision fp32|bf16|fp16] [--results-db RESULTS_DB]
 """
 import json
 import os
@@ -25,6 +28,25 @@ import tempfile
 def run(cmd, **kw):
     print("+", " ".join(cmd), flush=True)
     return subprocess.run(cmd, capture_output=True, text=True, timeout=900, **kw)
+
+
+def stored_as_checked(results_db, compliance_check, org, ruleset, bench, runs, tmp):
+    """results_db ingests the package with the numbers compliance_check gives."""
+    c = run([compliance_check, "--json", "--ruleset", ruleset, "--rcp-bypass", org])
+    checked = json.loads(c.stdout)["packages"][0]["benchmarks"][0]
+    db = os.path.join(tmp, "warehouse.db")
+    i = run([results_db, "--db", db, "ingest", "--ruleset", ruleset, "--rcp-bypass", org])
+    if i.returncode != 0:
+        return [f"results_db ingest exited {i.returncode}: {i.stderr.strip()}"]
+    q = run([results_db, "--db", db, "sql", "--format", "json",
+             "SELECT r.verdict, r.score, r.runs, (SELECT COUNT(*) FROM runs WHERE runs.package = "
+             "r.package AND runs.converged = 1) AS converged FROM results r"])
+    stored = json.loads(q.stdout)
+    want = [{"verdict": checked["verdict"], "score": checked["score_minutes"], "runs": runs,
+             "converged": runs}]
+    if stored != want:
+        return [f"results_db stored {stored}, compliance_check says {want}"]
+    return []
 
 
 def main():
@@ -80,6 +102,9 @@ def main():
             print(c.stdout)
             if c.returncode != 0:
                 failures.append("compliance_check rejected the package")
+            if options.get("--results-db"):
+                failures += stored_as_checked(options["--results-db"], compliance_check, org,
+                                              ruleset, bench, runs, tmp)
             with open(os.path.join(org, "README.md")) as f:
                 if "DEMONSTRATION on generated data, not " not in f.read():
                     failures.append("README does not say the results come from generated data")

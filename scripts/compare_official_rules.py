@@ -33,7 +33,7 @@ import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[1] / 'quality_targets'
 FINGERPRINTS = ROOT / 'official_fingerprints.json'
-FIRST_RULESET = (1, 0, 0)  # older official rulesets are not followed
+FIRST_RULESET = (0, 7, 0)  # older official rulesets are not followed
 
 
 def version(name):

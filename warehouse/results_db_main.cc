@@ -120,7 +120,7 @@ absl::StatusOr<std::vector<IngestTarget>> ResolveIngest(const std::vector<std::s
       return absl::InvalidArgumentError(
           fmt::format("{}: no vN.M round folder in its path; give the ruleset with --ruleset X.Y.Z",
                       pkg::DisplayPath(p)));
-    if (!rules.HasRuleset(r) || !pkg::RcpCheckerSupportsRuleset(r))
+    if (!pkg::PackageRulesetSupported(rules, r))
       return absl::InvalidArgumentError(
           fmt::format("{}: ruleset {} is not a training ruleset we know", pkg::DisplayPath(p), r));
     return r;

@@ -186,7 +186,7 @@ Value ClaimJson(const AuditedClaim& r) {
 }
 
 bool ValidRuleset(const std::string& r, const checker::RuleLibrary& rules) {
-  return rules.HasRuleset(r) && RcpCheckerSupportsRuleset(r);
+  return PackageRulesetSupported(rules, r);
 }
 
 absl::StatusOr<std::string> ReadSmall(const std::string& path) {

@@ -179,7 +179,8 @@ void NoteOrgParams(const fs::path& org, const PackageOptions& options, OrgReport
 }
 
 // The division of results/<system>, from its system description (spec 7.2).
-std::string SystemDivision(const fs::path& sys_dir, const std::string& system, OrgReport& report) {
+std::string SystemDivision(const fs::path& sys_dir, const std::string& system,
+                           const std::string& ruleset, OrgReport& report) {
   const SystemReport* desc = FindSystem(report, system);
   if (!desc) {
     report.errors.push_back(
@@ -189,9 +190,15 @@ std::string SystemDivision(const fs::path& sys_dir, const std::string& system, O
                     DisplayPath(sys_dir), DisplayName(system)));
     return "";
   }
-  if (desc->desc_loaded) {
-    const json::Value* div = desc->desc.Find("division");
-    if (div && div->is_string() && div->as_string() == "closed") return "closed";
+  const json::Value* div = desc->desc_loaded ? desc->desc.Find("division") : nullptr;
+  if (div && div->is_string() && div->as_string() == "closed") return "closed";
+  // From 1.0.0 on the description check has failed the package already;
+  // before, this read is the only one, and the official checker stops at it.
+  if (!div && !FullPackageChecks(ruleset)) {
+    report.errors.push_back(fmt::format(
+        "{}: systems/{}.json {}, so the official package checker stops here", DisplayPath(sys_dir),
+        DisplayName(system),
+        desc->desc_loaded ? "has no division" : "cannot be read as JSON"));
   }
   return "";
 }
@@ -251,7 +258,7 @@ void AddSystem(const fs::path& org, const std::string& system,
   std::vector<std::string> param_warnings;
   const PackageParams sys_params = ReadParams(sys_dir / "package_checker_params", param_warnings);
   report.warnings.insert(report.warnings.end(), param_warnings.begin(), param_warnings.end());
-  const std::string division = SystemDivision(sys_dir, system, report);
+  const std::string division = SystemDivision(sys_dir, system, options.ruleset, report);
   ReadPrivateId(sys_dir, system, report);
   absl::StatusOr<std::vector<DirEntry>> benchmarks = ListDir(sys_dir);
   if (!benchmarks.ok()) {
@@ -336,7 +343,7 @@ void FinishDirectory(BenchmarkDirReport& d, const std::vector<const mllog::Parse
   }
 
   std::vector<std::vector<std::string>> seeds;
-  if (d.division == "closed") {
+  if (d.division == "closed" && FullPackageChecks(options.ruleset)) {
     if (d.seed_checker_bypass) {
       d.warnings.push_back("seed checker bypassed");
     } else {
@@ -479,6 +486,12 @@ void CheckDirectories(const std::vector<LogTask>& tasks, const checker::RuleLibr
 }
 
 }  // namespace
+
+bool PackageRulesetSupported(const checker::RuleLibrary& rules, const std::string& ruleset) {
+  return rules.HasRuleset(ruleset) && !meta::AllowedBenchmarks(ruleset).empty();
+}
+
+bool FullPackageChecks(const std::string& ruleset) { return RcpCheckerSupportsRuleset(ruleset); }
 
 int BenchmarkDirReport::converged_runs() const {
   int n = 0;

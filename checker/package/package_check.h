@@ -116,6 +116,15 @@ struct OrgReport {
 OrgReport CheckOrganization(const std::filesystem::path& org, const checker::RuleLibrary& rules,
                             const PackageOptions& options);
 
+// Whether packages are checked under `ruleset`: a training ruleset with rule
+// files and a list of allowed benchmarks (0.7.0, and 1.0.0 on).
+bool PackageRulesetSupported(const checker::RuleLibrary& rules, const std::string& ruleset);
+
+// Whether the package checker runs its seed, RCP and system description
+// checks under `ruleset`: the official tools do from 1.0.0 on, the rulesets
+// their RCP checker knows; under 0.7.0 a package is its logs and run counts.
+bool FullPackageChecks(const std::string& ruleset);
+
 // What the official package checker, then result summarizer, leave as
 // scaling.json in each checked directory (HEAD): removed wherever the RCP
 // comparison ran, then written with the factor where the run passed faster

@@ -17,6 +17,7 @@ void CheckSystemDescriptions(const fs::path& org, const PackageOptions& options,
     report.input_error = true;
     return;
   }
+  const bool checked = FullPackageChecks(options.ruleset);
   for (const DirEntry& e : *entries) {
     if (!e.name.ends_with(".json")) continue;
     SystemReport s;
@@ -27,13 +28,16 @@ void CheckSystemDescriptions(const fs::path& org, const PackageOptions& options,
     absl::StatusOr<json::Value> desc = text.ok()
                                            ? json::Parse(*text, {.encoding = json::Encoding::kUtf8})
                                            : absl::StatusOr<json::Value>(text.status());
+    // Before 1.0.0 the package checker checks no description (it reads only
+    // the division, SystemDivision): what is wrong with one is a warning.
+    std::vector<std::string>& findings = checked ? report.errors : report.warnings;
     if (!desc.ok()) {
       // A read error names the file already; a parse error does not.
       s.error = text.ok()
                     ? fmt::format("{}: {}", DisplayPath(path), std::string(desc.status().message()))
                     : std::string(desc.status().message());
-      report.errors.push_back(fmt::format("system description cannot be read: {}", s.error));
-      if (!text.ok()) report.input_error = true;  // a FIFO, a device, too large
+      findings.push_back(fmt::format("system description cannot be read: {}", s.error));
+      if (!text.ok() && checked) report.input_error = true;  // a FIFO, a device, too large
     } else {
       s.desc_loaded = true;
       s.desc = *std::move(desc);
@@ -41,7 +45,7 @@ void CheckSystemDescriptions(const fs::path& org, const PackageOptions& options,
       if (!s.check.valid) {
         std::string reasons;
         for (const std::string& r : s.check.reasons) reasons += (reasons.empty() ? "" : "; ") + r;
-        report.errors.push_back(
+        findings.push_back(
             fmt::format("{}: system description check failed: {}", DisplayPath(path), reasons));
       }
     }

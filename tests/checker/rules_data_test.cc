@@ -27,8 +27,8 @@ const RuleLibrary& Rules() {
 
 TEST(RulesDataTest, EveryTrainingRulesetIsEmbedded) {
   EXPECT_EQ(Rules().Rulesets(),
-            (std::vector<std::string>{"1.0.0", "1.1.0", "2.0.0", "2.1.0", "3.0.0", "3.1.0", "4.0.0",
-                                      "4.1.0", "5.0.0", "5.1.0", "6.0.0", "6.1.0"}));
+            (std::vector<std::string>{"0.7.0", "1.0.0", "1.1.0", "2.0.0", "2.1.0", "3.0.0", "3.1.0",
+                                      "4.0.0", "4.1.0", "5.0.0", "5.1.0", "6.0.0", "6.1.0"}));
 }
 
 TEST(RulesDataTest, DirectoryAndEmbeddedRulesAgree) {

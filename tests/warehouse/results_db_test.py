@@ -201,6 +201,31 @@ def check_bad_input(binary, corpus, work):
     expect('regular file' in msgs or 'not a' in msgs, f'bad input: the FIFO\'s error says {msgs[:300]!r}')
 
 
+def check_round_v07(binary, corpus, work):
+    """A package in a v0.7 folder is checked under 0.7.0 (no seed, RCP or description
+    checks; unet3d not in that round) and stored as compliance_check reports it."""
+    src = corpus / 'v3.0/NVIDIA'
+    if not (src / 'systems').is_dir():
+        return
+    org = pathlib.Path(work, 'old', 'v0.7', 'NVIDIA')
+    shutil.copytree(src, org)
+    tool = Tool(binary, str(pathlib.Path(work, 'old.db')))
+    p = tool.run('ingest', org)
+    expect(p.stdout.startswith('stored v0.7/NVIDIA:'), f'v0.7: ingest said {p.stdout!r}')
+    c = subprocess.run([binary.replace('results_db', 'compliance_check'), '--json', str(org)],
+                       capture_output=True, text=True)
+    checked = json.loads(c.stdout)['packages'][0]
+    expect(checked['ruleset'] == '0.7.0', f'v0.7: compliance_check chose {checked["ruleset"]}')
+    want = sorted((b['system'], b['benchmark'], b['verdict'], b['score_minutes'], b['rcp'] is None)
+                  for b in checked['benchmarks'])
+    got = sorted((r['system'], r['benchmark'], r['verdict'], r['score'], r['rcp_message'] is None)
+                 for r in tool.rows("SELECT * FROM results"))
+    skipped = ('dgxh100_ngc23.04_mxnet', 'unet3d', 'SKIPPED', None, True)
+    has_unet3d = (org / 'results/dgxh100_ngc23.04_mxnet/unet3d').is_dir()
+    expect(got == want and (skipped in got) == has_unet3d, f'v0.7: stored {got}, compliance_check {want}')
+    expect(tool.rows("SELECT ruleset FROM packages") == [{'ruleset': '0.7.0'}], 'v0.7: ruleset')
+
+
 def check_usage(binary, work, package):
     work = pathlib.Path(work)
     log = work / 'result_0.txt'
@@ -267,6 +292,7 @@ def main():
         if not args.postgres:
             check_usage(binary, work, root / have[0][0])
             check_bad_input(binary, corpus, work)
+            check_round_v07(binary, corpus, work)
         if args.postgres and not find_postgres():
             print('SKIP: no PostgreSQL server binaries (scripts/install_deps.sh --test installs them)')
             return 77

@@ -26,7 +26,7 @@ from format_mutations import format_mutations  # noqa: E402
 from quirk_mutations import parser_quirks, semantic_quirks  # noqa: E402
 from logedit import Log  # noqa: E402
 
-RULESETS = ['1.0.0', '1.1.0', '2.0.0', '2.1.0', '3.0.0', '3.1.0', '4.0.0', '4.1.0',
+RULESETS = ['0.7.0', '1.0.0', '1.1.0', '2.0.0', '2.1.0', '3.0.0', '3.1.0', '4.0.0', '4.1.0',
             '5.0.0', '5.1.0', '6.0.0', '6.1.0']
 
 # submission_benchmark values each ruleset's closed_common.yaml accepts (spec 5.2).
@@ -34,6 +34,7 @@ _OLD = ['resnet', 'ssd', 'maskrcnn', 'minigo', 'dlrm', 'bert', 'rnnt', 'unet3d']
 _V30 = ['resnet', 'ssd', 'maskrcnn', 'gpt3', 'dlrm_dcnv2', 'bert', 'rnnt', 'unet3d']
 _V40 = _V30 + ['stable_diffusion', 'gnn', 'llama2_70b_lora']
 BENCHMARKS = {
+    '0.7.0': ['resnet', 'ssd', 'maskrcnn', 'transformer', 'gnmt', 'minigo', 'dlrm', 'bert'],
     '1.0.0': _OLD, '1.1.0': _OLD, '2.0.0': _OLD, '2.1.0': _OLD,
     '3.0.0': _V30, '3.1.0': _V30 + ['stable_diffusion'], '4.0.0': _V40, '4.1.0': _V40,
     '5.0.0': ['retinanet', 'stable_diffusion', 'dlrm_dcnv2', 'bert', 'rgat', 'llama2_70b_lora', 'llama31_405b'],

@@ -246,6 +246,11 @@ def m_broken_private_id(org):
     (res(org).parent / 'privateid.json').write_text('{"private_id": ')
 
 
+def m_description_without_division(org):
+    desc = next(org.glob('systems/*.json'))
+    sub_file(desc, '"division"', '"divison"')
+
+
 def power_line(key, value, time_ms):
     return (':::MLLOG {"namespace": "", "time_ms": %d, "event_type": "POINT_IN_TIME", "key": "%s", '
             '"value": %s, "metadata": {"file": "power.py", "lineno": 1}}\n' % (time_ms, key, value))
@@ -388,6 +393,10 @@ def main():
         compare_package(binary, 'resnet only', base, '3.0.0')
         for m in MUTATIONS:
             compare_package(binary, m.__name__, base, '3.0.0', m)
+        # Under 0.7.0 the package checker runs no seed, RCP or description
+        # check, yet reads each description's division (and stops without one).
+        for m in [None, m_duplicated_seed, m_description_without_division]:
+            compare_package(binary, f'0.7.0 {m.__name__ if m else "unchanged"}', base, '0.7.0', m)
     check_claims(binary, corpus)
     check_bad_trees(binary, corpus)
     if counts['energy_cells'] == 0:

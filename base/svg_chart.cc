@@ -51,6 +51,30 @@ std::vector<double> Ticks(const Range& r) {
   return ticks;
 }
 
+// Ticks of a base-10 logarithmic axis, as exponents: powers of ten, with 2 and
+// 5 times them over less than three decades; linear ticks of the values over
+// less than a factor of four.
+std::vector<double> Log10Ticks(const Range& r) {
+  std::vector<double> ticks;
+  if (r.hi - r.lo < std::log10(4.0)) {
+    Range values;
+    values.Add(std::pow(10.0, r.lo));
+    values.Add(std::pow(10.0, r.hi));
+    for (double t : Ticks(values)) {
+      if (t > 0) ticks.push_back(std::log10(t));
+    }
+    return ticks;
+  }
+  const bool fine = r.hi - r.lo < 3;
+  for (double e = std::floor(r.lo); e <= r.hi && ticks.size() < 30; e += 1) {
+    for (double m : {1.0, 2.0, 5.0}) {
+      const double t = e + std::log10(m);
+      if ((m == 1.0 || fine) && t >= r.lo && t <= r.hi) ticks.push_back(t);
+    }
+  }
+  return ticks;
+}
+
 // Powers of two between the range's ends (given as exponents), at most about ten.
 std::vector<double> Log2Ticks(const Range& r) {
   std::vector<double> ticks;
@@ -111,22 +135,29 @@ std::string RenderSvg(const LineChart& chart) {
     if (!chart.log2_x) return x;
     return x > 0 ? std::log2(x) : std::numeric_limits<double>::quiet_NaN();
   };
+  // Positions along y: the value, or its base-10 logarithm (NaN for y <= 0).
+  const auto ty = [&](double y) {
+    if (!chart.log10_y) return y;
+    return y > 0 ? std::log10(y) : std::numeric_limits<double>::quiet_NaN();
+  };
   Range xr, yr;
   for (const ChartSeries& s : chart.series) {
     for (const auto& [x, y] : s.points) {
-      if (std::isfinite(tx(x)) && std::isfinite(y)) {
+      if (std::isfinite(tx(x)) && std::isfinite(ty(y))) {
         xr.Add(tx(x));
-        yr.Add(y);
+        yr.Add(ty(y));
       }
     }
   }
-  for (const ChartLine& l : chart.y_lines) yr.Add(l.at);
+  for (const ChartLine& l : chart.y_lines) {
+    if (std::isfinite(ty(l.at))) yr.Add(ty(l.at));
+  }
   for (const ChartLine& l : chart.x_lines) xr.Add(tx(l.at));
   for (const ChartBand& b : chart.x_bands) {
     xr.Add(tx(b.from));
     xr.Add(tx(b.to));
   }
-  if (chart.y_from_zero && !yr.empty()) yr.Add(0);
+  if (chart.y_from_zero && !chart.log10_y && !yr.empty()) yr.Add(0);
 
   std::string out = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
@@ -141,13 +172,15 @@ std::string RenderSvg(const LineChart& chart) {
     return out + "</svg>\n";
   }
   xr.Pad(chart.log2_x ? 0.05 : 0.02);
-  const bool from_zero = chart.y_from_zero && yr.lo >= 0;
+  const bool from_zero = chart.y_from_zero && !chart.log10_y && yr.lo >= 0;
   yr.Pad(0.06);
   if (from_zero) yr.lo = 0;  // no padding below the axis' zero
   // Positions in the plot of transformed (tx) x values.
   auto pt = [&](double t) { return kLeft + (t - xr.lo) / (xr.hi - xr.lo) * pw; };
   auto px = [&](double x) { return pt(tx(x)); };
-  auto py = [&](double y) { return kTop + ph - (y - yr.lo) / (yr.hi - yr.lo) * ph; };
+  // Positions in the plot of transformed (ty) y values, and of values.
+  auto pty = [&](double t) { return kTop + ph - (t - yr.lo) / (yr.hi - yr.lo) * ph; };
+  auto py = [&](double y) { return pty(ty(y)); };
 
   for (const ChartBand& b : chart.x_bands) {
     const double x0 = px(std::min(b.from, b.to)), x1 = px(std::max(b.from, b.to));
@@ -163,11 +196,12 @@ std::string RenderSvg(const LineChart& chart) {
         "<text x=\"{0:.1f}\" y=\"{3}\" font-size=\"11\" text-anchor=\"middle\">{4}</text>\n",
         pt(t), kTop, kTop + ph, kTop + ph + 15, CompactNumber(chart.log2_x ? std::exp2(t) : t));
   }
-  for (double t : Ticks(yr)) {
+  for (double t : chart.log10_y ? Log10Ticks(yr) : Ticks(yr)) {
     out += fmt::format(
         "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#eee\"/>"
         "<text x=\"{3}\" y=\"{4:.1f}\" font-size=\"11\" text-anchor=\"end\">{5}</text>\n",
-        kLeft, py(t), kLeft + pw, kLeft - 5, py(t) + 4, CompactNumber(t));
+        kLeft, pty(t), kLeft + pw, kLeft - 5, pty(t) + 4,
+        CompactNumber(chart.log10_y ? std::pow(10.0, t) : t));
   }
   out += fmt::format(
       "<text x=\"{}\" y=\"{}\" font-size=\"12\" text-anchor=\"middle\">{}</text>\n"
@@ -205,7 +239,7 @@ std::string RenderSvg(const LineChart& chart) {
     const char* colour = kPalette[i % std::size(kPalette)];
     std::string path, dots;
     for (const auto& [x, y] : s.points) {
-      if (!std::isfinite(tx(x)) || !std::isfinite(y)) continue;
+      if (!std::isfinite(tx(x)) || !std::isfinite(ty(y))) continue;
       path += fmt::format("{}{:.1f},{:.1f}", path.empty() ? "M" : " L", px(x), py(y));
       dots += fmt::format(
           "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.2\" fill=\"{}\"><title>{}: "

@@ -48,6 +48,10 @@ struct LineChart {
   bool log2_x = false;
   // The y axis starts at 0 (throughputs), whatever the data's minimum.
   bool y_from_zero = false;
+  // y on a base-10 logarithmic axis (times spanning decades): ticks at 1, 2
+  // and 5 times powers of ten; points with y <= 0 are left out. Not with
+  // y_from_zero.
+  bool log10_y = false;
 };
 
 // The chart as one <svg> element. Non-finite values are left out; a chart

@@ -67,7 +67,8 @@ absl::StatusOr<std::string> BenchmarkPage(Database& db, const std::string& bench
                         .title = "Best time to train by accelerator count, per round",
                         .x_label = "accelerators",
                         .y_label = "minutes",
-                        .log2_x = true};
+                        .log2_x = true,
+                        .log10_y = true};
   std::map<std::string, base::ChartSeries> by_round;
   for (const auto& row : best->rows) {
     const std::string round = ValueText(row[0]);

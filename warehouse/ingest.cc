@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 
@@ -14,6 +15,7 @@
 #include "checker/package/results_table.h"
 #include "checker/package/table_cells.h"
 #include "fmt/format.h"
+#include "quality_targets/benchmark_meta.h"
 #include "warehouse/provenance.h"
 #include "warehouse/schema.h"
 
@@ -31,6 +33,24 @@ DbValue Opt(const std::optional<double>& v) { return v ? DbValue(*v) : DbValue()
 DbValue Opt(const std::optional<long long>& v) { return v ? DbValue(*v) : DbValue(); }
 DbValue Text(const std::string& s) { return s.empty() ? DbValue() : DbValue(s); }
 DbValue Flag(bool b) { return static_cast<long long>(b); }
+DbValue Finite(double d) { return std::isfinite(d) ? DbValue(d) : DbValue(); }
+
+// Epochs and samples to converge from what the RCP reader read: where the
+// convergence point is an epoch_num (ResNet, 3D U-Net, ...), epochs, and
+// samples through the data set size the log gives as train_samples; for the
+// others, samples only (BERT's epoch_num counts samples, and its
+// train_samples is what it trained on, not a data set size). NaN: unknown.
+std::pair<double, double> EpochsAndSamples(const std::string& benchmark, double convergence,
+                                           const RunDetail& run) {
+  const meta::BenchmarkMeta* m = meta::FindBenchmark(benchmark);
+  const bool in_samples = m && m->converged_at != meta::ConvergedAt::kEpochNum;
+  if (in_samples) return {std::nan(""), convergence};
+  double train_samples = std::nan("");
+  if (auto it = run.hyperparameters.find("train_samples");
+      it != run.hyperparameters.end() && it->second.is_number() && it->second.as_float() > 0)
+    train_samples = it->second.as_float();
+  return {convergence, convergence * train_samples};
+}
 
 // A description field as the summarizer reads it (str(value)); JSON for
 // lists and objects.
@@ -98,14 +118,14 @@ void RunRows(const std::string& key, const BenchmarkDirReport& d, size_t i,
       it != r.hyperparameters.end() && it->second.is_number())
     gbs = it->second.as_float();
   // 1e9 is the RCP reader's "did not converge".
-  const DbValue convergence =
-      r.rcp_epochs && *r.rcp_epochs < 1e9 ? DbValue(*r.rcp_epochs) : DbValue();
+  const double convergence = r.rcp_epochs && *r.rcp_epochs < 1e9 ? *r.rcp_epochs : std::nan("");
+  const auto [epochs, samples] = EpochsAndSamples(d.benchmark, convergence, r);
   out.runs.push_back({key, d.system, d.benchmark, r.stem,
                       hash == digest.files.end() ? DbValue() : DbValue(hash->second),
                       Text(absl::StrJoin(r.seeds, ",")), Opt(r.run_start_ms), Opt(r.run_stop_ms),
                       Opt(r.minutes), Text(r.run_status), Flag(r.run_status == "success"),
                       Flag(r.compliant), Flag(i < d.score.counted.size() && d.score.counted[i]),
-                      convergence, Opt(gbs)});
+                      Finite(convergence), Finite(epochs), Finite(samples), Opt(gbs)});
   for (const auto& [k, v] : r.hyperparameters)
     out.run_keys.push_back({key, d.system, d.benchmark, r.stem, k, json::Dump(v)});
 }
@@ -214,7 +234,7 @@ const std::vector<std::string>& Columns(std::string_view table) {
       {"runs",
        {"package", "system", "benchmark", "run", "file_sha256", "seed", "run_start_ms",
         "run_stop_ms", "minutes", "status", "converged", "compliant", "counted", "convergence",
-        "global_batch_size"}},
+        "epochs_to_converge", "samples_to_converge", "global_batch_size"}},
       {"run_keys", {"package", "system", "benchmark", "run", "key", "value"}},
       {"checks", {"package", "system", "benchmark", "run", "position", "level", "message"}},
   };

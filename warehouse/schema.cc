@@ -84,6 +84,8 @@ CREATE TABLE IF NOT EXISTS runs (
   compliant BIGINT NOT NULL,
   counted BIGINT NOT NULL,
   convergence DOUBLE PRECISION,
+  epochs_to_converge DOUBLE PRECISION,
+  samples_to_converge DOUBLE PRECISION,
   global_batch_size DOUBLE PRECISION,
   PRIMARY KEY (package, system, benchmark, run)
 );

@@ -114,6 +114,11 @@ void CheckRun(const fs::path& path, const std::string& benchmark, const checker:
       run.hyperparameters.emplace(line.key, v);
     }
   }
+  // The data set sizes, which many logs give just after run_start.
+  for (const mllog::LogLine& line : parsed->lines) {
+    if ((line.key == "train_samples" || line.key == "eval_samples") && line.value.is_number())
+      run.hyperparameters.emplace(line.key, line.value);
+  }
   for (auto it = parsed->lines.rbegin(); it != parsed->lines.rend(); ++it) {
     if (it->key != "run_stop") continue;
     run.run_stop_ms = it->time_ms;

@@ -55,7 +55,8 @@ struct RunDetail {
   // the description notes compare), bounded.
   std::map<std::string, json::Value> settings;
   // Every other scalar key logged before run_start (hyperparameters,
-  // precision and seed keys; the first value of each), bounded.
+  // precision and seed keys; the first value of each), bounded, and
+  // train_samples and eval_samples wherever they are logged.
   std::map<std::string, json::Value> hyperparameters;
   std::optional<double> run_stop_ms;  // the last run_stop's time_ms
   std::string run_status;             // its metadata status ("success", "aborted")

@@ -69,5 +69,31 @@ TEST(RenderSvg, ASingleValueStillGetsAnAxis) {
   EXPECT_EQ(svg.find("inf"), std::string::npos);
 }
 
+// The y position of the circle whose title ends with `value`.
+double CircleY(const std::string& svg, const std::string& value) {
+  const size_t title = svg.find(", " + value + "</title></circle>");
+  const size_t circle = svg.rfind("<circle ", title);
+  const size_t cy = svg.find("cy=\"", circle) + 4;
+  return std::stod(svg.substr(cy, svg.find('"', cy) - cy));
+}
+
+TEST(RenderSvg, LogarithmicYAxis) {
+  LineChart c{.id = "t", .log10_y = true};
+  c.series.push_back({.name = "r", .points = {{1, 0.1}, {2, 1}, {3, 10}, {4, 0}, {5, -1}}});
+  const std::string svg = RenderSvg(c);
+  EXPECT_EQ(Count(svg, "<circle "), 3u);  // y <= 0 left out
+  // Equal ratios, equal distances; the ticks at powers of ten (and 2x, 5x).
+  EXPECT_NEAR(CircleY(svg, "0.1") - CircleY(svg, "1"), CircleY(svg, "1") - CircleY(svg, "10"), 0.11);
+  for (const char* tick : {">0.1<", ">0.2<", ">0.5<", ">1<", ">2<", ">5<", ">10<"})
+    EXPECT_NE(svg.find(tick), std::string::npos) << tick;
+  // Over less than a factor of four, linear ticks of the values.
+  LineChart narrow{.id = "n", .log10_y = true};
+  narrow.series.push_back({.name = "r", .points = {{1, 3.5}, {2, 5.5}}});
+  const std::string n = RenderSvg(narrow);
+  EXPECT_NE(n.find(">4<"), std::string::npos);
+  EXPECT_NE(n.find(">5<"), std::string::npos);
+  EXPECT_EQ(n.find("nan"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace mlperf::base

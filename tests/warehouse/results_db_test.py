@@ -322,6 +322,16 @@ def main():
                            'score-diffs: the published resnet score is not the unscaled mean')
                 else:
                     expect(d['recomputed'] is None, f'score-diffs: {d}')
+        # Epochs and samples to converge: ResNet counts epochs (ImageNet's
+        # 1,281,167 images each), BERT samples.
+        conv = tool.rows('SELECT benchmark, convergence AS c, epochs_to_converge AS e, '
+                         'samples_to_converge AS s FROM runs WHERE converged = 1')
+        for r in conv:
+            if r['benchmark'] == 'resnet':
+                expect(r['e'] == r['c'] and r['s'] == r['c'] * 1281167, f'resnet convergence {r}')
+            if r['benchmark'] == 'bert':
+                expect(r['e'] is None and r['s'] == r['c'], f'bert convergence {r}')
+        expect(any(r['benchmark'] == 'resnet' and r['c'] for r in conv), 'no converged resnet run')
         dump = tool.dump()
         if args.postgres:
             check_postgres(binary, root, have, tool, dump, work)

@@ -8,6 +8,14 @@
 
 namespace mlperf::warehouse {
 
+absl::Status InTransaction(Database& db, absl::FunctionRef<absl::Status()> body) {
+  if (absl::Status s = db.Execute("BEGIN"); !s.ok()) return s;
+  absl::Status s = body();
+  if (s.ok()) s = db.Execute("COMMIT");
+  if (!s.ok()) (void)db.Execute("ROLLBACK");
+  return s;
+}
+
 bool IsPostgresTarget(std::string_view target) {
   return target.starts_with("postgresql://") || target.starts_with("postgres://");
 }

@@ -13,6 +13,7 @@
 #include <variant>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
@@ -41,6 +42,10 @@ class Database {
   virtual absl::Status InsertMany(std::string_view table, const std::vector<std::string>& columns,
                                   const std::vector<std::vector<DbValue>>& rows) = 0;
 };
+
+// Runs `body` in a transaction: committed when it succeeds, rolled back when
+// anything fails, so that nothing of it is left half done.
+absl::Status InTransaction(Database& db, absl::FunctionRef<absl::Status()> body);
 
 // "postgresql://..." or "postgres://..." (a libpq connection URI), else a
 // SQLite file: created when missing only with `create`; anything but a

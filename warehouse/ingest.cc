@@ -244,8 +244,7 @@ const std::vector<std::string>& Columns(std::string_view table) {
 // Deletes the package's old rows and inserts the new ones in one
 // transaction; anything that fails rolls the whole package back.
 absl::Status Store(Database& db, const std::string& key, const PackageRows& rows) {
-  if (absl::Status s = db.Execute("BEGIN"); !s.ok()) return s;
-  const auto body = [&]() -> absl::Status {
+  return InTransaction(db, [&]() -> absl::Status {
     for (std::string_view table : kPackageTables) {
       if (absl::Status s =
               db.Execute(fmt::format("DELETE FROM {} WHERE package = ?", table), {key});
@@ -265,21 +264,44 @@ absl::Status Store(Database& db, const std::string& key, const PackageRows& rows
     // then this signal (9: a crash, 2: Ctrl-C).
     if (const char* sig = std::getenv("MLPERF_RESULTS_DB_SIGNAL_BEFORE_COMMIT"))
       kill(getpid(), std::atoi(sig));
-    return db.Execute("COMMIT");
-  };
-  absl::Status s = body();
-  if (!s.ok()) (void)db.Execute("ROLLBACK");
-  return s;
+    return absl::OkStatus();
+  });
 }
 
-// The stored digest and checker of a package, when it is there.
-absl::StatusOr<std::optional<std::pair<std::string, std::string>>> Stored(Database& db,
-                                                                          const std::string& key) {
+// Whether a package is stored, and from these very files by this checker.
+struct Previous {
+  bool exists = false;
+  bool same = false;
+};
+
+absl::StatusOr<Previous> Lookup(Database& db, const std::string& key, const std::string& sha256) {
   absl::StatusOr<QueryResult> r =
       db.Query("SELECT content_sha256, checker_version FROM packages WHERE package = ?", {key});
   if (!r.ok()) return r.status();
-  if (r->rows.empty()) return std::nullopt;
-  return std::make_pair(ValueText(r->rows[0][0]), ValueText(r->rows[0][1]));
+  if (r->rows.empty()) return Previous{};
+  return Previous{
+      .exists = true,
+      .same = ValueText(r->rows[0][0]) == sha256 && ValueText(r->rows[0][1]) == CheckerVersion()};
+}
+
+// An unchanged package, as its stored rows describe it (its first error
+// too, for the line on stderr).
+absl::StatusOr<IngestResult> StoredResult(Database& db, const std::string& key) {
+  absl::StatusOr<QueryResult> v = db.Query(
+      "SELECT verdict, input_error, (SELECT COUNT(*) FROM results WHERE package = ?), "
+      "(SELECT COUNT(*) FROM runs WHERE package = ?), (SELECT message FROM checks WHERE "
+      "package = ? AND level = 'error' ORDER BY position LIMIT 1) FROM packages WHERE package = ?",
+      {key, key, key, key});
+  if (!v.ok()) return v.status();
+  const std::vector<DbValue>& row = v->rows.at(0);
+  IngestResult result{.package = key,
+                      .outcome = IngestOutcome::kUnchanged,
+                      .verdict = ValueText(row[0]),
+                      .input_error = ValueText(row[1]) == "1",
+                      .results = static_cast<int>(ValueNumber(row[2])),
+                      .runs = static_cast<int>(ValueNumber(row[3]))};
+  if (result.input_error) result.first_error = ValueText(row[4]);
+  return result;
 }
 
 std::string FirstError(const OrgReport& report) {
@@ -310,29 +332,14 @@ absl::StatusOr<IngestResult> IngestPackage(Database& db, const fs::path& org,
   result.package = PackageKey(options.check.ruleset, org);
   absl::StatusOr<PackageDigest> digest = DigestPackage(org, options.check.jobs);
   if (!digest.ok()) return digest.status();
-  absl::StatusOr<std::optional<std::pair<std::string, std::string>>> stored =
-      Stored(db, result.package);
-  if (!stored.ok()) return stored.status();
-  const std::string checker_version = CheckerVersion();
-  if (*stored && !options.force && (*stored)->first == digest->sha256 &&
-      (*stored)->second == checker_version) {
-    result.outcome = IngestOutcome::kUnchanged;
-    absl::StatusOr<QueryResult> v = db.Query(
-        "SELECT verdict, input_error, (SELECT COUNT(*) FROM results WHERE package = ?), "
-        "(SELECT COUNT(*) FROM runs WHERE package = ?) FROM packages WHERE package = ?",
-        {result.package, result.package, result.package});
-    if (!v.ok()) return v.status();
-    result.verdict = ValueText(v->rows[0][0]);
-    result.input_error = ValueText(v->rows[0][1]) == "1";
-    result.results = static_cast<int>(std::get<long long>(v->rows[0][2]));
-    result.runs = static_cast<int>(std::get<long long>(v->rows[0][3]));
-    return result;
-  }
+  absl::StatusOr<Previous> previous = Lookup(db, result.package, digest->sha256);
+  if (!previous.ok()) return previous.status();
+  if (previous->same && !options.force) return StoredResult(db, result.package);
   const OrgReport report = package::CheckOrganization(org, rules, options.check);
   const PackageRows rows = BuildRows(result.package, org, report, *digest,
                                      options.commit ? options.commit : RepoCommit(org));
   if (absl::Status s = Store(db, result.package, rows); !s.ok()) return s;
-  result.outcome = *stored ? IngestOutcome::kReplaced : IngestOutcome::kStored;
+  result.outcome = previous->exists ? IngestOutcome::kReplaced : IngestOutcome::kStored;
   result.verdict = report.passed() ? "PASS" : "FAIL";
   result.input_error = report.input_error;
   if (report.input_error) result.first_error = FirstError(report);
@@ -353,19 +360,16 @@ absl::StatusOr<IngestResult> IngestUncheckable(Database& db, const fs::path& org
                          .errors = {why},
                          .input_error = true};
   // Its files, where they can be read, tell a changed folder from the same one.
-  absl::StatusOr<PackageDigest> digest = DigestPackage(org, 0);
-  const PackageRows rows =
-      BuildRows(result.package, org, report, digest.ok() ? *digest : PackageDigest{}, std::nullopt);
-  absl::StatusOr<std::optional<std::pair<std::string, std::string>>> stored =
-      Stored(db, result.package);
-  if (!stored.ok()) return stored.status();
-  if (*stored && (*stored)->first == ValueText(rows.package[7]) &&
-      (*stored)->second == CheckerVersion()) {
-    result.outcome = IngestOutcome::kUnchanged;
-    return result;
-  }
-  if (absl::Status s = Store(db, result.package, rows); !s.ok()) return s;
-  result.outcome = *stored ? IngestOutcome::kReplaced : IngestOutcome::kStored;
+  absl::StatusOr<PackageDigest> read = DigestPackage(org, 0);
+  const PackageDigest digest = read.ok() ? *std::move(read) : PackageDigest{};
+  absl::StatusOr<Previous> previous = Lookup(db, result.package, digest.sha256);
+  if (!previous.ok()) return previous.status();
+  if (previous->same) return StoredResult(db, result.package);
+  if (absl::Status s =
+          Store(db, result.package, BuildRows(result.package, org, report, digest, std::nullopt));
+      !s.ok())
+    return s;
+  result.outcome = previous->exists ? IngestOutcome::kReplaced : IngestOutcome::kStored;
   return result;
 }
 

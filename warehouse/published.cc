@@ -11,8 +11,7 @@ absl::StatusOr<int> ImportPublished(Database& db, const std::string& path) {
   if (!text.ok()) return text.status();
   absl::StatusOr<std::vector<package::Claim>> claims = package::ParseClaimsCsv(*text, path);
   if (!claims.ok()) return claims.status();
-  if (absl::Status s = db.Execute("BEGIN"); !s.ok()) return s;
-  const auto body = [&]() -> absl::Status {
+  absl::Status stored = InTransaction(db, [&]() -> absl::Status {
     for (const package::Claim& c : *claims) {
       std::string source = path;
       for (const auto& [name, value] : c.other_columns) {
@@ -32,12 +31,9 @@ absl::StatusOr<int> ImportPublished(Database& db, const std::string& path) {
           !s.ok())
         return s;
     }
-    return db.Execute("COMMIT");
-  };
-  if (absl::Status s = body(); !s.ok()) {
-    (void)db.Execute("ROLLBACK");
-    return s;
-  }
+    return absl::OkStatus();
+  });
+  if (!stored.ok()) return stored;
   return static_cast<int>(claims->size());
 }
 

@@ -137,14 +137,10 @@ absl::Status EnsureSchema(Database& db) {
   if (!have.ok()) return have.status();
   const bool exists = std::get<long long>(have->rows.at(0).at(0)) > 0;
   if (!exists) {
-    if (absl::Status s = db.ExecuteScript(std::string("BEGIN;") + std::string(SchemaSql()) +
-                                          "INSERT INTO schema_version VALUES (" +
-                                          std::to_string(kSchemaVersion) + ");COMMIT;");
-        !s.ok()) {
-      (void)db.ExecuteScript("ROLLBACK");
-      return s;
-    }
-    return absl::OkStatus();
+    return InTransaction(db, [&] {
+      return db.ExecuteScript(std::string(SchemaSql()) + "INSERT INTO schema_version VALUES (" +
+                              std::to_string(kSchemaVersion) + ");");
+    });
   }
   absl::StatusOr<QueryResult> version = db.Query("SELECT MAX(version) FROM schema_version");
   if (!version.ok()) return version.status();

@@ -191,6 +191,10 @@ def check_bad_input(binary, corpus, work):
     lines = p.stderr.strip().splitlines()
     expect(len(lines) == 1 and lines[0].startswith('results_db: 2 packages with input errors'),
            f'bad input: stderr {p.stderr!r}')
+    # Again, every package unchanged: the same exit and the same first error.
+    again = tool.run('ingest', root, check=False)
+    expect(again.returncode == 2 and again.stdout.count('unchanged ') == 3 and
+           again.stderr == p.stderr, f'bad input again: {again.stdout!r} {again.stderr!r}')
     packages = {r['package']: r for r in tool.rows('SELECT package, verdict, input_error FROM packages')}
     expect(packages.get('v3.0/Good', {}).get('input_error') == 0, f'bad input: good package {packages}')
     for bad in ['v3.0/Fifo', 'v3.0/NoSystems']:

@@ -51,4 +51,6 @@ double ValueNumber(const DbValue& v) {
   return std::nan("");
 }
 
+DbValue FiniteOrNull(double d) { return std::isfinite(d) ? DbValue(d) : DbValue(); }
+
 }  // namespace mlperf::warehouse

@@ -67,4 +67,7 @@ std::string ValueText(const DbValue& v);
 // An integer or float as a double; NaN for text and null.
 double ValueNumber(const DbValue& v);
 
+// A finite number, else null.
+DbValue FiniteOrNull(double d);
+
 }  // namespace mlperf::warehouse

@@ -33,7 +33,6 @@ DbValue Opt(const std::optional<double>& v) { return v ? DbValue(*v) : DbValue()
 DbValue Opt(const std::optional<long long>& v) { return v ? DbValue(*v) : DbValue(); }
 DbValue Text(const std::string& s) { return s.empty() ? DbValue() : DbValue(s); }
 DbValue Flag(bool b) { return static_cast<long long>(b); }
-DbValue Finite(double d) { return std::isfinite(d) ? DbValue(d) : DbValue(); }
 
 // Epochs and samples to converge from what the RCP reader read: where the
 // convergence point is an epoch_num (ResNet, 3D U-Net, ...), epochs, and
@@ -125,7 +124,8 @@ void RunRows(const std::string& key, const BenchmarkDirReport& d, size_t i,
                       Text(absl::StrJoin(r.seeds, ",")), Opt(r.run_start_ms), Opt(r.run_stop_ms),
                       Opt(r.minutes), Text(r.run_status), Flag(r.run_status == "success"),
                       Flag(r.compliant), Flag(i < d.score.counted.size() && d.score.counted[i]),
-                      Finite(convergence), Finite(epochs), Finite(samples), Opt(gbs)});
+                      FiniteOrNull(convergence), FiniteOrNull(epochs), FiniteOrNull(samples),
+                      Opt(gbs)});
   for (const auto& [k, v] : r.hyperparameters)
     out.run_keys.push_back({key, d.system, d.benchmark, r.stem, k, json::Dump(v)});
 }

@@ -13,7 +13,6 @@ namespace {
 using Row = std::vector<DbValue>;
 
 bool IsNull(const DbValue& v) { return std::holds_alternative<std::monostate>(v); }
-DbValue NumOrNull(double d) { return std::isfinite(d) ? DbValue(d) : DbValue(); }
 
 int Compare(const DbValue& a, const DbValue& b) {
   if (IsNull(a) || IsNull(b)) return IsNull(a) == IsNull(b) ? 0 : IsNull(a) ? 1 : -1;
@@ -24,9 +23,8 @@ int Compare(const DbValue& a, const DbValue& b) {
     return x < y ? -1 : y < x ? 1 : 0;
   }
   if (an != bn) return an ? -1 : 1;
-  return std::get<std::string>(a).compare(std::get<std::string>(b)) < 0   ? -1
-         : std::get<std::string>(b).compare(std::get<std::string>(a)) < 0 ? 1
-                                                                          : 0;
+  const int c = std::get<std::string>(a).compare(std::get<std::string>(b));
+  return (c > 0) - (c < 0);
 }
 
 // The closed results that passed, with their systems: the base of the
@@ -76,7 +74,7 @@ absl::StatusOr<QueryResult> Throughput(Database& db, const QueryFilters& f) {
   for (const Row& r : base->rows) {
     if (IsNull(r[2]) || ValueNumber(r[2]) <= 0) continue;
     const double acc_minutes = ValueNumber(r[3]) * ValueNumber(r[2]);
-    Row row = {r[0], r[1], r[6], r[2], r[3], acc_minutes, NumOrNull(60.0 / acc_minutes),
+    Row row = {r[0], r[1], r[6], r[2], r[3], acc_minutes, FiniteOrNull(60.0 / acc_minutes),
                r[4], r[5]};
     auto key = std::make_tuple(ValueText(r[0]), ValueText(r[1]), ValueText(r[6]));
     auto it = best.find(key);
@@ -114,8 +112,8 @@ absl::StatusOr<QueryResult> Scaling(Database& db, const QueryFilters& f) {
     if (!counted(r)) continue;
     const auto [acc0, t0] = smallest.at({ValueText(r[0]), ValueText(r[1])});
     const double speedup = t0 / ValueNumber(r[3]);
-    out.rows.push_back({r[0], r[1], r[2], r[3], NumOrNull(speedup),
-                        NumOrNull(speedup * acc0 / ValueNumber(r[2])), r[4], r[5]});
+    out.rows.push_back({r[0], r[1], r[2], r[3], FiniteOrNull(speedup),
+                        FiniteOrNull(speedup * acc0 / ValueNumber(r[2])), r[4], r[5]});
   }
   return out;
 }
@@ -160,8 +158,8 @@ WHERE (? = '' OR ps.benchmark = ?) AND (? = '' OR ps.round = ?)
     const double diff = ours - published;
     const double rel = diff / std::abs(published);
     if (!IsNull(r[5]) && std::abs(diff) <= f.tolerance) continue;
-    out.rows.push_back({r[0], r[1], r[2], r[3], r[4], r[5], NumOrNull(diff), NumOrNull(rel), r[6],
-                        r[7], r[8], r[9]});
+    out.rows.push_back({r[0], r[1], r[2], r[3], r[4], r[5], FiniteOrNull(diff), FiniteOrNull(rel),
+                        r[6], r[7], r[8], r[9]});
   }
   return out;
 }
@@ -197,7 +195,7 @@ FROM results r WHERE r.package = ? AND (? = '' OR r.benchmark = ?)
                           IsNull(run[3]) ? "-" : ValueText(run[3]));
     }
     Row row(r.begin(), r.begin() + 10);
-    row.push_back(NumOrNull(ValueNumber(r[5]) / ValueNumber(r[8])));
+    row.push_back(FiniteOrNull(ValueNumber(r[5]) / ValueNumber(r[8])));
     row.insert(row.end(), {r[10], r[11], r[12], each});
     out.rows.push_back(std::move(row));
   }

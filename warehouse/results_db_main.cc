@@ -113,18 +113,9 @@ absl::StatusOr<std::vector<IngestTarget>> ResolveIngest(const std::vector<std::s
                                                         const mlperf::checker::RuleLibrary& rules) {
   namespace pkg = mlperf::package;
   std::vector<IngestTarget> out;
-  const std::string given = absl::GetFlag(FLAGS_ruleset);
-  const auto ruleset_of = [&](const fs::path& p) -> absl::StatusOr<std::string> {
-    std::string r = given.empty() ? pkg::RulesetFromPath(p).value_or("") : given;
-    if (r.empty())
-      return absl::InvalidArgumentError(
-          fmt::format("{}: no vN.M round folder in its path; give the ruleset with --ruleset X.Y.Z",
-                      pkg::DisplayPath(p)));
-    if (!pkg::PackageRulesetSupported(rules, r))
-      return absl::InvalidArgumentError(
-          fmt::format("{}: ruleset {} is not a training ruleset we know", pkg::DisplayPath(p), r));
-    return r;
-  };
+  std::optional<std::string> given;
+  if (const std::string r = absl::GetFlag(FLAGS_ruleset); !r.empty()) given = r;
+  const auto ruleset_of = [&](const fs::path& p) { return pkg::PackageRuleset(p, given, rules); };
   for (const std::string& p : paths) {
     absl::StatusOr<pkg::PathTarget> t = pkg::ClassifyPath(p);
     if (!t.ok()) return t.status();

@@ -204,25 +204,6 @@ struct Targets {
   std::vector<std::pair<fs::path, std::string>> unchecked;  // failed, not skipped
 };
 
-// The package's ruleset: the one given, else its vN.M round folder's.
-absl::StatusOr<std::string> OrgRuleset(const fs::path& org, const CliOptions& options,
-                                       const checker::RuleLibrary& rules) {
-  std::optional<std::string> ruleset = options.ruleset ? options.ruleset : RulesetFromPath(org);
-  if (!ruleset) {
-    return absl::InvalidArgumentError(fmt::format(
-        "{}: cannot tell which training ruleset this package follows (no vN.M round folder in "
-        "its path); give it with --ruleset X.Y.Z, e.g. --ruleset 3.0.0 for the v3.0 round",
-        DisplayPath(org)));
-  }
-  if (!ValidRuleset(*ruleset, rules)) {
-    return absl::InvalidArgumentError(
-        fmt::format("{}: ruleset {} (from the folder name) is not supported; give one with "
-                    "--ruleset X.Y.Z",
-                    DisplayPath(org), *ruleset));
-  }
-  return *ruleset;
-}
-
 // Resolves every path first, so that a usage error prints nothing else.
 absl::StatusOr<Targets> ResolvePaths(const std::vector<std::string>& paths,
                                      const CliOptions& options, const checker::RuleLibrary& rules) {
@@ -236,7 +217,7 @@ absl::StatusOr<Targets> ResolvePaths(const std::vector<std::string>& paths,
     }
     targets.unchecked.insert(targets.unchecked.end(), t->unchecked.begin(), t->unchecked.end());
     for (const fs::path& org : t->organizations) {
-      absl::StatusOr<std::string> ruleset = OrgRuleset(org, options, rules);
+      absl::StatusOr<std::string> ruleset = PackageRuleset(org, options.ruleset, rules);
       if (!ruleset.ok()) return ruleset.status();
       targets.orgs.push_back({org,
                               {.ruleset = *ruleset,

@@ -14,8 +14,8 @@
 #include "checker/package/rcp_convergence.h"
 #include "checker/package/rcp_health.h"
 #include "checker/package/reviewer_warnings.h"
-#include "checker/package/run_score.h"
 #include "checker/package/ruleset_guess.h"
+#include "checker/package/run_score.h"
 #include "checker/package/seed_check.h"
 #include "checker/package/seed_notes.h"
 #include "checker/package/system_reports.h"
@@ -99,32 +99,33 @@ void CheckRun(const fs::path& path, const std::string& benchmark, const checker:
       run.compliant = false;
     }
   }
+  // One pass: the keys logged before the first run_start, the data set sizes
+  // wherever they are (many logs give them just after run_start), the last
+  // run_stop.
+  bool started = false;
   for (const mllog::LogLine& line : parsed->lines) {
-    if (line.key == "run_start") {
-      run.run_start_ms = line.time_ms;
-      break;
+    if (line.key == "run_stop") {
+      run.run_stop_ms = line.time_ms;
+      const json::Value* status = line.metadata.Find("status");
+      run.run_status =
+          status && status->is_string() ? status->as_string().substr(0, kMaxSettingBytes) : "";
     }
+    if ((line.key == "train_samples" || line.key == "eval_samples") && line.value.is_number())
+      run.hyperparameters.emplace(line.key, line.value);
+    if (!started && line.key == "run_start") {
+      run.run_start_ms = line.time_ms;
+      started = true;
+    }
+    if (started) continue;
     const json::Value& v = line.value;
-    const bool small = v.is_string() ? v.as_string().size() <= kMaxSettingBytes
-                                     : v.is_number() || v.is_bool();
+    const bool small =
+        v.is_string() ? v.as_string().size() <= kMaxSettingBytes : v.is_number() || v.is_bool();
     if (!line.key_is_string || !small) continue;
     if (line.key.starts_with("submission_")) {
       if (run.settings.size() < kMaxSettings) run.settings.emplace(line.key, v);
     } else if (run.hyperparameters.size() < kMaxHyperparameters) {
       run.hyperparameters.emplace(line.key, v);
     }
-  }
-  // The data set sizes, which many logs give just after run_start.
-  for (const mllog::LogLine& line : parsed->lines) {
-    if ((line.key == "train_samples" || line.key == "eval_samples") && line.value.is_number())
-      run.hyperparameters.emplace(line.key, line.value);
-  }
-  for (auto it = parsed->lines.rbegin(); it != parsed->lines.rend(); ++it) {
-    if (it->key != "run_stop") continue;
-    run.run_stop_ms = it->time_ms;
-    if (const json::Value* status = it->metadata.Find("status"); status && status->is_string())
-      run.run_status = status->as_string().substr(0, kMaxSettingBytes);
-    break;
   }
   if (options.report_details) run.curves = ExtractCurves(*parsed, benchmark, options.ruleset);
   review = RunWarnings(*parsed);
@@ -202,8 +203,7 @@ std::string SystemDivision(const fs::path& sys_dir, const std::string& system,
   if (!div && !FullPackageChecks(ruleset)) {
     report.errors.push_back(fmt::format(
         "{}: systems/{}.json {}, so the official package checker stops here", DisplayPath(sys_dir),
-        DisplayName(system),
-        desc->desc_loaded ? "has no division" : "cannot be read as JSON"));
+        DisplayName(system), desc->desc_loaded ? "has no division" : "cannot be read as JSON"));
   }
   return "";
 }
@@ -494,6 +494,24 @@ void CheckDirectories(const std::vector<LogTask>& tasks, const checker::RuleLibr
 
 bool PackageRulesetSupported(const checker::RuleLibrary& rules, const std::string& ruleset) {
   return rules.HasRuleset(ruleset) && !meta::AllowedBenchmarks(ruleset).empty();
+}
+
+absl::StatusOr<std::string> PackageRuleset(const fs::path& org,
+                                           const std::optional<std::string>& given,
+                                           const checker::RuleLibrary& rules) {
+  const std::optional<std::string> ruleset = given ? given : RulesetFromPath(org);
+  if (!ruleset) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{}: cannot tell which training ruleset this package follows (no vN.M round folder in "
+        "its path); give it with --ruleset X.Y.Z, e.g. --ruleset 3.0.0 for the v3.0 round",
+        DisplayPath(org)));
+  }
+  if (!PackageRulesetSupported(rules, *ruleset)) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: ruleset {}{} is not supported; give one with --ruleset X.Y.Z",
+                    DisplayPath(org), *ruleset, given ? "" : " (from the folder name)"));
+  }
+  return *ruleset;
 }
 
 bool FullPackageChecks(const std::string& ruleset) { return RcpCheckerSupportsRuleset(ruleset); }

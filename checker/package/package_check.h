@@ -60,7 +60,7 @@ struct RunDetail {
   std::map<std::string, json::Value> hyperparameters;
   std::optional<double> run_stop_ms;  // the last run_stop's time_ms
   std::string run_status;             // its metadata status ("success", "aborted")
-  RunCurves curves;                    // with PackageOptions::report_details
+  RunCurves curves;                   // with PackageOptions::report_details
 };
 
 struct BenchmarkDirReport {
@@ -77,8 +77,8 @@ struct BenchmarkDirReport {
   bool seed_check_ran = false;
   std::optional<double> existing_scaling_factor;
   BenchmarkScore score;
-  std::optional<double> energy;  // the summarizer's Energy, where power/ exists (power_energy.h)
-  std::vector<std::string> errors;           // each fails the package (official ERROR lines)
+  std::optional<double> energy;     // the summarizer's Energy, where power/ exists (power_energy.h)
+  std::vector<std::string> errors;  // each fails the package (official ERROR lines)
   std::vector<std::string> warnings;         // official WARNING lines (our wording)
   std::vector<std::string> review_warnings;  // ours; never change the verdict
   // With PackageOptions::report_details:
@@ -120,6 +120,12 @@ OrgReport CheckOrganization(const std::filesystem::path& org, const checker::Rul
 // Whether packages are checked under `ruleset`: a training ruleset with rule
 // files and a list of allowed benchmarks (0.7.0, and 1.0.0 on).
 bool PackageRulesetSupported(const checker::RuleLibrary& rules, const std::string& ruleset);
+
+// The ruleset `org` is checked under: `given` (--ruleset), else the one its
+// vN.M round folder names; an error that says to pass --ruleset otherwise.
+absl::StatusOr<std::string> PackageRuleset(const std::filesystem::path& org,
+                                           const std::optional<std::string>& given,
+                                           const checker::RuleLibrary& rules);
 
 // Whether the package checker runs its seed, RCP and system description
 // checks under `ruleset`: the official tools do from 1.0.0 on, the rulesets

@@ -255,10 +255,12 @@ int Main(int argc, char** argv) {
                                              : absl::StatusOr<double>(text.status());
         if (f.ok()) existing = *f;
       }
-      // package_checker runs the RCP check only for closed division and
-      // benchmarks the ruleset allows (and never where the metadata says so).
+      // package_checker runs the RCP check only for closed division, the
+      // rulesets its RCP checker knows (1.0.0 on), and benchmarks the ruleset
+      // allows (and never where the metadata says so).
       const mlperf::meta::BenchmarkMeta* known = mlperf::meta::FindBenchmark(benchmark);
-      const bool rcp_runs = division == "closed" && (!known || known->rcp_checked) &&
+      const bool rcp_runs = division == "closed" && pkg::RcpCheckerSupportsRuleset(ruleset) &&
+                            (!known || known->rcp_checked) &&
                             std::find(allowed.begin(), allowed.end(), benchmark) != allowed.end();
       const double factor =
           pkg::SummarizerScalingFactor(scaling_source, existing, rcp_runs ? &rcp : nullptr);

@@ -260,7 +260,7 @@ def check_postgres(binary, root, have, sqlite_tool, sqlite_dump, work):
     pg_bin = find_postgres()
     with Postgres(pg_bin, pathlib.Path(work, 'pg')) as pg:
         tool = Tool(binary, pg.uri)
-        restored = check_ingest_cycle(tool, root, have, 'postgresql')
+        check_ingest_cycle(tool, root, have, 'postgresql')
         tool.run('publish', sqlite_tool.published)
         mine = tool.dump()
         for t in TABLES:
@@ -275,7 +275,6 @@ def check_postgres(binary, root, have, sqlite_tool, sqlite_dump, work):
             expect(a == b and a is not None, f'postgresql: query {q} differs from SQLite')
             expect(tool.run('query', *q, '--format', 'csv').stdout ==
                    sqlite_tool.run('query', *q, '--format', 'csv').stdout, f'postgresql: {q} CSV differs')
-        expect(restored != {}, 'postgresql: nothing stored')
         print(f'postgresql: {len(TABLES)} tables and {len(queries)} queries equal SQLite\'s')
 
 

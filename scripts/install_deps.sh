@@ -53,6 +53,7 @@ if ((with_oracles)); then
     python3-numpy       # recomputes run_benchmark's statistics in its tests
     python3-scipy       # scipy.ndimage.label: the 3D U-Net crop's connected components
     python3-nibabel     # a second NIfTI reader and writer for the KiTS19 tests
+    python3-sklearn     # roc_auc_score: the oracle of DLRM's exact AUC
     chromium fonts-dejavu-core  # renders compliance_check --html in the browser test
     postgresql          # a throw-away server for results_db's PostgreSQL test
   )

@@ -23,6 +23,7 @@
 #include "reference/kernels/ops/loss.h"
 #include "reference/kernels/ops/optimizer.h"
 #include "reference/kernels/ops/pool.h"
+#include "reference/kernels/ops/recommendation.h"
 #include "reference/kernels/ops/softmax.h"
 #include "reference/kernels/optimizer_params.h"
 

@@ -77,6 +77,16 @@ struct AdamParams {
   bool decoupled = true;
 };
 
+// Adagrad as torch.optim.Adagrad with lr_decay 0 and initial accumulator 0:
+//   g += wd*w (not on no_weight_decay slices);  sum += g^2;
+//   w -= lr * g / (sqrt(sum) + eps)
+struct AdagradParams {
+  float lr = 0.0f;
+  const float* lr_at = nullptr;
+  float epsilon = 1e-10f;
+  float weight_decay = 0.0f;
+};
+
 // torch.cuda.amp.GradScaler's dynamic loss scaling.
 struct LossScaleParams {
   float growth_factor = 2.0f;

@@ -137,6 +137,21 @@ void AdamStep(core::Device, const AdamParams& p, std::span<const TensorSlice> sl
   }
 }
 
+void AdagradStep(core::Device, const AdagradParams& p, std::span<const TensorSlice> slices,
+                 float* w, const float* g, float* sum, const float* found_inf) {
+  if (Skipped(found_inf)) return;
+  const float lr = Rate(p);
+  for (const TensorSlice& s : slices) {
+    const float wd = s.no_weight_decay ? 0.0f : p.weight_decay;
+#pragma omp parallel for if (WorthParallel(s.numel))
+    for (int64_t i = s.offset; i < s.offset + s.numel; ++i) {
+      const float gi = g[i] + wd * w[i];
+      sum[i] += gi * gi;
+      w[i] -= lr * gi / (std::sqrt(sum[i]) + p.epsilon);
+    }
+  }
+}
+
 void UnscaleAndCheckFinite(core::Device, float* g, int64_t n, const float* loss_scale,
                            float* found_inf) {
   const float inv = 1.0f / *loss_scale;
@@ -166,6 +181,7 @@ MLPERF_REGISTER_KERNEL(SgdStep, Cpu, SgdStep);
 MLPERF_REGISTER_KERNEL(LarsStep, Cpu, LarsStep);
 MLPERF_REGISTER_KERNEL(LambStep, Cpu, LambStep);
 MLPERF_REGISTER_KERNEL(AdamStep, Cpu, AdamStep);
+MLPERF_REGISTER_KERNEL(AdagradStep, Cpu, AdagradStep);
 MLPERF_REGISTER_KERNEL(UnscaleAndCheckFinite, Cpu, UnscaleAndCheckFinite);
 MLPERF_REGISTER_KERNEL(UpdateLossScale, Cpu, UpdateLossScale);
 

@@ -251,6 +251,19 @@ __global__ void AdamKernel(AdamParams p, Plan plan, float* w, const float* g, fl
   }
 }
 
+__global__ void AdagradKernel(AdagradParams p, Plan plan, float* w, const float* g, float* sum,
+                              const float* found_inf) {
+  if (Skip(found_inf)) return;
+  const Chunk c = plan.chunks[blockIdx.x];
+  const float wd = c.no_weight_decay ? 0.0f : p.weight_decay;
+  const float lr = Rate(p);
+  for (long long i = c.begin + threadIdx.x; i < c.end; i += kThreads) {
+    const float gi = g[i] + wd * w[i];
+    sum[i] += gi * gi;
+    w[i] -= lr * gi / (sqrtf(sum[i]) + p.epsilon);
+  }
+}
+
 __global__ void Unscale(float* g, long long n, const float* loss_scale, float* found_inf) {
   const float inv = 1.0f / *loss_scale;
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
@@ -320,6 +333,14 @@ void AdamStep(core::Device, const AdamParams& p, std::span<const TensorSlice> sl
   CUDA_CHECK_LAUNCH();
 }
 
+void AdagradStep(core::Device, const AdagradParams& p, std::span<const TensorSlice> slices,
+                 float* w, const float* g, float* sum, const float* found_inf) {
+  const Plan plan = MakePlan(slices);
+  if (plan.num_chunks == 0) return;
+  AdagradKernel<<<plan.num_chunks, kThreads, 0, Stream()>>>(p, plan, w, g, sum, found_inf);
+  CUDA_CHECK_LAUNCH();
+}
+
 void UnscaleAndCheckFinite(core::Device, float* g, int64_t n, const float* loss_scale,
                            float* found_inf) {
   CUDA_CHECK(cudaMemsetAsync(found_inf, 0, sizeof(float), Stream()));
@@ -337,6 +358,7 @@ MLPERF_REGISTER_KERNEL(SgdStep, Cuda, SgdStep);
 MLPERF_REGISTER_KERNEL(LarsStep, Cuda, LarsStep);
 MLPERF_REGISTER_KERNEL(LambStep, Cuda, LambStep);
 MLPERF_REGISTER_KERNEL(AdamStep, Cuda, AdamStep);
+MLPERF_REGISTER_KERNEL(AdagradStep, Cuda, AdagradStep);
 MLPERF_REGISTER_KERNEL(UnscaleAndCheckFinite, Cuda, UnscaleAndCheckFinite);
 MLPERF_REGISTER_KERNEL(UpdateLossScale, Cuda, UpdateLossScale);
 

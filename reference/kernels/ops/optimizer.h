@@ -30,6 +30,10 @@ inline Op<void(core::Device device, const LambParams& p, std::span<const TensorS
 inline Op<void(core::Device device, const AdamParams& p, std::span<const TensorSlice> slices,
                float* w, const float* g, float* m, float* v, int32_t* step, const float* found_inf)>
     AdamStep{"AdamStep"};
+// Adagrad (AdagradParams); `sum` is the accumulator, per element.
+inline Op<void(core::Device device, const AdagradParams& p, std::span<const TensorSlice> slices,
+               float* w, const float* g, float* sum, const float* found_inf)>
+    AdagradStep{"AdagradStep"};
 // g *= 1/loss_scale; found_inf = 1 if any element of g is Inf or NaN, else 0.
 inline Op<void(core::Device device, float* g, int64_t n, const float* loss_scale, float* found_inf)>
     UnscaleAndCheckFinite{"UnscaleAndCheckFinite"};

@@ -1,0 +1,54 @@
+// The recommendation model's ops (DLRM-dcnv2), declared once (kernels/op.h):
+// multi-hot embedding bags pooled by sum, their sparse gradient and the
+// exact Adagrad step on the rows a batch touched, the DCN v2 cross layer's
+// combination, and the binary cross-entropy on logits. Kernels in
+// cpu/recommendation.cc and cuda/recommendation.cu; tensors fp32, ids int32.
+#pragma once
+
+#include <cstdint>
+
+#include "reference/core/tensor.h"
+#include "reference/kernels/op.h"
+
+namespace mlperf::ops {
+
+// y[b, column + d] = sum over h of table[ids[b, h], d]: ids [B, H] (H ids per
+// sample, the table's multi-hot size), table [R, D], y [B, W] with
+// column + D <= W. The other columns of y are left as they are.
+inline Op<void(const core::Tensor& ids, const core::Tensor& table, const core::Tensor& y,
+               int64_t column)>
+    EmbeddingBagSumForward{"EmbeddingBagSumForward"};
+
+// The table's gradient as sparse rows: the distinct ids, ascending, in
+// rows (int32, at least B * H), the sum of dy[b, column:column + D] over the
+// samples b that hold each (once per occurrence) in grads ([>= B * H, D]),
+// and how many rows in count (int32 [1]). Never a pass over the table.
+inline Op<void(const core::Tensor& ids, const core::Tensor& dy, int64_t column,
+               const core::Tensor& rows, const core::Tensor& grads, const core::Tensor& count)>
+    EmbeddingBagSumBackward{"EmbeddingBagSumBackward"};
+
+// Adagrad (torch.optim.Adagrad with lr_decay 0, weight decay 0, FBGEMM's
+// exact Adagrad) on the first count[0] of those rows only:
+//   sum[r] += g^2;  table[r] -= lr * g / (sqrt(sum[r]) + epsilon)
+// sum has the table's shape (the accumulator, initially 0).
+inline Op<void(float lr, float epsilon, const core::Tensor& rows, const core::Tensor& grads,
+               const core::Tensor& count, const core::Tensor& table, const core::Tensor& sum)>
+    SparseAdagradStep{"SparseAdagradStep"};
+
+// The DCN v2 cross layer's combination, y = x0 * z + x (elementwise, all
+// [B, F]), and its gradient: dz = dy * x0 and dx0 += dy * z (dx = dy).
+inline Op<void(const core::Tensor& x0, const core::Tensor& z, const core::Tensor& x,
+               const core::Tensor& y)>
+    CrossForward{"CrossForward"};
+inline Op<void(const core::Tensor& x0, const core::Tensor& z, const core::Tensor& dy,
+               const core::Tensor& dx0, const core::Tensor& dz)>
+    CrossBackward{"CrossBackward"};
+
+// torch.nn.BCEWithLogitsLoss (mean): loss = mean over b of
+// max(z, 0) - z * y + log(1 + exp(-|z|)) for logits z [B] and labels y [B]
+// (fp32, 0 or 1); dlogits = (sigmoid(z) - y) / B.
+inline Op<void(const core::Tensor& logits, const core::Tensor& labels, const core::Tensor& loss,
+               const core::Tensor& dlogits)>
+    BinaryCrossEntropyWithLogits{"BinaryCrossEntropyWithLogits"};
+
+}  // namespace mlperf::ops

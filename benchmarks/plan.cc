@@ -8,6 +8,14 @@
 
 namespace mlperf::benchmarks {
 
+json::Value Schedule::EpochNum(int epoch) const {
+  if (interval_samples > 0 && epoch_samples > 0) {
+    return static_cast<double>(steps_through(epoch) * samples_per_step) /
+           static_cast<double>(epoch_samples);
+  }
+  return logged(epoch);
+}
+
 int Schedule::RoundUpToEval(int epoch) const {
   int last = first_eval_epoch;
   while (last < epoch) last += eval_every_epochs;

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "base/json.h"
 #include "quality_targets/quality_target.h"
 #include "reference/core/dtype.h"
 
@@ -66,6 +67,7 @@ struct Schedule {
   int64_t samples_per_epoch = 0;
   int64_t interval_samples = 0;  // > 0: epochs are evaluation intervals (BERT)
   int64_t samples_per_step = 0;  // with interval_samples: the global batch size
+  int64_t epoch_samples = 0;     // with interval_samples: > 0 logs epoch_num as a fraction
 
   bool is_eval_epoch(int epoch) const {
     return epoch >= first_eval_epoch && (epoch - first_eval_epoch) % eval_every_epochs == 0;
@@ -81,6 +83,9 @@ struct Schedule {
     if (interval_samples > 0) return steps_through(epoch) * samples_per_step;
     return log_samples ? epoch * samples_per_epoch : epoch;
   }
+  // epoch_num as the log states it: logged(epoch), or the fraction of an
+  // epoch of epoch_samples trained by the end of `epoch`.
+  json::Value EpochNum(int epoch) const;
   // The first evaluation epoch at or after `epoch`: schedules end with an evaluation.
   int RoundUpToEval(int epoch) const;
 };

@@ -149,13 +149,17 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
       // A block runs up to the next evaluation (or the end of the run).
       int block_last = epoch;
       while (!schedule.is_eval_epoch(block_last) && block_last < last_epoch) ++block_last;
+      const json::Value first = schedule.EpochNum(epoch);
+      const json::Value count =
+          first.is_float() ? json::Value(schedule.EpochNum(block_last).as_float() -
+                                         schedule.EpochNum(epoch - 1).as_float())
+                           : json::Value(schedule.logged(block_last) - schedule.logged(epoch - 1));
       log.Start(key::kBlockStart, nullptr,
-                {{meta::kFirstEpochNum, schedule.logged(epoch)},
-                 {meta::kEpochCount, schedule.logged(block_last) - schedule.logged(epoch - 1)}});
+                {{meta::kFirstEpochNum, first}, {meta::kEpochCount, count}});
       in_block = true;
       block_first = epoch;
     }
-    log.Start(key::kEpochStart, nullptr, {{meta::kEpochNum, schedule.logged(epoch)}});
+    log.Start(key::kEpochStart, nullptr, {{meta::kEpochNum, schedule.EpochNum(epoch)}});
     const Clock::time_point epoch_start = Clock::now();
     for (int64_t step = 0; step < schedule.steps_in(epoch); ++step) {
       for (int m = 0; m < accumulation; ++m) {
@@ -176,20 +180,21 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
     const double samples_per_second =
         static_cast<double>(schedule.steps_in(epoch) * plan.global_batch_size) /
         Seconds(epoch_start);
-    log.End(key::kEpochStop, nullptr, {{meta::kEpochNum, schedule.logged(epoch)}});
-    log.Event("throughput", samples_per_second, {{meta::kEpochNum, schedule.logged(epoch)}});
+    log.End(key::kEpochStop, nullptr, {{meta::kEpochNum, schedule.EpochNum(epoch)}});
+    log.Event("throughput", samples_per_second, {{meta::kEpochNum, schedule.EpochNum(epoch)}});
     out.epochs = epoch;
     // A log that lost lines (a full disk) ends the run now, not at run_stop.
     if (absl::Status s = log.status(); !s.ok()) return fail(s);
     progress.EpochDone(request.run, epoch, samples_per_second, Seconds(run_start));
 
     if (schedule.is_eval_epoch(epoch)) {
-      log.Start(key::kEvalStart, nullptr, {{meta::kEpochNum, schedule.logged(epoch)}});
+      log.Start(key::kEvalStart, nullptr, {{meta::kEpochNum, schedule.EpochNum(epoch)}});
       absl::StatusOr<double> metric = Evaluate(**eval, *evaluator, comm);
       if (!metric.ok()) return fail(metric.status());
       out.last_metric = *metric;
-      log.End(key::kEvalStop, nullptr, {{meta::kEpochNum, schedule.logged(epoch)}});
-      log.Event(key::kEvalAccuracy, out.last_metric, {{meta::kEpochNum, schedule.logged(epoch)}});
+      log.End(key::kEvalStop, nullptr, {{meta::kEpochNum, schedule.EpochNum(epoch)}});
+      log.Event(key::kEvalAccuracy, out.last_metric,
+                {{meta::kEpochNum, schedule.EpochNum(epoch)}});
       progress.EvalDone(request.run, epoch, out.last_metric, Seconds(run_start));
       // As the checker decides: every bound of the rules' target holds.
       reached = plan.target.Reached(out.last_metric);
@@ -197,7 +202,7 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
       diverged = out.last_metric < info.diverged_below;
     }
     if (schedule.is_eval_epoch(epoch) || epoch == last_epoch) {
-      log.End(key::kBlockStop, nullptr, {{meta::kFirstEpochNum, schedule.logged(block_first)}});
+      log.End(key::kBlockStop, nullptr, {{meta::kFirstEpochNum, schedule.EpochNum(block_first)}});
       in_block = false;
     }
   }

@@ -4,12 +4,12 @@
 #      (run_closed --list) that round DEMO_RULESET accepted, into one
 #      submission package: small members of each family on generated data
 #      sets in the real formats (JPEG files in the ImageNet layout, KiTS19-like
-#      .nii.gz cases, TFRecords and a TensorFlow checkpoint);
+#      .nii.gz cases, TFRecords and a TensorFlow checkpoint, Criteo day files);
 #   2. compliance_check on that package (RCP bypass: no RCP exists for the demos'
 #      batch sizes), and the official package checker too when it is installed
 #      (it is a test oracle: scripts/install_deps.sh --test installs it).
 # A package follows one round's rules: DEMO_RULESET, 4.0.0 by default, the
-# last round that accepted ResNet-50, 3D U-Net and BERT together.
+# last round that accepted ResNet-50, 3D U-Net, BERT and DLRM-dcnv2 together.
 # Every invocation writes a new package under out/demo/; nothing is overwritten.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -245,5 +245,8 @@ bench bert_step 120 "$bin/bert_gpu_bench" 8 5 fp32,bf16
 # bf16 only: fp32 NCDHW's profile alone outlasts the limit (run 4), and the
 # PyTorch peer comes after it.
 bench unet3d_step 240 "$bin/unet3d_gpu_bench" 7 5 auto 128,192,192 bf16
+# DLRM-dcnv2's reference-width step (tables capped at 2 million rows) against
+# the PyTorch transcription on the same GPU.
+bench dlrm_step 120 "$bin/dlrm_bench" step 2000000 8192 5 --cuda
 say "report: $out/gpu_report.md"
 exit "$status"

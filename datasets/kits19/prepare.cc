@@ -8,13 +8,18 @@
 
 #include "base/parallel_for.h"
 #include "datasets/kits19/eval_cases.h"
-#include "datasets/kits19/npy.h"
+#include "datasets/npy.h"
 #include "datasets/kits19/resample.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
 
 namespace mlperf::kits19 {
 namespace {
+
+using datasets::NpyArray;
+using datasets::ReadNpy;
+using datasets::ReadNpyHeader;
+using datasets::WriteNpy;
 
 namespace fs = std::filesystem;
 

@@ -1,5 +1,7 @@
 #include "reference/core/arena.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -14,8 +16,15 @@ Arena::Arena(Device device, size_t capacity_bytes, bool measuring)
     : device_(device), capacity_(AlignUp(capacity_bytes, kAlignment)), measuring_(measuring) {
   if (measuring_ || capacity_ == 0) return;
   if (device_ == Device::kCpu) {
-    base_ = static_cast<char*>(std::aligned_alloc(kAlignment, capacity_));
+    // A large arena asks for transparent huge pages (where the kernel grants
+    // them only on request): fewer TLB misses when rows are read at random
+    // (DLRM's embedding tables: 15-25% faster lookups, docs/BENCHMARKS.md).
+    constexpr size_t kHugePage = size_t{2} << 20;
+    const bool huge = capacity_ >= 16 * kHugePage;
+    if (huge) capacity_ = AlignUp(capacity_, kHugePage);
+    base_ = static_cast<char*>(std::aligned_alloc(huge ? kHugePage : kAlignment, capacity_));
     MLPERF_CHECK_MSG(base_ != nullptr, "host arena allocation failed");
+    if (huge) ::madvise(base_, capacity_, MADV_HUGEPAGE);  // advice: failure changes nothing
   } else {
 #ifdef MLPERF_HAVE_CUDA
     MLPERF_CHECK_MSG(cudaMalloc(reinterpret_cast<void**>(&base_), capacity_) == cudaSuccess,

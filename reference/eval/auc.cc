@@ -29,15 +29,23 @@ void RadixSort(std::vector<uint64_t>& keys) {
 
 }  // namespace
 
-std::optional<double> ExactAuc(std::span<const float> scores, std::span<const uint8_t> labels) {
+std::optional<double> ExactAuc(std::span<const float> scores, std::span<const uint8_t> labels,
+                               std::span<const uint32_t> weights) {
   if (scores.size() != labels.size() || scores.empty()) return std::nullopt;
-  // Key: the score's order, then the label in the lowest bit.
+  if (!weights.empty() && weights.size() != scores.size()) return std::nullopt;
+  // Key: the score's order, then the label in the lowest bit; with weights,
+  // the sample's index above them (the order sorts only the low 33 bits).
   std::vector<uint64_t> keys(scores.size());
   for (size_t i = 0; i < scores.size(); ++i) {
     if (std::isnan(scores[i])) return std::nullopt;
     keys[i] = uint64_t{OrderedBits(scores[i])} << 1 | (labels[i] != 0 ? 1 : 0);
+    if (!weights.empty()) keys[i] |= static_cast<uint64_t>(i) << 33;
   }
   RadixSort(keys);
+  constexpr uint64_t kKey = (uint64_t{1} << 33) - 1;
+  const auto weight = [&](uint64_t key) -> int64_t {
+    return weights.empty() ? 1 : weights[key >> 33];
+  };
   // Walk tie groups from the lowest score: each positive beats the negatives
   // below its group and ties (one half) with the negatives in it. Twice the
   // numerator stays an integer.
@@ -45,7 +53,8 @@ std::optional<double> ExactAuc(std::span<const float> scores, std::span<const ui
   for (size_t i = 0; i < keys.size();) {
     size_t j = i;
     int64_t p = 0, n = 0;
-    for (; j < keys.size() && keys[j] >> 1 == keys[i] >> 1; ++j) ((keys[j] & 1) != 0 ? p : n) += 1;
+    for (; j < keys.size() && (keys[j] & kKey) >> 1 == (keys[i] & kKey) >> 1; ++j)
+      ((keys[j] & 1) != 0 ? p : n) += weight(keys[j]);
     twice += p * (2 * negatives_below + n);
     negatives_below += n;
     positives += p;
@@ -55,6 +64,13 @@ std::optional<double> ExactAuc(std::span<const float> scores, std::span<const ui
   if (positives == 0 || negatives == 0) return std::nullopt;
   return static_cast<double>(static_cast<long double>(twice) /
                              (2.0L * static_cast<long double>(positives) * negatives));
+}
+
+std::vector<uint32_t> TiledWeights(int64_t distinct, int64_t total) {
+  std::vector<uint32_t> w(static_cast<size_t>(distinct), 0);
+  for (int64_t k = 0; k < distinct; ++k)
+    w[static_cast<size_t>(k)] = static_cast<uint32_t>(total / distinct + (k < total % distinct));
+  return w;
 }
 
 void AucEvaluator::Add(const models::Batch& batch) {
@@ -75,7 +91,11 @@ double AucEvaluator::Finish(dist::Communicator& comm) {
     scores[i] = all[2 * i];
     labels[i] = all[2 * i + 1] != 0.0f ? 1 : 0;
   }
-  const std::optional<double> auc = ExactAuc(scores, labels);
+  const std::vector<uint32_t> weights =
+      tiled_to_ > 0 && !scores.empty()
+          ? TiledWeights(static_cast<int64_t>(scores.size()), tiled_to_)
+          : std::vector<uint32_t>();
+  const std::optional<double> auc = ExactAuc(scores, labels, weights);
   if (auc) return *auc;
   if (comm.rank() == 0) {
     std::fprintf(stderr,

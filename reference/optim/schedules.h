@@ -17,6 +17,16 @@ class LearningRateSchedule {
   virtual double At(int64_t step) const = 0;
 };
 
+// One rate throughout (DLRM-dcnv2: no warm-up, no decay).
+class ConstantRate final : public LearningRateSchedule {
+ public:
+  explicit ConstantRate(double lr) : lr_(lr) {}
+  double At(int64_t) const override { return lr_; }
+
+ private:
+  double lr_;
+};
+
 // Linear warm-up to base_lr, then polynomial decay to end_lr (the ResNet
 // reference's lars_util.py PolynomialDecayWithWarmup):
 //   step <= warmup: base * step / warmup

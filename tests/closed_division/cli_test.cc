@@ -166,7 +166,8 @@ TEST_F(RunClosed, UsageErrorsExitTwoWithOneLine) {
 // data gradient became a convolution over dy (conv_nhwc.cc): each changes the
 // order of sums, and so the run's values. The 3D U-Net's and BERT's were
 // recorded before the optimizers, schedules and evaluators became interfaces
-// and the benchmarks moved into folders of their own (2026-11-28).
+// and the benchmarks moved into folders of their own (2026-11-28); DLRM-dcnv2's
+// when it joined (2026-11-28).
 // The precision keys came later; they are checked apart (fp32 here).
 // The recordings used OpenBLAS's AVX2 kernels; its AVX-512 ones round
 // differently, and training amplifies that, so an AVX-512 machine is asked
@@ -235,7 +236,10 @@ INSTANTIATE_TEST_SUITE_P(
                                  0.9489657084147135}},
                       Recording{"bert",
                                 {0.017992424242424244, 0.0533008658008658, 0.22564935064935066,
-                                 0.43506493506493504, 0.6248647186147186, 0.8705357142857143}}),
+                                 0.43506493506493504, 0.6248647186147186, 0.8705357142857143}},
+                      Recording{"dlrm_dcnv2",
+                                {0.7109976592408604, 0.7581081758913318, 0.776889023014674,
+                                 0.802553058276145, 0.8356870825816594}}),
     [](const ::testing::TestParamInfo<Recording>& info) { return info.param.bench; });
 
 TEST_F(RunClosed, RefusesToWriteIntoAPackageWithResults) {

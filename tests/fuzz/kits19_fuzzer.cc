@@ -12,11 +12,12 @@
 #include <string>
 
 #include "datasets/kits19/nifti.h"
-#include "datasets/kits19/npy.h"
+#include "datasets/npy.h"
 #include "tests/fuzz/fuzz_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace mlperf::kits19;
+  using namespace mlperf::datasets;
   if (size < 1) return 0;
   static const auto nifti = mlperf::fuzz::ScratchPath(".nii.gz");
   static const auto npy = mlperf::fuzz::ScratchPath(".npy");

@@ -177,7 +177,7 @@ def case_precision(tool, tmp):
 def case_models(tool, tmp):
     """Each model's synthetic batch and its loader's batches go through both modes."""
     fails = []
-    for bench in ("resnet", "unet3d", "bert"):
+    for bench in ("resnet", "unet3d", "bert", "dlrm_dcnv2"):
         for mode in ("train", "infer"):
             for data in ([], ["--generated", "--cache_dir", os.path.join(tmp, "cache")]):
                 args = SMALL + ["--bench", bench, "--mode", mode, "--dtype", "fp32,bf16", "-b", "2",

@@ -13,11 +13,16 @@
 #include <vector>
 
 #include "datasets/kits19/loader.h"
-#include "datasets/kits19/npy.h"
+#include "datasets/npy.h"
 #include "fmt/format.h"
 
 namespace mlperf::kits19 {
 namespace {
+
+using datasets::NpyArray;
+using datasets::ReadNpy;
+using datasets::ReadNpyHeader;
+using datasets::WriteNpy;
 
 namespace fs = std::filesystem;
 

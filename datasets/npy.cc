@@ -1,27 +1,22 @@
-#include "datasets/kits19/npy.h"
+#include "datasets/npy.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <exception>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include "base/files.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
 
-namespace mlperf::kits19 {
+namespace mlperf::datasets {
 namespace {
 
 constexpr char kMagic[] = "\x93NUMPY";
 constexpr size_t kMagicSize = 6;
-
-int64_t ElementSize(const std::string& dtype) {
-  if (dtype == "<f4") return 4;
-  if (dtype == "|u1" || dtype == "<u1") return 1;
-  return 0;
-}
 
 // The value of 'key' in the header's Python dict literal: a quoted string
 // without its quotes, a tuple's inside, or a bare word (True, False).
@@ -41,13 +36,18 @@ std::string DictValue(const std::string& header, const std::string& key) {
 }
 
 // The header, checked against the file's size; the elements too with `data`.
-absl::StatusOr<NpyArray> Read(const std::filesystem::path& path, bool data) {
+// The array takes `within` bytes from `offset` (the rest of the file by default).
+absl::StatusOr<NpyArray> Read(const std::filesystem::path& path, bool data, uint64_t offset = 0,
+                              std::optional<uint64_t> within = std::nullopt) {
   const std::string name = path.string();
   std::error_code ec;
-  const uintmax_t size = std::filesystem::file_size(path, ec);
+  const uintmax_t file_size = std::filesystem::file_size(path, ec);
   if (ec) return absl::NotFoundError(fmt::format("{}: cannot open: {}", name, ec.message()));
+  if (offset > file_size || (within && *within > file_size - offset))
+    return absl::DataLossError(fmt::format("{}: truncated", name));
+  const uintmax_t size = within ? *within : file_size - offset;
   std::ifstream in(path, std::ios::binary);
-  if (!in)
+  if (!in || !in.seekg(static_cast<std::streamoff>(offset)))
     return absl::NotFoundError(fmt::format("{}: cannot open: {}", name, std::strerror(errno)));
   // Magic, version, then the header's length: 2 bytes (v1) or 4 (v2, v3).
   char preamble[12] = {};
@@ -71,9 +71,9 @@ absl::StatusOr<NpyArray> Read(const std::filesystem::path& path, bool data) {
     return absl::DataLossError(fmt::format("{}: truncated header", name));
   NpyArray array;
   array.dtype = DictValue(header, "descr");
-  if (ElementSize(array.dtype) == 0) {
+  if (NpyElementSize(array.dtype) == 0) {
     return absl::InvalidArgumentError(
-        fmt::format("{}: dtype '{}', expected '<f4' or '|u1'", name, array.dtype));
+        fmt::format("{}: dtype '{}', expected '<f4', '<i4' or '|u1'", name, array.dtype));
   }
   if (const std::string order = DictValue(header, "fortran_order"); order != "False") {
     return absl::InvalidArgumentError(
@@ -101,12 +101,13 @@ absl::StatusOr<NpyArray> Read(const std::filesystem::path& path, bool data) {
     array.shape.push_back(v);
     count *= v;
   }
-  const auto bytes = static_cast<size_t>(count * ElementSize(array.dtype));
+  const auto bytes = static_cast<size_t>(count * NpyElementSize(array.dtype));
   if (size - header_at - header_len < bytes) {
     return absl::DataLossError(fmt::format("{}: truncated: {} bytes of data, the shape needs {}",
                                            name, size - header_at - header_len, bytes));
   }
   if (array.dtype == "<u1") array.dtype = "|u1";
+  array.data_offset = offset + header_at + header_len;
   if (!data) return array;
   array.bytes.resize(bytes);
   if (!in.read(array.bytes.data(), static_cast<std::streamsize>(bytes)))
@@ -116,23 +117,33 @@ absl::StatusOr<NpyArray> Read(const std::filesystem::path& path, bool data) {
 
 }  // namespace
 
+int64_t NpyElementSize(const std::string& dtype) {
+  if (dtype == "<f4" || dtype == "<i4") return 4;
+  if (dtype == "|u1" || dtype == "<u1") return 1;
+  return 0;
+}
+
 absl::StatusOr<NpyArray> ReadNpy(const std::filesystem::path& path) { return Read(path, true); }
 
 absl::StatusOr<NpyArray> ReadNpyHeader(const std::filesystem::path& path) {
   return Read(path, false);
 }
 
-absl::Status WriteNpy(const std::filesystem::path& path, const std::string& dtype,
-                      const std::vector<int64_t>& shape, const void* data) {
-  const int64_t element = ElementSize(dtype);
+absl::StatusOr<NpyArray> ReadNpyHeaderAt(const std::filesystem::path& path, uint64_t offset,
+                                         uint64_t size) {
+  return Read(path, false, offset, size);
+}
+
+absl::StatusOr<std::string> NpyBytes(const std::string& dtype, const std::vector<int64_t>& shape,
+                                     const void* data) {
+  const int64_t element = NpyElementSize(dtype);
   if (element == 0) {
     return absl::InvalidArgumentError(
-        fmt::format("{}: dtype '{}', expected '<f4' or '|u1'", path.string(), dtype));
+        fmt::format("dtype '{}', expected '<f4', '<i4' or '|u1'", dtype));
   }
   int64_t count = 1;
   for (int64_t d : shape) {
-    if (d < 0)
-      return absl::InvalidArgumentError(fmt::format("{}: negative size {}", path.string(), d));
+    if (d < 0) return absl::InvalidArgumentError(fmt::format("negative size {}", d));
     count *= d;
   }
   std::string dims = fmt::format("{}", fmt::join(shape, ", "));
@@ -151,7 +162,16 @@ absl::Status WriteNpy(const std::filesystem::path& path, const std::string& dtyp
   file += static_cast<char>(header.size() >> 8);
   file += header;
   file.append(static_cast<const char*>(data), static_cast<size_t>(count * element));
-  return base::WriteFileAtomically(path, file);
+  return file;
 }
 
-}  // namespace mlperf::kits19
+absl::Status WriteNpy(const std::filesystem::path& path, const std::string& dtype,
+                      const std::vector<int64_t>& shape, const void* data) {
+  absl::StatusOr<std::string> file = NpyBytes(dtype, shape, data);
+  if (!file.ok())
+    return absl::InvalidArgumentError(
+        fmt::format("{}: {}", path.string(), std::string(file.status().message())));
+  return base::WriteFileAtomically(path, *file);
+}
+
+}  // namespace mlperf::datasets

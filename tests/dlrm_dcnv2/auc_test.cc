@@ -1,4 +1,4 @@
-// The exact AUC against sklearn.metrics.roc_auc_score (tests/dlrm/auc_sklearn.py
+// The exact AUC against sklearn.metrics.roc_auc_score (tests/dlrm_dcnv2/auc_sklearn.py
 // under /usr/bin/python3) to 1e-9: random scores, many ties, all scores
 // equal, -0 and +0, scores of both signs and wide range, two million
 // samples with ties; no value where sklearn refuses (one class, a NaN).
@@ -94,7 +94,7 @@ TEST(ExactAuc, MatchesSklearnRocAucScore) {
   const std::string in = testing::TempPath("auc_cases");
   const std::string out = in + ".txt";
   ASSERT_TRUE(io::SaveSafetensors(in, named).ok());
-  const std::string cmd = fmt::format("/usr/bin/python3 {}/tests/dlrm/auc_sklearn.py {} {}",
+  const std::string cmd = fmt::format("/usr/bin/python3 {}/tests/dlrm_dcnv2/auc_sklearn.py {} {}",
                                       MLPERF_SOURCE_DIR, in, out);
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   std::ifstream answers(out);
@@ -127,6 +127,31 @@ TEST(ExactAuc, KnownValuesWithoutAnOracle) {
   EXPECT_EQ(ExactAuc(std::vector<float>{0.5f, 0.5f, 0.9f}, std::vector<uint8_t>{0, 1, 1}), 0.75);
   EXPECT_FALSE(ExactAuc(std::vector<float>{}, std::vector<uint8_t>{}).has_value());
   EXPECT_FALSE(ExactAuc(std::vector<float>{0.1f}, std::vector<uint8_t>{0, 1}).has_value());
+}
+
+TEST(ExactAuc, ATiledSetWeightedEqualsTheSetWrittenOut) {
+  constexpr int64_t kDistinct = 997, kTotal = 10007;
+  std::vector<float> scores;
+  std::vector<uint8_t> labels;
+  for (int64_t k = 0; k < kDistinct; ++k) {
+    labels.push_back(Uniform(11, k) < 0.4f);
+    scores.push_back(std::round(20 * (Uniform(12, k) + 0.2f * labels.back())) / 20);  // ties
+  }
+  std::vector<float> all_scores;
+  std::vector<uint8_t> all_labels;
+  for (int64_t i = 0; i < kTotal; ++i) {
+    all_scores.push_back(scores[i % kDistinct]);
+    all_labels.push_back(labels[i % kDistinct]);
+  }
+  const std::vector<uint32_t> weights = TiledWeights(kDistinct, kTotal);
+  EXPECT_EQ(weights[0], 11u);  // 10007 = 10 * 997 + 37
+  EXPECT_EQ(weights[36], 11u);
+  EXPECT_EQ(weights[37], 10u);
+  const std::optional<double> tiled = ExactAuc(scores, labels, weights);
+  const std::optional<double> written = ExactAuc(all_scores, all_labels);
+  ASSERT_TRUE(tiled.has_value() && written.has_value());
+  EXPECT_EQ(*tiled, *written);
+  EXPECT_NE(*tiled, *ExactAuc(scores, labels));  // the weights matter here
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // DLRM-dcnv2 against a PyTorch transcription of the reference's torchrec
-// DLRM_DCN (tests/dlrm/dlrm_parity.py, /usr/bin/python3): nn.EmbeddingBag in
+// DLRM_DCN (tests/dlrm_dcnv2/dlrm_parity.py, /usr/bin/python3): nn.EmbeddingBag in
 // sum mode, the low-rank cross network, the MLPs, BCEWithLogitsLoss, on the
 // same weights and batch (ids repeated within and across samples). The
 // logits, the loss, every dense gradient and each table's sparse gradient
@@ -125,7 +125,7 @@ TEST(DlrmParity, ForwardGradientsAndOneAdagradStepMatchPyTorch) {
   ASSERT_TRUE(io::SaveSafetensors(ours_file, out).ok());
 
   const std::string cmd = fmt::format(
-      "/usr/bin/python3 {}/tests/dlrm/dlrm_parity.py --weights {} --batch {} --ours {} "
+      "/usr/bin/python3 {}/tests/dlrm_dcnv2/dlrm_parity.py --weights {} --batch {} --ours {} "
       "--lr {} --eps {} --cross-layers {}",
       MLPERF_SOURCE_DIR, weights, batch_file, ours_file, kLr, kEps, config.cross_layers);
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;

@@ -217,7 +217,6 @@ void Dlrm::Backward() {
     bottom_[i].Backward(i == 0 ? dense_ : bottom_[i - 1].output(), dbottom_[i],
                         i == 0 ? Tensor() : dbottom_[i - 1]);
   NotifyGradientsReady(0);
-  if (!update_tables_) return;
   for (int64_t t = 0; t < config_.tables(); ++t) {
     TableGradient(t);
     ops::SparseAdagradStep(config_.embedding_lr, config_.embedding_epsilon, grad_rows_,

@@ -49,8 +49,6 @@ struct DlrmConfig {
 
 // Inputs of a batch: dense [B, 13] fp32, then one int32 [B, multi_hot[t]]
 // per table, then labels [B] fp32 (0 or 1).
-inline constexpr int kDlrmDenseInput = 0;
-
 class Dlrm final : public Model {
  public:
   Dlrm(const DlrmConfig& config, int64_t batch_size, uint64_t seed = 0);
@@ -80,8 +78,6 @@ class Dlrm final : public Model {
   // The sparse gradient of table t in the last Backward, copied to the host:
   // the touched rows, ascending, and their gradients [rows, dim].
   void TableGradientToHost(int64_t t, std::vector<int32_t>* rows, std::vector<float>* grads);
-  // Whether Backward updates the tables (tests compare gradients without).
-  void set_update_tables(bool update) { update_tables_ = update; }
 
  private:
   struct Cross {
@@ -95,7 +91,6 @@ class Dlrm final : public Model {
   void TableGradient(int64_t t);
 
   DlrmConfig config_;
-  bool update_tables_ = true;
   std::vector<layers::Linear> bottom_, top_;
   std::vector<Cross> cross_;
   std::vector<core::Tensor> tables_, sums_, ids_;

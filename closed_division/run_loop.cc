@@ -97,7 +97,8 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
       setup.MakeModel({.device = plan.options.gpus > 0 ? core::Device::kCuda : core::Device::kCpu,
                        .rank = comm.rank(),
                        .world_size = comm.world_size(),
-                       .comm = &model_comm},
+                       .comm = &model_comm,
+                       .comm_stream = request.comm_stream},
                       request.seed);
   if (absl::Status s = setup.LoadStartingCheckpoint(*model); !s.ok()) {
     out.error = std::move(s);

@@ -11,6 +11,8 @@
 //       with --cuda both on the GPU
 //   dlrm_bench auc [n]                      the exact AUC over n scores with ties against
 //       sklearn.metrics.roc_auc_score (89137319, the reference's evaluation set)
+//   dlrm_bench plan [ranks] [global batch]  the memory plan of the reference's full-size
+//       model per rank (Dlrm::PlanMemory, allocating nothing; 8 32768)
 //
 // --no-torch skips the peers. Threads: OMP_NUM_THREADS (the peer gets the same).
 #include <omp.h>
@@ -118,7 +120,7 @@ int Bags(int64_t cap, int64_t batch, int reps, bool torch) {
     for (int64_t t = 0; t < tables; ++t)
       ops::EmbeddingBagSumForward(
           core::Tensor(ids[t].data(), {batch, ref.multi_hot[t]}, core::DType::kI32), weight[t],
-          t_pooled, t * kDim);
+          t_pooled, t * kDim, {});
     const double f = Since(start);
     const Clock::time_point mid = Clock::now();
     for (int64_t t = 0; t < tables; ++t) {
@@ -126,7 +128,7 @@ int Bags(int64_t cap, int64_t batch, int reps, bool torch) {
       const core::Tensor r(grad_rows.data(), {most}, core::DType::kI32);
       const core::Tensor g(grads.data(), {most, kDim}, core::DType::kF32);
       const core::Tensor c(count.data(), {1}, core::DType::kI32);
-      ops::EmbeddingBagSumBackward(id, t_dy, t * kDim, r, g, c);
+      ops::EmbeddingBagSumBackward(id, t_dy, t * kDim, {}, r, g, c);
       ops::SparseAdagradStep(0.004f, 1e-8f, r, g, c, weight[t], sum[t]);
     }
     if (rep > 0) {
@@ -198,6 +200,29 @@ int Auc(int64_t n, bool torch) {
 
 }  // namespace
 
+int Plan(int ranks, int64_t global_batch) {
+  const models::DlrmConfig config = models::DlrmConfig::Reference();
+  const models::EmbeddingSharding sharding =
+      models::PlanEmbeddingSharding(config.table_rows, ranks);
+  constexpr double kGiB = 1 << 30;
+  std::printf(
+      "rank  whole tables  row-wise  embeddings GiB  dense GiB  activations GiB  total GiB\n");
+  for (int r = 0; r < ranks; ++r) {
+    const models::DlrmMemory m = models::Dlrm::PlanMemory(config, global_batch / ranks, r, ranks);
+    int whole = 0, split = 0;
+    for (int64_t t = 0; t < sharding.tables(); ++t) {
+      if (sharding.row_wise(t))
+        ++split;
+      else if (sharding.owner[static_cast<size_t>(t)] == r)
+        ++whole;
+    }
+    std::printf("%4d  %12d  %8d  %14.2f  %9.3f  %15.2f  %9.2f\n", r, whole, split,
+                static_cast<double>(m.embeddings) / kGiB, static_cast<double>(m.dense) / kGiB,
+                static_cast<double>(m.activations) / kGiB, static_cast<double>(m.total()) / kGiB);
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   const bool torch = std::find(args.begin(), args.end(), "--no-torch") == args.end();
@@ -212,6 +237,10 @@ int main(int argc, char** argv) {
   if (what == "step")
     return Step(arg(1, 200000), arg(2, 512), static_cast<int>(arg(3, 3)), torch, cuda);
   if (what == "auc") return Auc(arg(1, 89137319), torch);
-  std::fprintf(stderr, "usage: dlrm_bench bags|step|auc [sizes...] [--no-torch]\n");
+  if (what == "plan" && arg(1, 8) > 0 && arg(2, 32768) % arg(1, 8) == 0)
+    return Plan(static_cast<int>(arg(1, 8)), arg(2, 32768));
+  std::fprintf(stderr,
+               "usage: dlrm_bench bags|step|auc|plan [sizes...] [--no-torch] (plan: the ranks "
+               "divide the global batch)\n");
   return 2;
 }

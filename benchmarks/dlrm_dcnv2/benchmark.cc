@@ -1,17 +1,18 @@
 // The DLRM-dcnv2 (Criteo 1TB multi-hot) registry entry: the closed recipe
 // per scale from the RCP references (Adagrad at the reference's rate for
 // the smallest RCP batch the processes divide), evaluations every twentieth
-// of the one epoch logged as fractions of it, and the embedded
-// demonstration: a small member of the family on generated click logs in
-// the reference's day-file layout.
+// of the one epoch logged as fractions of it, the tables sharded over the
+// processes (refused when a rank's share does not fit its memory), and the
+// embedded demonstration: a small member of the family on generated click
+// logs in the reference's day-file layout.
 #include <algorithm>
 #include <memory>
-#include <numeric>
 #include <string>
 
 #include "benchmarks/dlrm_dcnv2/setup.h"
 #include "benchmarks/rcp_recipes.h"
 #include "fmt/format.h"
+#include "reference/kernels/dispatch.h"
 
 namespace mlperf::benchmarks::dlrm_dcnv2 {
 namespace {
@@ -46,6 +47,28 @@ absl::Status RcpRecipe(int world_size, RunPlan& plan, Recipe& recipe) {
   return absl::OkStatus();
 }
 
+// Every rank's arenas (Dlrm::PlanMemory) against what one process may use:
+// its share of host memory, or its GPU's memory (unknown: not checked).
+absl::Status CheckMemory(const models::DlrmConfig& member, const RunPlan& plan, int world_size,
+                         int64_t limit) {
+  if (limit <= 0) return absl::OkStatus();
+  constexpr double kGiB = 1 << 30;
+  for (int rank = 0; rank < world_size; ++rank) {
+    const models::DlrmMemory m =
+        models::Dlrm::PlanMemory(member, plan.batch_per_rank, rank, world_size);
+    if (m.total() <= limit) continue;
+    return absl::ResourceExhaustedError(fmt::format(
+        "dlrm_dcnv2: rank {} of {} needs {:.1f} GiB (embedding tables and their Adagrad sums "
+        "{:.1f}, dense layers {:.1f}, activations {:.1f}), one {} has {:.1f} GiB; run more "
+        "processes to shard the tables further",
+        rank, world_size, static_cast<double>(m.total()) / kGiB,
+        static_cast<double>(m.embeddings) / kGiB, static_cast<double>(m.dense) / kGiB,
+        static_cast<double>(m.activations) / kGiB, plan.options.gpus > 0 ? "GPU" : "process",
+        static_cast<double>(limit) / kGiB));
+  }
+  return absl::OkStatus();
+}
+
 class DlrmBenchmark final : public Benchmark {
  public:
   const BenchmarkInfo& info() const override {
@@ -65,11 +88,6 @@ class DlrmBenchmark final : public Benchmark {
           fmt::format("--optimizer={}: closed-division DLRM-dcnv2 trains with Adagrad only",
                       options.optimizer));
     }
-    if (world_size > 1) {
-      return absl::InvalidArgumentError(
-          "dlrm_dcnv2 runs in one process so far: its embedding tables are not yet sharded across "
-          "ranks");
-    }
     if (options.precision == "fp16") {
       return absl::InvalidArgumentError(
           "--precision=fp16: DLRM-dcnv2 steps its tables inside the backward pass, where fp16's "
@@ -87,6 +105,11 @@ class DlrmBenchmark final : public Benchmark {
       member.top_mlp = {64, 32, 1};
       generated.table_rows = member.table_rows;
       generated.multi_hot = member.multi_hot;
+      // Sharded as the full-size tables would be on as many ranks.
+      const models::EmbeddingSharding full =
+          models::PlanEmbeddingSharding(models::DlrmConfig::Reference().table_rows, world_size);
+      for (int64_t t = 0; t < full.tables(); ++t)
+        if (full.row_wise(t)) member.row_wise_tables.push_back(t);
       plan.global_batch_size = kDemoBatch;
       plan.rcp_batch_size = false;
     }
@@ -113,17 +136,11 @@ class DlrmBenchmark final : public Benchmark {
                      .interval_samples = every * plan.global_batch_size,
                      .samples_per_step = plan.global_batch_size,
                      .epoch_samples = plan.train_samples};
-    // The tables and their Adagrad sums must fit this process.
-    const int64_t rows =
-        std::accumulate(member.table_rows.begin(), member.table_rows.end(), int64_t{0});
-    const int64_t table_bytes = 2 * rows * member.embedding_dim * 4;
-    if (share.memory_bytes > 0 && table_bytes > share.memory_bytes) {
-      return absl::ResourceExhaustedError(fmt::format(
-          "dlrm_dcnv2: the embedding tables and their Adagrad sums take {:.1f} GiB, this process "
-          "may use {:.1f} GiB (sharding them across ranks is still to come)",
-          static_cast<double>(table_bytes) / (1 << 30),
-          static_cast<double>(share.memory_bytes) / (1 << 30)));
-    }
+    if (absl::Status s =
+            CheckMemory(member, plan, world_size,
+                        options.gpus > 0 ? ops::DeviceMemoryTotalBytes() : share.memory_bytes);
+        !s.ok())
+      return s;
     return std::make_unique<DlrmSetup>(std::move(plan), recipe, std::move(member),
                                        std::move(generated));
   }

@@ -24,7 +24,9 @@ namespace key = mllog::key;
 // the next epoch), and rank r takes its contiguous [r * B, (r + 1) * B) of
 // it: every sample once per epoch over all ranks, the same on any number of
 // them. Evaluation: rank r takes its contiguous share of the validation
-// rows, the last batch padded. A tiled evaluation set (the demonstration's)
+// rows, the last batch padded, then batches of padding alone (count 0)
+// until every rank has given as many (the model's forward is collective
+// over the ranks that hold its tables). A tiled evaluation set (the demonstration's)
 // has `tiled_to` samples, its validation rows repeated: each is read once
 // and the evaluator counts its copies.
 class CriteoPipeline final : public DataPipeline {
@@ -48,17 +50,28 @@ class CriteoPipeline final : public DataPipeline {
     if (!eval_) return days_->train_rows();
     return tiled_to_ > 0 ? tiled_to_ : days_->validation_rows();
   }
-  void StartEval() override { next_ = days_->validation_rows() * rank_ / world_; }
+  void StartEval() override {
+    next_ = days_->validation_rows() * rank_ / world_;
+    const int64_t largest_share = (days_->validation_rows() + world_ - 1) / world_;
+    eval_batches_left_ = (largest_share + batch_ - 1) / batch_;
+  }
 
   absl::StatusOr<bool> Next(models::Batch* b) override {
     int64_t n = batch_;
     if (eval_) {
+      if (eval_batches_left_ == 0) return false;
+      --eval_batches_left_;
       const int64_t end = days_->validation_rows() * (rank_ + 1) / world_;
-      if (next_ >= end) return false;
       n = std::min(batch_, end - next_);
-      if (absl::Status s = Copy(next_, n, 0); !s.ok()) return s;
-      for (int64_t pad = n; pad < batch_; ++pad)  // padding: copies of the first
-        if (absl::Status s = Copy(next_, 1, pad); !s.ok()) return s;
+      // Padding: copies of the share's first sample (of the last one once
+      // the share is done).
+      const int64_t pad_row = n > 0 ? next_ : std::max<int64_t>(0, end - 1);
+      if (n > 0) {
+        if (absl::Status s = Copy(next_, n, 0); !s.ok()) return s;
+      }
+      for (int64_t pad = std::max<int64_t>(n, 0); pad < batch_; ++pad)
+        if (absl::Status s = Copy(pad_row, 1, pad); !s.ok()) return s;
+      n = std::max<int64_t>(n, 0);
       next_ += n;
     } else {
       const int64_t rows = days_->train_rows();
@@ -95,7 +108,7 @@ class CriteoPipeline final : public DataPipeline {
   std::vector<int64_t> table_rows_;
   int64_t batch_, global_;
   int rank_, world_;
-  int64_t next_ = 0, step_ = 0;
+  int64_t next_ = 0, step_ = 0, eval_batches_left_ = 0;
   std::vector<float> dense_, labels_;
   std::vector<std::vector<int32_t>> ids_;
 };
@@ -135,7 +148,7 @@ std::unique_ptr<models::Model> DlrmSetup::MakeModel(const models::Placement& pla
                                                     uint64_t seed) const {
   models::DlrmConfig c = member_;
   c.device = placement.device;
-  return std::make_unique<models::Dlrm>(c, plan_.batch_per_rank, seed);
+  return std::make_unique<models::Dlrm>(c, plan_.batch_per_rank, seed, placement);
 }
 
 std::unique_ptr<optim::Optimizer> DlrmSetup::MakeOptimizer(const models::Model& model) const {

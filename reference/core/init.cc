@@ -59,11 +59,14 @@ void FillConstant(const Tensor& t, float value) {
   ForQuads(t.numel(), [&](uint64_t, int64_t i0, int64_t i1) { std::fill(p + i0, p + i1, value); });
 }
 
-void FillUniform(const Tensor& t, float lo, float hi, RngStream rng) {
+void FillUniform(const Tensor& t, float lo, float hi, RngStream rng, int64_t first) {
   float* p = t.f32();
-  ForQuads(t.numel(), [&](uint64_t q, int64_t i0, int64_t i1) {
-    const Philox4x32 b = PhiloxBlock(rng.seed, rng.offset, q);
-    for (int64_t i = i0; i < i1; ++i) p[i] = lo + (hi - lo) * UniformFromBits(b.v[i - i0]);
+  const int64_t n = t.numel(), skip = first % 4;
+  // Quads of the stream from the one holding element `first`.
+  ForQuads(n + skip, [&](uint64_t q, int64_t i0, int64_t i1) {
+    const Philox4x32 b = PhiloxBlock(rng.seed, rng.offset, static_cast<uint64_t>(first / 4) + q);
+    for (int64_t i = std::max(i0, skip); i < i1; ++i)
+      p[i - skip] = lo + (hi - lo) * UniformFromBits(b.v[i - i0]);
   });
 }
 

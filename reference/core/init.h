@@ -17,8 +17,9 @@ struct RngStream {
 };
 
 void FillConstant(const Tensor& t, float value);
-// U[lo, hi).
-void FillUniform(const Tensor& t, float lo, float hi, RngStream rng);
+// U[lo, hi). Element k of t takes element first + k of the stream (a shard
+// of a larger tensor drawn whole).
+void FillUniform(const Tensor& t, float lo, float hi, RngStream rng, int64_t first = 0);
 // N(mean, stddev) by Box-Muller on pairs of Philox lanes.
 void FillNormal(const Tensor& t, float mean, float stddev, RngStream rng);
 // N(0, stddev) re-drawn outside +-2 stddev, as tf.random.truncated_normal.

@@ -19,6 +19,12 @@ class Communicator {
   virtual void AllReduceSum(float* data, int64_t count) = 0;
   virtual void AllReduceAverage(float* data, int64_t count) = 0;
   virtual void Broadcast(float* data, int64_t count, int root) = 0;
+  // Block r of `send` (send_bytes[r] bytes; the blocks back to back in rank
+  // order) goes to rank r, which receives it as block `rank()` of its
+  // `recv` (recv_bytes[r] from rank r). Both spans have world_size()
+  // entries; what rank a sends b is what b expects from a. Not in place.
+  virtual void AllToAll(const void* send, std::span<const int64_t> send_bytes, void* recv,
+                        std::span<const int64_t> recv_bytes) = 0;
   virtual void Barrier() = 0;
   // Whether the collectives on device buffers can be recorded into a CUDA
   // graph (ops::DeviceGraph): only what never touches the host. A world of

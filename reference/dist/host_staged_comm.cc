@@ -30,6 +30,22 @@ class HostStaged final : public Communicator {
   void Broadcast(float* data, int64_t count, int root) override {
     Run(data, count, [&](float* d, int64_t n) { comm_.Broadcast(d, n, root); });
   }
+  // Through device buffers of the call's size (control messages never
+  // exchange blocks; this is for completeness, not speed).
+  void AllToAll(const void* send, std::span<const int64_t> send_bytes, void* recv,
+                std::span<const int64_t> recv_bytes) override {
+    int64_t out = 0, in = 0;
+    for (const int64_t b : send_bytes) out += b;
+    for (const int64_t b : recv_bytes) in += b;
+    core::Arena staging(Device::kCuda, static_cast<size_t>(out + in) + core::Arena::kAlignment);
+    auto* d_send = static_cast<std::byte*>(staging.Allocate({out}, core::DType::kU8).data());
+    auto* d_recv = static_cast<std::byte*>(staging.Allocate({in}, core::DType::kU8).data());
+    ops::CopyBytes(d_send, Device::kCuda, send, Device::kCpu, static_cast<size_t>(out));
+    ops::StreamWaitsFor(stream_, ops::ComputeStream());
+    comm_.AllToAll(d_send, send_bytes, d_recv, recv_bytes);
+    ops::StreamWaitsFor(ops::ComputeStream(), stream_);
+    ops::CopyBytes(recv, Device::kCpu, d_recv, Device::kCuda, static_cast<size_t>(in));
+  }
   void Barrier() override { comm_.Barrier(); }
 
  private:

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 #include "base/check.h"
 
@@ -42,9 +43,30 @@ class Mpi final : public Communicator {
     MLPERF_CHECK(count <= INT32_MAX);
     MPI_CHECK(MPI_Bcast(data, static_cast<int>(count), MPI_FLOAT, root, MPI_COMM_WORLD));
   }
+  void AllToAll(const void* send, std::span<const int64_t> send_bytes, void* recv,
+                std::span<const int64_t> recv_bytes) override {
+    std::vector<int> send_counts, send_at, recv_counts, recv_at;
+    Layout(send_bytes, send_counts, send_at);
+    Layout(recv_bytes, recv_counts, recv_at);
+    MPI_CHECK(MPI_Alltoallv(send, send_counts.data(), send_at.data(), MPI_BYTE, recv,
+                            recv_counts.data(), recv_at.data(), MPI_BYTE, MPI_COMM_WORLD));
+  }
   void Barrier() override { MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
 
  private:
+  // MPI's int counts and displacements of blocks laid back to back.
+  void Layout(std::span<const int64_t> bytes, std::vector<int>& counts,
+              std::vector<int>& at) const {
+    MLPERF_CHECK(static_cast<int>(bytes.size()) == size_);
+    int64_t offset = 0;
+    for (const int64_t b : bytes) {
+      MLPERF_CHECK_MSG(b >= 0 && offset + b <= INT32_MAX, "MPI all-to-all over 2 GiB");
+      counts.push_back(static_cast<int>(b));
+      at.push_back(static_cast<int>(offset));
+      offset += b;
+    }
+  }
+
   int rank_ = 0;
   int size_ = 1;
   bool owns_mpi_ = false;

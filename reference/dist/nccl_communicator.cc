@@ -42,6 +42,24 @@ class Nccl final : public Communicator {
     NCCL_CHECK(
         ncclBroadcast(data, data, static_cast<size_t>(count), ncclFloat, root, comm_, stream_));
   }
+  // Point-to-point pairs in one group: NCCL runs them as one all-to-all.
+  void AllToAll(const void* send, std::span<const int64_t> send_bytes, void* recv,
+                std::span<const int64_t> recv_bytes) override {
+    MLPERF_CHECK(static_cast<int>(send_bytes.size()) == size_ &&
+                 static_cast<int>(recv_bytes.size()) == size_);
+    const auto* from = static_cast<const char*>(send);
+    auto* to = static_cast<char*>(recv);
+    NCCL_CHECK(ncclGroupStart());
+    for (int r = 0; r < size_; ++r) {
+      if (send_bytes[r] > 0)
+        NCCL_CHECK(ncclSend(from, static_cast<size_t>(send_bytes[r]), ncclInt8, r, comm_, stream_));
+      if (recv_bytes[r] > 0)
+        NCCL_CHECK(ncclRecv(to, static_cast<size_t>(recv_bytes[r]), ncclInt8, r, comm_, stream_));
+      from += send_bytes[r];
+      to += recv_bytes[r];
+    }
+    NCCL_CHECK(ncclGroupEnd());
+  }
   // A one-element all-reduce, then wait for it: every rank has reached here.
   // NCCL records its collectives into graphs (NCCL >= 2.9).
   bool CollectivesCapturable() const override { return true; }

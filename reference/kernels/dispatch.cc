@@ -173,6 +173,17 @@ int64_t DeviceMemoryInUseBytes() {
 #endif
 }
 
+int64_t DeviceMemoryTotalBytes() {
+#ifdef MLPERF_HAVE_CUDA
+  if (!CudaAvailable()) return 0;
+  size_t free_bytes = 0, total_bytes = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  return static_cast<int64_t>(total_bytes);
+#else
+  return 0;
+#endif
+}
+
 void SelectDevice(int local_rank) {
 #ifdef MLPERF_HAVE_CUDA
   int count = 0;

@@ -191,6 +191,8 @@ void SetHostCopyThreads(int threads);
 // Bytes of the current device's memory in use by every process (total minus
 // free, as nvidia-smi counts it); 0 without CUDA.
 int64_t DeviceMemoryInUseBytes();
+// The current device's memory; 0 without CUDA or a device.
+int64_t DeviceMemoryTotalBytes();
 
 // Makes device (local_rank modulo the visible devices) current for this
 // thread: one process per GPU. No-op without CUDA.

@@ -60,6 +60,7 @@ struct Parameter {
 struct NamedBuffer {
   std::string name;
   core::Tensor value;
+  Sharding sharding;  // a shard of DLRM's embedding tables (possibly 0 rows)
 };
 
 // Everything the layers registered, in state_dict order.

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <string>
 
 #include "base/check.h"
 #include "reference/core/init.h"
 #include "reference/core/philox.h"
+#include "reference/dist/communicator.h"
 #include "reference/kernels/dispatch.h"
 
 namespace mlperf::models {
@@ -14,10 +16,6 @@ namespace {
 
 using core::DType;
 using core::Tensor;
-
-int64_t MaxHot(const DlrmConfig& c) {
-  return c.multi_hot.empty() ? 0 : *std::max_element(c.multi_hot.begin(), c.multi_hot.end());
-}
 
 void CheckConfig(const DlrmConfig& c) {
   MLPERF_CHECK_MSG(c.tables() > 0 && c.multi_hot.size() == c.table_rows.size(),
@@ -41,11 +39,43 @@ DlrmConfig DlrmConfig::Reference() {
   return c;
 }
 
-Dlrm::Dlrm(const DlrmConfig& config, int64_t batch_size, uint64_t seed)
-    : Model(config.device, batch_size), config_(config) {
-  CheckConfig(config_);
+Dlrm::Dlrm(const DlrmConfig& config, int64_t batch_size, uint64_t seed, const Placement& placement)
+    : Dlrm(config, batch_size, placement, LayoutOnly{}) {
+  MLPERF_CHECK_MSG(placement_.world_size == 1 || placement_.comm != nullptr,
+                   "DLRM over several ranks needs their communicator");
   AllocateArenas([this](const layers::ModelArenas& arenas) { Build(arenas); });
   Initialize(seed);
+}
+
+Dlrm::Dlrm(const DlrmConfig& config, int64_t batch_size, const Placement& placement, LayoutOnly)
+    : Model(config.device, batch_size), config_(config), placement_(placement) {
+  CheckConfig(config_);
+  const int world = placement_.world_size;
+  MLPERF_CHECK(world >= 1 && placement_.rank >= 0 && placement_.rank < world);
+  sharding_ = PlanEmbeddingSharding(config_.table_rows, world, config_.row_wise_tables);
+  pooled_tables_ = sharding_.PooledBy(placement_.rank);
+  for (int r = 0; r < world; ++r) {
+    const std::vector<int64_t> pooled = sharding_.PooledBy(r);
+    pooled_count_.push_back(static_cast<int64_t>(pooled.size()));
+    int64_t hot = 0;
+    for (const int64_t t : pooled) hot += config_.multi_hot[static_cast<size_t>(t)];
+    pooled_hot_.push_back(hot);
+  }
+}
+
+DlrmMemory Dlrm::PlanMemory(const DlrmConfig& config, int64_t batch_size, int rank,
+                            int world_size) {
+  DlrmConfig on_cpu = config;  // the same layout on any device, none needed
+  on_cpu.device = core::Device::kCpu;
+  Dlrm layout(on_cpu, batch_size, {.rank = rank, .world_size = world_size}, LayoutOnly{});
+  core::Arena p = core::Arena::Measuring(), g = core::Arena::Measuring();
+  core::Arena b = core::Arena::Measuring(), a = core::Arena::Measuring();
+  core::Arena f = core::Arena::Measuring();
+  layout.Build({&p, &g, &b, &a, &f});
+  // Adagrad keeps one sum per dense parameter.
+  return {.embeddings = static_cast<int64_t>(b.used()),
+          .dense = static_cast<int64_t>(2 * p.used() + g.used() + f.used()),
+          .activations = static_cast<int64_t>(a.used())};
 }
 
 Dlrm::~Dlrm() = default;
@@ -53,17 +83,24 @@ Dlrm::~Dlrm() = default;
 void Dlrm::Build(const layers::ModelArenas& a) {
   const DlrmConfig& c = config_;
   const int64_t batch = batch_size(), dim = c.embedding_dim, width = c.interaction_width();
+  const int world = placement_.world_size, rank = placement_.rank;
   core::Arena& acts = *a.activations;
   tables_.clear();
   sums_.clear();
   ids_.clear();
+  global_ids_.clear();
+  // Every rank registers every table, with the rows it holds (none for a
+  // table another rank holds whole): checkpoints gather them whole.
   for (int64_t t = 0; t < c.tables(); ++t) {
     const std::string name = "sparse_arch.embedding_bag_collection.embedding_bags.t_cat_" +
                              std::to_string(t) + ".weight";
-    tables_.push_back(a.buffers->AllocateZeroed({c.table_rows[t], dim}));
-    sums_.push_back(a.buffers->AllocateZeroed({c.table_rows[t], dim}));
-    registry_.buffers.push_back({name, tables_.back()});
-    registry_.buffers.push_back({name + ".adagrad_sum", sums_.back()});
+    const ops::TableShard shard = sharding_.ShardOf(t, rank);
+    const layers::Sharding sharding = {.full_rows = world > 1 ? c.table_rows[t] : 0,
+                                       .first_row = shard.first_row};
+    tables_.push_back(a.buffers->AllocateZeroed({shard.rows, dim}));
+    sums_.push_back(a.buffers->AllocateZeroed({shard.rows, dim}));
+    registry_.buffers.push_back({name, tables_.back(), sharding});
+    registry_.buffers.push_back({name + ".adagrad_sum", sums_.back(), sharding});
   }
   bottom_ = std::vector<layers::Linear>(c.bottom_mlp.size());
   int64_t in = c.dense_features;
@@ -103,9 +140,26 @@ void Dlrm::Build(const layers::ModelArenas& a) {
     ids_.push_back(acts.Allocate({batch, c.multi_hot[t]}, DType::kI32));
   labels_ = acts.Allocate({batch});
   pooled_ = acts.Allocate({batch, c.tables() * dim});
+  const auto pooled_here = static_cast<int64_t>(pooled_tables_.size());
+  int64_t most_hot = 0;  // of the tables this rank pools
+  if (world == 1) {
+    global_ids_ = ids_;
+    pooled_mine_ = pooled_;
+  } else {
+    const int64_t global = batch * world;
+    for (const int64_t t : pooled_tables_)
+      global_ids_.push_back(acts.Allocate({global, c.multi_hot[t]}, DType::kI32));
+    pooled_mine_ = acts.Allocate({global, pooled_here * dim});
+    const int64_t sent_hot = std::accumulate(pooled_hot_.begin(), pooled_hot_.end(), int64_t{0});
+    ids_send_ = acts.Allocate({batch * sent_hot}, DType::kI32);
+    ids_recv_ = acts.Allocate({global * pooled_hot_[static_cast<size_t>(rank)]}, DType::kI32);
+    const int64_t returned =
+        std::accumulate(pooled_count_.begin(), pooled_count_.end(), int64_t{0});
+    exchange_ = acts.Allocate({batch * returned * dim});
+  }
+  for (const int64_t t : pooled_tables_) most_hot = std::max(most_hot, c.multi_hot[t]);
   x0_ = acts.Allocate({batch, width});
   dlogits_ = acts.Allocate({batch, 1});
-  row_loss_ = acts.Allocate({1});
   loss_ = acts.Allocate({1});
   for (Tensor* t : {&dx0_, &dcur_, &dz_, &dxv_}) *t = acts.Allocate({batch, width});
   dlow_ = acts.Allocate({batch, c.low_rank});
@@ -116,7 +170,7 @@ void Dlrm::Build(const layers::ModelArenas& a) {
   for (size_t i = 0; i + 1 < c.top_mlp.size(); ++i)
     dtop_.push_back(acts.Allocate({batch, c.top_mlp[i]}));
   dpooled_ = acts.Allocate({batch, c.tables() * dim});
-  const int64_t most = batch * MaxHot(c);
+  const int64_t most = batch * world * most_hot;
   grad_rows_ = acts.Allocate({most}, DType::kI32);
   grad_values_ = acts.Allocate({most, dim});
   grad_count_ = acts.Allocate({1}, DType::kI32);
@@ -141,11 +195,13 @@ void Dlrm::Initialize(uint64_t seed) {
   }
   ParametersFromHost(params);
   std::vector<float> buffers(this->buffers().size(), 0.0f);
+  // A shard takes its rows' values of the table drawn whole.
   for (int64_t t = 0; t < config_.tables(); ++t) {
     const float bound =
         static_cast<float>(std::sqrt(1.0 / static_cast<double>(config_.table_rows[t])));
     core::FillUniform(HostBuffer(tables_[t], buffers), -bound, bound,
-                      {.seed = seed, .offset = (uint64_t{1} << 32) + static_cast<uint64_t>(t)});
+                      {.seed = seed, .offset = (uint64_t{1} << 32) + static_cast<uint64_t>(t)},
+                      sharding_.ShardOf(t, placement_.rank).first_row * config_.embedding_dim);
   }
   BuffersFromHost(buffers);
   set_num_batches_tracked(0);
@@ -172,8 +228,14 @@ void Dlrm::Forward() {
     l.Forward(*x);
     x = &l.output();
   }
-  for (int64_t t = 0; t < config_.tables(); ++t)
-    ops::EmbeddingBagSumForward(ids_[t], tables_[t], pooled_, t * dim);
+  if (placement_.world_size > 1) SendIds();
+  for (size_t j = 0; j < pooled_tables_.size(); ++j) {
+    const int64_t t = pooled_tables_[j];
+    ops::EmbeddingBagSumForward(global_ids_[j], tables_[t], pooled_mine_,
+                                static_cast<int64_t>(j) * dim,
+                                sharding_.ShardOf(t, placement_.rank));
+  }
+  if (placement_.world_size > 1) ReturnPooled();
   ops::ConcatChannels(*x, pooled_, x0_);
   const Tensor* xl = &x0_;
   for (Cross& c : cross_) {
@@ -217,20 +279,114 @@ void Dlrm::Backward() {
     bottom_[i].Backward(i == 0 ? dense_ : bottom_[i - 1].output(), dbottom_[i],
                         i == 0 ? Tensor() : dbottom_[i - 1]);
   NotifyGradientsReady(0);
-  for (int64_t t = 0; t < config_.tables(); ++t) {
-    TableGradient(t);
+  if (placement_.world_size > 1) SendPooledGradients();
+  for (size_t j = 0; j < pooled_tables_.size(); ++j) {
+    const int64_t t = pooled_tables_[j];
+    TableGradient(t, static_cast<int64_t>(j));
     ops::SparseAdagradStep(config_.embedding_lr, config_.embedding_epsilon, grad_rows_,
                            grad_values_, grad_count_, tables_[t], sums_[t]);
   }
 }
 
-void Dlrm::TableGradient(int64_t t) {
-  ops::EmbeddingBagSumBackward(ids_[t], dpooled_, t * config_.embedding_dim, grad_rows_,
-                               grad_values_, grad_count_);
+void Dlrm::TableGradient(int64_t t, int64_t j) {
+  const Tensor& dpooled = placement_.world_size > 1 ? pooled_mine_ : dpooled_;
+  ops::EmbeddingBagSumBackward(global_ids_[j], dpooled, j * config_.embedding_dim,
+                               sharding_.ShardOf(t, placement_.rank), grad_rows_, grad_values_,
+                               grad_count_);
+}
+
+void Dlrm::AllToAll(const void* send, const std::vector<int64_t>& send_bytes, void* recv,
+                    const std::vector<int64_t>& recv_bytes) {
+  // On a GPU the communicator may queue on a stream of its own.
+  const bool gpu = device() == core::Device::kCuda;
+  if (gpu) ops::StreamWaitsFor(placement_.comm_stream, ops::ComputeStream());
+  placement_.comm->AllToAll(send, send_bytes, recv, recv_bytes);
+  if (gpu) ops::StreamWaitsFor(ops::ComputeStream(), placement_.comm_stream);
+}
+
+// Rank r sends rank o, for each table o pools in order, its samples' ids
+// [B, hot]; rank o places them at rows [r B, (r + 1) B) of that table's
+// global ids.
+void Dlrm::SendIds() {
+  const int world = placement_.world_size, rank = placement_.rank;
+  const int64_t batch = batch_size();
+  std::vector<int64_t> send_bytes, recv_bytes;
+  auto* send = static_cast<std::byte*>(ids_send_.data());
+  for (int o = 0; o < world; ++o) {
+    for (const int64_t t : sharding_.PooledBy(o)) {
+      ops::CopyBytes(send, device(), ids_[t].data(), device(), ids_[t].bytes());
+      send += ids_[t].bytes();
+    }
+    send_bytes.push_back(batch * pooled_hot_[static_cast<size_t>(o)] * 4);
+    recv_bytes.push_back(batch * pooled_hot_[static_cast<size_t>(rank)] * 4);
+  }
+  AllToAll(ids_send_.data(), send_bytes, ids_recv_.data(), recv_bytes);
+  const auto* recv = static_cast<const std::byte*>(ids_recv_.data());
+  for (int r = 0; r < world; ++r) {
+    for (size_t j = 0; j < pooled_tables_.size(); ++j) {
+      const size_t bytes = static_cast<size_t>(batch * config_.multi_hot[pooled_tables_[j]] * 4);
+      ops::CopyBytes(static_cast<std::byte*>(global_ids_[j].data()) + r * bytes, device(), recv,
+                     device(), bytes);
+      recv += bytes;
+    }
+  }
+}
+
+// Rank o's pooled rows of rank r's samples ([B, its pooled tables * dim],
+// rows [r B, (r + 1) B) of pooled_mine_) go to rank r, which copies each
+// table's columns into place; a row-wise table's parts are added in rank
+// order.
+void Dlrm::ReturnPooled() {
+  const int world = placement_.world_size, rank = placement_.rank;
+  const int64_t batch = batch_size(), dim = config_.embedding_dim;
+  std::vector<int64_t> send_bytes, recv_bytes;
+  for (int r = 0; r < world; ++r) {
+    send_bytes.push_back(batch * pooled_count_[static_cast<size_t>(rank)] * dim * 4);
+    recv_bytes.push_back(batch * pooled_count_[static_cast<size_t>(r)] * dim * 4);
+  }
+  AllToAll(pooled_mine_.data(), send_bytes, exchange_.data(), recv_bytes);
+  float* from = exchange_.f32();
+  for (int o = 0; o < world; ++o) {
+    const std::vector<int64_t> pooled = sharding_.PooledBy(o);
+    const Tensor block(from, {batch, static_cast<int64_t>(pooled.size()) * dim}, DType::kF32,
+                       device());
+    for (size_t k = 0; k < pooled.size(); ++k) {
+      const int64_t t = pooled[k];
+      const bool added = sharding_.row_wise(t) && o > 0;
+      ops::CopyColumns(block, static_cast<int64_t>(k) * dim, pooled_, t * dim, dim, added);
+    }
+    from += block.numel();
+  }
+}
+
+// The reverse of ReturnPooled: rank r sends rank o the gradients of its
+// samples' pooled rows for the tables o pools, which land at rows
+// [r B, (r + 1) B) of pooled_mine_. Each rank's loss is the mean over its
+// own samples, so the gradients are divided by the world size: the tables
+// step on the mean over the global batch, as the all-reduced MLPs do.
+void Dlrm::SendPooledGradients() {
+  const int world = placement_.world_size, rank = placement_.rank;
+  const int64_t batch = batch_size(), dim = config_.embedding_dim;
+  ops::Scale(dpooled_, 1.0f / static_cast<float>(world));
+  std::vector<int64_t> send_bytes, recv_bytes;
+  float* to = exchange_.f32();
+  for (int o = 0; o < world; ++o) {
+    const std::vector<int64_t> pooled = sharding_.PooledBy(o);
+    const Tensor block(to, {batch, static_cast<int64_t>(pooled.size()) * dim}, DType::kF32,
+                       device());
+    for (size_t k = 0; k < pooled.size(); ++k)
+      ops::CopyColumns(dpooled_, pooled[k] * dim, block, static_cast<int64_t>(k) * dim, dim, false);
+    to += block.numel();
+    send_bytes.push_back(static_cast<int64_t>(block.bytes()));
+    recv_bytes.push_back(batch * pooled_count_[static_cast<size_t>(rank)] * dim * 4);
+  }
+  AllToAll(exchange_.data(), send_bytes, pooled_mine_.data(), recv_bytes);
 }
 
 void Dlrm::TableGradientToHost(int64_t t, std::vector<int32_t>* rows, std::vector<float>* grads) {
-  TableGradient(t);
+  const auto j = std::find(pooled_tables_.begin(), pooled_tables_.end(), t);
+  MLPERF_CHECK_MSG(j != pooled_tables_.end(), "TableGradientToHost: a table another rank pools");
+  TableGradient(t, j - pooled_tables_.begin());
   int32_t count = 0;
   ops::CopyBytes(&count, core::Device::kCpu, grad_count_.data(), device(), sizeof(count));
   rows->resize(static_cast<size_t>(count));

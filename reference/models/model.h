@@ -20,6 +20,7 @@
 #include "reference/core/arena.h"
 #include "reference/core/tensor.h"
 #include "reference/io/safetensors.h"
+#include "reference/kernels/device_runtime.h"
 #include "reference/kernels/optimizer_params.h"
 #include "reference/layers/parameters.h"
 
@@ -30,13 +31,15 @@ class Communicator;
 namespace mlperf::models {
 
 // Where a model runs: its device and, for a model with parameters sharded
-// across ranks, this process's rank among them and the communicator (on the
-// model's device) its passes exchange rows over.
+// across ranks, this process's rank among them, the communicator (on the
+// model's device) its passes exchange rows over, and the stream that
+// communicator queues on.
 struct Placement {
   core::Device device = core::Device::kCpu;
   int rank = 0;
   int world_size = 1;
   dist::Communicator* comm = nullptr;
+  ops::Stream comm_stream;
 };
 
 // One batch in host memory: the model's inputs in the order it documents

@@ -339,12 +339,13 @@ Trainer::CheckpointView Trainer::MakeCheckpointView(HostState& state, bool gathe
   // elsewhere, summed over the ranks.
   const auto whole = [&](const core::Tensor& local, const layers::Sharding& sharding) {
     auto g = std::make_unique<Gathered>();
-    const int64_t row = local.numel() / local.dim(0);
+    const int64_t row = local.shape().With(0, 1).numel();
     g->full.assign(static_cast<size_t>(sharding.full_rows * row), 0.0f);
     g->local = local;
     g->first_row = sharding.first_row;
     if (gather) {
-      std::memcpy(g->full.data() + sharding.first_row * row, local.data(), local.bytes());
+      if (local.bytes() > 0)
+        std::memcpy(g->full.data() + sharding.first_row * row, local.data(), local.bytes());
       AllReduceHostSum(g->full);
     }
     const core::Tensor t(g->full.data(), local.shape().With(0, sharding.full_rows),
@@ -358,6 +359,12 @@ Trainer::CheckpointView Trainer::MakeCheckpointView(HostState& state, bool gathe
   for (size_t i = 0; i < trainable.size(); ++i) {
     if (trainable[i]->sharding.sharded())
       model_tensors[i].tensor = whole(model_tensors[i].tensor, trainable[i]->sharding);
+  }
+  // Buffers follow the trainable parameters (NamedHostTensors).
+  const std::vector<layers::NamedBuffer>& buffers = model_.buffer_tensors();
+  for (size_t k = 0; k < buffers.size(); ++k) {
+    io::NamedTensor& named = model_tensors[trainable.size() + k];
+    if (buffers[k].sharding.sharded()) named.tensor = whole(named.tensor, buffers[k].sharding);
   }
   view.named = std::move(model_tensors);
   for (size_t k = 0; k < optimizer_state_.size(); ++k) {
@@ -406,8 +413,9 @@ absl::Status Trainer::LoadCheckpoint(const std::string& path) {
   if (absl::StatusOr<io::Metadata> read = io::LoadSafetensors(path, view.named); !read.ok())
     return read.status();
   for (const std::unique_ptr<Gathered>& g : view.gathered) {
-    const int64_t row = g->local.numel() / g->local.dim(0);
-    std::memcpy(g->local.data(), g->full.data() + g->first_row * row, g->local.bytes());
+    const int64_t row = g->local.shape().With(0, 1).numel();
+    if (g->local.bytes() > 0)
+      std::memcpy(g->local.data(), g->full.data() + g->first_row * row, g->local.bytes());
   }
   Restore(state);
   return absl::OkStatus();

@@ -1,7 +1,8 @@
 // Label `gpu`: DLRM-dcnv2's CUDA kernels against their CPU twins on the same
 // inputs: the embedding bags' forward, their sparse gradient (rows exactly,
 // values to fp32 rounding; both sum each row in sample order), the sparse
-// and dense Adagrad steps, the cross layer and the binary cross-entropy.
+// and dense Adagrad steps, the cross layer and the binary cross-entropy; the
+// embedding bags over a row-wise shard and the column copies.
 // Skips without a CUDA device.
 #include <gtest/gtest.h>
 
@@ -35,11 +36,12 @@ TEST_F(DlrmCudaTwinTest, EmbeddingBagsAndTheirSparseAdagrad) {
   Floats table = Random(kRows * kDim, 4), dy = Random(kBatch * kWidth, 5);
   Floats y_cpu(kBatch * kWidth, 0.0f);
   ops::EmbeddingBagSumForward(Tensor(const_cast<int32_t*>(ids.data()), {kBatch, kHot}, DType::kI32),
-                              Host(table, {kRows, kDim}), Host(y_cpu, {kBatch, kWidth}), kColumn);
+                              Host(table, {kRows, kDim}), Host(y_cpu, {kBatch, kWidth}), kColumn,
+                              {});
   const Dev d_ids(ids, {kBatch, kHot});
   const Dev d_table(table, {kRows, kDim});
   const Dev d_y(Floats(kBatch * kWidth, 0.0f), {kBatch, kWidth});
-  ops::EmbeddingBagSumForward(d_ids.t(), d_table.t(), d_y.t(), kColumn);
+  ops::EmbeddingBagSumForward(d_ids.t(), d_table.t(), d_y.t(), kColumn, {});
   ExpectClose(d_y.Get(), y_cpu, 1e-5, "EmbeddingBagSumForward");
 
   const int64_t n = kBatch * kHot;
@@ -47,13 +49,14 @@ TEST_F(DlrmCudaTwinTest, EmbeddingBagsAndTheirSparseAdagrad) {
   Floats grads_cpu(n * kDim, 0.0f);
   ops::EmbeddingBagSumBackward(
       Tensor(const_cast<int32_t*>(ids.data()), {kBatch, kHot}, DType::kI32),
-      Host(dy, {kBatch, kWidth}), kColumn, Tensor(rows_cpu.data(), {n}, DType::kI32),
+      Host(dy, {kBatch, kWidth}), kColumn, {}, Tensor(rows_cpu.data(), {n}, DType::kI32),
       Host(grads_cpu, {n, kDim}), Tensor(count_cpu.data(), {1}, DType::kI32));
   const Dev d_dy(dy, {kBatch, kWidth});
   const Dev d_rows(std::vector<int32_t>(n, -1), {n});
   const Dev d_count(std::vector<int32_t>(1, 0), {1});
   const Dev d_grads(Floats(n * kDim, 0.0f), {n, kDim});
-  ops::EmbeddingBagSumBackward(d_ids.t(), d_dy.t(), kColumn, d_rows.t(), d_grads.t(), d_count.t());
+  ops::EmbeddingBagSumBackward(d_ids.t(), d_dy.t(), kColumn, {}, d_rows.t(), d_grads.t(),
+                               d_count.t());
   ASSERT_EQ(static_cast<int32_t>(d_count.Words()[0]), count_cpu[0]);
   const std::vector<uint32_t> rows_gpu = d_rows.Words();
   for (int32_t u = 0; u < count_cpu[0]; ++u)
@@ -72,6 +75,57 @@ TEST_F(DlrmCudaTwinTest, EmbeddingBagsAndTheirSparseAdagrad) {
   ops::SparseAdagradStep(0.1f, 1e-8f, d_rows.t(), d_grads.t(), d_count.t(), d_table.t(), d_sum.t());
   ExpectClose(d_table.Get(), table_cpu, 1e-5, "SparseAdagradStep table");
   ExpectClose(d_sum.Get(), sum_cpu, 1e-5, "SparseAdagradStep sum");
+}
+
+// A row-wise shard (rows [5, 15) of 23) and an empty one: the ids of other
+// shards skipped in the sums and the sparse gradient; and the column copies
+// the sharded model exchanges with.
+TEST_F(DlrmCudaTwinTest, TableShardsAndColumnCopies) {
+  constexpr int64_t kBatch = 29, kHot = 4, kRows = 23, kDim = 16, kFirst = 5, kShard = 10;
+  const std::vector<int32_t> ids = Ids(kBatch * kHot, kRows, 12);
+  Floats table = Random(kShard * kDim, 13), dy = Random(kBatch * kDim, 14);
+  const Tensor h_ids(const_cast<int32_t*>(ids.data()), {kBatch, kHot}, DType::kI32);
+  const Dev d_ids(ids, {kBatch, kHot}), d_table(table, {kShard, kDim}), d_dy(dy, {kBatch, kDim});
+  for (const ops::TableShard shard :
+       {ops::TableShard{.first_row = kFirst, .rows = kShard, .full_rows = kRows},
+        ops::TableShard{.first_row = 0, .rows = 0, .full_rows = kRows}}) {
+    Floats used(table.begin(), table.begin() + shard.rows * kDim);
+    Floats y_cpu(kBatch * kDim, 3.0f);
+    ops::EmbeddingBagSumForward(h_ids, Host(used, {shard.rows, kDim}), Host(y_cpu, {kBatch, kDim}),
+                                0, shard);
+    const Dev d_y(Floats(kBatch * kDim, 3.0f), {kBatch, kDim});
+    ops::EmbeddingBagSumForward(
+        d_ids.t(), Tensor(d_table.t().data(), {shard.rows, kDim}, DType::kF32, core::Device::kCuda),
+        d_y.t(), 0, shard);
+    ExpectClose(d_y.Get(), y_cpu, 1e-5, "EmbeddingBagSumForward over a shard");
+
+    const int64_t n = kBatch * kHot;
+    std::vector<int32_t> rows_cpu(n, -1), count_cpu(1, -1);
+    Floats grads_cpu(n * kDim, 0.0f);
+    ops::EmbeddingBagSumBackward(
+        h_ids, Host(dy, {kBatch, kDim}), 0, shard, Tensor(rows_cpu.data(), {n}, DType::kI32),
+        Host(grads_cpu, {n, kDim}), Tensor(count_cpu.data(), {1}, DType::kI32));
+    const Dev d_rows(std::vector<int32_t>(n, -1), {n}), d_count(std::vector<int32_t>(1, -1), {1});
+    const Dev d_grads(Floats(n * kDim, 0.0f), {n, kDim});
+    ops::EmbeddingBagSumBackward(d_ids.t(), d_dy.t(), 0, shard, d_rows.t(), d_grads.t(),
+                                 d_count.t());
+    ASSERT_EQ(static_cast<int32_t>(d_count.Words()[0]), count_cpu[0]);
+    const std::vector<uint32_t> rows_gpu = d_rows.Words();
+    for (int32_t u = 0; u < count_cpu[0]; ++u)
+      EXPECT_EQ(static_cast<int32_t>(rows_gpu[u]), rows_cpu[u]);
+    Floats g_gpu = d_grads.Get();
+    g_gpu.resize(count_cpu[0] * kDim);
+    grads_cpu.resize(count_cpu[0] * kDim);
+    ExpectClose(g_gpu, grads_cpu, 1e-6, "EmbeddingBagSumBackward over a shard");
+  }
+
+  Floats x = Random(7 * 9, 15), y_cpu = Random(7 * 5, 16);
+  const Dev d_x(x, {7, 9}), d_y(y_cpu, {7, 5});
+  ops::CopyColumns(Host(x, {7, 9}), 2, Host(y_cpu, {7, 5}), 1, 3, false);
+  ops::CopyColumns(Host(x, {7, 9}), 6, Host(y_cpu, {7, 5}), 2, 3, true);
+  ops::CopyColumns(d_x.t(), 2, d_y.t(), 1, 3, false);
+  ops::CopyColumns(d_x.t(), 6, d_y.t(), 2, 3, true);
+  ExpectClose(d_y.Get(), y_cpu, 1e-7, "CopyColumns");
 }
 
 TEST_F(DlrmCudaTwinTest, CrossLayerAndBinaryCrossEntropy) {

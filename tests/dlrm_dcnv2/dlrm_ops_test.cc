@@ -1,11 +1,13 @@
 // The recommendation ops on the CPU: each backward against central finite
 // differences of L = sum(r * forward) for a fixed random r, and the sparse
 // gradient's rows (distinct, ascending, only those touched); the sparse
-// Adagrad step against its formula, leaving untouched rows bit for bit.
+// Adagrad step against its formula, leaving untouched rows bit for bit; a
+// table split into row shards against the whole, and the column copies.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "reference/core/philox.h"
@@ -51,16 +53,18 @@ TEST(RecommendationOps, EmbeddingBagSumGradientIsSparseAndMatchesFiniteDifferenc
   std::vector<float> y(kBatch * kWidth, 7.0f);
   Tensor t_y(y.data(), {kBatch, kWidth}, DType::kF32);
   auto loss = [&] {
-    EmbeddingBagSumForward(t_ids, t_table, t_y, kColumn);
+    EmbeddingBagSumForward(t_ids, t_table, t_y, kColumn, {});
     return Dot(y, r);
   };
   loss();
   for (int64_t b = 0; b < kBatch; ++b)  // the other columns untouched
     for (int64_t c = 0; c < kWidth; ++c)
-      if (c < kColumn || c >= kColumn + kDim) EXPECT_EQ(y[b * kWidth + c], 7.0f);
+      if (c < kColumn || c >= kColumn + kDim) {
+        EXPECT_EQ(y[b * kWidth + c], 7.0f);
+      }
   std::vector<int32_t> rows(kBatch * kHot, -1), count(1);
   std::vector<float> grads(kBatch * kHot * kDim);
-  EmbeddingBagSumBackward(t_ids, Tensor(r.data(), {kBatch, kWidth}, DType::kF32), kColumn,
+  EmbeddingBagSumBackward(t_ids, Tensor(r.data(), {kBatch, kWidth}, DType::kF32), kColumn, {},
                           Tensor(rows.data(), {kBatch * kHot}, DType::kI32),
                           Tensor(grads.data(), {kBatch * kHot, kDim}, DType::kF32),
                           Tensor(count.data(), {1}, DType::kI32));
@@ -72,6 +76,79 @@ TEST(RecommendationOps, EmbeddingBagSumGradientIsSparseAndMatchesFiniteDifferenc
       const size_t i = static_cast<size_t>(rows[u] * kDim + d);
       EXPECT_NEAR(grads[u * kDim + d], Numeric(table, i, loss), 1e-3) << rows[u] << "," << d;
     }
+}
+
+// A table split by rows into shards: the shards' pooled sums add up to the
+// whole table's, and each shard's sparse gradient is the whole one's rows
+// that fall in it, renumbered from its first row, with the same values.
+TEST(RecommendationOps, RowShardsAddUpToTheWholeTable) {
+  constexpr int64_t kBatch = 6, kHot = 4, kRows = 10, kDim = 3;
+  std::vector<float> table = Random(kRows * kDim, 7), dy = Random(kBatch * kDim, 8);
+  // Sample 5 holds ids of the first shard only: the others pool nothing for it.
+  std::vector<int32_t> ids = {9, 0, 4, 4, 3, 7, 7, 1, 2, 5, 8, 9,
+                              6, 6, 6, 6, 0, 9, 3, 2, 1, 0, 2, 1};
+  const Tensor t_ids(ids.data(), {kBatch, kHot}, DType::kI32);
+  const Tensor t_dy(dy.data(), {kBatch, kDim}, DType::kF32);
+  auto backward = [&](const Tensor& ids_t, TableShard shard, std::vector<int32_t>* rows,
+                      std::vector<float>* grads) {
+    rows->assign(kBatch * kHot, -1);
+    grads->assign(kBatch * kHot * kDim, 0.0f);
+    std::vector<int32_t> count(1);
+    EmbeddingBagSumBackward(ids_t, t_dy, 0, shard,
+                            Tensor(rows->data(), {kBatch * kHot}, DType::kI32),
+                            Tensor(grads->data(), {kBatch * kHot, kDim}, DType::kF32),
+                            Tensor(count.data(), {1}, DType::kI32));
+    rows->resize(static_cast<size_t>(count[0]));
+    grads->resize(static_cast<size_t>(count[0] * kDim));
+  };
+  std::vector<float> whole(kBatch * kDim);
+  EmbeddingBagSumForward(t_ids, Tensor(table.data(), {kRows, kDim}, DType::kF32),
+                         Tensor(whole.data(), {kBatch, kDim}, DType::kF32), 0, {});
+  std::vector<int32_t> whole_rows;
+  std::vector<float> whole_grads;
+  backward(t_ids, {}, &whole_rows, &whole_grads);
+  std::vector<double> added(kBatch * kDim, 0.0);
+  int32_t rows_seen = 0;
+  for (const auto& [first, end] : {std::pair<int64_t, int64_t>{0, 4}, {4, 4}, {4, 7}, {7, 10}}) {
+    const TableShard shard = {.first_row = first, .rows = end - first, .full_rows = kRows};
+    std::vector<float> part(kBatch * kDim, 7.0f);  // overwritten, 0 where nothing is held
+    EmbeddingBagSumForward(t_ids,
+                           Tensor(table.data() + first * kDim, {end - first, kDim}, DType::kF32),
+                           Tensor(part.data(), {kBatch, kDim}, DType::kF32), 0, shard);
+    for (size_t i = 0; i < part.size(); ++i) added[i] += part[i];
+    if (first == end) {
+      EXPECT_EQ(part, std::vector<float>(part.size(), 0.0f));
+    }
+    std::vector<int32_t> rows;
+    std::vector<float> grads;
+    backward(t_ids, shard, &rows, &grads);
+    for (size_t u = 0; u < rows.size(); ++u) {
+      ASSERT_LT(rows_seen, static_cast<int32_t>(whole_rows.size()));
+      EXPECT_EQ(rows[u] + first, whole_rows[static_cast<size_t>(rows_seen)]);
+      for (int64_t d = 0; d < kDim; ++d)
+        EXPECT_EQ(grads[u * kDim + d], whole_grads[rows_seen * kDim + d]);
+      ++rows_seen;
+    }
+  }
+  EXPECT_EQ(rows_seen, static_cast<int32_t>(whole_rows.size()));
+  for (size_t i = 0; i < whole.size(); ++i) EXPECT_NEAR(added[i], whole[i], 1e-6) << i;
+}
+
+TEST(RecommendationOps, CopyColumnsCopiesOrAddsOneBlock) {
+  std::vector<float> x = Random(3 * 5, 9), y(3 * 4, 1.0f);
+  const Tensor t_x(x.data(), {3, 5}, DType::kF32), t_y(y.data(), {3, 4}, DType::kF32);
+  CopyColumns(t_x, 1, t_y, 2, 2, false);
+  for (int64_t b = 0; b < 3; ++b) {
+    EXPECT_EQ(y[b * 4 + 0], 1.0f);
+    EXPECT_EQ(y[b * 4 + 1], 1.0f);
+    EXPECT_EQ(y[b * 4 + 2], x[b * 5 + 1]);
+    EXPECT_EQ(y[b * 4 + 3], x[b * 5 + 2]);
+  }
+  CopyColumns(t_x, 3, t_y, 0, 2, true);
+  for (int64_t b = 0; b < 3; ++b) {
+    EXPECT_EQ(y[b * 4 + 0], 1.0f + x[b * 5 + 3]);
+    EXPECT_EQ(y[b * 4 + 1], 1.0f + x[b * 5 + 4]);
+  }
 }
 
 TEST(RecommendationOps, CrossBackwardMatchesFiniteDifferences) {

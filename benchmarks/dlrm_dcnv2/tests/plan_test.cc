@@ -2,8 +2,9 @@
 // table (the reference's rate and epsilon, the smallest RCP batch), every
 // closed_dlrm_dcnv2 key logged once with the values the rules check,
 // evaluations every twentieth of the epoch logged as fractions of it, the
-// demonstration's plan, and the refusals (several processes, fp16, tables
-// that do not fit) as one-line usage errors.
+// demonstration's plan, the full-size tables sharded over 8 ranks of
+// 80 GiB, and the refusals (fp16, another optimizer, tables that do not
+// fit) as one-line errors.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -78,9 +79,44 @@ TEST(DlrmPlan, TheDemonstrationIsASmallMemberOnGeneratedDays) {
   EXPECT_NE((*setup)->ReadmeSection().find("generated"), std::string::npos);
 }
 
+// The reference's tables on 8 ranks of 80 GiB: the five of 40 million rows
+// split by rows, the rest whole; every rank fits. On 2 ranks they do not,
+// and the refusal names the rank and what takes the memory.
+TEST(DlrmPlan, FullSizeTablesAreShardedToFitEightRanksOf80GiB) {
+  RunnerOptions full;
+  full.data_dir = "/nonexistent-criteo";
+  constexpr int64_t k80GiB = int64_t{80} << 30;
+  absl::StatusOr<std::unique_ptr<BenchmarkSetup>> eight = Configure(full, 8, k80GiB);
+  ASSERT_TRUE(eight.ok()) << eight.status();
+  const RunPlan& plan = (*eight)->plan();
+  EXPECT_EQ(plan.batch_per_rank * 8, plan.global_batch_size);
+  const models::DlrmConfig& member = static_cast<const DlrmSetup&>(**eight).member();
+  const models::EmbeddingSharding sharding = models::PlanEmbeddingSharding(member.table_rows, 8);
+  for (int64_t t = 0; t < sharding.tables(); ++t)
+    EXPECT_EQ(sharding.row_wise(t), member.table_rows[t] == 40'000'000) << t;
+  int64_t embeddings = 0;
+  for (int rank = 0; rank < 8; ++rank) {
+    const models::DlrmMemory m = models::Dlrm::PlanMemory(member, plan.batch_per_rank, rank, 8);
+    EXPECT_LT(m.total(), k80GiB) << rank;
+    embeddings += m.embeddings;
+  }
+  // 204.2 million rows of 128 floats, twice (the tables and their sums).
+  EXPECT_NEAR(static_cast<double>(embeddings), 2.0 * 204'184'588 * 128 * 4, 1e6);
+
+  absl::Status two = Configure(full, 2, k80GiB).status();
+  EXPECT_EQ(two.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(two.message().find("rank 0 of 2"), std::string::npos) << two;
+
+  // The demonstration on 8 processes shards its small tables the same way.
+  RunnerOptions demo;
+  absl::StatusOr<std::unique_ptr<BenchmarkSetup>> small = Configure(demo, 8);
+  ASSERT_TRUE(small.ok()) << small.status();
+  EXPECT_EQ(static_cast<const DlrmSetup&>(**small).member().row_wise_tables,
+            (std::vector<int64_t>{0, 9, 19, 20, 21}));
+}
+
 TEST(DlrmPlan, RefusalsAreUsageErrors) {
   RunnerOptions o;
-  EXPECT_EQ(Configure(o, 2).status().code(), absl::StatusCode::kInvalidArgument);
   o.precision = "fp16";
   EXPECT_EQ(Configure(o, 1).status().code(), absl::StatusCode::kInvalidArgument);
   o.precision = "fp32";

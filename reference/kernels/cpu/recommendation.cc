@@ -19,12 +19,25 @@ void CheckBag(const Tensor& ids, const Tensor& y, int64_t column, int64_t width)
   MLPERF_CHECK(column >= 0 && column + width <= y.dim(1));
 }
 
+// The ids a shard holds, [first, end), of the table's [0, full).
+struct Range {
+  int64_t first = 0, end = 0, full = 0;
+};
+Range RangeOf(ops::TableShard shard, int64_t table_rows) {
+  if (shard.full_rows == 0) return {.first = 0, .end = table_rows, .full = table_rows};
+  MLPERF_CHECK(shard.first_row >= 0 && shard.rows >= 0 &&
+               shard.first_row + shard.rows <= shard.full_rows);
+  return {.first = shard.first_row, .end = shard.first_row + shard.rows, .full = shard.full_rows};
+}
+
 }  // namespace
 
-void EmbeddingBagSumForward(const Tensor& ids, const Tensor& table, const Tensor& y,
-                            int64_t column) {
-  const int64_t batch = ids.dim(0), hot = ids.dim(1), rows = table.dim(0), dim = table.dim(1);
+void EmbeddingBagSumForward(const Tensor& ids, const Tensor& table, const Tensor& y, int64_t column,
+                            ops::TableShard shard) {
+  const int64_t batch = ids.dim(0), hot = ids.dim(1), dim = table.dim(1);
   CheckBag(ids, y, column, dim);
+  const Range range = RangeOf(shard, table.dim(0));
+  MLPERF_CHECK(range.end - range.first == table.dim(0));
   const int32_t* id = ids.as<int32_t>();
   const float* base = table.f32();
   // Bound by fetching rows at random: the row a few ids ahead (in this bag
@@ -35,36 +48,51 @@ void EmbeddingBagSumForward(const Tensor& ids, const Tensor& table, const Tensor
   for (int64_t b = 0; b < batch; ++b) {
     float* __restrict out = y.f32() + b * y.dim(1) + column;
     const int32_t* bag = id + b * hot;
+    bool first = true;
     for (int64_t h = 0; h < hot; ++h) {
       if (b * hot + h + kAhead < n) {
-        const float* next = base + static_cast<int64_t>(bag[h + kAhead]) * dim;
-        for (int64_t d = 0; d < dim; d += 16) __builtin_prefetch(next + d);
+        const int64_t next = bag[h + kAhead];
+        if (next >= range.first && next < range.end)
+          for (int64_t d = 0; d < dim; d += 16)
+            __builtin_prefetch(base + (next - range.first) * dim + d);
       }
-      const int32_t r = bag[h];
-      MLPERF_CHECK(r >= 0 && r < rows);
-      const float* __restrict src = base + static_cast<int64_t>(r) * dim;
-      if (h == 0) {
+      const int64_t r = bag[h];
+      MLPERF_CHECK(r >= 0 && r < range.full);
+      if (r < range.first || r >= range.end) continue;  // another shard's
+      const float* __restrict src = base + (r - range.first) * dim;
+      if (first) {
         for (int64_t d = 0; d < dim; ++d) out[d] = src[d];
       } else {
         for (int64_t d = 0; d < dim; ++d) out[d] += src[d];
       }
+      first = false;
     }
+    if (first) std::fill(out, out + dim, 0.0f);
   }
 }
 
 void EmbeddingBagSumBackward(const Tensor& ids, const Tensor& dy, int64_t column,
-                             const Tensor& rows, const Tensor& grads, const Tensor& count) {
+                             ops::TableShard shard, const Tensor& rows, const Tensor& grads,
+                             const Tensor& count) {
   const int64_t batch = ids.dim(0), hot = ids.dim(1), dim = grads.dim(1);
   CheckBag(ids, dy, column, dim);
-  const int64_t n = batch * hot;
-  MLPERF_CHECK(rows.dtype() == core::DType::kI32 && rows.numel() >= n && grads.dim(0) >= n);
-  // (id, sample) pairs sorted by id, then sample: each row's gradient is
-  // summed in sample order, the same on every run and thread count.
-  std::vector<std::pair<int32_t, int32_t>> pairs(static_cast<size_t>(n));
+  MLPERF_CHECK(rows.dtype() == core::DType::kI32 && rows.numel() >= batch * hot &&
+               grads.dim(0) >= batch * hot);
+  // A whole table's size is not needed here: any id is its row.
+  const Range range = RangeOf(shard, INT32_MAX);
+  // (row, sample) pairs of the shard's ids sorted by row, then sample: each
+  // row's gradient is summed in sample order, the same on every run and
+  // thread count.
+  std::vector<std::pair<int32_t, int32_t>> pairs;
+  pairs.reserve(static_cast<size_t>(batch * hot));
   const int32_t* id = ids.as<int32_t>();
-  for (int64_t i = 0; i < n; ++i)
-    pairs[static_cast<size_t>(i)] = {id[i], static_cast<int32_t>(i / hot)};
+  for (int64_t i = 0; i < batch * hot; ++i) {
+    MLPERF_CHECK(id[i] >= 0 && id[i] < range.full);
+    if (id[i] >= range.first && id[i] < range.end)
+      pairs.emplace_back(static_cast<int32_t>(id[i] - range.first), static_cast<int32_t>(i / hot));
+  }
   std::sort(pairs.begin(), pairs.end());
+  const auto n = static_cast<int64_t>(pairs.size());
   std::vector<int64_t> starts;
   for (int64_t i = 0; i < n; ++i)
     if (i == 0 || pairs[static_cast<size_t>(i)].first != pairs[static_cast<size_t>(i - 1)].first)
@@ -143,9 +171,28 @@ void BinaryCrossEntropyWithLogits(const Tensor& logits, const Tensor& labels, co
 
 MLPERF_REGISTER_KERNEL(EmbeddingBagSumForward, Cpu, EmbeddingBagSumForward);
 MLPERF_REGISTER_KERNEL(EmbeddingBagSumBackward, Cpu, EmbeddingBagSumBackward);
+void CopyColumns(const Tensor& x, int64_t x_column, const Tensor& y, int64_t y_column,
+                 int64_t width, bool accumulate) {
+  const int64_t batch = x.dim(0), wx = x.dim(1), wy = y.dim(1);
+  MLPERF_CHECK(x.shape().rank() == 2 && y.shape().rank() == 2 && y.dim(0) == batch);
+  MLPERF_CHECK(width >= 0 && x_column >= 0 && x_column + width <= wx && y_column >= 0 &&
+               y_column + width <= wy);
+#pragma omp parallel for if (WorthParallel(batch * width))
+  for (int64_t b = 0; b < batch; ++b) {
+    const float* src = x.f32() + b * wx + x_column;
+    float* dst = y.f32() + b * wy + y_column;
+    if (accumulate) {
+      for (int64_t j = 0; j < width; ++j) dst[j] += src[j];
+    } else {
+      std::memcpy(dst, src, sizeof(float) * static_cast<size_t>(width));
+    }
+  }
+}
+
 MLPERF_REGISTER_KERNEL(SparseAdagradStep, Cpu, SparseAdagradStep);
 MLPERF_REGISTER_KERNEL(CrossForward, Cpu, CrossForward);
 MLPERF_REGISTER_KERNEL(CrossBackward, Cpu, CrossBackward);
 MLPERF_REGISTER_KERNEL(BinaryCrossEntropyWithLogits, Cpu, BinaryCrossEntropyWithLogits);
+MLPERF_REGISTER_KERNEL(CopyColumns, Cpu, CopyColumns);
 
 }  // namespace mlperf::cpu

@@ -54,6 +54,11 @@ int RunClosedTool(int argc, char** argv, const benchmarks::BenchmarkRegistry& re
                  std::string(comms.status().message()).c_str());
     return kExitUsage;
   }
+  if (absl::Status s = runtime::CheckLaunchedNodes(*launch, *(*comms)->control, options.nodes);
+      !s.ok()) {
+    std::fprintf(stderr, "run_closed: %s\n", std::string(s.message()).c_str());
+    return kExitUsage;
+  }
   return RunBenchmark(*benchmark, options, (*comms)->view(), runtime::ShareOfThisMachine());
 }
 

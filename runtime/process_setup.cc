@@ -95,4 +95,16 @@ absl::StatusOr<std::unique_ptr<ProcessComms>> MakeProcessComms(const dist::Launc
   return comms;
 }
 
+absl::Status CheckLaunchedNodes(const dist::LaunchEnv& launch, dist::Communicator& control,
+                                int nodes) {
+  float first_on_node = launch.local_rank == 0 ? 1.0f : 0.0f;
+  control.AllReduceSum(&first_on_node, 1);
+  const int launched = static_cast<int>(first_on_node);
+  if (launched == nodes) return absl::OkStatus();
+  return absl::InvalidArgumentError(fmt::format(
+      "--nodes={} but the launcher ({}) placed the {} process(es) on {} node(s) (local ranks "
+      "from 0 on each); pass --nodes {}",
+      nodes, launch.source, launch.world_size, launched, launched));
+}
+
 }  // namespace mlperf::runtime

@@ -51,4 +51,10 @@ class ProcessComms {
 absl::StatusOr<std::unique_ptr<ProcessComms>> MakeProcessComms(const dist::LaunchEnv& launch,
                                                                bool gpus);
 
+// The nodes the launcher placed the processes on: one local rank 0 on each
+// (collective over `control`). An error naming both counts when `nodes`
+// (the --nodes flag) says otherwise.
+absl::Status CheckLaunchedNodes(const dist::LaunchEnv& launch, dist::Communicator& control,
+                                int nodes);
+
 }  // namespace mlperf::runtime

@@ -31,6 +31,11 @@ TEST(SingleProcessTest, CollectivesAreTheIdentity) {
   AllReduceGradients(*comm, g.data(), PlanBuckets(3, 2));
   comm->AllReduceSum(g.data(), 3);
   EXPECT_EQ(g, (std::vector<float>{1.0f, 2.0f, 3.0f}));
+  // All-to-all: the one block goes to itself.
+  std::vector<float> back(3, 0.0f);
+  const std::vector<int64_t> bytes = {12};
+  comm->AllToAll(g.data(), bytes, back.data(), bytes);
+  EXPECT_EQ(back, g);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // Label `dist`: under `mpirun -np 2`, two ranks with half the batch each and
 // bucketed gradient averaging end with the same parameters as one process
-// trained on the whole batch.
+// trained on the whole batch; all-to-all with blocks of different sizes.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -126,6 +126,29 @@ TEST(DistTest, TwoRanksMatchOneProcessWithTheDoubledBatch) {
   std::vector<float> summed = a;
   comm.AllReduceSum(summed.data(), static_cast<int64_t>(summed.size()));
   for (size_t i = 0; i < a.size(); ++i) ASSERT_FLOAT_EQ(summed[i], 2.0f * a[i]);
+}
+
+// Blocks of different sizes each way: rank r sends rank d (r + 2d + 1)
+// ints that say where they came from; every block arrives whole, in place.
+TEST(DistTest, AllToAllDeliversBlocksOfEverySize) {
+  dist::Communicator& comm = *g_comm;
+  const int r = comm.rank(), w = comm.world_size();
+  auto value = [](int from, int to, int64_t i) { return from * 1000000 + to * 1000 + static_cast<int32_t>(i); };
+  std::vector<int64_t> send_bytes, recv_bytes;
+  std::vector<int32_t> send;
+  for (int d = 0; d < w; ++d) {
+    const int64_t n = r + 2 * d + 1;
+    for (int64_t i = 0; i < n; ++i) send.push_back(value(r, d, i));
+    send_bytes.push_back(n * 4);
+    recv_bytes.push_back((d + 2 * r + 1) * 4);
+  }
+  int64_t total = 0;
+  for (const int64_t b : recv_bytes) total += b / 4;
+  std::vector<int32_t> recv(static_cast<size_t>(total), -1);
+  comm.AllToAll(send.data(), send_bytes, recv.data(), recv_bytes);
+  size_t at = 0;
+  for (int s = 0; s < w; ++s)
+    for (int64_t i = 0; i < s + 2 * r + 1; ++i) ASSERT_EQ(recv[at++], value(s, r, i)) << s << " " << i;
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace mlperf::dist {
@@ -34,7 +35,7 @@ uint16_t FreePort() {
 }
 
 // Runs sum, average and broadcast on `count` floats where rank r holds
-// r + 1 + i/count; checks the results on the host.
+// r + 1 + i/count, then an all-to-all; checks the results on the host.
 void RunCollectives(Communicator& comm, cudaStream_t stream) {
   const int64_t count = 1 << 16;
   const int r = comm.rank(), w = comm.world_size();
@@ -69,6 +70,20 @@ void RunCollectives(Communicator& comm, cudaStream_t stream) {
   out = download();
   for (int64_t i = 0; i < count; i += 997)
     ASSERT_FLOAT_EQ(out[i], static_cast<float>(w) + i / float(count)) << "broadcast at " << i;
+  // All-to-all: rank r's block d holds r * w + d + i / count, for rank d.
+  for (int d = 0; d < w; ++d)
+    for (int64_t i = 0; i < count / w; ++i) host[d * (count / w) + i] = r * w + d + i / float(count);
+  upload();
+  float* recv = nullptr;
+  ASSERT_EQ(cudaMalloc(&recv, count * sizeof(float)), cudaSuccess);
+  const std::vector<int64_t> bytes(static_cast<size_t>(w), count / w * 4);
+  comm.AllToAll(dev, bytes, recv, bytes);
+  std::swap(dev, recv);
+  out = download();
+  for (int s = 0; s < w; ++s)
+    for (int64_t i = 0; i < count / w; i += 997)
+      ASSERT_FLOAT_EQ(out[s * (count / w) + i], s * w + r + i / float(count)) << "all-to-all";
+  cudaFree(recv);
   comm.Barrier();
   cudaFree(dev);
 }

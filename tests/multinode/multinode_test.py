@@ -1,0 +1,176 @@
+"""Multi-node cases on network-namespace nodes (netns_cluster.py), two nodes
+of two ranks each under Open MPI over TCP.
+
+usage: multinode_test.py CASE MPIEXEC BINARY_DIR
+  ranks        dlrm_ranks_test across the nodes (sharded tables, all-to-all
+               and all-reduce between namespaces): the same results as one
+               process; each node's ranks see its own host name
+  run_closed   run_closed --nodes 2 --bench dlrm_dcnv2 --runs 1 across the
+               nodes: the result log equals that of 4 ranks on one node apart
+               from times, and the system description states 2 nodes
+  nodes        --nodes left at 1 for ranks on 2 nodes: one line and exit 2,
+               nothing written
+  lost_rank    rank 3 (on node 1) killed in the second of three runs: every
+               rank ends within a minute, the exit code non-zero and the
+               lost rank and node named (by mpirun); the finished run kept,
+               the broken one not published; a second invocation into the
+               package refused, nothing changed
+Exit 77 (skipped) without root.
+"""
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from netns_cluster import Cluster
+
+
+def fail(message):
+    print("FAIL:", message)
+    sys.exit(1)
+
+
+def case_ranks(cluster, mpiexec, bin_dir):
+    names = cluster.mpirun(4, ["hostname"], mpiexec)
+    hosts = sorted(names.stdout.split())
+    if names.returncode != 0 or hosts != ["node0", "node0", "node1", "node1"]:
+        fail(f"host names {hosts} (exit {names.returncode}): {names.stderr[-1500:]}")
+    r = cluster.mpirun(4, [os.path.join(bin_dir, "dlrm_ranks_test")], mpiexec)
+    print(r.stdout[-3000:])
+    if r.returncode != 0:
+        fail(f"dlrm_ranks_test across two nodes: exit {r.returncode}: {r.stderr[-2000:]}")
+
+
+def events(log):
+    """A result log's events without what depends on time: time_ms, and the
+    throughput's value (samples per second)."""
+    out = []
+    with open(log) as f:
+        for line in f:
+            if line.startswith(":::MLLOG "):
+                e = json.loads(line[len(":::MLLOG "):])
+                e.pop("time_ms", None)
+                if e["key"] == "throughput":
+                    e.pop("value")
+                out.append(e)
+    return out
+
+
+def case_run_closed(cluster, mpiexec, bin_dir):
+    tool = os.path.join(bin_dir, "run_closed")
+    args = ["--bench", "dlrm_dcnv2", "--runs", "1", "--seed", "21"]
+    with tempfile.TemporaryDirectory() as tmp:
+        across = os.path.join(tmp, "across")
+        r = cluster.mpirun(4, [tool, "--nodes", "2", *args, "--out", across], mpiexec)
+        if r.returncode != 0:
+            fail(f"run_closed across two nodes: exit {r.returncode}: {r.stderr[-2000:]}")
+        one = os.path.join(tmp, "one")
+        r = subprocess.run([mpiexec, "--allow-run-as-root", "--oversubscribe", "--mca",
+                            "rtc_hwloc_vmhole", "none", "-np", "4", "-x", "OMP_NUM_THREADS=1",
+                            tool, *args, "--out", one], capture_output=True, text=True, timeout=240)
+        if r.returncode != 0:
+            fail(f"run_closed, 4 ranks on one node: exit {r.returncode}: {r.stderr[-2000:]}")
+        logs = [glob.glob(os.path.join(d, "mlperf-suite", "results", "*", "dlrm_dcnv2",
+                                       "result_0.txt")) for d in (across, one)]
+        if [len(l) for l in logs] != [1, 1]:
+            fail(f"result logs found: {logs}")
+        a, b = events(logs[0][0]), events(logs[1][0])
+        differ = [(x, y) for x, y in zip(a, b) if x != y and x.get("key") != "submission_platform"]
+        if len(a) != len(b) or differ:
+            fail(f"{len(a)} against {len(b)} events; first differences: {differ[:3]}")
+        systems = glob.glob(os.path.join(across, "mlperf-suite", "systems", "*.json"))
+        nodes = [json.load(open(s)).get("number_of_nodes") for s in systems]
+        if nodes != ["2"]:
+            fail(f"system descriptions state number_of_nodes {nodes}")
+        print(f"{len(a)} events equal apart from times; number_of_nodes 2")
+
+
+def case_nodes(cluster, mpiexec, bin_dir):
+    tool = os.path.join(bin_dir, "run_closed")
+    with tempfile.TemporaryDirectory() as tmp:
+        # --nodes left at its default of 1.
+        r = cluster.mpirun(4, [tool, "--bench", "dlrm_dcnv2", "--runs", "1", "--out", tmp],
+                           mpiexec, timeout=120)
+        lines = [l for l in r.stderr.split("\n") if l.startswith("run_closed:")]
+        if r.returncode != 2 or len(set(lines)) != 1 or "on 2 node(s)" not in lines[0]:
+            fail(f"--nodes 1 on 2 nodes: exit {r.returncode}, {r.stderr[-1500:]}")
+        if os.listdir(tmp):
+            fail(f"wrote {os.listdir(tmp)} before refusing")
+        print(lines[0])
+
+
+def rank_pid(rank):
+    """The pid of run_closed's rank `rank` (ranks share this machine's pids)."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv0 = f.read().split(b"\0")[0]
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+        except OSError:
+            continue
+        if argv0.endswith(b"/run_closed") and f"OMPI_COMM_WORLD_RANK={rank}".encode() in env:
+            return int(pid)
+    return None
+
+
+def case_lost_rank(cluster, mpiexec, bin_dir):
+    tool = os.path.join(bin_dir, "run_closed")
+    with tempfile.TemporaryDirectory() as tmp:
+        argv = [tool, "--nodes", "2", "--bench", "dlrm_dcnv2", "--runs", "3", "--seed", "3",
+                "--out", tmp]
+        p = subprocess.Popen(cluster.mpirun_argv(4, argv, mpiexec), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        results = os.path.join(tmp, "mlperf-suite", "results", "*", "dlrm_dcnv2")
+        started = time.time()
+        while not glob.glob(os.path.join(results, "result_0.txt")):
+            if p.poll() is not None or time.time() - started > 180:
+                p.kill()
+                fail(f"the first run never finished: {p.communicate()[1][-1500:]}")
+            time.sleep(0.2)
+        time.sleep(2)  # into the second run
+        victim = rank_pid(3)
+        if victim is None:
+            fail("rank 3 not found")
+        os.kill(victim, signal.SIGKILL)
+        killed = time.time()
+        try:
+            _, err = p.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            fail("the other ranks still ran a minute after rank 3 was killed")
+        print(f"exit {p.returncode} {time.time() - killed:.1f} s after the kill")
+        if p.returncode == 0 or "rank 3" not in err or "10.77.0.2" not in err:
+            fail(f"exit {p.returncode}; the lost rank and node unnamed: {err[-1500:]}")
+        [folder] = glob.glob(results)
+        files = sorted(os.listdir(folder))
+        if "result_0.txt" not in files or any(f.startswith("result_") and f.endswith(".txt")
+                                              and f != "result_0.txt" for f in files):
+            fail(f"results after the kill: {files}")
+        with open(os.path.join(folder, "result_0.txt")) as f:
+            if '"status": "success"' not in f.read():
+                fail("the finished run's log lost its run_stop")
+        again = cluster.mpirun(4, argv, mpiexec, timeout=120)
+        lines = [l for l in again.stderr.split("\n") if l.startswith("run_closed:")]
+        if again.returncode == 0 or not lines or sorted(os.listdir(folder)) != files:
+            fail(f"a second invocation: exit {again.returncode}, {again.stderr[-1500:]}")
+        print("kept", files, "; again:", lines[0])
+
+
+def main():
+    case, mpiexec, bin_dir = sys.argv[1:4]
+    if os.geteuid() != 0:
+        print("skipped: network namespaces need root")
+        return 77
+    with Cluster(nodes=2, slots=2) as cluster:
+        {"ranks": case_ranks, "run_closed": case_run_closed, "nodes": case_nodes,
+         "lost_rank": case_lost_rank}[case](cluster, mpiexec, bin_dir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,6 +1,9 @@
 #include "benchmarks/rcp_recipes.h"
 
+#include <algorithm>
+
 #include "absl/status/status.h"
+#include "base/check.h"
 #include "fmt/format.h"
 #include "quality_targets/embedded_rcp.h"
 
@@ -37,6 +40,23 @@ absl::StatusOr<std::vector<RcpReference>> ReadRcpReferences(std::string_view rul
     return out;
   }
   return absl::NotFoundError(fmt::format("no RCP table {} is embedded", path));
+}
+
+const RcpReference* SmallestDividing(const std::vector<RcpReference>& refs, int ranks) {
+  const RcpReference* chosen = nullptr;
+  for (const RcpReference& r : refs) {
+    if (r.global_batch_size % ranks == 0 &&
+        (chosen == nullptr || r.global_batch_size < chosen->global_batch_size))
+      chosen = &r;
+  }
+  return chosen;
+}
+
+const RcpReference& Smallest(const std::vector<RcpReference>& refs) {
+  MLPERF_CHECK(!refs.empty());
+  return *std::min_element(refs.begin(), refs.end(), [](const auto& a, const auto& b) {
+    return a.global_batch_size < b.global_batch_size;
+  });
 }
 
 }  // namespace mlperf::benchmarks

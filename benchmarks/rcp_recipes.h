@@ -27,4 +27,9 @@ struct RcpReference {
 absl::StatusOr<std::vector<RcpReference>> ReadRcpReferences(std::string_view ruleset,
                                                             std::string_view benchmark);
 
+// The reference with the smallest global batch that `ranks` processes split
+// evenly (null when none does), and the smallest of all.
+const RcpReference* SmallestDividing(const std::vector<RcpReference>& refs, int ranks);
+const RcpReference& Smallest(const std::vector<RcpReference>& refs);
+
 }  // namespace mlperf::benchmarks

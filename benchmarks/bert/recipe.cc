@@ -46,17 +46,10 @@ int64_t EvalIntervalSamples(int64_t global_batch_size) {
 absl::Status WikipediaPlan(int ranks, RunPlan& plan, Recipe& recipe) {
   absl::StatusOr<std::vector<RcpReference>> refs = ReadRcpReferences(plan.ruleset, "bert");
   if (!refs.ok()) return refs.status();
-  const RcpReference* chosen = nullptr;
-  const RcpReference* smallest = &refs->front();
-  for (const RcpReference& r : *refs) {
-    if (r.global_batch_size < smallest->global_batch_size) smallest = &r;
-    if (r.global_batch_size % ranks == 0 &&
-        (chosen == nullptr || r.global_batch_size < chosen->global_batch_size))
-      chosen = &r;
-  }
+  const RcpReference* chosen = SmallestDividing(*refs, ranks);
   plan.rcp_batch_size = chosen != nullptr;
   plan.global_batch_size = chosen != nullptr ? chosen->global_batch_size : ranks;
-  absl::StatusOr<Recipe> r = RecipeOf(chosen != nullptr ? *chosen : *smallest);
+  absl::StatusOr<Recipe> r = RecipeOf(chosen != nullptr ? *chosen : Smallest(*refs));
   if (!r.ok()) return r.status();
   recipe = *r;
   return absl::OkStatus();

@@ -30,14 +30,9 @@ constexpr int64_t kDemoBatch = 512;
 absl::Status RcpRecipe(int world_size, RunPlan& plan, Recipe& recipe) {
   absl::StatusOr<std::vector<RcpReference>> refs = ReadRcpReferences(plan.ruleset, "dlrm_dcnv2");
   if (!refs.ok()) return refs.status();
-  const RcpReference* chosen = nullptr;
-  for (const RcpReference& r : *refs) {
-    if (r.global_batch_size % world_size == 0 &&
-        (chosen == nullptr || r.global_batch_size < chosen->global_batch_size))
-      chosen = &r;
-  }
+  const RcpReference* chosen = SmallestDividing(*refs, world_size);
   plan.rcp_batch_size = chosen != nullptr;
-  if (chosen == nullptr) chosen = &refs->front();
+  if (chosen == nullptr) chosen = &Smallest(*refs);
   plan.global_batch_size = plan.rcp_batch_size ? chosen->global_batch_size : world_size * 4096;
   absl::StatusOr<double> lr = chosen->Number("opt_base_learning_rate");
   if (!lr.ok()) return lr.status();

@@ -133,7 +133,9 @@ TEST(DistTest, TwoRanksMatchOneProcessWithTheDoubledBatch) {
 TEST(DistTest, AllToAllDeliversBlocksOfEverySize) {
   dist::Communicator& comm = *g_comm;
   const int r = comm.rank(), w = comm.world_size();
-  auto value = [](int from, int to, int64_t i) { return from * 1000000 + to * 1000 + static_cast<int32_t>(i); };
+  auto value = [](int from, int to, int64_t i) {
+    return from * 1000000 + to * 1000 + static_cast<int32_t>(i);
+  };
   std::vector<int64_t> send_bytes, recv_bytes;
   std::vector<int32_t> send;
   for (int d = 0; d < w; ++d) {
@@ -148,7 +150,8 @@ TEST(DistTest, AllToAllDeliversBlocksOfEverySize) {
   comm.AllToAll(send.data(), send_bytes, recv.data(), recv_bytes);
   size_t at = 0;
   for (int s = 0; s < w; ++s)
-    for (int64_t i = 0; i < s + 2 * r + 1; ++i) ASSERT_EQ(recv[at++], value(s, r, i)) << s << " " << i;
+    for (int64_t i = 0; i < s + 2 * r + 1; ++i)
+      ASSERT_EQ(recv[at++], value(s, r, i)) << s << " " << i;
 }
 
 }  // namespace

@@ -72,7 +72,8 @@ void RunCollectives(Communicator& comm, cudaStream_t stream) {
     ASSERT_FLOAT_EQ(out[i], static_cast<float>(w) + i / float(count)) << "broadcast at " << i;
   // All-to-all: rank r's block d holds r * w + d + i / count, for rank d.
   for (int d = 0; d < w; ++d)
-    for (int64_t i = 0; i < count / w; ++i) host[d * (count / w) + i] = r * w + d + i / float(count);
+    for (int64_t i = 0; i < count / w; ++i)
+      host[d * (count / w) + i] = r * w + d + i / float(count);
   upload();
   float* recv = nullptr;
   ASSERT_EQ(cudaMalloc(&recv, count * sizeof(float)), cudaSuccess);

@@ -106,7 +106,8 @@ void RunParity(const std::vector<int64_t>& filters, int64_t roi, int64_t batch,
       for (int64_t i = 0; i < batch; ++i)
         for (int64_t j = 0; j < 3; ++j)
           for (int64_t q = 0; q < voxels; ++q)
-            logits_ncdhw[(i * 3 + j) * voxels + q] = model->logits().f32()[(i * voxels + q) * 3 + j];
+            logits_ncdhw[(i * 3 + j) * voxels + q] =
+                model->logits().f32()[(i * voxels + q) * 3 + j];
     const Errors logits = Compare(*file, "logits", logits_ncdhw);
     EXPECT_LT(logits.ours, 1e-4) << "logits (torch fp32 " << logits.torch << ")";
     const Errors loss_error = Compare(*file, "loss", {&loss, 1});

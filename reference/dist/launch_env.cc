@@ -1,6 +1,7 @@
 #include "reference/dist/launch_env.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -71,6 +72,30 @@ absl::Status WaitFor(int fd, short events, Clock::time_point deadline, std::stri
     if (errno != EINTR)
       return absl::UnavailableError(fmt::format("rendezvous: poll: {}", std::strerror(errno)));
   }
+}
+
+// connect() within the deadline: a blocking connect to a peer behind a
+// silent link (its SYNs dropped, no refusal) would wait minutes for the
+// kernel's retries. 0 or the errno.
+int ConnectBy(int fd, const sockaddr_in& addr, Clock::time_point deadline) {
+  const int flags = fcntl(fd, F_GETFL);
+  fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  int err = 0;
+  if (connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
+    err = errno;
+    if (err == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      const int r = poll(&p, 1, RemainingMs(deadline));
+      if (r <= 0) {
+        err = r == 0 ? ETIMEDOUT : errno;
+      } else {
+        socklen_t len = sizeof(err);
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+      }
+    }
+  }
+  fcntl(fd, F_SETFL, flags);
+  return err;
 }
 
 absl::Status SendAll(int fd, const char* data, size_t n, Clock::time_point deadline) {
@@ -221,8 +246,8 @@ absl::StatusOr<std::string> FetchBlob(const std::string& host, uint16_t port, si
     Socket s(socket(AF_INET, SOCK_STREAM, 0));
     if (s.fd < 0)
       return absl::UnavailableError(fmt::format("rendezvous: socket: {}", std::strerror(errno)));
-    if (connect(s.fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
-      last_error = std::strerror(errno);
+    if (const int err = ConnectBy(s.fd, addr, deadline); err != 0) {
+      last_error = std::strerror(err);
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       continue;
     }

@@ -43,7 +43,8 @@ absl::StatusOr<LaunchEnv> ReadLaunchEnv(const std::function<const char*(const ch
 absl::Status ServeBlob(uint16_t port, std::string_view blob, int clients,
                        std::chrono::milliseconds timeout);
 // The other ranks: connect to host:port (retrying while rank 0 is not yet
-// listening) and receive exactly `bytes` bytes, within `timeout`.
+// listening) and receive exactly `bytes` bytes, within `timeout` (also when
+// rank 0's link is silent: each connect is bounded by the deadline).
 absl::StatusOr<std::string> FetchBlob(const std::string& host, uint16_t port, size_t bytes,
                                       std::chrono::milliseconds timeout);
 

@@ -15,6 +15,10 @@ usage: multinode_test.py CASE MPIEXEC BINARY_DIR
                lost rank and node named (by mpirun); the finished run kept,
                the broken one not published; a second invocation into the
                package refused, nothing changed
+  rendezvous   the TCP rendezvous that bootstraps NCCL without MPI: rank 0 on
+               node 0 serves, rank 1 on node 1 fetches; a rank that never
+               joins, a rank 0 that is absent and a node whose link went
+               silent each end at the timeout with one line saying which
 Exit 77 (skipped) without root.
 """
 import glob
@@ -161,6 +165,45 @@ def case_lost_rank(cluster, mpiexec, bin_dir):
         print("kept", files, "; again:", lines[0])
 
 
+def case_rendezvous(cluster, mpiexec, bin_dir):
+    probe = os.path.join(bin_dir, "rendezvous_probe")
+    rank0 = cluster.addresses[0]
+
+    def run(node, rank, timeout_ms, world=2):
+        return subprocess.Popen(
+            cluster.on_node(node, [probe, str(rank), str(world), rank0, "29517", str(timeout_ms)]),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def finish(p, what, limit_s):
+        started = time.time()
+        out, err = p.communicate(timeout=120)
+        took = time.time() - started
+        print(f"{what}: exit {p.returncode} after {took:.1f} s: {(out + err).strip()}")
+        if took > limit_s:
+            fail(f"{what}: took {took:.1f} s, the bound is {limit_s} s")
+        return p.returncode, out + err
+
+    # Rank 0 on node 0 serves, rank 1 on node 1 fetches over the link.
+    serving, fetching = run(0, 0, 20000), run(1, 1, 20000)
+    for p, what in ((serving, "rank 0"), (fetching, "rank 1")):
+        code, text = finish(p, what, 30)
+        if code != 0 or ("got rendezvous-probe-blob" not in text):
+            fail(f"{what} across nodes: {text}")
+    # A rank that never joins: rank 0 gives up at its timeout, saying so.
+    code, text = finish(run(0, 0, 2000), "rank 1 never joins", 10)
+    if code != 1 or "0 of 1 arrived" not in text:
+        fail(f"rank 0 alone: {text}")
+    # Nobody serves on node 0: refused until the timeout, the last error named.
+    code, text = finish(run(1, 1, 2000), "rank 0 absent", 10)
+    if code != 1 or f"could not reach rank 0 at {rank0}" not in text or "refused" not in text:
+        fail(f"rank 1 with no rank 0: {text}")
+    # Node 0 silent (its link down, its packets dropped): still bounded.
+    cluster.silence(0)
+    code, text = finish(run(1, 1, 2000), "node 0 silent", 10)
+    if code != 1 or f"could not reach rank 0 at {rank0}" not in text:
+        fail(f"rank 1 with node 0 silent: {text}")
+
+
 def main():
     case, mpiexec, bin_dir = sys.argv[1:4]
     if os.geteuid() != 0:
@@ -168,7 +211,8 @@ def main():
         return 77
     with Cluster(nodes=2, slots=2) as cluster:
         {"ranks": case_ranks, "run_closed": case_run_closed, "nodes": case_nodes,
-         "lost_rank": case_lost_rank}[case](cluster, mpiexec, bin_dir)
+         "lost_rank": case_lost_rank, "rendezvous": case_rendezvous}[case](
+            cluster, mpiexec, bin_dir)
     return 0
 
 

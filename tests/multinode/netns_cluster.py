@@ -12,6 +12,7 @@ Needs root (CI runs as root). Namespaces are named after the process id, so
 tests may run side by side; those of processes that no longer exist are
 removed first, and a cluster's own on exit.
 """
+import json
 import os
 import re
 import subprocess
@@ -89,6 +90,18 @@ class Cluster:
                     'exec ip netns exec "$ns" unshare --uts sh -c \'hostname "$1"; shift; '
                     'eval "$*"\' sh "$name" "$@"\n')
         os.chmod(self.agent, 0o755)
+
+    def silence(self, i):
+        """Node i's link goes down without a word: the other nodes keep its
+        hardware address pinned, so their packets go out and are dropped
+        (no refusal, no unreachable), as behind a dead switch port."""
+        link = json.loads(_ip("-j", "-n", self.spaces[i], "link", "show", "eth0").stdout)
+        mac = link[0]["address"]
+        for j, ns in enumerate(self.spaces):
+            if j != i:
+                _ip("-n", ns, "neigh", "replace", self.addresses[i], "lladdr", mac, "dev", "eth0",
+                    "nud", "permanent")
+        _ip("-n", self.spaces[i], "link", "set", "eth0", "down")
 
     def on_node(self, i, argv):
         """argv run inside node i's namespaces, with its host name."""

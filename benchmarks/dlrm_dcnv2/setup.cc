@@ -62,16 +62,15 @@ class CriteoPipeline final : public DataPipeline {
       if (eval_batches_left_ == 0) return false;
       --eval_batches_left_;
       const int64_t end = days_->validation_rows() * (rank_ + 1) / world_;
-      n = std::min(batch_, end - next_);
-      // Padding: copies of the share's first sample (of the last one once
-      // the share is done).
+      n = std::min(batch_, end - next_);  // 0 once the share is done
+      // Padding: copies of the batch's first sample (of the share's last
+      // one in a batch of padding alone).
       const int64_t pad_row = n > 0 ? next_ : std::max<int64_t>(0, end - 1);
       if (n > 0) {
         if (absl::Status s = Copy(next_, n, 0); !s.ok()) return s;
       }
-      for (int64_t pad = std::max<int64_t>(n, 0); pad < batch_; ++pad)
+      for (int64_t pad = n; pad < batch_; ++pad)
         if (absl::Status s = Copy(pad_row, 1, pad); !s.ok()) return s;
-      n = std::max<int64_t>(n, 0);
       next_ += n;
     } else {
       const int64_t rows = days_->train_rows();

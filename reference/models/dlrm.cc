@@ -53,12 +53,10 @@ Dlrm::Dlrm(const DlrmConfig& config, int64_t batch_size, const Placement& placem
   const int world = placement_.world_size;
   MLPERF_CHECK(world >= 1 && placement_.rank >= 0 && placement_.rank < world);
   sharding_ = PlanEmbeddingSharding(config_.table_rows, world, config_.row_wise_tables);
-  pooled_tables_ = sharding_.PooledBy(placement_.rank);
   for (int r = 0; r < world; ++r) {
-    const std::vector<int64_t> pooled = sharding_.PooledBy(r);
-    pooled_count_.push_back(static_cast<int64_t>(pooled.size()));
+    pooled_by_.push_back(sharding_.PooledBy(r));
     int64_t hot = 0;
-    for (const int64_t t : pooled) hot += config_.multi_hot[static_cast<size_t>(t)];
+    for (const int64_t t : pooled_by_.back()) hot += config_.multi_hot[static_cast<size_t>(t)];
     pooled_hot_.push_back(hot);
   }
 }
@@ -140,24 +138,25 @@ void Dlrm::Build(const layers::ModelArenas& a) {
     ids_.push_back(acts.Allocate({batch, c.multi_hot[t]}, DType::kI32));
   labels_ = acts.Allocate({batch});
   pooled_ = acts.Allocate({batch, c.tables() * dim});
-  const auto pooled_here = static_cast<int64_t>(pooled_tables_.size());
+  const std::vector<int64_t>& here = pooled_by_[static_cast<size_t>(rank)];
   int64_t most_hot = 0;  // of the tables this rank pools
   if (world == 1) {
     global_ids_ = ids_;
     pooled_mine_ = pooled_;
   } else {
     const int64_t global = batch * world;
-    for (const int64_t t : pooled_tables_)
+    for (const int64_t t : here)
       global_ids_.push_back(acts.Allocate({global, c.multi_hot[t]}, DType::kI32));
-    pooled_mine_ = acts.Allocate({global, pooled_here * dim});
+    pooled_mine_ = acts.Allocate({global, static_cast<int64_t>(here.size()) * dim});
     const int64_t sent_hot = std::accumulate(pooled_hot_.begin(), pooled_hot_.end(), int64_t{0});
     ids_send_ = acts.Allocate({batch * sent_hot}, DType::kI32);
     ids_recv_ = acts.Allocate({global * pooled_hot_[static_cast<size_t>(rank)]}, DType::kI32);
-    const int64_t returned =
-        std::accumulate(pooled_count_.begin(), pooled_count_.end(), int64_t{0});
+    int64_t returned = 0;  // tables pooled, over every rank
+    for (const std::vector<int64_t>& pooled : pooled_by_)
+      returned += static_cast<int64_t>(pooled.size());
     exchange_ = acts.Allocate({batch * returned * dim});
   }
-  for (const int64_t t : pooled_tables_) most_hot = std::max(most_hot, c.multi_hot[t]);
+  for (const int64_t t : here) most_hot = std::max(most_hot, c.multi_hot[t]);
   x0_ = acts.Allocate({batch, width});
   dlogits_ = acts.Allocate({batch, 1});
   loss_ = acts.Allocate({1});
@@ -229,8 +228,9 @@ void Dlrm::Forward() {
     x = &l.output();
   }
   if (placement_.world_size > 1) SendIds();
-  for (size_t j = 0; j < pooled_tables_.size(); ++j) {
-    const int64_t t = pooled_tables_[j];
+  const std::vector<int64_t>& here = pooled_by_[static_cast<size_t>(placement_.rank)];
+  for (size_t j = 0; j < here.size(); ++j) {
+    const int64_t t = here[j];
     ops::EmbeddingBagSumForward(global_ids_[j], tables_[t], pooled_mine_,
                                 static_cast<int64_t>(j) * dim,
                                 sharding_.ShardOf(t, placement_.rank));
@@ -280,8 +280,9 @@ void Dlrm::Backward() {
                         i == 0 ? Tensor() : dbottom_[i - 1]);
   NotifyGradientsReady(0);
   if (placement_.world_size > 1) SendPooledGradients();
-  for (size_t j = 0; j < pooled_tables_.size(); ++j) {
-    const int64_t t = pooled_tables_[j];
+  const std::vector<int64_t>& here = pooled_by_[static_cast<size_t>(placement_.rank)];
+  for (size_t j = 0; j < here.size(); ++j) {
+    const int64_t t = here[j];
     TableGradient(t, static_cast<int64_t>(j));
     ops::SparseAdagradStep(config_.embedding_lr, config_.embedding_epsilon, grad_rows_,
                            grad_values_, grad_count_, tables_[t], sums_[t]);
@@ -313,7 +314,7 @@ void Dlrm::SendIds() {
   std::vector<int64_t> send_bytes, recv_bytes;
   auto* send = static_cast<std::byte*>(ids_send_.data());
   for (int o = 0; o < world; ++o) {
-    for (const int64_t t : sharding_.PooledBy(o)) {
+    for (const int64_t t : pooled_by_[static_cast<size_t>(o)]) {
       ops::CopyBytes(send, device(), ids_[t].data(), device(), ids_[t].bytes());
       send += ids_[t].bytes();
     }
@@ -323,8 +324,9 @@ void Dlrm::SendIds() {
   AllToAll(ids_send_.data(), send_bytes, ids_recv_.data(), recv_bytes);
   const auto* recv = static_cast<const std::byte*>(ids_recv_.data());
   for (int r = 0; r < world; ++r) {
-    for (size_t j = 0; j < pooled_tables_.size(); ++j) {
-      const size_t bytes = static_cast<size_t>(batch * config_.multi_hot[pooled_tables_[j]] * 4);
+    const std::vector<int64_t>& here = pooled_by_[static_cast<size_t>(rank)];
+    for (size_t j = 0; j < here.size(); ++j) {
+      const size_t bytes = static_cast<size_t>(batch * config_.multi_hot[here[j]] * 4);
       ops::CopyBytes(static_cast<std::byte*>(global_ids_[j].data()) + r * bytes, device(), recv,
                      device(), bytes);
       recv += bytes;
@@ -341,13 +343,13 @@ void Dlrm::ReturnPooled() {
   const int64_t batch = batch_size(), dim = config_.embedding_dim;
   std::vector<int64_t> send_bytes, recv_bytes;
   for (int r = 0; r < world; ++r) {
-    send_bytes.push_back(batch * pooled_count_[static_cast<size_t>(rank)] * dim * 4);
-    recv_bytes.push_back(batch * pooled_count_[static_cast<size_t>(r)] * dim * 4);
+    send_bytes.push_back(batch * PooledCount(rank) * dim * 4);
+    recv_bytes.push_back(batch * PooledCount(r) * dim * 4);
   }
   AllToAll(pooled_mine_.data(), send_bytes, exchange_.data(), recv_bytes);
   float* from = exchange_.f32();
   for (int o = 0; o < world; ++o) {
-    const std::vector<int64_t> pooled = sharding_.PooledBy(o);
+    const std::vector<int64_t>& pooled = pooled_by_[static_cast<size_t>(o)];
     const Tensor block(from, {batch, static_cast<int64_t>(pooled.size()) * dim}, DType::kF32,
                        device());
     for (size_t k = 0; k < pooled.size(); ++k) {
@@ -371,22 +373,23 @@ void Dlrm::SendPooledGradients() {
   std::vector<int64_t> send_bytes, recv_bytes;
   float* to = exchange_.f32();
   for (int o = 0; o < world; ++o) {
-    const std::vector<int64_t> pooled = sharding_.PooledBy(o);
+    const std::vector<int64_t>& pooled = pooled_by_[static_cast<size_t>(o)];
     const Tensor block(to, {batch, static_cast<int64_t>(pooled.size()) * dim}, DType::kF32,
                        device());
     for (size_t k = 0; k < pooled.size(); ++k)
       ops::CopyColumns(dpooled_, pooled[k] * dim, block, static_cast<int64_t>(k) * dim, dim, false);
     to += block.numel();
     send_bytes.push_back(static_cast<int64_t>(block.bytes()));
-    recv_bytes.push_back(batch * pooled_count_[static_cast<size_t>(rank)] * dim * 4);
+    recv_bytes.push_back(batch * PooledCount(rank) * dim * 4);
   }
   AllToAll(exchange_.data(), send_bytes, pooled_mine_.data(), recv_bytes);
 }
 
 void Dlrm::TableGradientToHost(int64_t t, std::vector<int32_t>* rows, std::vector<float>* grads) {
-  const auto j = std::find(pooled_tables_.begin(), pooled_tables_.end(), t);
-  MLPERF_CHECK_MSG(j != pooled_tables_.end(), "TableGradientToHost: a table another rank pools");
-  TableGradient(t, j - pooled_tables_.begin());
+  const std::vector<int64_t>& here = pooled_by_[static_cast<size_t>(placement_.rank)];
+  const auto j = std::find(here.begin(), here.end(), t);
+  MLPERF_CHECK_MSG(j != here.end(), "TableGradientToHost: a table another rank pools");
+  TableGradient(t, j - here.begin());
   int32_t count = 0;
   ops::CopyBytes(&count, core::Device::kCpu, grad_count_.data(), device(), sizeof(count));
   rows->resize(static_cast<size_t>(count));

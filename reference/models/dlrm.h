@@ -139,10 +139,13 @@ class Dlrm final : public Model {
   DlrmConfig config_;
   Placement placement_;
   EmbeddingSharding sharding_;
-  std::vector<int64_t> pooled_tables_;  // the tables this rank pools, ascending
-  // Per rank: how many tables it pools (PooledBy) and the ids per sample of
-  // those (their multi-hot sizes summed).
-  std::vector<int64_t> pooled_count_, pooled_hot_;
+  // Per rank: the tables it pools (EmbeddingSharding::PooledBy, computed
+  // once) and the ids per sample of those (their multi-hot sizes summed).
+  std::vector<std::vector<int64_t>> pooled_by_;
+  std::vector<int64_t> pooled_hot_;
+  int64_t PooledCount(int rank) const {
+    return static_cast<int64_t>(pooled_by_[static_cast<size_t>(rank)].size());
+  }
   std::vector<layers::Linear> bottom_, top_;
   std::vector<Cross> cross_;
   std::vector<core::Tensor> tables_, sums_, ids_;

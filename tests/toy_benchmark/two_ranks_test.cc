@@ -16,6 +16,7 @@
 #include "reference/dist/communicator.h"
 #include "reference/dist/mpi_communicator.h"
 #include "reference/trainer/trainer.h"
+#include "tests/dist/mpi_gtest.h"
 #include "tests/toy_benchmark/toy.h"
 
 namespace mlperf::toy {
@@ -102,14 +103,5 @@ int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   std::unique_ptr<mlperf::dist::Communicator> comm = mlperf::dist::MakeMpiCommunicator();
   mlperf::toy::g_comm = comm.get();
-  // Only rank 0 prints results; every rank still runs and asserts.
-  if (comm->rank() != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
-  const int rc = RUN_ALL_TESTS();
-  // A failure on any rank fails the run.
-  float failed = rc != 0 ? 1.0f : 0.0f;
-  comm->AllReduceSum(&failed, 1);
-  return failed != 0.0f ? 1 : 0;
+  return mlperf::test::RunTestsOnEveryRank(*comm);
 }

@@ -21,6 +21,9 @@ struct RunnerOptions {
   std::string benchmark;  // "" = the registry's default
   int gpus = 0;           // per node; 0 = CPU
   int nodes = 1;
+  // A short collective check before the first run (runtime/preflight.h).
+  bool preflight = false;
+  double preflight_min = 0.5;
   std::string data_dir;  // "" = the benchmark's embedded generated data set
   int runs = 0;          // 0 = the benchmark's required number of runs
   std::string submitter = "mlperf-suite";

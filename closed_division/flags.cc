@@ -18,6 +18,12 @@ ABSL_FLAG(std::string, ruleset, "",
           "benchmark); empty = the newest such");
 ABSL_FLAG(int, gpus, 0, "GPUs per node, one process each; 0 = train on the CPU");
 ABSL_FLAG(int, nodes, 1, "nodes of the system (launch with mpirun or srun across them)");
+ABSL_FLAG(bool, preflight, false,
+          "before the first run: the collectives at two sizes and every rank's link bandwidth "
+          "(run_benchmark --comm's short form); refuse to start when a rank is slow");
+ABSL_FLAG(double, preflight_min, 0.5,
+          "with --preflight: a rank below this fraction of the median link bandwidth stops the "
+          "job (0 = report only)");
 ABSL_FLAG(std::string, data, "",
           "the benchmark's data set, as its section in docs/run_closed.md describes it; empty = "
           "the embedded demonstration on generated data");
@@ -55,8 +61,8 @@ using benchmarks::BenchmarkRegistry;
 using benchmarks::RunnerOptions;
 
 constexpr std::string_view kFlagNames[] = {
-    "bench",      "list",      "ruleset",   "gpus",       "nodes",     "data",
-    "runs",       "submitter", "system",    "out",        "cache_dir", "seed",
+    "bench",      "list",      "ruleset",   "gpus",       "nodes",  "preflight", "preflight_min",
+    "data",       "runs",      "submitter", "system",     "out",    "cache_dir", "seed",
     "max_epochs", "optimizer", "precision", "cuda_graph", "threads"};
 
 absl::Status Validate(const RunnerOptions& o) {
@@ -76,6 +82,10 @@ absl::Status Validate(const RunnerOptions& o) {
   }
   if (o.threads < 0)
     return absl::InvalidArgumentError(fmt::format("--threads={}: must be >= 0", o.threads));
+  if (!(o.preflight_min >= 0 && o.preflight_min <= 1)) {
+    return absl::InvalidArgumentError(
+        fmt::format("--preflight_min={}: must be a fraction from 0 to 1", o.preflight_min));
+  }
   // More compute threads than cores stalls every OpenMP barrier for good.
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (o.threads > cores) {
@@ -128,7 +138,8 @@ std::vector<std::string_view> BenchmarkFlagNames(const BenchmarkRegistry& regist
 
 std::string UsageText(const BenchmarkRegistry& registry) {
   std::string text =
-      "Usage: run_closed [--bench NAME] [--ruleset R] [--gpus N] [--nodes M] [--data DIR]\n"
+      "Usage: run_closed [--bench NAME] [--ruleset R] [--gpus N] [--nodes M] [--preflight]\n"
+      "                  [--data DIR]\n"
       "                  [--runs N] [--submitter ORG] [--system NAME] [--out DIR]\n"
       "                  [--cache_dir DIR] [--seed N] [--max_epochs N] [--optimizer NAME]\n"
       "                  [--precision P] [--cuda_graph] [--threads N] [benchmark flags]\n"
@@ -192,6 +203,8 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv,
   o.ruleset = absl::GetFlag(FLAGS_ruleset);
   o.gpus = absl::GetFlag(FLAGS_gpus);
   o.nodes = absl::GetFlag(FLAGS_nodes);
+  o.preflight = absl::GetFlag(FLAGS_preflight);
+  o.preflight_min = absl::GetFlag(FLAGS_preflight_min);
   o.data_dir = absl::GetFlag(FLAGS_data);
   o.runs = absl::GetFlag(FLAGS_runs);
   o.submitter = absl::GetFlag(FLAGS_submitter);

@@ -10,6 +10,7 @@
 #include "closed_division/run_benchmark.h"
 #include "fmt/format.h"
 #include "reference/dist/launch_env.h"
+#include "runtime/preflight.h"
 #include "runtime/process_setup.h"
 
 namespace mlperf::closed {
@@ -58,6 +59,16 @@ int RunClosedTool(int argc, char** argv, const benchmarks::BenchmarkRegistry& re
       !s.ok()) {
     std::fprintf(stderr, "run_closed: %s\n", std::string(s.message()).c_str());
     return kExitUsage;
+  }
+  if (options.preflight) {
+    const absl::Status s = runtime::RunPreflight(
+        (*comms)->view(), options.preflight_min,
+        [](const std::string& line) { std::fprintf(stderr, "run_closed: %s\n", line.c_str()); });
+    if (!s.ok()) {
+      if ((*comms)->control->rank() == 0)
+        std::fprintf(stderr, "run_closed: %s\n", std::string(s.message()).c_str());
+      return kExitFailed;
+    }
   }
   return RunBenchmark(*benchmark, options, (*comms)->view(), runtime::ShareOfThisMachine());
 }

@@ -238,6 +238,10 @@ bench run_benchmark_train 90 "$bin/run_benchmark" --device gpu --mode train -b 1
   --dtype bf16,fp32 --cuda_graph -w 5 -i 10 -r 3 --json "$work/train.json"
 bench run_benchmark_infer 90 "$bin/run_benchmark" --device gpu --mode infer -b 1,32,256 \
   --dtype bf16 -w 5 -i 20 -r 3 --json "$work/infer.json"
+# NCCL's collectives on the device (one process: every call through NCCL,
+# every result checked; busbw is 0 with one rank).
+bench run_benchmark_comm 60 "$bin/run_benchmark" --comm --device gpu --maxbytes 256M \
+  --stepfactor 4 --json "$work/comm.json"
 # The input pipeline on this machine's cores, and with decoding on the GPU
 # (nvJPEG): whether it can feed the GPU.
 bench loader 90 "$bin/datasets_loader_bench" --batches 80 --dir "$work/loader" --device

@@ -1,6 +1,7 @@
 #include "base/flags.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <map>
 #include <span>
@@ -53,16 +54,24 @@ ABSL_FLAG(std::string, markdown, "", "the Markdown tables also written to this f
 ABSL_FLAG(std::string, plot, "", "folder for SVG charts (throughput, scaling, latency)");
 ABSL_FLAG(std::string, launcher, "",
           "command that starts N processes, {n} replaced by the count; empty = mpirun -np {n}");
+ABSL_FLAG(bool, comm, false,
+          "collective bandwidth of the processes run_benchmark was started in (mpirun -np N "
+          "run_benchmark --comm), nccl-tests' algbw and busbw, instead of a model");
+ABSL_FLAG(std::string, collectives, "all",
+          "with --comm: all, or some of all_reduce,all_gather,reduce_scatter,all_to_all");
+ABSL_FLAG(std::string, minbytes, "8", "with --comm: smallest message (bytes; K, M, G suffixes)");
+ABSL_FLAG(std::string, maxbytes, "1G", "with --comm: largest message (bytes; K, M, G suffixes)");
+ABSL_FLAG(int, stepfactor, 2, "with --comm: each message size is the previous times this");
 ABSL_FLAG(std::string, worker_out, "", "internal: measure one configuration, write it here");
 
 namespace mlperf::throughput {
 namespace {
 
 constexpr std::string_view kFlagNames[] = {
-    "bench",    "mode",       "devices",  "batch_sizes", "dtype",     "warmup",
-    "iters",    "repeats",    "data",     "synthetic",   "generated", "size",
-    "device",   "cuda_graph", "threads",  "cache_dir",   "json",      "dllogger",
-    "markdown", "plot",       "launcher", "worker_out"};
+    "bench",   "mode",        "devices",   "batch_sizes", "dtype",      "warmup",    "iters",
+    "repeats", "data",        "synthetic", "generated",   "size",       "device",    "cuda_graph",
+    "threads", "cache_dir",   "json",      "dllogger",    "markdown",   "plot",      "launcher",
+    "comm",    "collectives", "minbytes",  "maxbytes",    "stepfactor", "worker_out"};
 // Flags --help lists: all but the internal one, which comes last.
 constexpr std::span<const std::string_view> kHelpNames(kFlagNames, std::size(kFlagNames) - 1);
 
@@ -100,6 +109,60 @@ std::vector<std::string> Unaliased(int argc, char** argv) {
   return out;
 }
 
+// "8", "64K", "16M", "1G" (powers of 1024), as nccl-tests reads its sizes.
+absl::StatusOr<int64_t> Bytes(const char* flag, std::string text) {
+  int64_t unit = 1;
+  if (!text.empty()) {
+    const char last = static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
+    const int shift = last == 'K' ? 10 : last == 'M' ? 20 : last == 'G' ? 30 : 0;
+    if (shift > 0) {
+      unit = int64_t{1} << shift;
+      text.pop_back();
+    }
+  }
+  int64_t v = 0;
+  if (!absl::SimpleAtoi(text, &v) || v < 1 || v > (int64_t{16} << 30) / unit) {
+    return absl::InvalidArgumentError(fmt::format(
+        "--{}: expected a size from 1 byte to 16G (a number with an optional K, M or G)", flag));
+  }
+  return v * unit;
+}
+
+// --comm measures collectives, not a model: the model's flags do not apply,
+// and the warm-up and iteration counts default to nccl-tests' 5 and 20.
+absl::Status ApplyCommFlags(const std::vector<std::string>& given, BenchOptions& o) {
+  for (const char* model_flag :
+       {"bench", "mode", "batch_sizes", "dtype", "repeats", "data", "synthetic", "generated",
+        "size", "cuda_graph", "threads", "cache_dir", "dllogger", "plot"}) {
+    if (std::find(given.begin(), given.end(), model_flag) != given.end()) {
+      return absl::InvalidArgumentError(
+          fmt::format("--{} is for models; --comm measures collectives only", model_flag));
+    }
+  }
+  const auto was_given = [&](const char* f) {
+    return std::find(given.begin(), given.end(), f) != given.end();
+  };
+  if (!was_given("warmup")) o.warmup = 5;
+  if (!was_given("iters")) o.iters = 20;
+  absl::StatusOr<int64_t> lo = Bytes("minbytes", absl::GetFlag(FLAGS_minbytes));
+  if (!lo.ok()) return lo.status();
+  absl::StatusOr<int64_t> hi = Bytes("maxbytes", absl::GetFlag(FLAGS_maxbytes));
+  if (!hi.ok()) return hi.status();
+  if (*lo > *hi) {
+    return absl::InvalidArgumentError(fmt::format("--minbytes={} is larger than --maxbytes={}",
+                                                  absl::GetFlag(FLAGS_minbytes),
+                                                  absl::GetFlag(FLAGS_maxbytes)));
+  }
+  o.min_bytes = *lo;
+  o.max_bytes = *hi;
+  o.step_factor = absl::GetFlag(FLAGS_stepfactor);
+  if (o.step_factor < 2 || o.step_factor > 1024)
+    return absl::InvalidArgumentError(
+        fmt::format("--stepfactor={}: must be 2 to 1024", o.step_factor));
+  o.collectives = absl::GetFlag(FLAGS_collectives);
+  return absl::OkStatus();
+}
+
 template <typename T>
 absl::StatusOr<std::vector<T>> IntList(const char* flag, const std::string& text, int64_t lo,
                                        int64_t hi) {
@@ -129,7 +192,7 @@ absl::Status Validate(const BenchOptions& o) {
   }
   // Warm-up steps are never timed; DeepLearningExamples counts them inside
   // the iterations, and users who carry that habit over would measure nothing.
-  if (o.warmup >= o.iters) {
+  if (o.warmup >= o.iters && !o.comm) {
     return absl::InvalidArgumentError(fmt::format(
         "--warmup={} must be less than --iters={} (warm-up steps come before the {} measured "
         "ones and are never timed)",
@@ -169,6 +232,8 @@ std::string UsageText(const benchmarks::BenchmarkRegistry& registry) {
       "                     [--data DIR | --synthetic | --generated] [--size full|small]\n"
       "                     [--device cpu|gpu] [--cuda_graph] [-o report.json]\n"
       "                     [--dllogger log.json] [--markdown FILE] [--plot DIR]\n"
+      "       mpirun -np N run_benchmark --comm [--collectives all] [--minbytes 8]\n"
+      "                     [--maxbytes 1G] [--stepfactor 2] [-w 5] [-i 20] [--device gpu]\n"
       "       run_benchmark --help | --version\n"
       "\n"
       "Measures training or inference throughput (and inference latency) of a model for every\n"
@@ -181,6 +246,9 @@ std::string UsageText(const benchmarks::BenchmarkRegistry& registry) {
       "One summary for the whole job goes to stdout (Markdown tables), progress to stderr;\n"
       "the reports are rewritten after every configuration, so an interrupted job keeps\n"
       "what it measured. Under srun/mpirun the processes form one configuration's devices.\n"
+      "--comm measures the collectives of the processes it was started in instead (algorithm\n"
+      "and bus bandwidth as nccl-tests defines them, every result checked) and each rank's\n"
+      "link bandwidth to the other nodes.\n"
       "\n"
       "Models:\n";
   for (const std::unique_ptr<benchmarks::Benchmark>& b : registry.benchmarks())
@@ -264,6 +332,15 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
   o.plot_dir = absl::GetFlag(FLAGS_plot);
   o.launcher = absl::GetFlag(FLAGS_launcher);
   o.worker_out = absl::GetFlag(FLAGS_worker_out);
+  o.comm = absl::GetFlag(FLAGS_comm);
+  if (o.comm) {
+    if (absl::Status s = ApplyCommFlags(parsed->given, o); !s.ok()) return s;
+  } else {
+    for (const char* comm_flag : {"collectives", "minbytes", "maxbytes", "stepfactor"}) {
+      if (std::find(parsed->given.begin(), parsed->given.end(), comm_flag) != parsed->given.end())
+        return absl::InvalidArgumentError(fmt::format("--{} needs --comm", comm_flag));
+    }
+  }
   if (absl::Status s = Validate(o); !s.ok()) return s;
   return cl;
 }

@@ -3,7 +3,8 @@
 // device and precision, measured the way hardware teams measure (warm-up
 // never timed, medians of repeats, weak scaling, true percentiles) and
 // reported as JSON (DeepLearningExamples' keys), DLLogger lines, Markdown and
-// SVG charts. See docs/run_benchmark.md.
+// SVG charts; with --comm, the collective bandwidth of the launched
+// processes. See docs/run_benchmark.md.
 //
 // Exit codes: 0 every configuration measured; 1 a configuration failed or
 // the job was interrupted (the reports keep what was measured); 2 usage or
@@ -17,6 +18,7 @@
 #include "base/version.h"
 #include "benchmarks/registry.h"
 #include "reference/dist/launch_env.h"
+#include "throughput/comm_bench.h"
 #include "throughput/driver.h"
 #include "throughput/flags.h"
 
@@ -39,6 +41,14 @@ int Main(int argc, char** argv) {
     return mlperf::kExitOk;
   }
   tp::BenchOptions& options = cl->options;
+  if (options.comm) {
+    absl::StatusOr<mlperf::dist::LaunchEnv> launch = mlperf::dist::ReadLaunchEnv();
+    if (!launch.ok()) {
+      std::fprintf(stderr, "run_benchmark: %s\n", std::string(launch.status().message()).c_str());
+      return mlperf::kExitUsage;
+    }
+    return tp::RunCommBench(options, *launch);
+  }
   if (options.benchmark.empty() && registry.Default() != nullptr)
     options.benchmark = registry.Default()->info().name;
   const mlperf::benchmarks::Benchmark* benchmark = registry.Find(options.benchmark);

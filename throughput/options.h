@@ -31,6 +31,11 @@ struct BenchOptions {
   std::string cache_dir;    // for --generated; "" = $XDG_CACHE_HOME/mlperf-suite (~/.cache/...)
   std::string json_path, dllogger_path, markdown_path, plot_dir;
   std::string launcher;  // prefix that starts N processes; "{n}" is replaced
+  // --comm: collective bandwidth of the launched processes instead of a
+  // model (runtime/collective_bench.h): which collectives, the size sweep.
+  bool comm = false;
+  std::string collectives = "all";
+  int64_t min_bytes = 8, max_bytes = int64_t{1} << 30, step_factor = 2;
   // Internal: this process group measures exactly one configuration and rank
   // 0 writes its result here (the driver reads it).
   std::string worker_out;

@@ -23,6 +23,14 @@ class SingleProcess final : public Communicator {
                  send_bytes[0] == recv_bytes[0] && send_bytes[0] >= 0);
     if (send_bytes[0] > 0) std::memcpy(recv, send, static_cast<size_t>(send_bytes[0]));
   }
+  void AllGather(const void* send, void* recv, int64_t bytes) override {
+    MLPERF_CHECK(bytes >= 0);
+    if (bytes > 0) std::memcpy(recv, send, static_cast<size_t>(bytes));
+  }
+  void ReduceScatterSum(const float* send, float* recv, int64_t count) override {
+    MLPERF_CHECK(count >= 0);
+    if (count > 0) std::memcpy(recv, send, static_cast<size_t>(count) * sizeof(float));
+  }
   void Barrier() override {}
 };
 

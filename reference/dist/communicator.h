@@ -25,6 +25,12 @@ class Communicator {
   // entries; what rank a sends b is what b expects from a. Not in place.
   virtual void AllToAll(const void* send, std::span<const int64_t> send_bytes, void* recv,
                         std::span<const int64_t> recv_bytes) = 0;
+  // Every rank's `bytes` bytes of `send` land on every rank, rank r's as
+  // block r of `recv` (world_size() * bytes). Not in place.
+  virtual void AllGather(const void* send, void* recv, int64_t bytes) = 0;
+  // `send` holds world_size() blocks of `count` floats; block rank() of
+  // their sum over the ranks lands in `recv` (count floats). Not in place.
+  virtual void ReduceScatterSum(const float* send, float* recv, int64_t count) = 0;
   virtual void Barrier() = 0;
   // Whether the collectives on device buffers can be recorded into a CUDA
   // graph (ops::DeviceGraph): only what never touches the host. A world of

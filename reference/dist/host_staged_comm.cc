@@ -37,14 +37,19 @@ class HostStaged final : public Communicator {
     int64_t out = 0, in = 0;
     for (const int64_t b : send_bytes) out += b;
     for (const int64_t b : recv_bytes) in += b;
-    core::Arena staging(Device::kCuda, static_cast<size_t>(out + in) + core::Arena::kAlignment);
-    auto* d_send = static_cast<std::byte*>(staging.Allocate({out}, core::DType::kU8).data());
-    auto* d_recv = static_cast<std::byte*>(staging.Allocate({in}, core::DType::kU8).data());
-    ops::CopyBytes(d_send, Device::kCuda, send, Device::kCpu, static_cast<size_t>(out));
-    ops::StreamWaitsFor(stream_, ops::ComputeStream());
-    comm_.AllToAll(d_send, send_bytes, d_recv, recv_bytes);
-    ops::StreamWaitsFor(ops::ComputeStream(), stream_);
-    ops::CopyBytes(recv, Device::kCpu, d_recv, Device::kCuda, static_cast<size_t>(in));
+    Staged(send, out, recv, in, [&](const void* d_send, void* d_recv) {
+      comm_.AllToAll(d_send, send_bytes, d_recv, recv_bytes);
+    });
+  }
+  void AllGather(const void* send, void* recv, int64_t bytes) override {
+    Staged(send, bytes, recv, bytes * world_size(),
+           [&](const void* d_send, void* d_recv) { comm_.AllGather(d_send, d_recv, bytes); });
+  }
+  void ReduceScatterSum(const float* send, float* recv, int64_t count) override {
+    const int64_t bytes = count * static_cast<int64_t>(sizeof(float));
+    Staged(send, bytes * world_size(), recv, bytes, [&](const void* d_send, void* d_recv) {
+      comm_.ReduceScatterSum(static_cast<const float*>(d_send), static_cast<float*>(d_recv), count);
+    });
   }
   void Barrier() override { comm_.Barrier(); }
 
@@ -64,6 +69,20 @@ class HostStaged final : public Communicator {
       ops::StreamWaitsFor(ops::ComputeStream(), stream_);
       ops::CopyBytes(data + at, Device::kCpu, staging_, Device::kCuda, bytes);
     }
+  }
+
+  // `out` bytes up to a device buffer, the collective from it into another,
+  // `in` bytes back down.
+  template <typename Collective>
+  void Staged(const void* send, int64_t out, void* recv, int64_t in, Collective collective) {
+    core::Arena staging(Device::kCuda, static_cast<size_t>(out + in) + core::Arena::kAlignment);
+    auto* d_send = static_cast<std::byte*>(staging.Allocate({out}, core::DType::kU8).data());
+    auto* d_recv = static_cast<std::byte*>(staging.Allocate({in}, core::DType::kU8).data());
+    ops::CopyBytes(d_send, Device::kCuda, send, Device::kCpu, static_cast<size_t>(out));
+    ops::StreamWaitsFor(stream_, ops::ComputeStream());
+    collective(d_send, d_recv);
+    ops::StreamWaitsFor(ops::ComputeStream(), stream_);
+    ops::CopyBytes(recv, Device::kCpu, d_recv, Device::kCuda, static_cast<size_t>(in));
   }
 
   Communicator& comm_;

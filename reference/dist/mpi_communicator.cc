@@ -51,6 +51,16 @@ class Mpi final : public Communicator {
     MPI_CHECK(MPI_Alltoallv(send, send_counts.data(), send_at.data(), MPI_BYTE, recv,
                             recv_counts.data(), recv_at.data(), MPI_BYTE, MPI_COMM_WORLD));
   }
+  void AllGather(const void* send, void* recv, int64_t bytes) override {
+    MLPERF_CHECK_MSG(bytes >= 0 && bytes * size_ <= INT32_MAX, "MPI all-gather over 2 GiB");
+    MPI_CHECK(MPI_Allgather(send, static_cast<int>(bytes), MPI_BYTE, recv, static_cast<int>(bytes),
+                            MPI_BYTE, MPI_COMM_WORLD));
+  }
+  void ReduceScatterSum(const float* send, float* recv, int64_t count) override {
+    MLPERF_CHECK_MSG(count >= 0 && count * size_ <= INT32_MAX, "MPI reduce-scatter over 2^31");
+    MPI_CHECK(MPI_Reduce_scatter_block(send, recv, static_cast<int>(count), MPI_FLOAT, MPI_SUM,
+                                       MPI_COMM_WORLD));
+  }
   void Barrier() override { MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
 
  private:

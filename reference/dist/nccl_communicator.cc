@@ -60,6 +60,13 @@ class Nccl final : public Communicator {
     }
     NCCL_CHECK(ncclGroupEnd());
   }
+  void AllGather(const void* send, void* recv, int64_t bytes) override {
+    NCCL_CHECK(ncclAllGather(send, recv, static_cast<size_t>(bytes), ncclInt8, comm_, stream_));
+  }
+  void ReduceScatterSum(const float* send, float* recv, int64_t count) override {
+    NCCL_CHECK(ncclReduceScatter(send, recv, static_cast<size_t>(count), ncclFloat, ncclSum, comm_,
+                                 stream_));
+  }
   // A one-element all-reduce, then wait for it: every rank has reached here.
   // NCCL records its collectives into graphs (NCCL >= 2.9).
   bool CollectivesCapturable() const override { return true; }

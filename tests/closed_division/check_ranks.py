@@ -1,7 +1,8 @@
 """One seeded run of a benchmark through run_closed on one process and under
 mpirun with more: every invocation must reach the target (run_stop status
 success) and log the same evaluation values as one process, up to the
-rounding of sums taken over several ranks.
+rounding of sums taken over several ranks. Under mpirun the pre-flight runs
+first (--preflight) and reports the links and bus bandwidths.
 
 usage: check_ranks.py RUN_CLOSED MPIEXEC BENCH RANKS TOLERANCE
   RANKS: comma-separated process counts, e.g. 1,2,4 (1 runs without mpirun)
@@ -38,12 +39,18 @@ def main():
             out = os.path.join(tmp, f"np{n}")
             prefix = [] if n == 1 else [mpiexec, "--allow-run-as-root", "--oversubscribe",
                                         "--mca", "rtc_hwloc_vmhole", "none", "-np", str(n)]
-            cmd = prefix + [tool, "--bench", bench, "--runs", "1", "--seed", "21", "--out", out]
+            preflight = [] if n == 1 else ["--preflight"]
+            cmd = prefix + [tool, "--bench", bench, "--runs", "1", "--seed", "21", "--out", out,
+                            *preflight]
             print("+", " ".join(cmd), flush=True)
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
             if r.returncode != 0:
                 failures.append(f"{n} processes: exit {r.returncode}: {r.stderr[-2000:]}")
                 continue
+            said = [l for l in r.stderr.split("\n") if l.startswith("run_closed: pre-flight:")]
+            if preflight and (len(said) != 2 or f"link bandwidth of {n} ranks" not in said[0]
+                              or "all_to_all" not in said[1]):
+                failures.append(f"{n} processes: the pre-flight said {said}")
             logs = glob.glob(os.path.join(out, "mlperf-suite", "results", "*", bench,
                                           "result_0.txt"))
             if len(logs) != 1:

@@ -117,6 +117,7 @@ TEST_F(RunClosed, UsageErrorsExitTwoWithOneLine) {
       {"--runs", "1001"},
       {"--seed", "9223372036854775807"},
       {"--nodes", "2"},
+      {"--preflight", "--preflight_min", "1.5"},
   };
   for (const std::vector<std::string>& args : bad) {
     const Result r = RunTool(args);

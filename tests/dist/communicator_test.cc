@@ -36,6 +36,12 @@ TEST(SingleProcessTest, CollectivesAreTheIdentity) {
   const std::vector<int64_t> bytes = {12};
   comm->AllToAll(g.data(), bytes, back.data(), bytes);
   EXPECT_EQ(back, g);
+  // All-gather and reduce-scatter: a copy.
+  std::vector<float> gathered(3, 0.0f), scattered(3, 0.0f);
+  comm->AllGather(g.data(), gathered.data(), 12);
+  EXPECT_EQ(gathered, g);
+  comm->ReduceScatterSum(g.data(), scattered.data(), 3);
+  EXPECT_EQ(scattered, g);
 }
 
 }  // namespace

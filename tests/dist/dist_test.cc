@@ -1,6 +1,7 @@
 // Label `dist`: under `mpirun -np 2`, two ranks with half the batch each and
 // bucketed gradient averaging end with the same parameters as one process
-// trained on the whole batch; all-to-all with blocks of different sizes.
+// trained on the whole batch; all-to-all with blocks of different sizes,
+// all-gather and reduce-scatter.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -153,6 +154,36 @@ TEST(DistTest, AllToAllDeliversBlocksOfEverySize) {
   for (int s = 0; s < w; ++s)
     for (int64_t i = 0; i < s + 2 * r + 1; ++i)
       ASSERT_EQ(recv[at++], value(s, r, i)) << s << " " << i;
+}
+
+// Rank r's bytes say where they came from; every rank holds all blocks in
+// rank order.
+TEST(DistTest, AllGatherPutsEachRanksBlockInItsPlace) {
+  dist::Communicator& comm = *g_comm;
+  const int r = comm.rank(), w = comm.world_size();
+  const int64_t n = 1001;  // bytes, not a multiple of 4
+  std::vector<uint8_t> send(n), recv(static_cast<size_t>(n * w), 0);
+  for (int64_t i = 0; i < n; ++i) send[i] = static_cast<uint8_t>(31 * r + i);
+  comm.AllGather(send.data(), recv.data(), n);
+  for (int s = 0; s < w; ++s)
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(recv[s * n + i], static_cast<uint8_t>(31 * s + i)) << s << " " << i;
+}
+
+// Block b of rank r holds r + 10 b + i / count: rank r receives the sum of
+// block r over the ranks.
+TEST(DistTest, ReduceScatterSumsTheRanksBlock) {
+  dist::Communicator& comm = *g_comm;
+  const int r = comm.rank(), w = comm.world_size();
+  const int64_t count = 257;
+  std::vector<float> send(static_cast<size_t>(count * w)), recv(count, -1.0f);
+  for (int b = 0; b < w; ++b)
+    for (int64_t i = 0; i < count; ++i)
+      send[b * count + i] = static_cast<float>(r + 10 * b) + static_cast<float>(i) / count;
+  comm.ReduceScatterSum(send.data(), recv.data(), count);
+  const float ranks = w * (w - 1) / 2.0f;
+  for (int64_t i = 0; i < count; ++i)
+    ASSERT_FLOAT_EQ(recv[i], ranks + w * (10.0f * r + static_cast<float>(i) / count)) << i;
 }
 
 }  // namespace

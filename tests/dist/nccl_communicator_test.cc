@@ -84,6 +84,24 @@ void RunCollectives(Communicator& comm, cudaStream_t stream) {
   for (int s = 0; s < w; ++s)
     for (int64_t i = 0; i < count / w; i += 997)
       ASSERT_FLOAT_EQ(out[s * (count / w) + i], s * w + r + i / float(count)) << "all-to-all";
+  // All-gather of each rank's first count / w floats (now r + i / count):
+  // block s is rank s's.
+  for (int64_t i = 0; i < count; ++i) host[i] = r + i / float(count);
+  upload();
+  comm.AllGather(dev, recv, count / w * 4);
+  std::swap(dev, recv);
+  out = download();
+  for (int s = 0; s < w; ++s)
+    for (int64_t i = 0; i < count / w; i += 997)
+      ASSERT_FLOAT_EQ(out[s * (count / w) + i], s + i / float(count)) << "all-gather";
+  // Reduce-scatter: every rank sends r + i / count, block r comes back summed.
+  upload();
+  comm.ReduceScatterSum(dev, recv, count / w);
+  std::swap(dev, recv);
+  out = download();
+  for (int64_t i = 0; i < count / w; i += 997)
+    ASSERT_NEAR(out[i], w * (w - 1) / 2.0f + w * ((r * (count / w) + i) / float(count)), 1e-5)
+        << "reduce-scatter";
   cudaFree(recv);
   comm.Barrier();
   cudaFree(dev);

@@ -10,7 +10,7 @@ usage: multinode_test.py CASE MPIEXEC BINARY_DIR
                from times, and the system description states 2 nodes
   nodes        --nodes left at 1 for ranks on 2 nodes: one line and exit 2,
                nothing written
-  lost_rank    rank 3 (on node 1) killed in the second of three runs: every
+  lost_rank    rank 3 (on node 1) killed after the first of three runs: every
                rank ends within a minute, the exit code non-zero and the
                lost rank and node named (by mpirun); the finished run kept,
                the broken one not published; a second invocation into the
@@ -19,6 +19,10 @@ usage: multinode_test.py CASE MPIEXEC BINARY_DIR
                node 0 serves, rank 1 on node 1 fetches; a rank that never
                joins, a rank 0 that is absent and a node whose link went
                silent each end at the timeout with one line saying which
+  preflight    three nodes of one rank: run_benchmark --comm across them
+               (every collective checked, 3 ranks on 3 nodes); then node 2's
+               cable throttled to 20 Mbit/s: run_closed --preflight refuses
+               to start, naming rank 2 on node2, exit 1, nothing written
 Exit 77 (skipped) without root.
 """
 import glob
@@ -136,7 +140,7 @@ def case_lost_rank(cluster, mpiexec, bin_dir):
                 p.kill()
                 fail(f"the first run never finished: {p.communicate()[1][-1500:]}")
             time.sleep(0.2)
-        time.sleep(2)  # into the second run
+        time.sleep(0.5)  # into the second run
         victim = rank_pid(3)
         if victim is None:
             fail("rank 3 not found")
@@ -152,12 +156,15 @@ def case_lost_rank(cluster, mpiexec, bin_dir):
             fail(f"exit {p.returncode}; the lost rank and node unnamed: {err[-1500:]}")
         [folder] = glob.glob(results)
         files = sorted(os.listdir(folder))
-        if "result_0.txt" not in files or any(f.startswith("result_") and f.endswith(".txt")
-                                              and f != "result_0.txt" for f in files):
+        # The runs finished before the kill, from result_0, all kept whole;
+        # none after them published.
+        done = [f"result_{i}.txt" for i in range(3) if f"result_{i}.txt" in files]
+        if not done or len(done) == 3 or done != [f"result_{i}.txt" for i in range(len(done))]:
             fail(f"results after the kill: {files}")
-        with open(os.path.join(folder, "result_0.txt")) as f:
-            if '"status": "success"' not in f.read():
-                fail("the finished run's log lost its run_stop")
+        for name in done:
+            with open(os.path.join(folder, name)) as f:
+                if '"status": "success"' not in f.read():
+                    fail(f"the finished run's log {name} lost its run_stop")
         again = cluster.mpirun(4, argv, mpiexec, timeout=120)
         lines = [l for l in again.stderr.split("\n") if l.startswith("run_closed:")]
         if again.returncode == 0 or not lines or sorted(os.listdir(folder)) != files:
@@ -204,15 +211,46 @@ def case_rendezvous(cluster, mpiexec, bin_dir):
         fail(f"rank 1 with node 0 silent: {text}")
 
 
+def case_preflight(cluster, mpiexec, bin_dir):
+    with tempfile.TemporaryDirectory() as tmp:
+        report = os.path.join(tmp, "comm.json")
+        r = cluster.mpirun(3, [os.path.join(bin_dir, "run_benchmark"), "--comm", "--maxbytes",
+                               "1M", "--stepfactor", "16", "-o", report], mpiexec, timeout=120)
+        if r.returncode != 0:
+            fail(f"run_benchmark --comm across 3 nodes: exit {r.returncode}: {r.stderr[-1500:]}")
+        with open(report) as f:
+            comm = json.load(f)
+        ops = sorted({x["collective"] for x in comm["results"]})
+        if (comm["ranks"], comm["nodes"]) != (3, 3) or len(ops) != 4 or any(
+                x["wrong"] != 0 or x["busbw_gbps"] <= 0 for x in comm["results"]):
+            fail(f"--comm report: {json.dumps(comm)[:1500]}")
+        print(r.stdout[-1200:])
+        cluster.throttle(2, "20mbit")
+        out = os.path.join(tmp, "package")
+        os.mkdir(out)
+        started = time.time()
+        r = cluster.mpirun(3, [os.path.join(bin_dir, "run_closed"), "--nodes", "3", "--preflight",
+                               "--bench", "dlrm_dcnv2", "--runs", "1", "--out", out], mpiexec,
+                           timeout=180)
+        lines = [l for l in r.stderr.split("\n") if "below" in l]
+        print(f"exit {r.returncode} after {time.time() - started:.1f} s:", *lines)
+        if r.returncode != 1 or len(lines) != 1 or "rank 2 on node2" not in lines[0] or any(
+                f"rank {k} on node{k}" in lines[0] for k in (0, 1)):
+            fail(f"--preflight with node 2 throttled: exit {r.returncode}: {r.stderr[-1500:]}")
+        if os.listdir(out):
+            fail(f"wrote {os.listdir(out)} before refusing")
+
+
 def main():
     case, mpiexec, bin_dir = sys.argv[1:4]
     if os.geteuid() != 0:
         print("skipped: network namespaces need root")
         return 77
-    with Cluster(nodes=2, slots=2) as cluster:
+    nodes, slots = (3, 1) if case == "preflight" else (2, 2)
+    with Cluster(nodes=nodes, slots=slots) as cluster:
         {"ranks": case_ranks, "run_closed": case_run_closed, "nodes": case_nodes,
-         "lost_rank": case_lost_rank, "rendezvous": case_rendezvous}[case](
-            cluster, mpiexec, bin_dir)
+         "lost_rank": case_lost_rank, "rendezvous": case_rendezvous,
+         "preflight": case_preflight}[case](cluster, mpiexec, bin_dir)
     return 0
 
 

@@ -103,6 +103,14 @@ class Cluster:
                     "nud", "permanent")
         _ip("-n", self.spaces[i], "link", "set", "eth0", "down")
 
+    def throttle(self, i, rate):
+        """Node i's cable limited to `rate` (tc's units, e.g. 200mbit) each
+        way: a token bucket on both of its ends, as a bad port or NIC."""
+        for ns, dev in ((self.spaces[i], "eth0"), (self.switch, f"s{i}")):
+            subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", dev, "root",
+                            "tbf", "rate", rate, "burst", "256kbit", "latency", "100ms"],
+                           check=True, capture_output=True, text=True)
+
     def on_node(self, i, argv):
         """argv run inside node i's namespaces, with its host name."""
         return ["ip", "netns", "exec", self.spaces[i], "unshare", "--uts", "sh", "-c",
@@ -114,7 +122,8 @@ class Cluster:
             mpiexec, "--allow-run-as-root", "--hostfile", self.hostfile, "-np", str(np),
             "--mca", "plm_rsh_agent", self.agent, "--mca", "btl", "tcp,self",
             "--mca", "btl_tcp_if_include", SUBNET, "--mca", "oob_tcp_if_include", SUBNET,
-            "--mca", "rtc_hwloc_vmhole", "none", "-x", "OMP_NUM_THREADS=1", *argv])
+            "--mca", "rtc_hwloc_vmhole", "none", "--mca", "mpi_yield_when_idle", "1",
+            "-x", "OMP_NUM_THREADS=1", *argv])
 
     def mpirun(self, np, argv, mpiexec="mpirun", timeout=240):
         return subprocess.run(self.mpirun_argv(np, argv, mpiexec), capture_output=True, text=True,

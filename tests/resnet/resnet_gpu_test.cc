@@ -224,6 +224,10 @@ class RecordingCommunicator final : public dist::Communicator {
   void AllToAll(const void*, std::span<const int64_t>, void*, std::span<const int64_t>) override {
     ADD_FAILURE() << "ResNet exchanges no blocks";
   }
+  void AllGather(const void*, void*, int64_t) override { ADD_FAILURE() << "ResNet gathers none"; }
+  void ReduceScatterSum(const float*, float*, int64_t) override {
+    ADD_FAILURE() << "ResNet scatters none";
+  }
   void Barrier() override {}
   struct Call {
     float* data;

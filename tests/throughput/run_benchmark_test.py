@@ -15,6 +15,10 @@ Cases (one ctest each):
   usage      every usage error exits 2 with one line on stderr and measures nothing.
   interrupt  SIGINT after the first configuration: exit 1, and the report keeps
              what was measured, marked incomplete.
+  comm       --comm under mpirun -np 2: every collective and size in the JSON
+             report, algbw = size / time and busbw = algbw x nccl-tests' factor
+             recomputed, every result checked right, the links probed; the
+             Markdown file equals stdout; one process; its usage errors.
   charts     the SVG charts rendered in headless Chromium are not blank
              (exit 77 without Chromium).
 """
@@ -23,6 +27,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -238,6 +243,65 @@ def case_usage(tool, tmp):
     return fails
 
 
+def case_comm(tool, tmp):
+    fails = []
+    mpirun = shutil.which("mpirun")
+    if mpirun is None:
+        return ["mpirun not found"]
+    r = subprocess.run([mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "2", "-x",
+                        "OMP_NUM_THREADS=1", tool, "--comm", "--maxbytes", "64K", "--stepfactor",
+                        "4", "-w", "1", "-i", "3", "-o", "c.json", "--markdown", "c.md"],
+                       cwd=tmp, capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        return [f"--comm on 2 processes: exit {r.returncode}: {r.stderr[-1500:]}"]
+    report = json.load(open(os.path.join(tmp, "c.json")))
+    if open(os.path.join(tmp, "c.md")).read() != r.stdout:
+        fails.append("the Markdown file differs from stdout")
+    if (report["ranks"], report["nodes"], report["backend"]) != (2, 1, "MPI"):
+        fails.append(f"ranks, nodes, backend: {report['ranks']}, {report['nodes']}, "
+                     f"{report['backend']}")
+    factor = {"all_reduce": 1.0, "all_gather": 0.5, "reduce_scatter": 0.5, "all_to_all": 0.5}
+    sizes = [8, 32, 128, 512, 2048, 8192, 32768]
+    for name in factor:
+        rows = [x for x in report["results"] if x["collective"] == name]
+        if [x["bytes"] for x in rows] != sizes:
+            fails.append(f"{name}: sizes {[x['bytes'] for x in rows]}")
+        for x in rows:
+            algbw = x["bytes"] / (x["time_us"] * 1e-6) / 1e9
+            if x["wrong"] != 0 or x["count"] * 4 != x["bytes"] or not close(
+                    x["algbw_gbps"], algbw, 1e-6) or not close(
+                    x["busbw_gbps"], algbw * factor[name], 1e-6):
+                fails.append(f"{name} row {x}")
+        if f"| {name} | 32768 | 8192 | float |" not in r.stdout:
+            fails.append(f"{name}: no Markdown row for 32768 bytes")
+    links = report["links"]
+    if [(l["rank"], l["partners"]) for l in links] != [(0, 1), (1, 1)] or any(
+            l["bytes_per_second"] <= 0 for l in links):
+        fails.append(f"links {links}")
+    one = run(tool, ["--comm", "--maxbytes", "1K", "-o", "one.json"], tmp)
+    if one.returncode != 0 or json.load(open(os.path.join(tmp, "one.json")))["ranks"] != 1:
+        fails.append(f"--comm alone: exit {one.returncode}: {one.stderr.strip()}")
+    bad = [
+        (["--comm", "--bench", "resnet"], "a model's flag"),
+        (["--comm", "-n", "4"], "devices without a launcher"),
+        (["--comm", "--minbytes", "1M", "--maxbytes", "1K"], "min above max"),
+        (["--comm", "--maxbytes", "3T"], "unknown unit"),
+        (["--comm", "--stepfactor", "1"], "factor 1"),
+        (["--comm", "--collectives", "all_sum"], "unknown collective"),
+        (["--maxbytes", "1K"], "sweep flag without --comm"),
+        (["--comm", "--maxbytes", "1K", "-o", os.path.join(tmp, "no", "r.json")],
+         "report in a missing folder"),
+    ]
+    for args, why in bad:
+        r = run(tool, args, tmp)
+        lines = r.stderr.strip().splitlines()
+        if r.returncode != 2 or len(lines) != 1 or not lines[0].startswith("run_benchmark: "):
+            fails.append(f"{why} ({' '.join(args)}): exit {r.returncode}, stderr {lines}")
+        elif r.stdout:
+            fails.append(f"{why}: measured something")
+    return fails
+
+
 def case_interrupt(tool, tmp):
     report = os.path.join(tmp, "r.json")
     # The first configuration is a thirtieth of the work, so the signal lands
@@ -309,8 +373,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True, help="run_benchmark")
     ap.add_argument("--case", required=True,
-                    choices=["train", "infer", "precision", "models", "usage", "interrupt",
-                             "charts"])
+                    choices=["train", "infer", "precision", "models", "usage", "comm",
+                             "interrupt", "charts"])
     args = ap.parse_args()
     if np is None and args.case in ("train", "infer"):
         print("SKIP: numpy is not installed (scripts/install_deps.sh --test installs python3-numpy)")

@@ -24,6 +24,8 @@ struct RunnerOptions {
   // A short collective check before the first run (runtime/preflight.h).
   bool preflight = false;
   double preflight_min = 0.5;
+  // Seconds in a collective before the peers are checked (0 = never).
+  int collective_timeout_s = 60;
   std::string data_dir;  // "" = the benchmark's embedded generated data set
   int runs = 0;          // 0 = the benchmark's required number of runs
   std::string submitter = "mlperf-suite";

@@ -24,6 +24,9 @@ ABSL_FLAG(bool, preflight, false,
 ABSL_FLAG(double, preflight_min, 0.5,
           "with --preflight: a rank below this fraction of the median link bandwidth stops the "
           "job (0 = report only)");
+ABSL_FLAG(int, collective_timeout, 60,
+          "seconds a rank waits in a collective before it checks that every peer still "
+          "answers; one that does not ends the job with its rank and node named (0 = off)");
 ABSL_FLAG(std::string, data, "",
           "the benchmark's data set, as its section in docs/run_closed.md describes it; empty = "
           "the embedded demonstration on generated data");
@@ -61,9 +64,11 @@ using benchmarks::BenchmarkRegistry;
 using benchmarks::RunnerOptions;
 
 constexpr std::string_view kFlagNames[] = {
-    "bench",      "list",      "ruleset",   "gpus",       "nodes",  "preflight", "preflight_min",
-    "data",       "runs",      "submitter", "system",     "out",    "cache_dir", "seed",
-    "max_epochs", "optimizer", "precision", "cuda_graph", "threads"};
+    "bench",     "list",      "ruleset",       "gpus",
+    "nodes",     "preflight", "preflight_min", "collective_timeout",
+    "data",      "runs",      "submitter",     "system",
+    "out",       "cache_dir", "seed",          "max_epochs",
+    "optimizer", "precision", "cuda_graph",    "threads"};
 
 absl::Status Validate(const RunnerOptions& o) {
   // Counts within what any real system and package can use; beyond them a
@@ -76,6 +81,7 @@ absl::Status Validate(const RunnerOptions& o) {
   };
   for (absl::Status s :
        {check_range("gpus", o.gpus, 0, 1024), check_range("nodes", o.nodes, 1, 65536),
+        check_range("collective_timeout", o.collective_timeout_s, 0, 86400),
         check_range("runs", o.runs, 0, 1000), check_range("max_epochs", o.max_epochs, 0, 100000),
         check_range("seed", o.seed, -1, int64_t{1} << 62)}) {
     if (!s.ok()) return s;
@@ -205,6 +211,7 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv,
   o.nodes = absl::GetFlag(FLAGS_nodes);
   o.preflight = absl::GetFlag(FLAGS_preflight);
   o.preflight_min = absl::GetFlag(FLAGS_preflight_min);
+  o.collective_timeout_s = absl::GetFlag(FLAGS_collective_timeout);
   o.data_dir = absl::GetFlag(FLAGS_data);
   o.runs = absl::GetFlag(FLAGS_runs);
   o.submitter = absl::GetFlag(FLAGS_submitter);

@@ -55,6 +55,12 @@ int RunClosedTool(int argc, char** argv, const benchmarks::BenchmarkRegistry& re
                  std::string(comms.status().message()).c_str());
     return kExitUsage;
   }
+  if (absl::Status s = runtime::WatchCollectives(
+          **comms, std::chrono::seconds(options.collective_timeout_s), "run_closed");
+      !s.ok()) {
+    std::fprintf(stderr, "run_closed: %s\n", std::string(s.message()).c_str());
+    return kExitFailed;
+  }
   if (absl::Status s = runtime::CheckLaunchedNodes(*launch, *(*comms)->control, options.nodes);
       !s.ok()) {
     std::fprintf(stderr, "run_closed: %s\n", std::string(s.message()).c_str());

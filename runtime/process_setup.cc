@@ -39,9 +39,24 @@ ProcessShare ShareOfThisMachine() {
 }
 
 ProcessComms::~ProcessComms() {
-  // The communicators queue on the stream: they go first.
-  gradients.reset();
+  // The communicators queue on the stream: they go first; the watched view
+  // before its watchdog and what it watches.
   control.reset();
+  watchdog.reset();
+  unwatched.reset();
+  gradients.reset();
+}
+
+absl::Status WatchCollectives(ProcessComms& comms, std::chrono::milliseconds timeout,
+                              std::string tool) {
+  if (comms.control->world_size() == 1 || timeout.count() <= 0) return absl::OkStatus();
+  absl::StatusOr<std::unique_ptr<CollectiveWatchdog>> dog =
+      CollectiveWatchdog::Start(*comms.control, timeout, std::move(tool));
+  if (!dog.ok()) return dog.status();
+  comms.watchdog = std::move(*dog);
+  comms.unwatched = std::move(comms.control);
+  comms.control = comms.watchdog->Watch(*comms.unwatched);
+  return absl::OkStatus();
 }
 
 namespace {

@@ -11,6 +11,7 @@
 #include "reference/dist/communicator.h"
 #include "reference/dist/launch_env.h"
 #include "reference/kernels/device_runtime.h"
+#include "runtime/collective_watchdog.h"
 
 namespace mlperf::runtime {
 
@@ -41,6 +42,9 @@ class ProcessComms {
 
   std::unique_ptr<dist::Communicator> control, gradients;
   ops::OwnedStream stream;
+  // With WatchCollectives: `control` is the watched view of `unwatched`.
+  std::unique_ptr<CollectiveWatchdog> watchdog;
+  std::unique_ptr<dist::Communicator> unwatched;
 };
 
 // CPU (gpus = false): MPI for more than one process, else a world of one;
@@ -50,6 +54,13 @@ class ProcessComms {
 // variables; an error when the build has no NCCL or no device is visible.
 absl::StatusOr<std::unique_ptr<ProcessComms>> MakeProcessComms(const dist::LaunchEnv& launch,
                                                                bool gpus);
+
+// Bounds the control communicator's waits for a lost peer (collective:
+// runtime/collective_watchdog.h); nothing for one process or a timeout of 0.
+// On the CPU that is every collective; on GPUs the control messages (the
+// host side of each step and evaluation), not NCCL's queued gradients.
+absl::Status WatchCollectives(ProcessComms& comms, std::chrono::milliseconds timeout,
+                              std::string tool);
 
 // The nodes the launcher placed the processes on: one local rank 0 on each
 // (collective over `control`). An error naming both counts when `nodes`

@@ -111,6 +111,12 @@ int RunCommBench(const BenchOptions& o, const dist::LaunchEnv& launch) {
     Say(std::string(comms.status().message()));
     return kExitUsage;
   }
+  if (absl::Status s = runtime::WatchCollectives(
+          **comms, std::chrono::seconds(o.collective_timeout_s), "run_benchmark");
+      !s.ok()) {
+    Say(std::string(s.message()));
+    return kExitFailed;
+  }
   // Checked on every rank (each node has its own memory), agreed on by all.
   std::string problem;
   base::OutputGuard guard;

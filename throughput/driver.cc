@@ -194,19 +194,34 @@ std::vector<std::string> WorkerCommand(const BenchOptions& o, const Config& c,
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   cmd.push_back(ec ? std::string("run_benchmark") : self.string());
-  const std::vector<std::string> flags = {"--worker_out",  out,
-                                          "--bench",       o.benchmark,
-                                          "--mode",        ModeName(o.mode),
-                                          "--devices",     std::to_string(c.devices),
-                                          "--batch_sizes", std::to_string(c.batch),
-                                          "--dtype",       c.dtype,
-                                          "--warmup",      std::to_string(o.warmup),
-                                          "--iters",       std::to_string(o.iters),
-                                          "--repeats",     std::to_string(o.repeats),
-                                          "--size",        o.size,
-                                          "--device",      o.gpu ? "gpu" : "cpu",
-                                          "--threads",     std::to_string(o.threads),
-                                          "--cache_dir",   o.cache_dir};
+  const std::vector<std::string> flags = {"--worker_out",
+                                          out,
+                                          "--bench",
+                                          o.benchmark,
+                                          "--mode",
+                                          ModeName(o.mode),
+                                          "--devices",
+                                          std::to_string(c.devices),
+                                          "--batch_sizes",
+                                          std::to_string(c.batch),
+                                          "--dtype",
+                                          c.dtype,
+                                          "--warmup",
+                                          std::to_string(o.warmup),
+                                          "--iters",
+                                          std::to_string(o.iters),
+                                          "--repeats",
+                                          std::to_string(o.repeats),
+                                          "--size",
+                                          o.size,
+                                          "--device",
+                                          o.gpu ? "gpu" : "cpu",
+                                          "--threads",
+                                          std::to_string(o.threads),
+                                          "--cache_dir",
+                                          o.cache_dir,
+                                          "--collective_timeout",
+                                          std::to_string(o.collective_timeout_s)};
   cmd.insert(cmd.end(), flags.begin(), flags.end());
   if (o.data == DataMode::kData) {
     cmd.push_back("--data");
@@ -385,6 +400,13 @@ int RunLaunched(const benchmarks::Benchmark& benchmark, const BenchOptions& opti
   if (!comms.ok()) {
     Say(std::string(comms.status().message()));
     return kExitUsage;
+  }
+  // A lost peer ends the configuration instead of hanging it.
+  if (absl::Status s = runtime::WatchCollectives(
+          **comms, std::chrono::seconds(options.collective_timeout_s), "run_benchmark");
+      !s.ok()) {
+    Say(std::string(s.message()));
+    return kExitFailed;
   }
   const runtime::RunComms view = (*comms)->view();
   const int world = view.control->world_size();

@@ -54,6 +54,9 @@ ABSL_FLAG(std::string, markdown, "", "the Markdown tables also written to this f
 ABSL_FLAG(std::string, plot, "", "folder for SVG charts (throughput, scaling, latency)");
 ABSL_FLAG(std::string, launcher, "",
           "command that starts N processes, {n} replaced by the count; empty = mpirun -np {n}");
+ABSL_FLAG(int, collective_timeout, 60,
+          "seconds a process waits in a collective before it checks that every peer still "
+          "answers; one that does not ends the job with its rank and node named (0 = off)");
 ABSL_FLAG(bool, comm, false,
           "collective bandwidth of the processes run_benchmark was started in (mpirun -np N "
           "run_benchmark --comm), nccl-tests' algbw and busbw, instead of a model");
@@ -68,10 +71,11 @@ namespace mlperf::throughput {
 namespace {
 
 constexpr std::string_view kFlagNames[] = {
-    "bench",   "mode",        "devices",   "batch_sizes", "dtype",      "warmup",    "iters",
-    "repeats", "data",        "synthetic", "generated",   "size",       "device",    "cuda_graph",
-    "threads", "cache_dir",   "json",      "dllogger",    "markdown",   "plot",      "launcher",
-    "comm",    "collectives", "minbytes",  "maxbytes",    "stepfactor", "worker_out"};
+    "bench",    "mode",       "devices",    "batch_sizes",        "dtype",     "warmup",
+    "iters",    "repeats",    "data",       "synthetic",          "generated", "size",
+    "device",   "cuda_graph", "threads",    "cache_dir",          "json",      "dllogger",
+    "markdown", "plot",       "launcher",   "collective_timeout", "comm",      "collectives",
+    "minbytes", "maxbytes",   "stepfactor", "worker_out"};
 // Flags --help lists: all but the internal one, which comes last.
 constexpr std::span<const std::string_view> kHelpNames(kFlagNames, std::size(kFlagNames) - 1);
 
@@ -187,6 +191,7 @@ absl::Status Validate(const BenchOptions& o) {
   };
   for (absl::Status s :
        {range("warmup", o.warmup, 0, 1000000), range("iters", o.iters, 1, 1000000),
+        range("collective_timeout", o.collective_timeout_s, 0, 86400),
         range("repeats", o.repeats, 1, 1000), range("threads", o.threads, 0, 4096)}) {
     if (!s.ok()) return s;
   }
@@ -332,6 +337,7 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
   o.plot_dir = absl::GetFlag(FLAGS_plot);
   o.launcher = absl::GetFlag(FLAGS_launcher);
   o.worker_out = absl::GetFlag(FLAGS_worker_out);
+  o.collective_timeout_s = absl::GetFlag(FLAGS_collective_timeout);
   o.comm = absl::GetFlag(FLAGS_comm);
   if (o.comm) {
     if (absl::Status s = ApplyCommFlags(parsed->given, o); !s.ok()) return s;

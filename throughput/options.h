@@ -31,6 +31,9 @@ struct BenchOptions {
   std::string cache_dir;    // for --generated; "" = $XDG_CACHE_HOME/mlperf-suite (~/.cache/...)
   std::string json_path, dllogger_path, markdown_path, plot_dir;
   std::string launcher;  // prefix that starts N processes; "{n}" is replaced
+  // Seconds in a collective before the peers are checked (0 = never;
+  // runtime/collective_watchdog.h).
+  int collective_timeout_s = 60;
   // --comm: collective bandwidth of the launched processes instead of a
   // model (runtime/collective_bench.h): which collectives, the size sweep.
   bool comm = false;

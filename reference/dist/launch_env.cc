@@ -264,6 +264,16 @@ absl::StatusOr<std::string> FetchBlob(const std::string& host, uint16_t port, si
                   port, timeout.count(), last_error));
 }
 
+int ConnectWithin(const std::string& ipv4, uint16_t port, std::chrono::milliseconds timeout) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  if (inet_pton(AF_INET, ipv4.c_str(), &addr.sin_addr) != 1) return EINVAL;
+  const Socket s(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (s.fd < 0) return errno;
+  return ConnectBy(s.fd, addr, Clock::now() + timeout);
+}
+
 absl::StatusOr<std::string> ShareFromRankZero(const LaunchEnv& env, const std::string& host,
                                               uint16_t port, std::string_view blob, size_t bytes,
                                               std::chrono::milliseconds timeout) {

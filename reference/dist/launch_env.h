@@ -53,6 +53,11 @@ absl::StatusOr<std::string> FetchBlob(const std::string& host, uint16_t port, si
 absl::StatusOr<std::string> ShareFromRankZero(const LaunchEnv& env, const std::string& host,
                                               uint16_t port, std::string_view blob, size_t bytes,
                                               std::chrono::milliseconds timeout);
+// Whether a TCP connection to ipv4:port opens within `timeout` (the kernel's
+// retries on a silent link are not waited for): 0, or the errno that ended
+// the attempt (ETIMEDOUT, ECONNREFUSED, ...). The connection is closed.
+int ConnectWithin(const std::string& ipv4, uint16_t port, std::chrono::milliseconds timeout);
+
 // MASTER_ADDR and MASTER_PORT from the environment (torchrun's names).
 absl::StatusOr<std::pair<std::string, uint16_t>> ReadMasterAddress();
 

@@ -23,6 +23,14 @@ usage: multinode_test.py CASE MPIEXEC BINARY_DIR
                (every collective checked, 3 ranks on 3 nodes); then node 2's
                cable throttled to 20 Mbit/s: run_closed --preflight refuses
                to start, naming rank 2 on node2, exit 1, nothing written
+  silent_link  node 1's link goes silent (packets dropped, nothing refused)
+               in the second of three runs with --collective_timeout 5: the
+               ranks on both nodes end within the bound, node 0's naming
+               ranks 2 and 3 on node1; mpirun ends non-zero (TCP keepalive
+               on its daemons); the finished run kept, the broken one not
+               published
+  silent_link_benchmark
+               the same for run_benchmark --comm in the middle of its sweep
 Exit 77 (skipped) without root.
 """
 import glob
@@ -241,6 +249,80 @@ def case_preflight(cluster, mpiexec, bin_dir):
             fail(f"wrote {os.listdir(out)} before refusing")
 
 
+def silence_and_wait(cluster, p, tool, err_path):
+    """Silences node 1, then waits for every rank of `tool` on both nodes and
+    for mpirun to end; returns mpirun's exit code and stderr."""
+    cluster.silence(1)
+    silenced = time.time()
+    # The ranks: 5 s of waiting, 3 s of probing. mpirun: TCP keepalive or
+    # retransmissions to the silent daemon give up within about 15 s.
+    while time.time() - silenced < 60:
+        if not cluster.running(0, tool) and not cluster.running(1, tool) and \
+                p.poll() is not None:
+            break
+        time.sleep(0.5)
+    took = time.time() - silenced
+    left = cluster.running(0, tool) + cluster.running(1, tool)
+    if p.poll() is None or left:
+        p.kill()
+        fail(f"{took:.0f} s after the link went silent: mpirun {p.poll()}, {tool} pids {left}")
+    with open(err_path) as f:
+        err = f.read()
+    print(f"everything ended {took:.1f} s after the link went silent; mpirun exit {p.returncode}")
+    said = [l for l in err.split("\n") if "do not answer" in l]
+    print(*said, sep="\n")
+    if p.returncode == 0 or not said or any(
+            f"rank {k} on node1" not in l for l in said for k in (2, 3)):
+        fail(f"the lost ranks and node unnamed: {err[-2000:]}")
+    return err
+
+
+def case_silent_link(cluster, mpiexec, bin_dir):
+    tool = os.path.join(bin_dir, "run_closed")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "out")
+        argv = [tool, "--nodes", "2", "--bench", "dlrm_dcnv2", "--runs", "3", "--seed", "3",
+                "--collective_timeout", "5", "--out", out]
+        err_path = os.path.join(tmp, "stderr")
+        # stderr to a file: the daemon cut off on node 1 may hold a pipe open.
+        with open(err_path, "w") as err:
+            p = subprocess.Popen(cluster.mpirun_argv(4, argv, mpiexec),
+                                 stdout=subprocess.DEVNULL, stderr=err)
+        results = os.path.join(out, "mlperf-suite", "results", "*", "dlrm_dcnv2")
+        started = time.time()
+        while not glob.glob(os.path.join(results, "result_0.txt")):
+            if p.poll() is not None or time.time() - started > 180:
+                p.kill()
+                fail("the first run never finished")
+            time.sleep(0.2)
+        time.sleep(0.5)  # into the second run
+        silence_and_wait(cluster, p, "run_closed", err_path)
+        [folder] = glob.glob(results)
+        files = sorted(os.listdir(folder))
+        done = [f"result_{i}.txt" for i in range(3) if f"result_{i}.txt" in files]
+        if not done or len(done) == 3 or done != [f"result_{i}.txt" for i in range(len(done))]:
+            fail(f"results after the link went silent: {files}")
+        print("kept", files)
+
+
+def case_silent_link_benchmark(cluster, mpiexec, bin_dir):
+    with tempfile.TemporaryDirectory() as tmp:
+        report = os.path.join(tmp, "comm.json")
+        argv = [os.path.join(bin_dir, "run_benchmark"), "--comm", "--collectives", "all_reduce",
+                "--minbytes", "1M", "--maxbytes", "1M", "-i", "100000", "--collective_timeout",
+                "5", "-o", report]
+        err_path = os.path.join(tmp, "stderr")
+        with open(err_path, "w") as err:
+            p = subprocess.Popen(cluster.mpirun_argv(4, argv, mpiexec),
+                                 stdout=subprocess.DEVNULL, stderr=err)
+        time.sleep(3)  # into the timed calls
+        if p.poll() is not None:
+            fail(f"run_benchmark --comm ended early: exit {p.returncode}")
+        silence_and_wait(cluster, p, "run_benchmark", err_path)
+        if os.path.exists(report):
+            fail("a report was written for the broken sweep")
+
+
 def main():
     case, mpiexec, bin_dir = sys.argv[1:4]
     if os.geteuid() != 0:
@@ -250,7 +332,8 @@ def main():
     with Cluster(nodes=nodes, slots=slots) as cluster:
         {"ranks": case_ranks, "run_closed": case_run_closed, "nodes": case_nodes,
          "lost_rank": case_lost_rank, "rendezvous": case_rendezvous,
-         "preflight": case_preflight}[case](cluster, mpiexec, bin_dir)
+         "preflight": case_preflight, "silent_link": case_silent_link,
+         "silent_link_benchmark": case_silent_link_benchmark}[case](cluster, mpiexec, bin_dir)
     return 0
 
 

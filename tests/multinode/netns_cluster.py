@@ -14,6 +14,7 @@ removed first, and a cluster's own on exit.
 """
 import json
 import os
+import signal
 import re
 import subprocess
 import tempfile
@@ -55,6 +56,12 @@ class Cluster:
 
     def __exit__(self, *exc):
         for ns in reversed(self.created):
+            # A daemon cut off from mpirun outlives its namespace otherwise.
+            for pid in _ip("netns", "pids", ns, check=False).stdout.split():
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except OSError:
+                    pass
             _ip("netns", "del", ns, check=False)
         self.created = []
         self._tmp.cleanup()
@@ -75,6 +82,10 @@ class Cluster:
             _ip("-n", ns, "addr", "add", f"{self.addresses[i]}/24", "dev", "eth0")
             _ip("-n", ns, "link", "set", "eth0", "up")
             _ip("-n", ns, "link", "set", "lo", "up")
+            # Data unacknowledged by a silent node is given up after about
+            # 13 s, not the kernel's default 15 minutes (docs/cluster.md).
+            subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.tcp_retries2=5"],
+                           check=True, capture_output=True)
         self.hostfile = os.path.join(self._tmp.name, "hostfile")
         with open(self.hostfile, "w") as f:
             for a in self.addresses:
@@ -111,6 +122,18 @@ class Cluster:
                             "tbf", "rate", rate, "burst", "256kbit", "latency", "100ms"],
                            check=True, capture_output=True, text=True)
 
+    def running(self, i, name):
+        """Pids of the processes called `name` in node i's namespace."""
+        found = []
+        for pid in _ip("netns", "pids", self.spaces[i], check=False).stdout.split():
+            try:
+                with open(f"/proc/{pid}/comm") as f:
+                    if f.read().strip() == name:
+                        found.append(int(pid))
+            except OSError:
+                pass
+        return found
+
     def on_node(self, i, argv):
         """argv run inside node i's namespaces, with its host name."""
         return ["ip", "netns", "exec", self.spaces[i], "unshare", "--uts", "sh", "-c",
@@ -123,6 +146,10 @@ class Cluster:
             "--mca", "plm_rsh_agent", self.agent, "--mca", "btl", "tcp,self",
             "--mca", "btl_tcp_if_include", SUBNET, "--mca", "oob_tcp_if_include", SUBNET,
             "--mca", "rtc_hwloc_vmhole", "none", "--mca", "mpi_yield_when_idle", "1",
+            # A daemon behind a silent link is given up after about 11 s, not
+            # Open MPI's default 8 minutes (docs/cluster.md).
+            "--mca", "oob_tcp_keepalive_time", "5", "--mca", "oob_tcp_keepalive_intvl", "2",
+            "--mca", "oob_tcp_keepalive_probes", "3",
             "-x", "OMP_NUM_THREADS=1", *argv])
 
     def mpirun(self, np, argv, mpiexec="mpirun", timeout=240):

@@ -61,6 +61,11 @@ std::vector<T> Download(const Target& t, const void* src, int64_t n) {
 float Pattern(int rank, int64_t block, int64_t i) {
   return static_cast<float>(rank + 3 * block + i % 7);
 }
+// Pattern(s, block, i) summed over the ranks s < w (exact: below 2^24 for
+// any real world size).
+float SumOverRanks(int w, int64_t block, int64_t i) {
+  return static_cast<float>(int64_t{w} * (w - 1) / 2 + int64_t{w} * (3 * block + i % 7));
+}
 uint8_t BytePattern(int rank, int64_t block, int64_t i) {
   return static_cast<uint8_t>(31 * rank + 7 * block + i);
 }
@@ -77,11 +82,7 @@ int64_t CheckOnce(const Target& t, Collective c, int64_t per_rank, void* send, v
       Upload(t, send, v.data(), v.size() * sizeof(float));
       t.data.AllReduceSum(static_cast<float*>(send), per_rank);
       const std::vector<float> got = Download<float>(t, send, per_rank);
-      for (int64_t i = 0; i < per_rank; ++i) {
-        float want = 0;
-        for (int s = 0; s < w; ++s) want += Pattern(s, 0, i);
-        wrong += got[i] != want;
-      }
+      for (int64_t i = 0; i < per_rank; ++i) wrong += got[i] != SumOverRanks(w, 0, i);
       break;
     }
     case Collective::kReduceScatter: {
@@ -91,11 +92,7 @@ int64_t CheckOnce(const Target& t, Collective c, int64_t per_rank, void* send, v
       Upload(t, send, v.data(), v.size() * sizeof(float));
       t.data.ReduceScatterSum(static_cast<const float*>(send), static_cast<float*>(recv), per_rank);
       const std::vector<float> got = Download<float>(t, recv, per_rank);
-      for (int64_t i = 0; i < per_rank; ++i) {
-        float want = 0;
-        for (int s = 0; s < w; ++s) want += Pattern(s, r, i);
-        wrong += got[i] != want;
-      }
+      for (int64_t i = 0; i < per_rank; ++i) wrong += got[i] != SumOverRanks(w, r, i);
       break;
     }
     case Collective::kAllGather: {
@@ -257,14 +254,7 @@ std::vector<RankLink> ProbeLinks(const RunComms& comms, int64_t bytes, int iters
   MLPERF_CHECK(bytes > 0 && iters > 0);
   const Target t = TargetOf(comms);
   const int w = t.control.world_size(), me = t.control.rank();
-  // Every rank's host name.
-  constexpr int64_t kName = 64;
-  std::string name = NodeName();
-  name.resize(kName, '\0');
-  std::string names(static_cast<size_t>(kName * w), '\0');
-  t.control.AllGather(name.data(), names.data(), kName);
-  std::vector<std::string> nodes;
-  for (int r = 0; r < w; ++r) nodes.emplace_back(names.c_str() + r * kName);
+  const std::vector<std::string> nodes = NodesOfRanks(t.control);
 
   core::Arena arena(t.device, 2 * (static_cast<size_t>(bytes) + core::Arena::kAlignment));
   void* send = arena.AllocateZeroed({bytes}, core::DType::kU8).data();
@@ -322,6 +312,17 @@ std::string NodeName() {
   char name[64] = {};
   if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
   return name;
+}
+
+std::vector<std::string> NodesOfRanks(dist::Communicator& control) {
+  constexpr int64_t kName = 64;
+  std::string name = NodeName();
+  name.resize(kName, '\0');
+  std::string names(static_cast<size_t>(kName * control.world_size()), '\0');
+  control.AllGather(name.data(), names.data(), kName);
+  std::vector<std::string> nodes;
+  for (int r = 0; r < control.world_size(); ++r) nodes.emplace_back(names.c_str() + r * kName);
+  return nodes;
 }
 
 std::string Rate(double bytes_per_second) {

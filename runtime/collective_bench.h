@@ -85,6 +85,8 @@ std::vector<RankLink> SlowRanks(std::span<const RankLink> links, double min_frac
 
 // Host name of this process (gethostname), at most 63 bytes.
 std::string NodeName();
+// Every rank's host name, in rank order (collective over `control`).
+std::vector<std::string> NodesOfRanks(dist::Communicator& control);
 
 // "1.50 GB/s", "120 MB/s", "8 B", "4 MiB": numbers for reports.
 std::string Rate(double bytes_per_second);

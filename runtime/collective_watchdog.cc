@@ -104,7 +104,7 @@ absl::StatusOr<std::unique_ptr<CollectiveWatchdog>> CollectiveWatchdog::Start(
   addr.sin_addr.s_addr = htonl(INADDR_ANY);
   socklen_t len = sizeof(addr);
   const bool ok = fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-                  listen(fd, 128) == 0 &&
+                  listen(fd, SOMAXCONN) == 0 &&
                   getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
   const std::string error = ok ? "" : std::strerror(errno);
   float failed = ok ? 0.0f : 1.0f;

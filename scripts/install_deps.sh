@@ -56,6 +56,7 @@ if ((with_oracles)); then
     python3-sklearn     # roc_auc_score: the oracle of DLRM's exact AUC
     chromium fonts-dejavu-core  # renders compliance_check --html in the browser test
     postgresql          # a throw-away server for results_db's PostgreSQL test
+    slurmctld slurmd slurm-client  # srun and sbatch across the namespace nodes (multinode_slurm)
   )
 fi
 

@@ -11,6 +11,9 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <memory>
+#include <set>
+#include <string>
 
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
@@ -20,7 +23,9 @@
 #include "base/output.h"
 #include "base/version.h"
 #include "fmt/format.h"
+#include "reference/dist/mpi_communicator.h"
 #include "reference/kernels/dispatch.h"
+#include "runtime/collective_bench.h"
 #include "runtime/interrupt.h"
 #include "runtime/process_setup.h"
 #include "runtime/system_info.h"
@@ -412,10 +417,14 @@ int RunLaunched(const benchmarks::Benchmark& benchmark, const BenchOptions& opti
   const int world = view.control->world_size();
   const bool rank0 = view.control->rank() == 0;
   const benchmarks::ProcessShare share = runtime::ShareOfThisMachine();
+  const std::vector<std::string> hosts = runtime::NodesOfRanks(*view.control);
+  const auto nodes_of = [&](int n) {
+    return static_cast<int>(std::set<std::string>(hosts.begin(), hosts.begin() + n).size());
+  };
   BenchOptions o = options;
   if (!o.worker_out.empty()) {
     // One configuration for the driver.
-    const Config c{world, o.batch_sizes.front(), o.dtypes.front()};
+    const Config c{world, o.batch_sizes.front(), o.dtypes.front(), nodes_of(world)};
     ConfigResult result = RunConfig(benchmark, o, c, view, share);
     if (!result.ok && rank0) Say(fmt::format("{}: {}", ConfigName(c), result.error));
     if (rank0) {
@@ -427,22 +436,39 @@ int RunLaunched(const benchmarks::Benchmark& benchmark, const BenchOptions& opti
     }
     return result.ok ? kExitOk : kExitFailed;
   }
-  // Launched by the user: these processes are the devices.
-  if (o.devices != std::vector<int>{1} && o.devices != std::vector<int>{world}) {
+  // Launched by the user: these processes are the devices. On the CPU a
+  // count below theirs measures the first n of them (the launcher's order:
+  // node by node under Slurm's block distribution or --map-by ppr:N:node),
+  // so one job across nodes gives the weak scaling per node count.
+  if (o.devices == std::vector<int>{1}) o.devices = {world};
+  for (const int n : o.devices) {
+    if (n == world || (n < world && !o.gpu)) continue;
     if (rank0) {
-      Say(
-          fmt::format("-n {}: the launcher started {} processes; under a launcher the "
-                      "processes are the devices (give -n {} or start run_benchmark alone)",
-                      absl::StrJoin(o.devices, ","), world, world));
+      Say(o.gpu ? fmt::format("-n {}: the launcher started {} processes; on GPUs under a "
+                              "launcher the processes are the devices (give -n {} or start "
+                              "run_benchmark alone)",
+                              absl::StrJoin(o.devices, ","), world, world)
+                : fmt::format("-n {}: the launcher started {} processes; give counts up to {} "
+                              "(each measures the first n processes)",
+                              absl::StrJoin(o.devices, ","), world, world));
     }
     return kExitUsage;
   }
-  o.devices = {world};
+  // Only rank 0 writes the reports: the others neither claim nor check
+  // them (a second claim of the same file would be refused), and all agree.
+  if (!rank0) {
+    o.json_path.clear();
+    o.dllogger_path.clear();
+    o.markdown_path.clear();
+    o.plot_dir.clear();
+  }
   base::OutputGuard guard;
   absl::StatusOr<benchmarks::RunPlan> plan =
       Preflight(benchmark, o, o.devices, /*launched=*/true, guard);
-  if (!plan.ok()) {
-    if (rank0) Say(std::string(plan.status().message()));
+  float refused = plan.ok() ? 0.0f : 1.0f;
+  view.control->AllReduceSum(&refused, 1);
+  if (refused != 0.0f) {
+    if (!plan.ok()) Say(std::string(plan.status().message()));
     return kExitUsage;
   }
   if (o.data != DataMode::kSynthetic) {
@@ -458,8 +484,23 @@ int RunLaunched(const benchmarks::Benchmark& benchmark, const BenchOptions& opti
   Job job = NewJob(o, *plan);
   job.planned = PlanConfigs(o, o.devices);
   absl::Status written;
-  for (const Config& c : job.planned) {
-    ConfigResult result = RunConfig(benchmark, o, c, view, share);
+  for (Config c : job.planned) {
+    c.nodes = nodes_of(c.devices);
+    ConfigResult result;
+    if (c.devices == world) {
+      result = RunConfig(benchmark, o, c, view, share);
+    } else {
+      // The first n ranks measure on a communicator of their own; the others
+      // wait for them.
+      const std::unique_ptr<dist::Communicator> part =
+          dist::MakeMpiSubCommunicator(view.control->rank() < c.devices);
+      if (part != nullptr) {
+        runtime::RunComms members = view;
+        members.control = part.get();
+        result = RunConfig(benchmark, o, c, members, share);
+      }
+      view.control->Barrier();
+    }
     if (rank0 && written.ok()) written = Record(job, std::move(result));
   }
   return rank0 ? Finish(job, written) : kExitOk;

@@ -48,6 +48,7 @@ struct Config {
   int devices = 1;
   int64_t batch = 0;  // per device
   std::string dtype = "fp32";
+  int nodes = 1;  // distinct hosts among its processes
 };
 
 // "train" or "infer"; "synthetic", "data" or "generated".

@@ -34,6 +34,7 @@ json::Value SpreadJson(const Spread& s) {
 
 json::Value ConfigJson(const Job& job, const ConfigResult& r) {
   json::Value c(json::Object{{"devices", r.config.devices},
+                             {"nodes", r.config.nodes},
                              {"batch_per_device", r.config.batch},
                              {"dtype", r.config.dtype},
                              {"status", r.ok ? "ok" : "failed"}});
@@ -197,8 +198,11 @@ std::string MarkdownReport(const Job& job) {
   }
   for (const ConfigResult& r : job.results) {
     const Config& c = r.config;
+    // "4 (2 nodes)" where the processes spanned several hosts.
+    const std::string devices =
+        c.nodes > 1 ? fmt::format("{} ({} nodes)", c.devices, c.nodes) : std::to_string(c.devices);
     if (!r.ok) {
-      md += fmt::format("| {} | {} | {} | failed: {} |\n", c.devices, c.batch, c.dtype, r.error);
+      md += fmt::format("| {} | {} | {} | failed: {} |\n", devices, c.batch, c.dtype, r.error);
       continue;
     }
     const Spread s = r.ThroughputSpread();
@@ -207,7 +211,7 @@ std::string MarkdownReport(const Job& job) {
     const std::string scaling_text = scaling ? Fixed(*scaling, 2) : "-";
     const std::string speedup_text = speedup ? Fixed(*speedup, 2) : "-";
     if (train) {
-      md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", c.devices, c.batch,
+      md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", devices, c.batch,
                         c.dtype, FormatRate(s.median), FormatRate(s.min), FormatRate(s.max),
                         scaling_text,
                         scaling ? fmt::format("{:.0f}%", 100 * *scaling / c.devices) : "-",
@@ -215,7 +219,7 @@ std::string MarkdownReport(const Job& job) {
     } else {
       const Latency l = SummarizeLatency(r.AllSteps());
       md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-                        c.devices, c.batch, c.dtype, FormatRate(s.median), Fixed(l.mean * 1e3, 2),
+                        devices, c.batch, c.dtype, FormatRate(s.median), Fixed(l.mean * 1e3, 2),
                         Fixed(l.p50 * 1e3, 2), Fixed(l.p90 * 1e3, 2), Fixed(l.p95 * 1e3, 2),
                         Fixed(l.p99 * 1e3, 2), Fixed(l.max * 1e3, 2), scaling_text, speedup_text,
                         Gib(r.peak_memory_bytes));

@@ -45,6 +45,7 @@ json::Value ToJson(const ConfigResult& r) {
   json::Array ranks;
   for (const std::vector<double>& steps : r.step_seconds) ranks.push_back(Numbers(steps));
   return json::Value(json::Object{{"devices", r.config.devices},
+                                  {"nodes", r.config.nodes},
                                   {"batch", r.config.batch},
                                   {"dtype", r.config.dtype},
                                   {"ok", r.ok},
@@ -76,6 +77,8 @@ absl::StatusOr<ConfigResult> ResultFromJson(const json::Value& v) {
     if (!s->ok()) return s->status();
   }
   r.config = {static_cast<int>(*devices), *batch, text("dtype")};
+  if (absl::StatusOr<int64_t> nodes = integer("nodes"); nodes.ok() && *nodes > 0)
+    r.config.nodes = static_cast<int>(*nodes);
   const json::Value* ok = v.Find("ok");
   r.ok = ok != nullptr && ok->is_bool() && ok->as_bool();
   r.error = text("error");

@@ -31,6 +31,14 @@ usage: multinode_test.py CASE MPIEXEC BINARY_DIR
                published
   silent_link_benchmark
                the same for run_benchmark --comm in the middle of its sweep
+  weak_scaling run_benchmark -n 1,2,4 under mpirun across the nodes: the
+               first 1, 2 and 4 ranks measured in turn, the configurations
+               on 1, 1 and 2 nodes, weak scaling for each against 1 device
+  slurm        Slurm on the two nodes (slurm_cluster.py): srun -N2
+               --ntasks-per-node=2 run_benchmark --comm sees 4 ranks on 2
+               nodes; an sbatch script as docs/cluster.md shows runs
+               run_closed --nodes $SLURM_JOB_NUM_NODES: its log equals 4
+               ranks' on one node apart from times (exit 77 without Slurm)
 Exit 77 (skipped) without root.
 """
 import glob
@@ -323,6 +331,76 @@ def case_silent_link_benchmark(cluster, mpiexec, bin_dir):
             fail("a report was written for the broken sweep")
 
 
+def case_weak_scaling(cluster, mpiexec, bin_dir):
+    with tempfile.TemporaryDirectory() as tmp:
+        report = os.path.join(tmp, "r.json")
+        r = cluster.mpirun(4, [os.path.join(bin_dir, "run_benchmark"), "--size", "small", "-n",
+                               "1,2,4", "-b", "8", "-w", "1", "-i", "3", "-r", "2", "-o", report],
+                           mpiexec, timeout=240)
+        if r.returncode != 0:
+            fail(f"run_benchmark -n 1,2,4 across two nodes: exit {r.returncode}: "
+                 f"{r.stderr[-1500:]}")
+        configs = json.load(open(report))["configurations"]
+        got = [(c["devices"], c["nodes"], c["status"]) for c in configs]
+        if got != [(1, 1, "ok"), (2, 1, "ok"), (4, 2, "ok")]:
+            fail(f"configurations (devices, nodes, status): {got}")
+        one = configs[0]["throughput"]["median"]
+        for c in configs:
+            want = c["throughput"]["median"] / one
+            if c["weak_scaling"] is None or abs(c["weak_scaling"] - want) > 1e-9 * want:
+                fail(f"weak scaling {c['weak_scaling']} for {c['devices']}, medians say {want}")
+        print("(devices, nodes, weak scaling):",
+              [(c["devices"], c["nodes"], round(c["weak_scaling"], 2)) for c in configs])
+        if "| 4 (2 nodes) |" not in r.stdout:
+            fail(f"the Markdown table does not say 2 nodes: {r.stdout[-1500:]}")
+
+
+def case_slurm(cluster, mpiexec, bin_dir):
+    import slurm_cluster
+    if not slurm_cluster.available():
+        print("skipped: Slurm is not installed (scripts/install_deps.sh --test installs it)")
+        sys.exit(77)
+    with slurm_cluster.Slurm(cluster) as slurm, tempfile.TemporaryDirectory() as tmp:
+        report = os.path.join(tmp, "comm.json")
+        r = slurm.run(["srun", "-N2", "--ntasks-per-node=2", os.path.join(bin_dir, "run_benchmark"),
+                       "--comm", "--maxbytes", "64K", "--stepfactor", "16", "-o", report])
+        if r.returncode != 0:
+            fail(f"srun run_benchmark --comm: exit {r.returncode}: {r.stderr[-1500:]}\n"
+                 f"{slurm.logs()}")
+        comm = json.load(open(report))
+        if (comm["ranks"], comm["nodes"]) != (4, 2) or any(x["wrong"] for x in comm["results"]):
+            fail(f"srun --comm report: {json.dumps(comm)[:1000]}")
+        print(f"srun: run_benchmark --comm on {comm['ranks']} ranks, {comm['nodes']} nodes")
+        tool = os.path.join(bin_dir, "run_closed")
+        args = ["--bench", "dlrm_dcnv2", "--runs", "1", "--seed", "21"]
+        script = os.path.join(tmp, "job.sh")
+        with open(script, "w") as f:
+            f.write("#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=2\n"
+                    f"#SBATCH --output={tmp}/slurm-%j.out\n"
+                    f'srun {tool} --nodes "$SLURM_JOB_NUM_NODES" {" ".join(args)} '
+                    f"--out {tmp}/across\n")
+        r = slurm.run(["sbatch", "--wait", script])
+        out = "".join(open(f).read() for f in glob.glob(os.path.join(tmp, "slurm-*.out")))
+        if r.returncode != 0:
+            fail(f"sbatch --wait: exit {r.returncode}: {r.stderr[-500:]} {out[-1500:]}\n"
+                 f"{slurm.logs()}")
+        one = os.path.join(tmp, "one")
+        r = subprocess.run([mpiexec, "--allow-run-as-root", "--oversubscribe", "--mca",
+                            "rtc_hwloc_vmhole", "none", "-np", "4", "-x", "OMP_NUM_THREADS=1",
+                            tool, *args, "--out", one], capture_output=True, text=True, timeout=240)
+        if r.returncode != 0:
+            fail(f"run_closed, 4 ranks on one node: exit {r.returncode}: {r.stderr[-2000:]}")
+        logs = [glob.glob(os.path.join(d, "mlperf-suite", "results", "*", "dlrm_dcnv2",
+                                       "result_0.txt")) for d in (os.path.join(tmp, "across"), one)]
+        if [len(l) for l in logs] != [1, 1]:
+            fail(f"result logs found: {logs}; the job said {out[-1500:]}")
+        a, b = events(logs[0][0]), events(logs[1][0])
+        differ = [(x, y) for x, y in zip(a, b) if x != y and x.get("key") != "submission_platform"]
+        if len(a) != len(b) or differ:
+            fail(f"{len(a)} against {len(b)} events; first differences: {differ[:3]}")
+        print(f"sbatch: {len(a)} events equal to 4 ranks on one node apart from times")
+
+
 def main():
     case, mpiexec, bin_dir = sys.argv[1:4]
     if os.geteuid() != 0:
@@ -333,7 +411,8 @@ def main():
         {"ranks": case_ranks, "run_closed": case_run_closed, "nodes": case_nodes,
          "lost_rank": case_lost_rank, "rendezvous": case_rendezvous,
          "preflight": case_preflight, "silent_link": case_silent_link,
-         "silent_link_benchmark": case_silent_link_benchmark}[case](cluster, mpiexec, bin_dir)
+         "silent_link_benchmark": case_silent_link_benchmark,
+         "weak_scaling": case_weak_scaling, "slurm": case_slurm}[case](cluster, mpiexec, bin_dir)
     return 0
 
 

@@ -18,7 +18,9 @@ Cases (one ctest each):
   comm       --comm under mpirun -np 2: every collective and size in the JSON
              report, algbw = size / time and busbw = algbw x nccl-tests' factor
              recomputed, every result checked right, the links probed; the
-             Markdown file equals stdout; one process; its usage errors.
+             Markdown file equals stdout; one process; its usage errors. Under
+             mpirun -np 2 without --comm: -n 1,2 measures the first rank, then
+             both, into one report; -n above the launched count refused.
   charts     the SVG charts rendered in headless Chromium are not blank
              (exit 77 without Chromium).
 """
@@ -278,6 +280,25 @@ def case_comm(tool, tmp):
     if [(l["rank"], l["partners"]) for l in links] != [(0, 1), (1, 1)] or any(
             l["bytes_per_second"] <= 0 for l in links):
         fails.append(f"links {links}")
+    # Under a launcher the processes are the devices; -n 1,2 measures the
+    # first one, then both, and only rank 0 claims and writes the report.
+    r = subprocess.run([mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "2", "-x",
+                        "OMP_NUM_THREADS=1", tool, "--size", "small", "-n", "1,2", "-b", "8", "-w",
+                        "1", "-i", "2", "-r", "1", "-o", "launched.json"], cwd=tmp,
+                       capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        fails.append(f"-n 1,2 under mpirun -np 2: exit {r.returncode}: {r.stderr[-800:]}")
+    else:
+        configs = json.load(open(os.path.join(tmp, "launched.json")))["configurations"]
+        if [(c["devices"], c["nodes"], c["status"]) for c in configs] != [(1, 1, "ok"),
+                                                                          (2, 1, "ok")]:
+            fails.append(f"-n 1,2 under mpirun -np 2: configurations {configs}")
+    # Under a launcher -n lists at most the launched count.
+    r = subprocess.run([mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "2", tool,
+                        "--size", "small", "-n", "1,3", "-b", "8"], cwd=tmp, capture_output=True,
+                       text=True, timeout=120)
+    if r.returncode != 2 or "give counts up to 2" not in r.stderr:
+        fails.append(f"-n 1,3 under mpirun -np 2: exit {r.returncode}: {r.stderr[-500:]}")
     one = run(tool, ["--comm", "--maxbytes", "1K", "-o", "one.json"], tmp)
     if one.returncode != 0 or json.load(open(os.path.join(tmp, "one.json")))["ranks"] != 1:
         fails.append(f"--comm alone: exit {one.returncode}: {one.stderr.strip()}")

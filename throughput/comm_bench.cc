@@ -51,7 +51,8 @@ std::string Markdown(const BenchOptions& o, const CommReport& r) {
   }
   out += fmt::format(
       "\n## Links: each pair of ranks exchanges {} each way; median over partners on other "
-      "nodes\n\n| rank | node | bandwidth | partners |\n|---:|---|---:|---:|\n",
+      "nodes (all partners on one node)\n\n| rank | node | bandwidth | partners |\n"
+      "|---:|---|---:|---:|\n",
       runtime::Size(std::min(kProbeBytes, o.max_bytes)));
   for (const runtime::RankLink& l : r.links) {
     out += fmt::format("| {} | {} | {} | {} |\n", l.rank, l.node,

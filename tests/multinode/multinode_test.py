@@ -84,15 +84,11 @@ def events(log):
     return out
 
 
-def case_run_closed(cluster, mpiexec, bin_dir):
-    tool = os.path.join(bin_dir, "run_closed")
-    args = ["--bench", "dlrm_dcnv2", "--runs", "1", "--seed", "21"]
-    with tempfile.TemporaryDirectory() as tmp:
-        across = os.path.join(tmp, "across")
-        r = cluster.mpirun(4, [tool, "--nodes", "2", *args, "--out", across], mpiexec)
-        if r.returncode != 0:
-            fail(f"run_closed across two nodes: exit {r.returncode}: {r.stderr[-2000:]}")
-        one = os.path.join(tmp, "one")
+def equal_to_one_node(across, tool, args, mpiexec, context=""):
+    """Runs `args` on 4 ranks of this machine and compares the result log
+    with the one in `across`, event for event apart from times; returns the
+    number of events."""
+    with tempfile.TemporaryDirectory() as one:
         r = subprocess.run([mpiexec, "--allow-run-as-root", "--oversubscribe", "--mca",
                             "rtc_hwloc_vmhole", "none", "-np", "4", "-x", "OMP_NUM_THREADS=1",
                             tool, *args, "--out", one], capture_output=True, text=True, timeout=240)
@@ -101,16 +97,28 @@ def case_run_closed(cluster, mpiexec, bin_dir):
         logs = [glob.glob(os.path.join(d, "mlperf-suite", "results", "*", "dlrm_dcnv2",
                                        "result_0.txt")) for d in (across, one)]
         if [len(l) for l in logs] != [1, 1]:
-            fail(f"result logs found: {logs}")
+            fail(f"result logs found: {logs}{context}")
         a, b = events(logs[0][0]), events(logs[1][0])
-        differ = [(x, y) for x, y in zip(a, b) if x != y and x.get("key") != "submission_platform"]
-        if len(a) != len(b) or differ:
-            fail(f"{len(a)} against {len(b)} events; first differences: {differ[:3]}")
+    differ = [(x, y) for x, y in zip(a, b) if x != y and x.get("key") != "submission_platform"]
+    if len(a) != len(b) or differ:
+        fail(f"{len(a)} against {len(b)} events; first differences: {differ[:3]}")
+    return len(a)
+
+
+def case_run_closed(cluster, mpiexec, bin_dir):
+    tool = os.path.join(bin_dir, "run_closed")
+    args = ["--bench", "dlrm_dcnv2", "--runs", "1", "--seed", "21"]
+    with tempfile.TemporaryDirectory() as tmp:
+        across = os.path.join(tmp, "across")
+        r = cluster.mpirun(4, [tool, "--nodes", "2", *args, "--out", across], mpiexec)
+        if r.returncode != 0:
+            fail(f"run_closed across two nodes: exit {r.returncode}: {r.stderr[-2000:]}")
+        n = equal_to_one_node(across, tool, args, mpiexec)
         systems = glob.glob(os.path.join(across, "mlperf-suite", "systems", "*.json"))
         nodes = [json.load(open(s)).get("number_of_nodes") for s in systems]
         if nodes != ["2"]:
             fail(f"system descriptions state number_of_nodes {nodes}")
-        print(f"{len(a)} events equal apart from times; number_of_nodes 2")
+        print(f"{n} events equal apart from times; number_of_nodes 2")
 
 
 def case_nodes(cluster, mpiexec, bin_dir):
@@ -384,21 +392,9 @@ def case_slurm(cluster, mpiexec, bin_dir):
         if r.returncode != 0:
             fail(f"sbatch --wait: exit {r.returncode}: {r.stderr[-500:]} {out[-1500:]}\n"
                  f"{slurm.logs()}")
-        one = os.path.join(tmp, "one")
-        r = subprocess.run([mpiexec, "--allow-run-as-root", "--oversubscribe", "--mca",
-                            "rtc_hwloc_vmhole", "none", "-np", "4", "-x", "OMP_NUM_THREADS=1",
-                            tool, *args, "--out", one], capture_output=True, text=True, timeout=240)
-        if r.returncode != 0:
-            fail(f"run_closed, 4 ranks on one node: exit {r.returncode}: {r.stderr[-2000:]}")
-        logs = [glob.glob(os.path.join(d, "mlperf-suite", "results", "*", "dlrm_dcnv2",
-                                       "result_0.txt")) for d in (os.path.join(tmp, "across"), one)]
-        if [len(l) for l in logs] != [1, 1]:
-            fail(f"result logs found: {logs}; the job said {out[-1500:]}")
-        a, b = events(logs[0][0]), events(logs[1][0])
-        differ = [(x, y) for x, y in zip(a, b) if x != y and x.get("key") != "submission_platform"]
-        if len(a) != len(b) or differ:
-            fail(f"{len(a)} against {len(b)} events; first differences: {differ[:3]}")
-        print(f"sbatch: {len(a)} events equal to 4 ranks on one node apart from times")
+        n = equal_to_one_node(os.path.join(tmp, "across"), tool, args, mpiexec,
+                              f"; the job said {out[-1500:]}")
+        print(f"sbatch: {n} events equal to 4 ranks on one node apart from times")
 
 
 def main():

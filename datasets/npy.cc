@@ -73,7 +73,7 @@ absl::StatusOr<NpyArray> Read(const std::filesystem::path& path, bool data, uint
   array.dtype = DictValue(header, "descr");
   if (NpyElementSize(array.dtype) == 0) {
     return absl::InvalidArgumentError(
-        fmt::format("{}: dtype '{}', expected '<f4', '<i4' or '|u1'", name, array.dtype));
+        fmt::format("{}: dtype '{}', expected '<f4', '<i4', '<i8' or '|u1'", name, array.dtype));
   }
   if (const std::string order = DictValue(header, "fortran_order"); order != "False") {
     return absl::InvalidArgumentError(
@@ -118,6 +118,7 @@ absl::StatusOr<NpyArray> Read(const std::filesystem::path& path, bool data, uint
 }  // namespace
 
 int64_t NpyElementSize(const std::string& dtype) {
+  if (dtype == "<i8") return 8;
   if (dtype == "<f4" || dtype == "<i4") return 4;
   if (dtype == "|u1" || dtype == "<u1") return 1;
   return 0;
@@ -139,7 +140,7 @@ absl::StatusOr<std::string> NpyBytes(const std::string& dtype, const std::vector
   const int64_t element = NpyElementSize(dtype);
   if (element == 0) {
     return absl::InvalidArgumentError(
-        fmt::format("dtype '{}', expected '<f4', '<i4' or '|u1'", dtype));
+        fmt::format("dtype '{}', expected '<f4', '<i4', '<i8' or '|u1'", dtype));
   }
   int64_t count = 1;
   for (int64_t d : shape) {

@@ -1,5 +1,5 @@
 // NumPy's .npy files (format versions 1 and 2, C order) holding float32
-// ('<f4'), int32 ('<i4') or uint8 ('|u1') arrays: what the references'
+// ('<f4'), int32 ('<i4'), int64 ('<i8') or uint8 ('|u1') arrays: what the references'
 // preprocessing writes for KiTS19 (case_XXXXX_x.npy and _y.npy) and for
 // Criteo (day_N_dense.npy, day_N_labels.npy, and the members of
 // day_N_sparse_multi_hot.npz).
@@ -16,7 +16,7 @@
 namespace mlperf::datasets {
 
 struct NpyArray {
-  std::string dtype;  // "<f4", "<i4" or "|u1"
+  std::string dtype;  // "<f4", "<i4", "<i8" or "|u1"
   std::vector<int64_t> shape;
   std::string bytes;         // the elements, C order
   uint64_t data_offset = 0;  // where the elements start in the file

@@ -1,11 +1,6 @@
 #include "datasets/criteo/day_files.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <map>
 
@@ -15,26 +10,6 @@
 
 namespace mlperf::criteo {
 namespace fs = std::filesystem;
-
-absl::StatusOr<std::unique_ptr<MappedFile>> MappedFile::Open(const fs::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return absl::NotFoundError(
-        fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
-  const off_t size = ::lseek(fd, 0, SEEK_END);
-  void* data = size > 0 ? ::mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_SHARED, fd, 0)
-                        : MAP_FAILED;
-  const int error = errno;
-  ::close(fd);
-  if (data == MAP_FAILED) {
-    return absl::DataLossError(fmt::format("{}: cannot map: {}", path.string(),
-                                           size <= 0 ? "empty" : std::strerror(error)));
-  }
-  return std::unique_ptr<MappedFile>(
-      new MappedFile(static_cast<const char*>(data), static_cast<uint64_t>(size)));
-}
-
-MappedFile::~MappedFile() { ::munmap(const_cast<char*>(data_), size_); }
 
 std::string CriteoDays::day_file(int day, const std::string& kind) const {
   return (dir_ / fmt::format("day_{}_{}", day, kind)).string();

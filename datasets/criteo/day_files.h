@@ -18,24 +18,13 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "datasets/mapped_file.h"
 
 namespace mlperf::criteo {
 
+using datasets::MappedFile;
+
 inline constexpr int64_t kDenseFeatures = 13;
-
-// A file mapped read-only.
-class MappedFile {
- public:
-  static absl::StatusOr<std::unique_ptr<MappedFile>> Open(const std::filesystem::path& path);
-  ~MappedFile();
-  const char* data() const { return data_; }
-  uint64_t size() const { return size_; }
-
- private:
-  MappedFile(const char* data, uint64_t size) : data_(data), size_(size) {}
-  const char* data_;
-  uint64_t size_;
-};
 
 // A day's arrays inside the maps (np.savez does not align its members, so
 // they are read with copies, never through typed pointers).

@@ -14,6 +14,9 @@ struct AttentionParams {
   uint64_t seed = 0;
   uint64_t offset = 0;
   const int64_t* offset_base = nullptr;
+  // A decoder's causal mask (ops::CausalMask) on the scores; the fp32 path
+  // only.
+  bool causal = false;
   // On a CUDA device under bf16/fp16: keep the tensors that feed the batched
   // GEMMs in that type (cuda/attention_typed.h; the same values). Ignored
   // elsewhere.

@@ -7,19 +7,21 @@ namespace mlperf::layers {
 
 void Linear::Allocate(int64_t rows, int64_t in_features, int64_t out_features,
                       Activation activation, const std::string& name, const ModelArenas& arenas,
-                      ParameterRegistry* registry, core::DType stored) {
+                      ParameterRegistry* registry, core::DType stored, bool with_bias) {
   MLPERF_CHECK_MSG(stored == core::DType::kF32 || activation == Activation::kNone ||
                        activation == Activation::kGelu,
                    "a linear layer stores ReLU and tanh outputs in fp32");
   activation_ = activation;
   const Parameter w =
       AddParameter(arenas, registry, {out_features, in_features}, {.name = name + ".weight"});
-  const Parameter b =
-      AddParameter(arenas, registry, {out_features}, {.name = name + ".bias", .bias = true});
   w_ = w.value;
   dw_ = w.grad;
-  b_ = b.value;
-  db_ = b.grad;
+  if (with_bias) {
+    const Parameter b =
+        AddParameter(arenas, registry, {out_features}, {.name = name + ".bias", .bias = true});
+    b_ = b.value;
+    db_ = b.grad;
+  }
   y_ = arenas.activations->Allocate({rows, out_features}, stored);
   z_ = activation == Activation::kGelu ? arenas.activations->Allocate({rows, out_features}, stored)
                                        : y_;

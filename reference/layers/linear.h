@@ -15,12 +15,13 @@ enum class Activation { kNone, kRelu, kGelu, kTanh };
 
 class Linear {
  public:
-  // rows: samples per call (the batch). Registers name.weight and name.bias.
-  // `stored`: the output's type (and GELU's input's), fp32 or, with no
-  // activation or GELU, a reduced one (kernels/precision.h).
+  // rows: samples per call (the batch). Registers name.weight and, unless
+  // `with_bias` is false (Llama's projections), name.bias. `stored`: the
+  // output's type (and GELU's input's), fp32 or, with no activation or GELU,
+  // a reduced one (kernels/precision.h).
   void Allocate(int64_t rows, int64_t in_features, int64_t out_features, Activation activation,
                 const std::string& name, const ModelArenas& arenas, ParameterRegistry* registry,
-                core::DType stored = core::DType::kF32);
+                core::DType stored = core::DType::kF32, bool with_bias = true);
   void Forward(const core::Tensor& x);
   // dy: gradient of output(), consumed (it becomes the pre-activation
   // gradient). dx: the input gradient, skipped when empty (first layer).

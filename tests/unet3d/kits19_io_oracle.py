@@ -81,7 +81,7 @@ def write_npy_inputs(d):
     np.save(os.path.join(d, "numpy_u1.npy"), (np.arange(15, dtype=np.uint8) % 3).reshape(1, 5, 3))
     with open(os.path.join(d, "numpy_f4_v2.npy"), "wb") as f:
         np.lib.format.write_array(f, f4, version=(2, 0))
-    np.save(os.path.join(d, "numpy_i8.npy"), np.zeros(3, dtype=np.int64))
+    np.save(os.path.join(d, "numpy_i2.npy"), np.zeros(3, dtype=np.int16))
     np.save(os.path.join(d, "numpy_big_f4.npy"), f4.astype(">f4"))
     np.save(os.path.join(d, "numpy_fortran.npy"), np.asfortranarray(f4))
 

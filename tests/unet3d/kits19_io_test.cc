@@ -204,7 +204,7 @@ TEST_F(Kits19OracleTest, ReadNpyTakesWhatNumpyWroteAndRejectsTheRest) {
   EXPECT_EQ(u->shape, (std::vector<int64_t>{1, 5, 3}));
   EXPECT_EQ(u->bytes, std::string("\0\1\2\0\1\2\0\1\2\0\1\2\0\1\2", 15));
   for (const auto& [name, message] : std::vector<std::pair<std::string, std::string>>{
-           {"numpy_i8.npy", "numpy_i8.npy: dtype '<i8', expected '<f4', '<i4' or '|u1'"},
+           {"numpy_i2.npy", "numpy_i2.npy: dtype '<i2', expected '<f4', '<i4', '<i8' or '|u1'"},
            {"numpy_big_f4.npy", "numpy_big_f4.npy: dtype '>f4'"},
            {"numpy_fortran.npy", "numpy_fortran.npy: fortran_order True"}}) {
     absl::StatusOr<NpyArray> bad = ReadNpy(dir_ / name);

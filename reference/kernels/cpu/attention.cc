@@ -1,5 +1,7 @@
 #include "reference/kernels/ops/attention.h"
 
+#include <cmath>
+
 #include "base/check.h"
 #include "reference/kernels/cpu/parallel.h"
 
@@ -15,6 +17,17 @@ void AddKeyPaddingMask(const core::Tensor& scores, const core::Tensor& mask) {
     for (int64_t r = 0; r < t; ++r)
       for (int64_t c = 0; c < t; ++c)
         s[(i * t + r) * t + c] += (1.0f - m[(i / h) * t + c]) * -10000.0f;
+}
+
+void CausalMask(const core::Tensor& scores) {
+  const int64_t t = scores.dim(2);
+  MLPERF_CHECK(scores.dim(3) == t);
+  float* s = scores.f32();
+  const int64_t matrices = scores.numel() / (t * t);
+#pragma omp parallel for if (WorthParallel(scores.numel()))
+  for (int64_t i = 0; i < matrices; ++i)
+    for (int64_t r = 0; r < t; ++r)
+      for (int64_t c = r + 1; c < t; ++c) s[(i * t + r) * t + c] = -INFINITY;
 }
 
 namespace {
@@ -53,6 +66,7 @@ void MergeHeads(const core::Tensor& heads, const core::Tensor& rows, int64_t col
 }
 
 MLPERF_REGISTER_KERNEL(AddKeyPaddingMask, Cpu, AddKeyPaddingMask);
+MLPERF_REGISTER_KERNEL(CausalMask, Cpu, CausalMask);
 MLPERF_REGISTER_KERNEL(SplitHeads, Cpu, SplitHeads);
 MLPERF_REGISTER_KERNEL(MergeHeads, Cpu, MergeHeads);
 

@@ -16,6 +16,13 @@ __global__ void AddKeyMask(float* scores, const float* mask, int64_t rows_per_sa
     row[key] += (1.0f - keys[key]) * -10000.0f;
 }
 
+// A block per row of scores; keys after the query get -inf.
+__global__ void CausalRow(float* scores, int64_t seq) {
+  float* row = scores + blockIdx.x * seq;
+  const int64_t query = blockIdx.x % seq;
+  for (int64_t key = query + 1 + threadIdx.x; key < seq; key += blockDim.x) row[key] = -INFINITY;
+}
+
 // Heads [b, h, t, d] <-> columns [column + head * d, + d) of rows [b * t,
 // width]; either side fp32, bf16 or fp16 (BERT's typed storage keeps both
 // in the precision's type). Grid (token groups, h, b), block (32, 8): a warp
@@ -70,7 +77,16 @@ void AddKeyPaddingMask(const core::Tensor& scores, const core::Tensor& mask) {
   CUDA_CHECK_LAUNCH();
 }
 
+void CausalMask(const core::Tensor& scores) {
+  const int64_t t = scores.dim(2);
+  MLPERF_CHECK(scores.dim(3) == t);
+  if (scores.numel() == 0) return;
+  CausalRow<<<static_cast<unsigned>(scores.numel() / t), 256, 0, Stream()>>>(scores.f32(), t);
+  CUDA_CHECK_LAUNCH();
+}
+
 MLPERF_REGISTER_KERNEL(AddKeyPaddingMask, Cuda, AddKeyPaddingMask);
+MLPERF_REGISTER_KERNEL(CausalMask, Cuda, CausalMask);
 MLPERF_REGISTER_KERNEL(SplitHeads, Cuda, SplitHeads);
 MLPERF_REGISTER_KERNEL(MergeHeads, Cuda, MergeHeads);
 

@@ -14,6 +14,10 @@ namespace mlperf::ops {
 inline Op<void(const core::Tensor& scores, const core::Tensor& mask)> AddKeyPaddingMask{
     "AddKeyPaddingMask"};
 
+// Decoders' causal mask: scores[b, h, q, key] = -inf where key > q, so the
+// softmax gives those keys exactly 0. scores: [batch, heads, seq, seq].
+inline Op<void(const core::Tensor& scores)> CausalMask{"CausalMask"};
+
 // Rows [batch * seq, width] (token-major, as linear layers produce them) to
 // heads [batch, heads, seq, head_dim] from columns [column, column +
 // heads * head_dim), and back (MergeHeads writes only those columns).

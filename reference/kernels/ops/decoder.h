@@ -1,0 +1,48 @@
+// The decoder LLMs' pieces (Llama: RMSNorm, rotary position embedding,
+// SwiGLU, grouped-query heads), declared once (kernels/op.h); kernels in
+// cpu/decoder.cc and cuda/decoder.cu. Tensors fp32.
+#pragma once
+
+#include "reference/core/tensor.h"
+#include "reference/kernels/op.h"
+
+namespace mlperf::ops {
+
+// Per row of x [rows, features]: y = x / sqrt(mean(x^2) + epsilon) * weight
+// (Llama's RMSNorm, the statistic in fp64 here and fp32 on a device);
+// inv_rms [rows] keeps 1 / sqrt(mean(x^2) + epsilon) for the backward.
+inline Op<void(float epsilon, const core::Tensor& x, const core::Tensor& weight,
+               const core::Tensor& y, const core::Tensor& inv_rms)>
+    RmsNormForward{"RmsNormForward"};
+// dx = r (w dy) - r^3 x mean(w dy x); dweight = sum over rows of dy x r
+// (written, not accumulated). dx must not alias dy.
+inline Op<void(const core::Tensor& x, const core::Tensor& dy, const core::Tensor& weight,
+               const core::Tensor& inv_rms, const core::Tensor& dx, const core::Tensor& dweight)>
+    RmsNormBackward{"RmsNormBackward"};
+
+// Rotary position embedding on heads x [batch, heads, seq, head_dim], the
+// halves convention (GPT-NeoX, Llama in transformers and Megatron): for
+// i < head_dim / 2 and position p, with c = cos[p, i], s = sin[p, i]
+// ([seq, head_dim / 2]),
+//   y[i] = x[i] c - x[i + half] s,   y[i + half] = x[i + half] c + x[i] s.
+// `inverse` rotates by the opposite angle: the backward (the rotation is
+// orthogonal). y may be x.
+inline Op<void(bool inverse, const core::Tensor& x, const core::Tensor& cos,
+               const core::Tensor& sin, const core::Tensor& y)>
+    RotaryEmbedding{"RotaryEmbedding"};
+
+// SwiGLU: y = silu(gate) * up, silu(g) = g / (1 + exp(-g)); its backward
+// writes dgate = dy up silu'(gate) and dup = dy silu(gate).
+inline Op<void(const core::Tensor& gate, const core::Tensor& up, const core::Tensor& y)>
+    SwiGluForward{"SwiGluForward"};
+inline Op<void(const core::Tensor& gate, const core::Tensor& up, const core::Tensor& dy,
+               const core::Tensor& dgate, const core::Tensor& dup)>
+    SwiGluBackward{"SwiGluBackward"};
+
+// Grouped-query attention: key/value heads x [batch, kv_heads, seq, d]
+// repeated to y [batch, heads, seq, d], query head h reading kv head
+// h / (heads / kv_heads); the backward sums each group's gradients back.
+inline Op<void(const core::Tensor& x, const core::Tensor& y)> RepeatHeads{"RepeatHeads"};
+inline Op<void(const core::Tensor& dy, const core::Tensor& dx)> SumHeadGroups{"SumHeadGroups"};
+
+}  // namespace mlperf::ops

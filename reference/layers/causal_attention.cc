@@ -1,0 +1,82 @@
+#include "reference/layers/causal_attention.h"
+
+#include "base/check.h"
+#include "reference/kernels/composite.h"
+#include "reference/kernels/dispatch.h"
+#include "reference/kernels/ops/attention.h"
+#include "reference/kernels/ops/decoder.h"
+
+namespace mlperf::layers {
+
+void CausalSelfAttention::Allocate(const CausalAttentionShape& s, const std::string& name,
+                                   const ModelArenas& arenas, ParameterRegistry* registry) {
+  MLPERF_CHECK(s.heads > 0 && s.kv_heads > 0 && s.heads % s.kv_heads == 0 &&
+               s.hidden % s.heads == 0 && (s.hidden / s.heads) % 2 == 0);
+  shape_ = s;
+  head_dim_ = s.hidden / s.heads;
+  const int64_t rows = s.batch * s.seq, kv_width = s.kv_heads * head_dim_;
+  const core::DType f32 = core::DType::kF32;
+  q_.Allocate(rows, s.hidden, s.hidden, Activation::kNone, name + ".q_proj", arenas, registry, f32,
+              false);
+  k_.Allocate(rows, s.hidden, kv_width, Activation::kNone, name + ".k_proj", arenas, registry, f32,
+              false);
+  v_.Allocate(rows, s.hidden, kv_width, Activation::kNone, name + ".v_proj", arenas, registry, f32,
+              false);
+  o_.Allocate(rows, s.hidden, s.hidden, Activation::kNone, name + ".o_proj", arenas, registry, f32,
+              false);
+  core::Arena& a = *arenas.activations;
+  const core::Shape heads{s.batch, s.heads, s.seq, head_dim_};
+  const core::Shape kv_heads{s.batch, s.kv_heads, s.seq, head_dim_};
+  for (core::Tensor* t :
+       {&q_heads_, &k_rep_, &v_rep_, &context_, &dq_, &dk_rep_, &dv_rep_, &dcontext_})
+    *t = a.Allocate(heads);
+  for (core::Tensor* t : {&k_heads_, &v_heads_, &dk_, &dv_}) *t = a.Allocate(kv_heads);
+  probs_ = a.Allocate({s.batch, s.heads, s.seq, s.seq});
+  workspace_ = a.Allocate({s.batch * s.heads * s.seq * s.seq});
+  for (core::Tensor* t : {&context_rows_, &dcontext_rows_, &dq_rows_, &dx_part_})
+    *t = a.Allocate({rows, s.hidden});
+  dk_rows_ = a.Allocate({rows, kv_width});
+  dv_rows_ = a.Allocate({rows, kv_width});
+}
+
+void CausalSelfAttention::Forward(const core::Tensor& x, const core::Tensor& cos,
+                                  const core::Tensor& sin) {
+  cos_ = cos;
+  sin_ = sin;
+  q_.Forward(x);
+  k_.Forward(x);
+  v_.Forward(x);
+  ops::SplitHeads(q_.output(), 0, q_heads_);
+  ops::SplitHeads(k_.output(), 0, k_heads_);
+  ops::SplitHeads(v_.output(), 0, v_heads_);
+  ops::RotaryEmbedding(false, q_heads_, cos, sin, q_heads_);
+  ops::RotaryEmbedding(false, k_heads_, cos, sin, k_heads_);
+  ops::RepeatHeads(k_heads_, k_rep_);
+  ops::RepeatHeads(v_heads_, v_rep_);
+  ops::AttentionForward({.causal = true}, q_heads_, k_rep_, v_rep_, core::Tensor(), probs_,
+                        context_, workspace_);
+  ops::MergeHeads(context_, context_rows_, 0);
+  o_.Forward(context_rows_);
+}
+
+void CausalSelfAttention::Backward(const core::Tensor& x, const core::Tensor& dy,
+                                   const core::Tensor& dx) {
+  o_.Backward(context_rows_, dy, dcontext_rows_);
+  ops::SplitHeads(dcontext_rows_, 0, dcontext_);
+  ops::AttentionBackward({.causal = true}, q_heads_, k_rep_, v_rep_, probs_, dcontext_, dq_,
+                         dk_rep_, dv_rep_, workspace_);
+  ops::SumHeadGroups(dk_rep_, dk_);
+  ops::SumHeadGroups(dv_rep_, dv_);
+  ops::RotaryEmbedding(true, dq_, cos_, sin_, dq_);
+  ops::RotaryEmbedding(true, dk_, cos_, sin_, dk_);
+  ops::MergeHeads(dq_, dq_rows_, 0);
+  ops::MergeHeads(dk_, dk_rows_, 0);
+  ops::MergeHeads(dv_, dv_rows_, 0);
+  q_.Backward(x, dq_rows_, dx);
+  k_.Backward(x, dk_rows_, dx_part_);
+  ops::Accumulate(dx_part_, dx);
+  v_.Backward(x, dv_rows_, dx_part_);
+  ops::Accumulate(dx_part_, dx);
+}
+
+}  // namespace mlperf::layers

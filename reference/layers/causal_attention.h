@@ -1,0 +1,47 @@
+// A decoder's causal self-attention with grouped query heads and rotary
+// positions (Llama): query, key and value projections without bias (keys
+// and values with kv_heads heads), the rotary embedding on queries and keys,
+// each key/value head shared by heads / kv_heads query heads, causal scaled
+// dot-product attention, and the output projection. Inputs and outputs are
+// token rows [batch * seq, hidden]; names as transformers' LlamaAttention
+// (q_proj, k_proj, v_proj, o_proj).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "reference/core/tensor.h"
+#include "reference/layers/linear.h"
+#include "reference/layers/parameters.h"
+
+namespace mlperf::layers {
+
+struct CausalAttentionShape {
+  int64_t batch = 1, seq = 1, hidden = 1, heads = 1, kv_heads = 1;
+};
+
+class CausalSelfAttention {
+ public:
+  void Allocate(const CausalAttentionShape& shape, const std::string& name,
+                const ModelArenas& arenas, ParameterRegistry* registry);
+  // cos, sin: [seq, head_dim / 2], the rotary tables.
+  void Forward(const core::Tensor& x, const core::Tensor& cos, const core::Tensor& sin);
+  // dy: gradient of output(); dx receives the input gradient.
+  void Backward(const core::Tensor& x, const core::Tensor& dy, const core::Tensor& dx);
+
+  const core::Tensor& output() const { return o_.output(); }
+
+ private:
+  CausalAttentionShape shape_;
+  int64_t head_dim_ = 0;
+  core::Tensor cos_, sin_;
+  Linear q_, k_, v_, o_;
+  // Heads: q (rotated), k and v (k rotated), k and v repeated to every query
+  // head, the probabilities, the context.
+  core::Tensor q_heads_, k_heads_, v_heads_, k_rep_, v_rep_, probs_, context_, context_rows_;
+  core::Tensor workspace_;
+  core::Tensor dq_, dk_rep_, dv_rep_, dk_, dv_, dcontext_, dcontext_rows_;
+  core::Tensor dq_rows_, dk_rows_, dv_rows_, dx_part_;
+};
+
+}  // namespace mlperf::layers

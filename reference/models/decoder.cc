@@ -1,0 +1,244 @@
+#include "reference/models/decoder.h"
+
+#include <cmath>
+#include <cstring>
+#include <numbers>
+#include <string>
+
+#include "base/check.h"
+#include "reference/core/init.h"
+#include "reference/core/philox.h"
+#include "reference/kernels/dispatch.h"
+#include "reference/kernels/ops/decoder.h"
+#include "reference/kernels/ops/loss.h"
+
+namespace mlperf::models {
+
+using core::DType;
+using core::Tensor;
+
+DecoderConfig Llama31_8B() { return DecoderConfig{}; }
+
+std::vector<double> RotaryInverseFrequencies(int64_t head_dim, double theta,
+                                             const RopeScaling& scaling) {
+  std::vector<double> inv(head_dim / 2);
+  for (int64_t i = 0; i < head_dim / 2; ++i) {
+    double f = 1.0 / std::pow(theta, static_cast<double>(2 * i) / head_dim);
+    if (scaling.factor > 0.0) {
+      // Wavelengths shorter than original / high_freq_factor keep their
+      // frequency, longer than original / low_freq_factor are divided by
+      // the factor, and those between are interpolated.
+      const double wavelength = 2.0 * std::numbers::pi / f;
+      const double original = static_cast<double>(scaling.original_max_positions);
+      if (wavelength > original / scaling.low_freq_factor) {
+        f /= scaling.factor;
+      } else if (wavelength >= original / scaling.high_freq_factor) {
+        const double smooth = (original / wavelength - scaling.low_freq_factor) /
+                              (scaling.high_freq_factor - scaling.low_freq_factor);
+        f = (1.0 - smooth) * f / scaling.factor + smooth * f;
+      }
+    }
+    inv[i] = f;
+  }
+  return inv;
+}
+
+Decoder::Decoder(const DecoderConfig& config, int64_t batch_size, uint64_t seed)
+    : Model(config.device, batch_size), config_(config) {
+  const DecoderConfig& c = config_;
+  MLPERF_CHECK(c.layers >= 0 && c.hidden > 0 && c.heads > 0 && c.kv_heads > 0 &&
+               c.hidden % c.heads == 0 && c.heads % c.kv_heads == 0 &&
+               (c.hidden / c.heads) % 2 == 0 && c.seq_len > 0 && c.vocab_size > 0);
+  rows_ = batch_size * c.seq_len;
+  AllocateArenas([this](const layers::ModelArenas& arenas) { Build(arenas); });
+  // The rotary tables: the angle of position p and pair i is p * inv_freq[i].
+  const int64_t half = c.hidden / c.heads / 2;
+  const std::vector<double> inv = RotaryInverseFrequencies(2 * half, c.rope_theta, c.rope_scaling);
+  std::vector<float> cos(c.seq_len * half), sin(c.seq_len * half);
+  for (int64_t p = 0; p < c.seq_len; ++p)
+    for (int64_t i = 0; i < half; ++i) {
+      const double angle = static_cast<double>(p) * inv[i];
+      cos[p * half + i] = static_cast<float>(std::cos(angle));
+      sin[p * half + i] = static_cast<float>(std::sin(angle));
+    }
+  ops::CopyBytes(cos_.data(), device(), cos.data(), core::Device::kCpu, cos_.bytes());
+  ops::CopyBytes(sin_.data(), device(), sin.data(), core::Device::kCpu, sin_.bytes());
+  Initialize(seed);
+}
+
+Decoder::~Decoder() = default;
+
+int64_t Decoder::ParameterCount(const DecoderConfig& c) {
+  const int64_t h = c.hidden, kv = c.kv_heads * (c.hidden / c.heads);
+  const int64_t layer = 2 * h * h + 2 * h * kv + 3 * h * c.intermediate + 2 * h;
+  return c.vocab_size * h * (c.tie_embeddings ? 1 : 2) + c.layers * layer + h;
+}
+
+void Decoder::Build(const layers::ModelArenas& a) {
+  const DecoderConfig& c = config_;
+  const float eps = c.norm_epsilon;
+  const DType f32 = DType::kF32;
+  core::Arena& acts = *a.activations;
+  embed_.Allocate(rows_, c.vocab_size, c.hidden, "model.embed_tokens", a, &registry_);
+  layers_ = std::vector<Layer>(c.layers);
+  for (int64_t l = 0; l < c.layers; ++l) {
+    Layer& layer = layers_[l];
+    const std::string name = "model.layers." + std::to_string(l);
+    layer.input_norm.Allocate(rows_, c.hidden, eps, name + ".input_layernorm", a, &registry_);
+    layer.attention.Allocate({.batch = batch_size(),
+                              .seq = c.seq_len,
+                              .hidden = c.hidden,
+                              .heads = c.heads,
+                              .kv_heads = c.kv_heads},
+                             name + ".self_attn", a, &registry_);
+    layer.post_attention_norm.Allocate(rows_, c.hidden, eps, name + ".post_attention_layernorm", a,
+                                       &registry_);
+    layer.gate.Allocate(rows_, c.hidden, c.intermediate, layers::Activation::kNone,
+                        name + ".mlp.gate_proj", a, &registry_, f32, false);
+    layer.up.Allocate(rows_, c.hidden, c.intermediate, layers::Activation::kNone,
+                      name + ".mlp.up_proj", a, &registry_, f32, false);
+    layer.down.Allocate(rows_, c.intermediate, c.hidden, layers::Activation::kNone,
+                        name + ".mlp.down_proj", a, &registry_, f32, false);
+    layer.attention_sum = acts.Allocate({rows_, c.hidden});
+    layer.output_sum = acts.Allocate({rows_, c.hidden});
+    layer.swiglu = acts.Allocate({rows_, c.intermediate});
+  }
+  final_norm_.Allocate(rows_, c.hidden, eps, "model.norm", a, &registry_);
+  if (!c.tie_embeddings) {
+    const layers::Parameter head =
+        layers::AddParameter(a, &registry_, {c.vocab_size, c.hidden}, {.name = "lm_head.weight"});
+    lm_head_ = head.value;
+    dlm_head_ = head.grad;
+  }
+  const int64_t half = c.hidden / c.heads / 2;
+  cos_ = acts.Allocate({c.seq_len, half});
+  sin_ = acts.Allocate({c.seq_len, half});
+  tokens_ = acts.Allocate({rows_}, DType::kI32);
+  labels_ = acts.Allocate({rows_}, DType::kI32);
+  logits_ = acts.Allocate({rows_, c.vocab_size});
+  dlogits_ = acts.Allocate({rows_, c.vocab_size});
+  loss_ = acts.Allocate({1});
+  loss_sum_ = acts.Allocate({1});
+  for (Tensor* t : {&dh_, &ds_, &dtmp_, &dnormed_}) *t = acts.Allocate({rows_, c.hidden});
+  for (Tensor* t : {&dswiglu_, &dgate_, &dup_}) *t = acts.Allocate({rows_, c.intermediate});
+}
+
+void Decoder::Initialize(uint64_t seed) {
+  std::vector<float> params(parameters().size(), 0.0f);
+  for (size_t i = 0; i < registry_.parameters.size(); ++i) {
+    const layers::Parameter& p = registry_.parameters[i];
+    const Tensor value = HostParameter(p.value, params);
+    if (p.batch_norm) {
+      core::FillConstant(value, 1.0f);
+    } else {
+      core::FillNormal(value, 0.0f, config_.init_stddev,
+                       {.seed = seed, .offset = static_cast<uint64_t>(i)});
+    }
+  }
+  ParametersFromHost(params);
+}
+
+void Decoder::Upload(const Batch& batch) {
+  if (batch.inputs.empty()) return;  // the batch already on the device
+  MLPERF_CHECK_MSG(batch.inputs.size() == kDecoderInputs, "a decoder takes 2 inputs per batch");
+  const Tensor* targets[kDecoderInputs] = {&tokens_, &labels_};
+  for (int i = 0; i < kDecoderInputs; ++i) {
+    const Tensor& in = batch.inputs[i];
+    MLPERF_CHECK_MSG(in.bytes() == targets[i]->bytes() && in.dtype() == DType::kI32,
+                     "a decoder input has the wrong size or type");
+    const int32_t* ids = in.as<int32_t>();
+    for (int64_t r = 0; r < rows_; ++r)
+      MLPERF_CHECK_MSG(ids[r] >= 0 && ids[r] < config_.vocab_size,
+                       "a token id lies outside the vocabulary");
+    ops::CopyBytes(targets[i]->data(), device(), in.data(), core::Device::kCpu, in.bytes());
+  }
+}
+
+const Tensor& Decoder::hidden_output() const {
+  return layers_.empty() ? embed_.output() : layers_.back().output_sum;
+}
+
+void Decoder::Forward() {
+  embed_.Forward(tokens_);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    Layer& layer = layers_[l];
+    const Tensor& x = l == 0 ? embed_.output() : layers_[l - 1].output_sum;
+    layer.input_norm.Forward(x);
+    layer.attention.Forward(layer.input_norm.output(), cos_, sin_);
+    ops::Add(x, layer.attention.output(), layer.attention_sum);
+    layer.post_attention_norm.Forward(layer.attention_sum);
+    layer.gate.Forward(layer.post_attention_norm.output());
+    layer.up.Forward(layer.post_attention_norm.output());
+    ops::SwiGluForward(layer.gate.output(), layer.up.output(), layer.swiglu);
+    layer.down.Forward(layer.swiglu);
+    ops::Add(layer.attention_sum, layer.down.output(), layer.output_sum);
+  }
+  final_norm_.Forward(hidden_output());
+  const Tensor& head = config_.tie_embeddings ? embed_.table() : lm_head_;
+  ops::LinearForward(final_norm_.output(), head, Tensor(), logits_);
+}
+
+void Decoder::ForwardTrainAsync(const Batch& batch) {
+  Upload(batch);
+  ++num_batches_tracked_;
+  Forward();
+  ops::SoftmaxCrossEntropy(0.0f, static_cast<float>(rows_), logits_, labels_, loss_, dlogits_);
+}
+
+void Decoder::Backward() {
+  ScaleLossGradient(dlogits_);
+  const bool tied = config_.tie_embeddings;
+  // The output layer's weight gradient; tied, it is the embedding table's,
+  // to which the lookup's gradient is added at the end.
+  ops::LinearBackward(final_norm_.output(), tied ? embed_.table() : lm_head_, dlogits_, dnormed_,
+                      tied ? embed_.table_grad() : dlm_head_, Tensor());
+  final_norm_.Backward(hidden_output(), dnormed_, dh_);
+  for (size_t l = layers_.size(); l-- > 0;) {
+    Layer& layer = layers_[l];
+    const Tensor& x = l == 0 ? embed_.output() : layers_[l - 1].output_sum;
+    // output_sum = attention_sum + down(swiglu(gate(n), up(n))), n its norm.
+    layer.down.Backward(layer.swiglu, dh_, dswiglu_);
+    ops::SwiGluBackward(layer.gate.output(), layer.up.output(), dswiglu_, dgate_, dup_);
+    layer.gate.Backward(layer.post_attention_norm.output(), dgate_, dnormed_);
+    layer.up.Backward(layer.post_attention_norm.output(), dup_, dtmp_);
+    ops::Accumulate(dtmp_, dnormed_);
+    layer.post_attention_norm.Backward(layer.attention_sum, dnormed_, ds_);
+    ops::Accumulate(dh_, ds_);
+    // attention_sum = x + attention(input_norm(x)).
+    layer.attention.Backward(layer.input_norm.output(), ds_, dnormed_);
+    layer.input_norm.Backward(x, dnormed_, dh_);
+    ops::Accumulate(ds_, dh_);
+  }
+  embed_.Backward(tokens_, dh_, /*accumulate=*/tied);
+  NotifyGradientsReady(0);
+}
+
+MetricSums Decoder::EvaluateBatch(const Batch& batch) {
+  MLPERF_CHECK(batch.count >= 0 && batch.count <= batch_size());
+  Upload(batch);
+  Forward();
+  const int64_t rows = batch.count * config_.seq_len;
+  if (rows == 0) return {};
+  const Tensor logits(logits_.data(), {rows, config_.vocab_size}, DType::kF32, device());
+  const Tensor labels(labels_.data(), {rows}, DType::kI32, device());
+  const Tensor dlogits(dlogits_.data(), {rows, config_.vocab_size}, DType::kF32, device());
+  ops::SoftmaxCrossEntropy(0.0f, 1.0f, logits, labels, loss_sum_, dlogits);
+  return {.numerator = ToHost(loss_sum_)[0], .denominator = static_cast<double>(rows)};
+}
+
+OwnedBatch Decoder::SyntheticBatch() const {
+  const int64_t n = batch_size(), s = config_.seq_len;
+  OwnedBatch owned;
+  int32_t* tokens = owned.Add({n, s}, DType::kI32).as<int32_t>();
+  int32_t* labels = owned.Add({n, s}, DType::kI32).as<int32_t>();
+  for (int64_t i = 0; i < n * s; ++i) {
+    tokens[i] = static_cast<int32_t>(core::PhiloxBits(0x5eed, 0, static_cast<uint64_t>(i)) %
+                                     static_cast<uint64_t>(config_.vocab_size));
+    labels[i] = static_cast<int32_t>(core::PhiloxBits(0x5eed, 1, static_cast<uint64_t>(i)) %
+                                     static_cast<uint64_t>(config_.vocab_size));
+  }
+  owned.batch.count = n;
+  return owned;
+}
+
+}  // namespace mlperf::models

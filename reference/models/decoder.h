@@ -1,0 +1,105 @@
+// A decoder-only transformer for causal language modelling, the Llama family
+// as transformers' LlamaForCausalLM and Megatron's GPT model configured for
+// Llama lay it out: token embedding; pre-norm layers of RMSNorm, causal
+// self-attention with grouped query heads and rotary positions (Llama 3.1's
+// frequency scaling), a residual, RMSNorm, a SwiGLU feed-forward and a
+// residual; a final RMSNorm and the output layer (untied, or tied to the
+// embedding). No biases, no dropout. Loss: the mean next-token
+// cross-entropy over every token of the batch. Parameter names are
+// transformers' (model.layers.N.self_attn.q_proj.weight, lm_head.weight),
+// so its checkpoints load by name.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "reference/core/tensor.h"
+#include "reference/layers/causal_attention.h"
+#include "reference/layers/embedding.h"
+#include "reference/layers/linear.h"
+#include "reference/layers/rms_norm.h"
+#include "reference/models/model.h"
+
+namespace mlperf::models {
+
+// Llama 3's rotary frequency scaling (rope_scaling type "llama3"): factor
+// 0 for none.
+struct RopeScaling {
+  double factor = 0.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int64_t original_max_positions = 8192;
+};
+
+struct DecoderConfig {
+  int64_t vocab_size = 128256;
+  int64_t hidden = 4096;
+  int64_t layers = 32;
+  int64_t heads = 32;
+  int64_t kv_heads = 8;
+  int64_t intermediate = 14336;
+  int64_t seq_len = 8192;  // tokens per sample
+  float norm_epsilon = 1e-5f;
+  double rope_theta = 500000.0;
+  RopeScaling rope_scaling{.factor = 8.0};
+  bool tie_embeddings = false;
+  float init_stddev = 0.02f;
+  core::Device device = core::Device::kCpu;
+};
+
+// Llama 3.1 8B as its published configuration gives it.
+DecoderConfig Llama31_8B();
+
+// The rotary inverse frequencies (head_dim / 2 of them), scaled.
+std::vector<double> RotaryInverseFrequencies(int64_t head_dim, double theta,
+                                             const RopeScaling& scaling);
+
+// The batch's inputs, in this order, in host memory:
+//   tokens  int32 [batch, seq]
+//   labels  int32 [batch, seq] (the next token of each position)
+inline constexpr int kDecoderInputs = 2;
+
+class Decoder final : public Model {
+ public:
+  Decoder(const DecoderConfig& config, int64_t batch_size, uint64_t seed = 0);
+  ~Decoder() override;
+
+  static int64_t ParameterCount(const DecoderConfig& config);
+  const DecoderConfig& config() const { return config_; }
+
+  // Weights N(0, init_stddev), norm scales 1.
+  void Initialize(uint64_t seed) override;
+  void ForwardTrainAsync(const Batch& batch) override;
+  void Backward() override;
+  // The evaluation's log perplexity as sums: the cross-entropy summed over
+  // the first batch.count samples' tokens, and their token count.
+  MetricSums EvaluateBatch(const Batch& batch) override;
+  OwnedBatch SyntheticBatch() const override;
+
+  const core::Tensor& logits() const { return logits_; }  // [batch * seq, vocab]
+
+ private:
+  struct Layer {
+    layers::RmsNorm input_norm, post_attention_norm;
+    layers::CausalSelfAttention attention;
+    layers::Linear gate, up, down;
+    core::Tensor attention_sum, output_sum, swiglu;
+  };
+
+  void Build(const layers::ModelArenas& arenas);
+  void Upload(const Batch& batch);
+  void Forward();
+  const core::Tensor& hidden_output() const;
+
+  DecoderConfig config_;
+  int64_t rows_ = 0;
+  layers::Embedding embed_;
+  std::vector<Layer> layers_;
+  layers::RmsNorm final_norm_;
+  core::Tensor lm_head_, dlm_head_;  // empty when tied
+  core::Tensor cos_, sin_;           // [seq, head_dim / 2]
+  core::Tensor tokens_, labels_, logits_, dlogits_, loss_sum_;
+  core::Tensor dh_, ds_, dtmp_, dswiglu_, dgate_, dup_, dnormed_;
+};
+
+}  // namespace mlperf::models

@@ -1,0 +1,126 @@
+// Label `gpu`: the decoder ops' CUDA twins (cuda/decoder.cu) and the causal
+// mask against their CPU twins on the same inputs, forward and backward.
+// Skips without a CUDA device.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "reference/kernels/composite.h"
+#include "reference/kernels/cuda/context.h"
+#include "reference/kernels/ops/decoder.h"
+#include "tests/core/test_util.h"
+
+namespace mlperf {
+namespace {
+
+using core::Tensor;
+using testing::Buffer;
+
+// A device copy of a host buffer, freed at scope end.
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(const Buffer& host) : shape_(host.shape), n_(host.data.size()) {
+    EXPECT_EQ(cudaMalloc(&ptr_, n_ * sizeof(float)), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(ptr_, host.data.data(), n_ * sizeof(float), cudaMemcpyHostToDevice),
+              cudaSuccess);
+  }
+  ~DeviceBuffer() { cudaFree(ptr_); }
+  Tensor t() const { return Tensor(ptr_, shape_, core::DType::kF32, core::Device::kCuda); }
+  std::vector<float> ToHost() const {
+    cuda::Synchronize();
+    std::vector<float> out(n_);
+    EXPECT_EQ(cudaMemcpy(out.data(), ptr_, n_ * sizeof(float), cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    return out;
+  }
+
+ private:
+  void* ptr_ = nullptr;
+  core::Shape shape_;
+  size_t n_;
+};
+
+void ExpectClose(const std::vector<float>& gpu, const std::vector<float>& cpu, double tol,
+                 const char* what) {
+  ASSERT_EQ(gpu.size(), cpu.size()) << what;
+  for (size_t i = 0; i < gpu.size(); ++i)
+    ASSERT_NEAR(gpu[i], cpu[i], tol * (1.0 + std::fabs(cpu[i]))) << what << " at " << i;
+}
+
+class CudaDecoderTwinTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda::DeviceAvailable()) GTEST_SKIP() << "no CUDA device; the CPU twins are tested";
+  }
+};
+
+TEST_F(CudaDecoderTwinTest, RmsNormForwardAndBackward) {
+  const int64_t rows = 37, n = 300;  // a row wider than a block
+  Buffer x({rows, n}), w({n}), dy({rows, n}), y({rows, n}), inv({rows}), dx({rows, n}), dw({n});
+  testing::FillRandom(x, 1, -2.0f, 2.0f);
+  testing::FillRandom(w, 2, 0.5f, 1.5f);
+  testing::FillRandom(dy, 3);
+  DeviceBuffer gx(x), gw(w), gdy(dy), gy(y), ginv(inv), gdx(dx), gdw(dw);
+  ops::RmsNormForward(1e-5f, x.t(), w.t(), y.t(), inv.t());
+  ops::RmsNormForward(1e-5f, gx.t(), gw.t(), gy.t(), ginv.t());
+  ExpectClose(gy.ToHost(), y.data, 1e-5, "rmsnorm y");
+  ExpectClose(ginv.ToHost(), inv.data, 1e-5, "rmsnorm inv_rms");
+  ops::RmsNormBackward(x.t(), dy.t(), w.t(), inv.t(), dx.t(), dw.t());
+  ops::RmsNormBackward(gx.t(), gdy.t(), gw.t(), ginv.t(), gdx.t(), gdw.t());
+  ExpectClose(gdx.ToHost(), dx.data, 1e-5, "rmsnorm dx");
+  ExpectClose(gdw.ToHost(), dw.data, 1e-4, "rmsnorm dweight");
+}
+
+TEST_F(CudaDecoderTwinTest, RotarySwiGluAndRepeatedHeads) {
+  const int64_t b = 2, kv = 2, h = 4, t = 9, d = 8;
+  Buffer x({b, h, t, d}), y = x, cos({t, d / 2}), sin({t, d / 2});
+  testing::FillRandom(x, 4);
+  testing::FillRandom(cos, 5);
+  testing::FillRandom(sin, 6);
+  DeviceBuffer gx(x), gy(y), gcos(cos), gsin(sin);
+  for (bool inverse : {false, true}) {
+    ops::RotaryEmbedding(inverse, x.t(), cos.t(), sin.t(), y.t());
+    ops::RotaryEmbedding(inverse, gx.t(), gcos.t(), gsin.t(), gy.t());
+    ExpectClose(gy.ToHost(), y.data, 1e-6, "rotary");
+  }
+  Buffer gate({5, 7}), up({5, 7}), dy({5, 7}), out({5, 7}), dgate({5, 7}), dup({5, 7});
+  testing::FillRandom(gate, 7, -4.0f, 4.0f);
+  testing::FillRandom(up, 8);
+  testing::FillRandom(dy, 9);
+  DeviceBuffer ggate(gate), gup(up), gdy(dy), gout(out), gdgate(dgate), gdup(dup);
+  ops::SwiGluForward(gate.t(), up.t(), out.t());
+  ops::SwiGluForward(ggate.t(), gup.t(), gout.t());
+  ExpectClose(gout.ToHost(), out.data, 1e-6, "swiglu");
+  ops::SwiGluBackward(gate.t(), up.t(), dy.t(), dgate.t(), dup.t());
+  ops::SwiGluBackward(ggate.t(), gup.t(), gdy.t(), gdgate.t(), gdup.t());
+  ExpectClose(gdgate.ToHost(), dgate.data, 1e-6, "swiglu dgate");
+  ExpectClose(gdup.ToHost(), dup.data, 1e-6, "swiglu dup");
+  Buffer k({b, kv, t, d}), rep({b, h, t, d}), back({b, kv, t, d});
+  testing::FillRandom(k, 10);
+  DeviceBuffer gk(k), grep(rep), gback(back);
+  ops::RepeatHeads(k.t(), rep.t());
+  ops::RepeatHeads(gk.t(), grep.t());
+  ExpectClose(grep.ToHost(), rep.data, 0.0, "repeat heads");
+  ops::SumHeadGroups(rep.t(), back.t());
+  ops::SumHeadGroups(grep.t(), gback.t());
+  ExpectClose(gback.ToHost(), back.data, 1e-6, "sum head groups");
+}
+
+TEST_F(CudaDecoderTwinTest, CausalAttention) {
+  const int64_t b = 2, h = 3, t = 7, d = 4;
+  Buffer q({b, h, t, d}), k = q, v = q, out = q, probs({b, h, t, t}), ws({b, h, t, t});
+  testing::FillRandom(q, 11);
+  testing::FillRandom(k, 12);
+  testing::FillRandom(v, 13);
+  DeviceBuffer gq(q), gk(k), gv(v), gout(out), gprobs(probs), gws(ws);
+  const AttentionParams p{.causal = true};
+  ops::AttentionForward(p, q.t(), k.t(), v.t(), Tensor(), probs.t(), out.t(), ws.t());
+  ops::AttentionForward(p, gq.t(), gk.t(), gv.t(), Tensor(), gprobs.t(), gout.t(), gws.t());
+  ExpectClose(gprobs.ToHost(), probs.data, 1e-5, "causal probabilities");
+  ExpectClose(gout.ToHost(), out.data, 1e-5, "causal output");
+}
+
+}  // namespace
+}  // namespace mlperf

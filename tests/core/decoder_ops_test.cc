@@ -1,0 +1,150 @@
+// The decoder LLMs' ops (kernels/ops/decoder.h) and the causal attention:
+// forwards against their definitions, backwards against central
+// differences, the rotation's inverse as its adjoint, repeated heads summed
+// back.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "reference/kernels/composite.h"
+#include "reference/kernels/ops/decoder.h"
+#include "tests/core/test_util.h"
+
+namespace mlperf {
+namespace {
+
+using testing::Buffer;
+
+TEST(DecoderOpsTest, RmsNormIsItsDefinitionAndGradientsMatch) {
+  const int64_t rows = 3, n = 8;
+  Buffer x({rows, n}), w({n}), y({rows, n}), inv({rows}), r({rows, n});
+  testing::FillRandom(x, 1, -2.0f, 2.0f);
+  testing::FillRandom(w, 2, 0.5f, 1.5f);
+  testing::FillRandom(r, 3);
+  const float eps = 1e-5f;
+  auto loss = [&] {
+    ops::RmsNormForward(eps, x.t(), w.t(), y.t(), inv.t());
+    return testing::Dot(y, r);
+  };
+  loss();
+  for (int64_t row = 0; row < rows; ++row) {
+    double squares = 0.0;
+    for (int64_t f = 0; f < n; ++f) squares += double{x[row * n + f]} * x[row * n + f];
+    const double expected_inv = 1.0 / std::sqrt(squares / n + eps);
+    EXPECT_NEAR(inv[row], expected_inv, 1e-6 * expected_inv);
+    for (int64_t f = 0; f < n; ++f)
+      EXPECT_NEAR(y[row * n + f], x[row * n + f] * expected_inv * w[f], 1e-5);
+  }
+  Buffer dx({rows, n}), dw({n});
+  ops::RmsNormBackward(x.t(), r.t(), w.t(), inv.t(), dx.t(), dw.t());
+  testing::ExpectGradientMatches(x, dx.data, loss, 1e-2, 2e-3, "rmsnorm dx");
+  testing::ExpectGradientMatches(w, dw.data, loss, 1e-2, 2e-3, "rmsnorm dweight");
+}
+
+TEST(DecoderOpsTest, RotaryEmbeddingRotatesHalvesAndItsInverseIsTheGradient) {
+  const int64_t b = 2, h = 2, t = 3, d = 6, half = d / 2;
+  Buffer x({b, h, t, d}), y = x, r = x, cos({t, half}), sin({t, half});
+  testing::FillRandom(x, 4);
+  testing::FillRandom(r, 5);
+  for (int64_t p = 0; p < t; ++p)
+    for (int64_t i = 0; i < half; ++i) {
+      const double angle = p * std::pow(100.0, -2.0 * i / d);
+      cos[p * half + i] = static_cast<float>(std::cos(angle));
+      sin[p * half + i] = static_cast<float>(std::sin(angle));
+    }
+  auto loss = [&] {
+    ops::RotaryEmbedding(false, x.t(), cos.t(), sin.t(), y.t());
+    return testing::Dot(y, r);
+  };
+  loss();
+  // Position 1 of head (1, 1): the definition.
+  const int64_t at = ((1 * h + 1) * t + 1) * d;
+  for (int64_t i = 0; i < half; ++i) {
+    const float c = cos[half + i], s = sin[half + i];
+    EXPECT_NEAR(y[at + i], x[at + i] * c - x[at + i + half] * s, 1e-6);
+    EXPECT_NEAR(y[at + i + half], x[at + i + half] * c + x[at + i] * s, 1e-6);
+  }
+  // Position 0 is the identity.
+  for (int64_t i = 0; i < d; ++i) EXPECT_EQ(y[i], x[i]);
+  Buffer dx = x;
+  ops::RotaryEmbedding(true, r.t(), cos.t(), sin.t(), dx.t());
+  testing::ExpectGradientMatches(x, dx.data, loss, 1e-2, 2e-3, "rope dx");
+  // In place, and back: the inverse undoes the rotation.
+  Buffer z = x;
+  ops::RotaryEmbedding(false, z.t(), cos.t(), sin.t(), z.t());
+  ops::RotaryEmbedding(true, z.t(), cos.t(), sin.t(), z.t());
+  for (int64_t i = 0; i < z.size(); ++i) EXPECT_NEAR(z[i], x[i], 1e-6);
+}
+
+TEST(DecoderOpsTest, SwiGluIsSiluTimesUpAndGradientsMatch) {
+  Buffer gate({4, 5}), up({4, 5}), y({4, 5}), r({4, 5});
+  testing::FillRandom(gate, 6, -3.0f, 3.0f);
+  testing::FillRandom(up, 7);
+  testing::FillRandom(r, 8);
+  auto loss = [&] {
+    ops::SwiGluForward(gate.t(), up.t(), y.t());
+    return testing::Dot(y, r);
+  };
+  loss();
+  for (int64_t i = 0; i < y.size(); ++i)
+    EXPECT_NEAR(y[i], gate[i] / (1.0 + std::exp(-gate[i])) * up[i], 1e-6);
+  Buffer dgate({4, 5}), dup({4, 5});
+  ops::SwiGluBackward(gate.t(), up.t(), r.t(), dgate.t(), dup.t());
+  testing::ExpectGradientMatches(gate, dgate.data, loss, 1e-2, 2e-3, "swiglu dgate");
+  testing::ExpectGradientMatches(up, dup.data, loss, 1e-2, 2e-3, "swiglu dup");
+}
+
+TEST(DecoderOpsTest, RepeatedHeadsReadTheirGroupsKvHeadAndSumBack) {
+  const int64_t b = 2, kv = 2, h = 6, t = 3, d = 2;
+  Buffer x({b, kv, t, d}), y({b, h, t, d}), r({b, h, t, d});
+  testing::FillRandom(x, 9);
+  testing::FillRandom(r, 10);
+  auto loss = [&] {
+    ops::RepeatHeads(x.t(), y.t());
+    return testing::Dot(y, r);
+  };
+  loss();
+  for (int64_t i = 0; i < b; ++i)
+    for (int64_t head = 0; head < h; ++head)
+      for (int64_t j = 0; j < t * d; ++j)
+        EXPECT_EQ(y[(i * h + head) * t * d + j], x[(i * kv + head / 3) * t * d + j]);
+  Buffer dx({b, kv, t, d});
+  ops::SumHeadGroups(r.t(), dx.t());
+  testing::ExpectGradientMatches(x, dx.data, loss, 1e-2, 1e-3, "repeat heads");
+}
+
+TEST(DecoderOpsTest, CausalAttentionSeesNoLaterKeyAndGradientsMatch) {
+  const int64_t b = 2, h = 2, t = 5, d = 3;
+  Buffer q({b, h, t, d}), k = q, v = q, out = q, r = q;
+  Buffer probs({b, h, t, t}), ws({b, h, t, t});
+  testing::FillRandom(q, 11);
+  testing::FillRandom(k, 12);
+  testing::FillRandom(v, 13);
+  testing::FillRandom(r, 14);
+  const AttentionParams p{.causal = true};
+  auto loss = [&] {
+    ops::AttentionForward(p, q.t(), k.t(), v.t(), core::Tensor(), probs.t(), out.t(), ws.t());
+    return testing::Dot(out, r);
+  };
+  loss();
+  for (int64_t m = 0; m < b * h; ++m)
+    for (int64_t query = 0; query < t; ++query)
+      for (int64_t key = 0; key < t; ++key) {
+        const float prob = probs[(m * t + query) * t + key];
+        if (key > query) {
+          EXPECT_EQ(prob, 0.0f);
+        } else {
+          EXPECT_GT(prob, 0.0f);
+        }
+      }
+  // The first query attends to itself alone: its output is its value.
+  for (int64_t j = 0; j < d; ++j) EXPECT_NEAR(out[j], v[j], 1e-6);
+  Buffer dq = q, dk = k, dv = v;
+  ops::AttentionBackward(p, q.t(), k.t(), v.t(), probs.t(), r.t(), dq.t(), dk.t(), dv.t(), ws.t());
+  testing::ExpectGradientMatches(q, dq.data, loss, 1e-2, 2e-3, "causal dq");
+  testing::ExpectGradientMatches(k, dk.data, loss, 1e-2, 2e-3, "causal dk");
+  testing::ExpectGradientMatches(v, dv.data, loss, 1e-2, 2e-3, "causal dv");
+}
+
+}  // namespace
+}  // namespace mlperf

@@ -10,7 +10,6 @@
 #include "reference/core/philox.h"
 #include "reference/kernels/dispatch.h"
 #include "reference/kernels/ops/decoder.h"
-#include "reference/kernels/ops/loss.h"
 
 namespace mlperf::models {
 
@@ -182,7 +181,7 @@ void Decoder::ForwardTrainAsync(const Batch& batch) {
   Upload(batch);
   ++num_batches_tracked_;
   Forward();
-  ops::SoftmaxCrossEntropy(0.0f, static_cast<float>(rows_), logits_, labels_, loss_, dlogits_);
+  ops::TokenCrossEntropy(static_cast<float>(rows_), logits_, labels_, loss_, dlogits_);
 }
 
 void Decoder::Backward() {
@@ -222,7 +221,7 @@ MetricSums Decoder::EvaluateBatch(const Batch& batch) {
   const Tensor logits(logits_.data(), {rows, config_.vocab_size}, DType::kF32, device());
   const Tensor labels(labels_.data(), {rows}, DType::kI32, device());
   const Tensor dlogits(dlogits_.data(), {rows, config_.vocab_size}, DType::kF32, device());
-  ops::SoftmaxCrossEntropy(0.0f, 1.0f, logits, labels, loss_sum_, dlogits);
+  ops::TokenCrossEntropy(1.0f, logits, labels, loss_sum_, dlogits);
   return {.numerator = ToHost(loss_sum_)[0], .denominator = static_cast<double>(rows)};
 }
 

@@ -108,6 +108,27 @@ TEST_F(CudaDecoderTwinTest, RotarySwiGluAndRepeatedHeads) {
   ExpectClose(gback.ToHost(), back.data, 1e-6, "sum head groups");
 }
 
+TEST_F(CudaDecoderTwinTest, TokenCrossEntropy) {
+  const int64_t rows = 5, vocab = 1000;
+  Buffer z({rows, vocab}), dz({rows, vocab}), loss({1});
+  testing::FillRandom(z, 14, -8.0f, 8.0f);
+  std::vector<int32_t> labels = {0, 999, 17, 500, 3};
+  DeviceBuffer gz(z), gdz(dz), gloss(loss);
+  int32_t* glabels = nullptr;
+  ASSERT_EQ(cudaMalloc(&glabels, labels.size() * sizeof(int32_t)), cudaSuccess);
+  ASSERT_EQ(
+      cudaMemcpy(glabels, labels.data(), labels.size() * sizeof(int32_t), cudaMemcpyHostToDevice),
+      cudaSuccess);
+  ops::TokenCrossEntropy(5.0f, z.t(), Tensor(labels.data(), {rows}, core::DType::kI32), loss.t(),
+                         dz.t());
+  ops::TokenCrossEntropy(5.0f, gz.t(),
+                         Tensor(glabels, {rows}, core::DType::kI32, core::Device::kCuda), gloss.t(),
+                         gdz.t());
+  ExpectClose(gloss.ToHost(), loss.data, 1e-5, "token cross-entropy loss");
+  ExpectClose(gdz.ToHost(), dz.data, 1e-6, "token cross-entropy gradient");
+  cudaFree(glabels);
+}
+
 TEST_F(CudaDecoderTwinTest, CausalAttention) {
   const int64_t b = 2, h = 3, t = 7, d = 4;
   Buffer q({b, h, t, d}), k = q, v = q, out = q, probs({b, h, t, t}), ws({b, h, t, t});

@@ -4,6 +4,7 @@
 // back.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "reference/kernels/composite.h"
@@ -111,6 +112,29 @@ TEST(DecoderOpsTest, RepeatedHeadsReadTheirGroupsKvHeadAndSumBack) {
   Buffer dx({b, kv, t, d});
   ops::SumHeadGroups(r.t(), dx.t());
   testing::ExpectGradientMatches(x, dx.data, loss, 1e-2, 1e-3, "repeat heads");
+}
+
+TEST(DecoderOpsTest, TokenCrossEntropyIsTheMeanNllAndItsGradient) {
+  const int64_t rows = 6, vocab = 37;
+  Buffer z({rows, vocab}), dz({rows, vocab}), loss({1});
+  testing::FillRandom(z, 15, -30.0f, 30.0f);  // exponentials far apart
+  testing::IntBuffer labels({rows});
+  for (int64_t r = 0; r < rows; ++r) labels.data[r] = static_cast<int32_t>((r * 11) % vocab);
+  ops::TokenCrossEntropy(4.0f, z.t(), labels.t(), loss.t(), dz.t());
+  double expected = 0.0;
+  for (int64_t r = 0; r < rows; ++r) {
+    double max = z[r * vocab], sum = 0.0;
+    for (int64_t j = 0; j < vocab; ++j) max = std::max<double>(max, z[r * vocab + j]);
+    for (int64_t j = 0; j < vocab; ++j) sum += std::exp(z[r * vocab + j] - max);
+    expected += max + std::log(sum) - z[r * vocab + labels.data[r]];
+  }
+  EXPECT_NEAR(loss[0], expected / 4.0, 1e-5 * expected);
+  Buffer scratch({rows, vocab}), value({1});
+  auto f = [&] {
+    ops::TokenCrossEntropy(4.0f, z.t(), labels.t(), value.t(), scratch.t());
+    return double{value[0]};
+  };
+  testing::ExpectGradientMatches(z, dz.data, f, 1e-2, 2e-3, "token cross-entropy");
 }
 
 TEST(DecoderOpsTest, CausalAttentionSeesNoLaterKeyAndGradientsMatch) {

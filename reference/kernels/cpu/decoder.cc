@@ -6,6 +6,7 @@
 
 #include "base/check.h"
 #include "reference/kernels/cpu/parallel.h"
+#include "reference/kernels/cpu/vec_math.h"
 
 namespace mlperf::cpu {
 
@@ -148,6 +149,35 @@ void SumHeadGroups(const Tensor& dy, const Tensor& dx) {
   }
 }
 
+void TokenCrossEntropy(float normalizer, const Tensor& logits, const Tensor& labels,
+                       const Tensor& loss, const Tensor& dlogits) {
+  const int64_t vocab = Features(logits), rows = logits.numel() / vocab;
+  MLPERF_CHECK(labels.numel() == rows && labels.dtype() == core::DType::kI32 &&
+               dlogits.numel() == logits.numel() && normalizer > 0.0f);
+  const float* z = logits.f32();
+  const int32_t* label = labels.as<int32_t>();
+  float* dz = dlogits.f32();
+  double total = 0.0;
+#pragma omp parallel for reduction(+ : total) if (WorthParallel(logits.numel()))
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* zr = z + r * vocab;
+    float* dr = dz + r * vocab;
+    MLPERF_CHECK(label[r] >= 0 && label[r] < vocab);
+    float max = zr[0];
+    for (int64_t j = 1; j < vocab; ++j) max = max < zr[j] ? zr[j] : max;
+    for (int64_t j = 0; j < vocab; ++j) dr[j] = zr[j] - max;
+    ExpInPlace(dr, vocab);
+    double sum = 0.0;
+    for (int64_t j = 0; j < vocab; ++j) sum += dr[j];
+    total += std::log(sum) + max - zr[label[r]];
+    const float scale = static_cast<float>(1.0 / (sum * normalizer));
+    for (int64_t j = 0; j < vocab; ++j) dr[j] *= scale;
+    dr[label[r]] -= 1.0f / normalizer;
+  }
+  loss.f32()[0] = static_cast<float>(total / normalizer);
+}
+
+MLPERF_REGISTER_KERNEL(TokenCrossEntropy, Cpu, TokenCrossEntropy);
 MLPERF_REGISTER_KERNEL(RmsNormForward, Cpu, RmsNormForward);
 MLPERF_REGISTER_KERNEL(RmsNormBackward, Cpu, RmsNormBackward);
 MLPERF_REGISTER_KERNEL(RotaryEmbedding, Cpu, RotaryEmbedding);

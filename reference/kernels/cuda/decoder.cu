@@ -2,6 +2,7 @@
 // twins of cpu/decoder.cc. fp32; per-row statistics in fp32 by block sums,
 // the weight gradient as deterministic column sums over row chunks.
 #include <algorithm>
+#include <cfloat>
 
 #include "base/check.h"
 #include "reference/kernels/cuda/check.h"
@@ -63,6 +64,32 @@ __global__ void SumChunks(const float* partial, int64_t chunks, int64_t n, float
   float sum = 0.0f;
   for (int64_t c = 0; c < chunks; ++c) sum += partial[c * n + f];
   out[f] = sum;
+}
+
+// A block per row: the row's max and sum of exponentials, its gradient, and
+// its loss into row_loss; then one block adds the rows in order.
+__global__ void TokenCrossEntropyRows(float normalizer, const float* z, const int32_t* labels,
+                                      int64_t vocab, float* dz, float* row_loss) {
+  const float* zr = z + blockIdx.x * vocab;
+  float* dr = dz + blockIdx.x * vocab;
+  float max = -FLT_MAX;
+  for (int64_t j = threadIdx.x; j < vocab; j += kThreads) max = fmaxf(max, zr[j]);
+  max = detail::BlockMax<kThreads>(max);
+  float sum = 0.0f;
+  for (int64_t j = threadIdx.x; j < vocab; j += kThreads) sum += expf(zr[j] - max);
+  sum = BlockSum<kThreads>(sum);
+  const float scale = 1.0f / (sum * normalizer);
+  const int32_t label = labels[blockIdx.x];
+  for (int64_t j = threadIdx.x; j < vocab; j += kThreads)
+    dr[j] = expf(zr[j] - max) * scale - (j == label ? 1.0f / normalizer : 0.0f);
+  if (threadIdx.x == 0) row_loss[blockIdx.x] = logf(sum) + max - zr[label];
+}
+
+__global__ void SumRows(const float* row_loss, int64_t rows, float normalizer, float* loss) {
+  double total = 0.0;
+  for (int64_t r = threadIdx.x; r < rows; r += kThreads) total += row_loss[r];
+  const float sum = BlockSum<kThreads>(static_cast<float>(total));
+  if (threadIdx.x == 0) loss[0] = sum / normalizer;
 }
 
 template <typename F>
@@ -177,6 +204,21 @@ void SumHeadGroups(const Tensor& dy, const Tensor& dx) {
   });
 }
 
+void TokenCrossEntropy(float normalizer, const Tensor& logits, const Tensor& labels,
+                       const Tensor& loss, const Tensor& dlogits) {
+  const int64_t vocab = Features(logits), rows = logits.numel() / vocab;
+  MLPERF_CHECK(labels.numel() == rows && labels.dtype() == core::DType::kI32 &&
+               dlogits.numel() == logits.numel() && normalizer > 0.0f);
+  if (rows == 0) return;
+  float* row_loss = static_cast<float*>(Scratch(rows * sizeof(float), kScratchReduce));
+  TokenCrossEntropyRows<<<static_cast<unsigned>(rows), kThreads, 0, Stream()>>>(
+      normalizer, logits.f32(), labels.as<int32_t>(), vocab, dlogits.f32(), row_loss);
+  CUDA_CHECK_LAUNCH();
+  SumRows<<<1, kThreads, 0, Stream()>>>(row_loss, rows, normalizer, loss.f32());
+  CUDA_CHECK_LAUNCH();
+}
+
+MLPERF_REGISTER_KERNEL(TokenCrossEntropy, Cuda, TokenCrossEntropy);
 MLPERF_REGISTER_KERNEL(RmsNormForward, Cuda, RmsNormForward);
 MLPERF_REGISTER_KERNEL(RmsNormBackward, Cuda, RmsNormBackward);
 MLPERF_REGISTER_KERNEL(RotaryEmbedding, Cuda, RotaryEmbedding);

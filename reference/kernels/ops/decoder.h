@@ -45,4 +45,13 @@ inline Op<void(const core::Tensor& gate, const core::Tensor& up, const core::Ten
 inline Op<void(const core::Tensor& x, const core::Tensor& y)> RepeatHeads{"RepeatHeads"};
 inline Op<void(const core::Tensor& dy, const core::Tensor& dx)> SumHeadGroups{"SumHeadGroups"};
 
+// The decoders' loss: the next-token cross-entropy over rows of logits
+// [rows, vocab] (no label smoothing), labels int32 [rows]:
+//   loss = sum over rows of (logsumexp(z) - z[label]) / normalizer,
+//   dlogits = (softmax(z) - onehot(label)) / normalizer.
+// The exponentials in fp32 (rows as wide as a vocabulary), sums in fp64.
+inline Op<void(float normalizer, const core::Tensor& logits, const core::Tensor& labels,
+               const core::Tensor& loss, const core::Tensor& dlogits)>
+    TokenCrossEntropy{"TokenCrossEntropy"};
+
 }  // namespace mlperf::ops

@@ -10,31 +10,32 @@ namespace mlperf::layers {
 
 void CausalSelfAttention::Allocate(const CausalAttentionShape& s, const std::string& name,
                                    const ModelArenas& arenas, ParameterRegistry* registry) {
-  MLPERF_CHECK(s.heads > 0 && s.kv_heads > 0 && s.heads % s.kv_heads == 0 &&
-               s.hidden % s.heads == 0 && (s.hidden / s.heads) % 2 == 0);
+  MLPERF_CHECK(s.heads > 0 && s.kv_heads > 0 && s.heads % s.kv_heads == 0 && s.head_dim > 0 &&
+               s.head_dim % 2 == 0);
   shape_ = s;
-  head_dim_ = s.hidden / s.heads;
-  const int64_t rows = s.batch * s.seq, kv_width = s.kv_heads * head_dim_;
+  const int64_t rows = s.batch * s.seq, width = s.heads * s.head_dim,
+                kv_width = s.kv_heads * s.head_dim;
   const core::DType f32 = core::DType::kF32;
-  q_.Allocate(rows, s.hidden, s.hidden, Activation::kNone, name + ".q_proj", arenas, registry, f32,
+  q_.Allocate(rows, s.hidden, width, Activation::kNone, name + ".q_proj", arenas, registry, f32,
               false);
   k_.Allocate(rows, s.hidden, kv_width, Activation::kNone, name + ".k_proj", arenas, registry, f32,
               false);
   v_.Allocate(rows, s.hidden, kv_width, Activation::kNone, name + ".v_proj", arenas, registry, f32,
               false);
-  o_.Allocate(rows, s.hidden, s.hidden, Activation::kNone, name + ".o_proj", arenas, registry, f32,
+  o_.Allocate(rows, width, s.hidden, Activation::kNone, name + ".o_proj", arenas, registry, f32,
               false);
   core::Arena& a = *arenas.activations;
-  const core::Shape heads{s.batch, s.heads, s.seq, head_dim_};
-  const core::Shape kv_heads{s.batch, s.kv_heads, s.seq, head_dim_};
+  const core::Shape heads{s.batch, s.heads, s.seq, s.head_dim};
+  const core::Shape kv_heads{s.batch, s.kv_heads, s.seq, s.head_dim};
   for (core::Tensor* t :
        {&q_heads_, &k_rep_, &v_rep_, &context_, &dq_, &dk_rep_, &dv_rep_, &dcontext_})
     *t = a.Allocate(heads);
   for (core::Tensor* t : {&k_heads_, &v_heads_, &dk_, &dv_}) *t = a.Allocate(kv_heads);
   probs_ = a.Allocate({s.batch, s.heads, s.seq, s.seq});
   workspace_ = a.Allocate({s.batch * s.heads * s.seq * s.seq});
-  for (core::Tensor* t : {&context_rows_, &dcontext_rows_, &dq_rows_, &dx_part_})
-    *t = a.Allocate({rows, s.hidden});
+  for (core::Tensor* t : {&context_rows_, &dcontext_rows_, &dq_rows_})
+    *t = a.Allocate({rows, width});
+  dx_part_ = a.Allocate({rows, s.hidden});
   dk_rows_ = a.Allocate({rows, kv_width});
   dv_rows_ = a.Allocate({rows, kv_width});
 }

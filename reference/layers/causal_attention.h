@@ -16,8 +16,10 @@
 
 namespace mlperf::layers {
 
+// heads and kv_heads: this rank's (a tensor-parallel rank holds a slice of
+// the heads; its output projection's sum is then partial).
 struct CausalAttentionShape {
-  int64_t batch = 1, seq = 1, hidden = 1, heads = 1, kv_heads = 1;
+  int64_t batch = 1, seq = 1, hidden = 1, heads = 1, kv_heads = 1, head_dim = 1;
 };
 
 class CausalSelfAttention {
@@ -26,14 +28,14 @@ class CausalSelfAttention {
                 const ModelArenas& arenas, ParameterRegistry* registry);
   // cos, sin: [seq, head_dim / 2], the rotary tables.
   void Forward(const core::Tensor& x, const core::Tensor& cos, const core::Tensor& sin);
-  // dy: gradient of output(); dx receives the input gradient.
+  // dy: gradient of output(); dx receives the input gradient (this rank's
+  // heads' part of it under tensor parallelism).
   void Backward(const core::Tensor& x, const core::Tensor& dy, const core::Tensor& dx);
 
   const core::Tensor& output() const { return o_.output(); }
 
  private:
   CausalAttentionShape shape_;
-  int64_t head_dim_ = 0;
   core::Tensor cos_, sin_;
   Linear q_, k_, v_, o_;
   // Heads: q (rotated), k and v (k rotated), k and v repeated to every query

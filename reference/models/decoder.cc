@@ -8,6 +8,7 @@
 #include "base/check.h"
 #include "reference/core/init.h"
 #include "reference/core/philox.h"
+#include "reference/dist/communicator.h"
 #include "reference/kernels/dispatch.h"
 #include "reference/kernels/ops/decoder.h"
 
@@ -43,11 +44,26 @@ std::vector<double> RotaryInverseFrequencies(int64_t head_dim, double theta,
 }
 
 Decoder::Decoder(const DecoderConfig& config, int64_t batch_size, uint64_t seed)
-    : Model(config.device, batch_size), config_(config) {
+    : Decoder(config, batch_size, Placement{.device = config.device}, seed) {}
+
+Decoder::Decoder(const DecoderConfig& config, int64_t batch_size, const Placement& placement,
+                 uint64_t seed)
+    : Model(config.device, batch_size),
+      config_(config),
+      tp_rank_(placement.rank),
+      tp_(placement.world_size),
+      comm_(placement.comm) {
   const DecoderConfig& c = config_;
   MLPERF_CHECK(c.layers >= 0 && c.hidden > 0 && c.heads > 0 && c.kv_heads > 0 &&
                c.hidden % c.heads == 0 && c.heads % c.kv_heads == 0 &&
                (c.hidden / c.heads) % 2 == 0 && c.seq_len > 0 && c.vocab_size > 0);
+  MLPERF_CHECK_MSG(tp_ >= 1 && tp_rank_ >= 0 && tp_rank_ < tp_ && (tp_ == 1 || comm_ != nullptr),
+                   "a tensor-parallel decoder needs its ranks' communicator");
+  MLPERF_CHECK_MSG(tp_ == 1 || c.device == core::Device::kCpu,
+                   "tensor parallelism runs on the CPU's communicators only so far");
+  MLPERF_CHECK_MSG(c.kv_heads % tp_ == 0 && c.intermediate % tp_ == 0 && c.vocab_size % tp_ == 0,
+                   "the tensor-parallel ranks must divide the key/value heads, the SwiGLU width "
+                   "and the vocabulary");
   rows_ = batch_size * c.seq_len;
   AllocateArenas([this](const layers::ModelArenas& arenas) { Build(arenas); });
   // The rotary tables: the angle of position p and pair i is p * inv_freq[i].
@@ -73,12 +89,21 @@ int64_t Decoder::ParameterCount(const DecoderConfig& c) {
   return c.vocab_size * h * (c.tie_embeddings ? 1 : 2) + c.layers * layer + h;
 }
 
+void Decoder::SliceLast(int dim, int64_t full) {
+  slices_.resize(registry_.parameters.size() - 1);
+  slices_.push_back({.dim = dim, .first = tp_rank_ * (full / tp_), .full = full});
+}
+
 void Decoder::Build(const layers::ModelArenas& a) {
   const DecoderConfig& c = config_;
   const float eps = c.norm_epsilon;
   const DType f32 = DType::kF32;
+  const int64_t head_dim = c.hidden / c.heads, vocab = c.vocab_size / tp_;
+  const int64_t inter = c.intermediate / tp_;
   core::Arena& acts = *a.activations;
-  embed_.Allocate(rows_, c.vocab_size, c.hidden, "model.embed_tokens", a, &registry_);
+  slices_.clear();
+  embed_.Allocate(rows_, vocab, c.hidden, "model.embed_tokens", a, &registry_);
+  SliceLast(0, c.vocab_size);
   layers_ = std::vector<Layer>(c.layers);
   for (int64_t l = 0; l < c.layers; ++l) {
     Layer& layer = layers_[l];
@@ -87,39 +112,57 @@ void Decoder::Build(const layers::ModelArenas& a) {
     layer.attention.Allocate({.batch = batch_size(),
                               .seq = c.seq_len,
                               .hidden = c.hidden,
-                              .heads = c.heads,
-                              .kv_heads = c.kv_heads},
+                              .heads = c.heads / tp_,
+                              .kv_heads = c.kv_heads / tp_,
+                              .head_dim = head_dim},
                              name + ".self_attn", a, &registry_);
+    // q, k, v by output rows, o by input columns.
+    const size_t o = registry_.parameters.size() - 1;
+    slices_.resize(o - 3);
+    for (const auto& [dim, full] : {std::pair<int, int64_t>{0, c.heads * head_dim},
+                                    {0, c.kv_heads * head_dim},
+                                    {0, c.kv_heads * head_dim},
+                                    {1, c.heads * head_dim}})
+      slices_.push_back({.dim = dim, .first = tp_rank_ * (full / tp_), .full = full});
     layer.post_attention_norm.Allocate(rows_, c.hidden, eps, name + ".post_attention_layernorm", a,
                                        &registry_);
-    layer.gate.Allocate(rows_, c.hidden, c.intermediate, layers::Activation::kNone,
-                        name + ".mlp.gate_proj", a, &registry_, f32, false);
-    layer.up.Allocate(rows_, c.hidden, c.intermediate, layers::Activation::kNone,
-                      name + ".mlp.up_proj", a, &registry_, f32, false);
-    layer.down.Allocate(rows_, c.intermediate, c.hidden, layers::Activation::kNone,
-                        name + ".mlp.down_proj", a, &registry_, f32, false);
+    layer.gate.Allocate(rows_, c.hidden, inter, layers::Activation::kNone, name + ".mlp.gate_proj",
+                        a, &registry_, f32, false);
+    SliceLast(0, c.intermediate);
+    layer.up.Allocate(rows_, c.hidden, inter, layers::Activation::kNone, name + ".mlp.up_proj", a,
+                      &registry_, f32, false);
+    SliceLast(0, c.intermediate);
+    layer.down.Allocate(rows_, inter, c.hidden, layers::Activation::kNone, name + ".mlp.down_proj",
+                        a, &registry_, f32, false);
+    SliceLast(1, c.intermediate);
     layer.attention_sum = acts.Allocate({rows_, c.hidden});
     layer.output_sum = acts.Allocate({rows_, c.hidden});
-    layer.swiglu = acts.Allocate({rows_, c.intermediate});
+    layer.swiglu = acts.Allocate({rows_, inter});
   }
   final_norm_.Allocate(rows_, c.hidden, eps, "model.norm", a, &registry_);
   if (!c.tie_embeddings) {
     const layers::Parameter head =
-        layers::AddParameter(a, &registry_, {c.vocab_size, c.hidden}, {.name = "lm_head.weight"});
+        layers::AddParameter(a, &registry_, {vocab, c.hidden}, {.name = "lm_head.weight"});
     lm_head_ = head.value;
     dlm_head_ = head.grad;
+    SliceLast(0, c.vocab_size);
   }
-  const int64_t half = c.hidden / c.heads / 2;
+  slices_.resize(registry_.parameters.size());
+  const int64_t half = head_dim / 2;
   cos_ = acts.Allocate({c.seq_len, half});
   sin_ = acts.Allocate({c.seq_len, half});
   tokens_ = acts.Allocate({rows_}, DType::kI32);
   labels_ = acts.Allocate({rows_}, DType::kI32);
-  logits_ = acts.Allocate({rows_, c.vocab_size});
-  dlogits_ = acts.Allocate({rows_, c.vocab_size});
+  logits_ = acts.Allocate({rows_, vocab});
+  dlogits_ = acts.Allocate({rows_, vocab});
   loss_ = acts.Allocate({1});
   loss_sum_ = acts.Allocate({1});
+  if (tp_ > 1) {
+    lse_ = acts.Allocate({rows_});
+    lse_gathered_ = acts.Allocate({tp_ * rows_});
+  }
   for (Tensor* t : {&dh_, &ds_, &dtmp_, &dnormed_}) *t = acts.Allocate({rows_, c.hidden});
-  for (Tensor* t : {&dswiglu_, &dgate_, &dup_}) *t = acts.Allocate({rows_, c.intermediate});
+  for (Tensor* t : {&dswiglu_, &dgate_, &dup_}) *t = acts.Allocate({rows_, inter});
 }
 
 void Decoder::Initialize(uint64_t seed) {
@@ -127,12 +170,26 @@ void Decoder::Initialize(uint64_t seed) {
   for (size_t i = 0; i < registry_.parameters.size(); ++i) {
     const layers::Parameter& p = registry_.parameters[i];
     const Tensor value = HostParameter(p.value, params);
+    const core::RngStream stream{.seed = seed, .offset = static_cast<uint64_t>(i)};
     if (p.batch_norm) {
       core::FillConstant(value, 1.0f);
-    } else {
-      core::FillNormal(value, 0.0f, config_.init_stddev,
-                       {.seed = seed, .offset = static_cast<uint64_t>(i)});
+      continue;
     }
+    const Slice& s = slices_[i];
+    if (s.dim < 0 || value.dim(s.dim) == s.full) {
+      core::FillNormal(value, 0.0f, config_.init_stddev, stream);
+      continue;
+    }
+    // The whole tensor, then this rank's rows or columns of it.
+    const int64_t rows = value.dim(0), columns = value.dim(1);
+    const core::Shape whole = value.shape().With(s.dim, s.full);
+    std::vector<float> full(whole.numel());
+    core::FillNormal(Tensor(full.data(), whole, DType::kF32), 0.0f, config_.init_stddev, stream);
+    const int64_t full_columns = whole[1];
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t col = 0; col < columns; ++col)
+        value.f32()[r * columns + col] = s.dim == 0 ? full[(s.first + r) * full_columns + col]
+                                                    : full[r * full_columns + s.first + col];
   }
   ParametersFromHost(params);
 }
@@ -157,19 +214,42 @@ const Tensor& Decoder::hidden_output() const {
   return layers_.empty() ? embed_.output() : layers_.back().output_sum;
 }
 
+void Decoder::AllReduce(const Tensor& x) const {
+  if (tp_ > 1) comm_->AllReduceSum(x.f32(), x.numel());
+}
+
+void Decoder::Losses(float normalizer, const Tensor& logits, const Tensor& labels,
+                     const Tensor& loss, const Tensor& dlogits) {
+  if (tp_ == 1) return ops::TokenCrossEntropy(normalizer, logits, labels, loss, dlogits);
+  // Each rank's log-sum-exp over its columns, gathered and combined.
+  const int64_t rows = labels.numel();
+  const Tensor lse(lse_.data(), {rows}, DType::kF32, device());
+  const Tensor gathered(lse_gathered_.data(), {tp_, rows}, DType::kF32, device());
+  ops::RowLogSumExp(logits, lse);
+  comm_->AllGather(lse.data(), gathered.data(), static_cast<int64_t>(lse.bytes()));
+  ops::CombineLogSumExp(gathered, lse);
+  ops::ShardedTokenCrossEntropy(normalizer, tp_rank_ * (config_.vocab_size / tp_), tp_rank_ == 0,
+                                logits, labels, lse, loss, dlogits);
+  AllReduce(loss);
+}
+
 void Decoder::Forward() {
-  embed_.Forward(tokens_);
+  const int64_t first_token = tp_rank_ * (config_.vocab_size / tp_);
+  ops::VocabShardEmbedding(first_token, tokens_, embed_.table(), embed_.output());
+  AllReduce(embed_.output());
   for (size_t l = 0; l < layers_.size(); ++l) {
     Layer& layer = layers_[l];
     const Tensor& x = l == 0 ? embed_.output() : layers_[l - 1].output_sum;
     layer.input_norm.Forward(x);
     layer.attention.Forward(layer.input_norm.output(), cos_, sin_);
+    AllReduce(layer.attention.output());
     ops::Add(x, layer.attention.output(), layer.attention_sum);
     layer.post_attention_norm.Forward(layer.attention_sum);
     layer.gate.Forward(layer.post_attention_norm.output());
     layer.up.Forward(layer.post_attention_norm.output());
     ops::SwiGluForward(layer.gate.output(), layer.up.output(), layer.swiglu);
     layer.down.Forward(layer.swiglu);
+    AllReduce(layer.down.output());
     ops::Add(layer.attention_sum, layer.down.output(), layer.output_sum);
   }
   final_norm_.Forward(hidden_output());
@@ -181,7 +261,7 @@ void Decoder::ForwardTrainAsync(const Batch& batch) {
   Upload(batch);
   ++num_batches_tracked_;
   Forward();
-  ops::TokenCrossEntropy(static_cast<float>(rows_), logits_, labels_, loss_, dlogits_);
+  Losses(static_cast<float>(rows_), logits_, labels_, loss_, dlogits_);
 }
 
 void Decoder::Backward() {
@@ -191,6 +271,7 @@ void Decoder::Backward() {
   // to which the lookup's gradient is added at the end.
   ops::LinearBackward(final_norm_.output(), tied ? embed_.table() : lm_head_, dlogits_, dnormed_,
                       tied ? embed_.table_grad() : dlm_head_, Tensor());
+  AllReduce(dnormed_);
   final_norm_.Backward(hidden_output(), dnormed_, dh_);
   for (size_t l = layers_.size(); l-- > 0;) {
     Layer& layer = layers_[l];
@@ -201,14 +282,17 @@ void Decoder::Backward() {
     layer.gate.Backward(layer.post_attention_norm.output(), dgate_, dnormed_);
     layer.up.Backward(layer.post_attention_norm.output(), dup_, dtmp_);
     ops::Accumulate(dtmp_, dnormed_);
+    AllReduce(dnormed_);
     layer.post_attention_norm.Backward(layer.attention_sum, dnormed_, ds_);
     ops::Accumulate(dh_, ds_);
     // attention_sum = x + attention(input_norm(x)).
     layer.attention.Backward(layer.input_norm.output(), ds_, dnormed_);
+    AllReduce(dnormed_);
     layer.input_norm.Backward(x, dnormed_, dh_);
     ops::Accumulate(ds_, dh_);
   }
-  embed_.Backward(tokens_, dh_, /*accumulate=*/tied);
+  ops::VocabShardEmbeddingBackward(tp_rank_ * (config_.vocab_size / tp_), tokens_, dh_,
+                                   embed_.table_grad(), /*accumulate=*/tied);
   NotifyGradientsReady(0);
 }
 
@@ -218,10 +302,11 @@ MetricSums Decoder::EvaluateBatch(const Batch& batch) {
   Forward();
   const int64_t rows = batch.count * config_.seq_len;
   if (rows == 0) return {};
-  const Tensor logits(logits_.data(), {rows, config_.vocab_size}, DType::kF32, device());
+  const int64_t vocab = logits_.dim(1);
+  const Tensor logits(logits_.data(), {rows, vocab}, DType::kF32, device());
   const Tensor labels(labels_.data(), {rows}, DType::kI32, device());
-  const Tensor dlogits(dlogits_.data(), {rows, config_.vocab_size}, DType::kF32, device());
-  ops::TokenCrossEntropy(1.0f, logits, labels, loss_sum_, dlogits);
+  const Tensor dlogits(dlogits_.data(), {rows, vocab}, DType::kF32, device());
+  Losses(1.0f, logits, labels, loss_sum_, dlogits);
   return {.numerator = ToHost(loss_sum_)[0], .denominator = static_cast<double>(rows)};
 }
 

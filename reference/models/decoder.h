@@ -8,6 +8,16 @@
 // cross-entropy over every token of the batch. Parameter names are
 // transformers' (model.layers.N.self_attn.q_proj.weight, lm_head.weight),
 // so its checkpoints load by name.
+//
+// Tensor parallelism over the placement's ranks (Megatron's layout): each
+// rank holds a slice of the query and key/value heads (q/k/v projections
+// split by output rows), the matching input columns of o_proj, a slice of
+// the SwiGLU width (gate/up by rows, down_proj by columns), and a slice of
+// the vocabulary (embedding and lm_head by rows); the partial sums after
+// o_proj, down_proj and the embedding, and the input gradients of the split
+// projections, are all-reduced; the loss is the vocabulary-parallel
+// cross-entropy. Every rank sees the same batch. So far on the CPU's
+// communicators only.
 #pragma once
 
 #include <cstdint>
@@ -62,12 +72,19 @@ inline constexpr int kDecoderInputs = 2;
 class Decoder final : public Model {
  public:
   Decoder(const DecoderConfig& config, int64_t batch_size, uint64_t seed = 0);
+  // Tensor parallel over placement.world_size ranks (heads, kv_heads,
+  // intermediate and vocab_size divisible by it), placement.comm between
+  // them.
+  Decoder(const DecoderConfig& config, int64_t batch_size, const Placement& placement,
+          uint64_t seed = 0);
   ~Decoder() override;
 
   static int64_t ParameterCount(const DecoderConfig& config);
   const DecoderConfig& config() const { return config_; }
 
-  // Weights N(0, init_stddev), norm scales 1.
+  // Weights N(0, init_stddev), norm scales 1; a tensor-parallel rank draws
+  // the whole tensor and keeps its slice, so any layout starts from the
+  // weights of one rank.
   void Initialize(uint64_t seed) override;
   void ForwardTrainAsync(const Batch& batch) override;
   void Backward() override;
@@ -76,7 +93,17 @@ class Decoder final : public Model {
   MetricSums EvaluateBatch(const Batch& batch) override;
   OwnedBatch SyntheticBatch() const override;
 
-  const core::Tensor& logits() const { return logits_; }  // [batch * seq, vocab]
+  // [batch * seq, vocab]: this rank's vocabulary columns under tensor
+  // parallelism.
+  const core::Tensor& logits() const { return logits_; }
+
+  // Where this rank's slice of parameter i lies in the whole tensor:
+  // dimension `dim` (-1: replicated), from `first`, of `full` entries.
+  struct Slice {
+    int dim = -1;
+    int64_t first = 0, full = 0;
+  };
+  const std::vector<Slice>& parameter_slices() const { return slices_; }
 
  private:
   struct Layer {
@@ -87,18 +114,28 @@ class Decoder final : public Model {
   };
 
   void Build(const layers::ModelArenas& arenas);
+  // Records the slice of the parameter registered last.
+  void SliceLast(int dim, int64_t full);
+  // Sums x over the tensor-parallel ranks (nothing on one).
+  void AllReduce(const core::Tensor& x) const;
+  void Losses(float normalizer, const core::Tensor& logits, const core::Tensor& labels,
+              const core::Tensor& loss, const core::Tensor& dlogits);
   void Upload(const Batch& batch);
   void Forward();
   const core::Tensor& hidden_output() const;
 
   DecoderConfig config_;
   int64_t rows_ = 0;
+  int tp_rank_ = 0, tp_ = 1;
+  dist::Communicator* comm_ = nullptr;
+  std::vector<Slice> slices_;
   layers::Embedding embed_;
   std::vector<Layer> layers_;
   layers::RmsNorm final_norm_;
   core::Tensor lm_head_, dlm_head_;  // empty when tied
   core::Tensor cos_, sin_;           // [seq, head_dim / 2]
   core::Tensor tokens_, labels_, logits_, dlogits_, loss_sum_;
+  core::Tensor lse_, lse_gathered_;  // the vocabulary-parallel cross-entropy's
   core::Tensor dh_, ds_, dtmp_, dswiglu_, dgate_, dup_, dnormed_;
 };
 

@@ -129,6 +129,42 @@ TEST_F(CudaDecoderTwinTest, TokenCrossEntropy) {
   cudaFree(glabels);
 }
 
+TEST_F(CudaDecoderTwinTest, VocabShardsAndShardedCrossEntropy) {
+  const int64_t rows = 6, entries = 5, width = 3, vocab = 40;
+  std::vector<int32_t> ids = {0, 5, 9, 7, 12, 7};
+  int32_t* gids = nullptr;
+  ASSERT_EQ(cudaMalloc(&gids, ids.size() * sizeof(int32_t)), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(gids, ids.data(), ids.size() * sizeof(int32_t), cudaMemcpyHostToDevice),
+            cudaSuccess);
+  const Tensor hid(ids.data(), {rows}, core::DType::kI32);
+  const Tensor gid(gids, {rows}, core::DType::kI32, core::Device::kCuda);
+  Buffer table({entries, width}), y({rows, width}), dy({rows, width}), dtable({entries, width});
+  testing::FillRandom(table, 21);
+  testing::FillRandom(dy, 22);
+  DeviceBuffer gtable(table), gy(y), gdy(dy), gdtable(dtable);
+  ops::VocabShardEmbedding(5, hid, table.t(), y.t());
+  ops::VocabShardEmbedding(5, gid, gtable.t(), gy.t());
+  ExpectClose(gy.ToHost(), y.data, 0.0, "vocab shard embedding");
+  ops::VocabShardEmbeddingBackward(5, hid, dy.t(), dtable.t(), false);
+  ops::VocabShardEmbeddingBackward(5, gid, gdy.t(), gdtable.t(), false);
+  ExpectClose(gdtable.ToHost(), dtable.data, 1e-6, "vocab shard embedding gradient");
+  Buffer z({rows, vocab}), lse({rows}), gathered({2, rows}), loss({1}), dz({rows, vocab});
+  testing::FillRandom(z, 23, -6.0f, 6.0f);
+  testing::FillRandom(gathered, 24, -3.0f, 3.0f);
+  DeviceBuffer gz(z), glse(lse), ggathered(gathered), gloss(loss), gdz(dz);
+  ops::RowLogSumExp(z.t(), lse.t());
+  ops::RowLogSumExp(gz.t(), glse.t());
+  ExpectClose(glse.ToHost(), lse.data, 1e-5, "row log-sum-exp");
+  ops::CombineLogSumExp(gathered.t(), lse.t());
+  ops::CombineLogSumExp(ggathered.t(), glse.t());
+  ExpectClose(glse.ToHost(), lse.data, 1e-6, "combined log-sum-exp");
+  ops::ShardedTokenCrossEntropy(2.0f, 5, true, z.t(), hid, lse.t(), loss.t(), dz.t());
+  ops::ShardedTokenCrossEntropy(2.0f, 5, true, gz.t(), gid, glse.t(), gloss.t(), gdz.t());
+  ExpectClose(gloss.ToHost(), loss.data, 1e-5, "sharded cross-entropy loss");
+  ExpectClose(gdz.ToHost(), dz.data, 1e-6, "sharded cross-entropy gradient");
+  cudaFree(gids);
+}
+
 TEST_F(CudaDecoderTwinTest, CausalAttention) {
   const int64_t b = 2, h = 3, t = 7, d = 4;
   Buffer q({b, h, t, d}), k = q, v = q, out = q, probs({b, h, t, t}), ws({b, h, t, t});

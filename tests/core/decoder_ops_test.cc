@@ -137,6 +137,63 @@ TEST(DecoderOpsTest, TokenCrossEntropyIsTheMeanNllAndItsGradient) {
   testing::ExpectGradientMatches(z, dz.data, f, 1e-2, 2e-3, "token cross-entropy");
 }
 
+TEST(DecoderOpsTest, VocabShardEmbeddingLooksUpItsRowsAndZeroesOthers) {
+  const int64_t entries = 5, width = 4, first = 5;  // rows 5..9 of the vocabulary
+  Buffer table({entries, width}), y({6, width}), r({6, width}), dtable({entries, width});
+  testing::FillRandom(table, 16);
+  testing::FillRandom(r, 17);
+  testing::IntBuffer ids({6});
+  ids.data = {0, 5, 9, 7, 12, 7};  // two outside, a repeated id
+  auto loss = [&] {
+    ops::VocabShardEmbedding(first, ids.t(), table.t(), y.t());
+    return testing::Dot(y, r);
+  };
+  loss();
+  for (int64_t f = 0; f < width; ++f) {
+    EXPECT_EQ(y[0 * width + f], 0.0f);
+    EXPECT_EQ(y[4 * width + f], 0.0f);
+    EXPECT_EQ(y[1 * width + f], table[0 * width + f]);
+    EXPECT_EQ(y[3 * width + f], table[2 * width + f]);
+  }
+  ops::VocabShardEmbeddingBackward(first, ids.t(), r.t(), dtable.t(), false);
+  testing::ExpectGradientMatches(table, dtable.data, loss, 1e-2, 1e-3, "vocab shard embedding");
+}
+
+// Logits split into two column shards: their log-sum-exps combined and the
+// sharded cross-entropy on each give the whole row's loss and gradient.
+TEST(DecoderOpsTest, ShardedCrossEntropyEqualsTheWholeRows) {
+  const int64_t rows = 4, vocab = 10, half = 5;
+  Buffer z({rows, vocab}), dz({rows, vocab}), loss({1});
+  testing::FillRandom(z, 18, -5.0f, 5.0f);
+  testing::IntBuffer labels({rows});
+  labels.data = {0, 4, 5, 9};
+  ops::TokenCrossEntropy(3.0f, z.t(), labels.t(), loss.t(), dz.t());
+  Buffer shard[2] = {Buffer({rows, half}), Buffer({rows, half})};
+  Buffer lse[2] = {Buffer({rows}), Buffer({rows})};
+  for (int k = 0; k < 2; ++k) {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < half; ++j) shard[k][r * half + j] = z[r * vocab + k * half + j];
+    ops::RowLogSumExp(shard[k].t(), lse[k].t());
+  }
+  Buffer gathered({2, rows}), combined({rows});
+  for (int64_t r = 0; r < rows; ++r) {
+    gathered[r] = lse[0][r];
+    gathered[rows + r] = lse[1][r];
+  }
+  ops::CombineLogSumExp(gathered.t(), combined.t());
+  double total = 0.0;
+  for (int k = 0; k < 2; ++k) {
+    Buffer part({1}), dpart({rows, half});
+    ops::ShardedTokenCrossEntropy(3.0f, k * half, k == 0, shard[k].t(), labels.t(), combined.t(),
+                                  part.t(), dpart.t());
+    total += part[0];
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < half; ++j)
+        EXPECT_NEAR(dpart[r * half + j], dz[r * vocab + k * half + j], 1e-6);
+  }
+  EXPECT_NEAR(total, loss[0], 1e-5);
+}
+
 TEST(DecoderOpsTest, CausalAttentionSeesNoLaterKeyAndGradientsMatch) {
   const int64_t b = 2, h = 2, t = 5, d = 3;
   Buffer q({b, h, t, d}), k = q, v = q, out = q, r = q;

@@ -1,8 +1,12 @@
 // The decoder LLMs' pieces on the CPU (kernels/ops/decoder.h).
 #include "reference/kernels/ops/decoder.h"
 
+#include <omp.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "base/check.h"
 #include "reference/kernels/cpu/parallel.h"
@@ -177,7 +181,123 @@ void TokenCrossEntropy(float normalizer, const Tensor& logits, const Tensor& lab
   loss.f32()[0] = static_cast<float>(total / normalizer);
 }
 
+void VocabShardEmbedding(int64_t first, const Tensor& ids, const Tensor& table, const Tensor& y) {
+  const int64_t rows = ids.numel(), entries = table.dim(0), width = table.dim(1);
+  MLPERF_CHECK(ids.dtype() == core::DType::kI32 && y.numel() == rows * width);
+  const int32_t* id = ids.as<int32_t>();
+  const float* t = table.f32();
+  float* out = y.f32();
+#pragma omp parallel for if (WorthParallel(y.numel()))
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t row = id[r] - first;
+    float* dst = out + r * width;
+    if (row < 0 || row >= entries) {
+      for (int64_t f = 0; f < width; ++f) dst[f] = 0.0f;
+    } else {
+      for (int64_t f = 0; f < width; ++f) dst[f] = t[row * width + f];
+    }
+  }
+}
+
+void VocabShardEmbeddingBackward(int64_t first, const Tensor& ids, const Tensor& dy,
+                                 const Tensor& dtable, bool accumulate) {
+  const int64_t rows = ids.numel(), entries = dtable.dim(0), width = dtable.dim(1);
+  MLPERF_CHECK(ids.dtype() == core::DType::kI32 && dy.numel() == rows * width);
+  const int32_t* id = ids.as<int32_t>();
+  const float* grad = dy.f32();
+  float* table = dtable.f32();
+  if (!accumulate) {
+#pragma omp parallel for if (WorthParallel(dtable.numel()))
+    for (int64_t i = 0; i < entries * width; ++i) table[i] = 0.0f;
+  }
+  // Repeated ids collide: each thread owns a range of columns and walks
+  // every row in order (the sums in row order, as on one thread).
+#pragma omp parallel if (WorthParallel(dy.numel()))
+  {
+    const int64_t t = omp_get_thread_num(), team = omp_get_num_threads();
+    const int64_t begin = width * t / team, end = width * (t + 1) / team;
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t row = id[r] - first;
+      if (row < 0 || row >= entries) continue;
+      float* dst = table + row * width;
+      const float* src = grad + r * width;
+      for (int64_t f = begin; f < end; ++f) dst[f] += src[f];
+    }
+  }
+}
+
+// One row's log-sum-exp: the exponentials in fp32 into `scratch`, the sum in
+// fp64.
+double RowLse(const float* z, int64_t n, float* scratch) {
+  float max = z[0];
+  for (int64_t j = 1; j < n; ++j) max = max < z[j] ? z[j] : max;
+  for (int64_t j = 0; j < n; ++j) scratch[j] = z[j] - max;
+  ExpInPlace(scratch, n);
+  double sum = 0.0;
+  for (int64_t j = 0; j < n; ++j) sum += scratch[j];
+  return max + std::log(sum);
+}
+
+void RowLogSumExp(const Tensor& logits, const Tensor& lse) {
+  const int64_t n = Features(logits), rows = logits.numel() / n;
+  MLPERF_CHECK(lse.numel() == rows);
+  const float* z = logits.f32();
+  float* out = lse.f32();
+#pragma omp parallel
+  {
+    std::vector<float> scratch(n);
+#pragma omp for
+    for (int64_t r = 0; r < rows; ++r)
+      out[r] = static_cast<float>(RowLse(z + r * n, n, scratch.data()));
+  }
+}
+
+void CombineLogSumExp(const Tensor& gathered, const Tensor& lse) {
+  const int64_t rows = lse.numel(), ranks = gathered.numel() / rows;
+  MLPERF_CHECK(gathered.numel() == ranks * rows);
+  const float* g = gathered.f32();
+  float* out = lse.f32();
+  for (int64_t r = 0; r < rows; ++r) {
+    float max = g[r];
+    for (int64_t k = 1; k < ranks; ++k) max = std::max(max, g[k * rows + r]);
+    double sum = 0.0;
+    for (int64_t k = 0; k < ranks; ++k) sum += std::exp(double{g[k * rows + r]} - max);
+    out[r] = static_cast<float>(max + std::log(sum));
+  }
+}
+
+void ShardedTokenCrossEntropy(float normalizer, int64_t first, bool add_lse, const Tensor& logits,
+                              const Tensor& labels, const Tensor& lse, const Tensor& loss,
+                              const Tensor& dlogits) {
+  const int64_t n = Features(logits), rows = logits.numel() / n;
+  MLPERF_CHECK(labels.numel() == rows && labels.dtype() == core::DType::kI32 &&
+               lse.numel() == rows && dlogits.numel() == logits.numel() && normalizer > 0.0f);
+  const float *z = logits.f32(), *l = lse.f32();
+  const int32_t* label = labels.as<int32_t>();
+  float* dz = dlogits.f32();
+  double total = 0.0;
+#pragma omp parallel for reduction(+ : total) if (WorthParallel(logits.numel()))
+  for (int64_t r = 0; r < rows; ++r) {
+    float* dr = dz + r * n;
+    for (int64_t j = 0; j < n; ++j) dr[j] = z[r * n + j] - l[r];
+    ExpInPlace(dr, n);
+    for (int64_t j = 0; j < n; ++j) dr[j] /= normalizer;
+    const int64_t column = label[r] - first;
+    if (column >= 0 && column < n) {
+      dr[column] -= 1.0f / normalizer;
+      total -= z[r * n + column];
+    }
+    if (add_lse) total += l[r];
+  }
+  loss.f32()[0] = static_cast<float>(total / normalizer);
+}
+
 MLPERF_REGISTER_KERNEL(TokenCrossEntropy, Cpu, TokenCrossEntropy);
+MLPERF_REGISTER_KERNEL(VocabShardEmbedding, Cpu, VocabShardEmbedding);
+MLPERF_REGISTER_KERNEL(VocabShardEmbeddingBackward, Cpu, VocabShardEmbeddingBackward);
+MLPERF_REGISTER_KERNEL(RowLogSumExp, Cpu, RowLogSumExp);
+MLPERF_REGISTER_KERNEL(CombineLogSumExp, Cpu, CombineLogSumExp);
+MLPERF_REGISTER_KERNEL(ShardedTokenCrossEntropy, Cpu, ShardedTokenCrossEntropy);
 MLPERF_REGISTER_KERNEL(RmsNormForward, Cpu, RmsNormForward);
 MLPERF_REGISTER_KERNEL(RmsNormBackward, Cpu, RmsNormBackward);
 MLPERF_REGISTER_KERNEL(RotaryEmbedding, Cpu, RotaryEmbedding);

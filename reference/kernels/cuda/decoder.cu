@@ -92,6 +92,41 @@ __global__ void SumRows(const float* row_loss, int64_t rows, float normalizer, f
   if (threadIdx.x == 0) loss[0] = sum / normalizer;
 }
 
+// Each column walks every row in order (deterministic sums of repeated ids).
+__global__ void VocabShardGradColumns(int64_t first, const int32_t* ids, const float* dy,
+                                      int64_t rows, int64_t entries, int64_t width, float* dtable) {
+  const int64_t f = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (f >= width) return;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t row = ids[r] - first;
+    if (row >= 0 && row < entries) dtable[row * width + f] += dy[r * width + f];
+  }
+}
+
+__global__ void RowLogSumExpRows(const float* z, int64_t n, float* lse) {
+  const float* zr = z + blockIdx.x * n;
+  float max = -FLT_MAX;
+  for (int64_t j = threadIdx.x; j < n; j += kThreads) max = fmaxf(max, zr[j]);
+  max = detail::BlockMax<kThreads>(max);
+  float sum = 0.0f;
+  for (int64_t j = threadIdx.x; j < n; j += kThreads) sum += expf(zr[j] - max);
+  sum = BlockSum<kThreads>(sum);
+  if (threadIdx.x == 0) lse[blockIdx.x] = max + logf(sum);
+}
+
+__global__ void ShardedCrossEntropyRows(float normalizer, int64_t first, bool add_lse,
+                                        const float* z, const int32_t* labels, const float* lse,
+                                        int64_t n, float* dz, float* row_loss) {
+  const float* zr = z + blockIdx.x * n;
+  float* dr = dz + blockIdx.x * n;
+  const float l = lse[blockIdx.x];
+  const int64_t column = labels[blockIdx.x] - first;
+  for (int64_t j = threadIdx.x; j < n; j += kThreads)
+    dr[j] = expf(zr[j] - l) / normalizer - (j == column ? 1.0f / normalizer : 0.0f);
+  if (threadIdx.x == 0)
+    row_loss[blockIdx.x] = (add_lse ? l : 0.0f) - (column >= 0 && column < n ? zr[column] : 0.0f);
+}
+
 template <typename F>
 __global__ void Each(long long n, F f) {
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
@@ -218,7 +253,74 @@ void TokenCrossEntropy(float normalizer, const Tensor& logits, const Tensor& lab
   CUDA_CHECK_LAUNCH();
 }
 
+void VocabShardEmbedding(int64_t first, const Tensor& ids, const Tensor& table, const Tensor& y) {
+  const int64_t rows = ids.numel(), entries = table.dim(0), width = table.dim(1);
+  MLPERF_CHECK(ids.dtype() == core::DType::kI32 && y.numel() == rows * width);
+  const int32_t* id = ids.as<int32_t>();
+  const float* t = table.f32();
+  float* out = y.f32();
+  Launch(y.numel(), [=] __device__(long long i) {
+    const long long row = id[i / width] - first;
+    out[i] = row >= 0 && row < entries ? t[row * width + i % width] : 0.0f;
+  });
+}
+
+void VocabShardEmbeddingBackward(int64_t first, const Tensor& ids, const Tensor& dy,
+                                 const Tensor& dtable, bool accumulate) {
+  const int64_t rows = ids.numel(), entries = dtable.dim(0), width = dtable.dim(1);
+  MLPERF_CHECK(ids.dtype() == core::DType::kI32 && dy.numel() == rows * width);
+  if (!accumulate) CUDA_CHECK(cudaMemsetAsync(dtable.data(), 0, dtable.bytes(), Stream()));
+  if (width == 0) return;
+  VocabShardGradColumns<<<Blocks(width), kThreads, 0, Stream()>>>(
+      first, ids.as<int32_t>(), dy.f32(), rows, entries, width, dtable.f32());
+  CUDA_CHECK_LAUNCH();
+}
+
+void RowLogSumExp(const Tensor& logits, const Tensor& lse) {
+  const int64_t n = Features(logits), rows = logits.numel() / n;
+  MLPERF_CHECK(lse.numel() == rows);
+  if (rows == 0) return;
+  RowLogSumExpRows<<<static_cast<unsigned>(rows), kThreads, 0, Stream()>>>(logits.f32(), n,
+                                                                           lse.f32());
+  CUDA_CHECK_LAUNCH();
+}
+
+void CombineLogSumExp(const Tensor& gathered, const Tensor& lse) {
+  const int64_t rows = lse.numel(), ranks = gathered.numel() / rows;
+  MLPERF_CHECK(gathered.numel() == ranks * rows);
+  const float* g = gathered.f32();
+  float* out = lse.f32();
+  Launch(rows, [=] __device__(long long r) {
+    float max = g[r];
+    for (int64_t k = 1; k < ranks; ++k) max = fmaxf(max, g[k * rows + r]);
+    double sum = 0.0;
+    for (int64_t k = 0; k < ranks; ++k) sum += exp(static_cast<double>(g[k * rows + r]) - max);
+    out[r] = static_cast<float>(max + log(sum));
+  });
+}
+
+void ShardedTokenCrossEntropy(float normalizer, int64_t first, bool add_lse, const Tensor& logits,
+                              const Tensor& labels, const Tensor& lse, const Tensor& loss,
+                              const Tensor& dlogits) {
+  const int64_t n = Features(logits), rows = logits.numel() / n;
+  MLPERF_CHECK(labels.numel() == rows && labels.dtype() == core::DType::kI32 &&
+               lse.numel() == rows && dlogits.numel() == logits.numel() && normalizer > 0.0f);
+  if (rows == 0) return;
+  float* row_loss = static_cast<float*>(Scratch(rows * sizeof(float), kScratchReduce));
+  ShardedCrossEntropyRows<<<static_cast<unsigned>(rows), kThreads, 0, Stream()>>>(
+      normalizer, first, add_lse, logits.f32(), labels.as<int32_t>(), lse.f32(), n, dlogits.f32(),
+      row_loss);
+  CUDA_CHECK_LAUNCH();
+  SumRows<<<1, kThreads, 0, Stream()>>>(row_loss, rows, normalizer, loss.f32());
+  CUDA_CHECK_LAUNCH();
+}
+
 MLPERF_REGISTER_KERNEL(TokenCrossEntropy, Cuda, TokenCrossEntropy);
+MLPERF_REGISTER_KERNEL(VocabShardEmbedding, Cuda, VocabShardEmbedding);
+MLPERF_REGISTER_KERNEL(VocabShardEmbeddingBackward, Cuda, VocabShardEmbeddingBackward);
+MLPERF_REGISTER_KERNEL(RowLogSumExp, Cuda, RowLogSumExp);
+MLPERF_REGISTER_KERNEL(CombineLogSumExp, Cuda, CombineLogSumExp);
+MLPERF_REGISTER_KERNEL(ShardedTokenCrossEntropy, Cuda, ShardedTokenCrossEntropy);
 MLPERF_REGISTER_KERNEL(RmsNormForward, Cuda, RmsNormForward);
 MLPERF_REGISTER_KERNEL(RmsNormBackward, Cuda, RmsNormBackward);
 MLPERF_REGISTER_KERNEL(RotaryEmbedding, Cuda, RotaryEmbedding);

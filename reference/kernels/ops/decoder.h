@@ -54,4 +54,31 @@ inline Op<void(float normalizer, const core::Tensor& logits, const core::Tensor&
                const core::Tensor& loss, const core::Tensor& dlogits)>
     TokenCrossEntropy{"TokenCrossEntropy"};
 
+// Tensor parallelism (Megatron's vocabulary-parallel layers): this rank's
+// shard `table` holds rows [first, first + rows) of the vocabulary.
+//   y[i] = table[ids[i] - first] for an id in the shard, 0 otherwise
+//   (the ranks' outputs are then summed);
+//   its backward sums dy's rows at their ids' shard rows into dtable
+//   (overwritten, or added to with accumulate), ids elsewhere skipped.
+inline Op<void(int64_t first, const core::Tensor& ids, const core::Tensor& table,
+               const core::Tensor& y)>
+    VocabShardEmbedding{"VocabShardEmbedding"};
+inline Op<void(int64_t first, const core::Tensor& ids, const core::Tensor& dy,
+               const core::Tensor& dtable, bool accumulate)>
+    VocabShardEmbeddingBackward{"VocabShardEmbeddingBackward"};
+// The cross-entropy over logits split by vocabulary across ranks:
+// lse [rows] = each row's log-sum-exp over this rank's columns; the ranks'
+// values (gathered [ranks, rows]) combine into the whole row's with
+// CombineLogSumExp; then ShardedTokenCrossEntropy writes this rank's part
+// of the loss, sum of -z[label] over the labels in its columns [first,
+// first + columns), plus sum(lse) with add_lse (one rank), over
+// normalizer, and its columns' gradient (softmax(z) - onehot) / normalizer.
+inline Op<void(const core::Tensor& logits, const core::Tensor& lse)> RowLogSumExp{"RowLogSumExp"};
+inline Op<void(const core::Tensor& gathered, const core::Tensor& lse)> CombineLogSumExp{
+    "CombineLogSumExp"};
+inline Op<void(float normalizer, int64_t first, bool add_lse, const core::Tensor& logits,
+               const core::Tensor& labels, const core::Tensor& lse, const core::Tensor& loss,
+               const core::Tensor& dlogits)>
+    ShardedTokenCrossEntropy{"ShardedTokenCrossEntropy"};
+
 }  // namespace mlperf::ops

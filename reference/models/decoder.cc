@@ -81,6 +81,20 @@ Decoder::Decoder(const DecoderConfig& config, int64_t batch_size, const Placemen
   Initialize(seed);
 }
 
+Decoder::Decoder(const DecoderConfig& config, int64_t batch_size, int tp, MeasureOnly)
+    : Model(core::Device::kCpu, batch_size), config_(config), tp_(tp) {
+  config_.device = core::Device::kCpu;
+  rows_ = batch_size * config.seq_len;
+  measured_ =
+      MeasureEachArena(core::Device::kCpu, [this](const layers::ModelArenas& a) { Build(a); });
+}
+
+Model::ArenaBytes Decoder::Measure(const DecoderConfig& config, int64_t batch_size, int tp) {
+  MLPERF_CHECK(tp >= 1 && config.heads % tp == 0 && config.kv_heads % tp == 0 &&
+               config.intermediate % tp == 0 && config.vocab_size % tp == 0);
+  return Decoder(config, batch_size, tp, MeasureOnly{}).measured_;
+}
+
 Decoder::~Decoder() = default;
 
 int64_t Decoder::ParameterCount(const DecoderConfig& c) {

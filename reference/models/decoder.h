@@ -80,6 +80,9 @@ class Decoder final : public Model {
   ~Decoder() override;
 
   static int64_t ParameterCount(const DecoderConfig& config);
+  // The bytes of each arena one of `tp` tensor-parallel ranks of this model
+  // allocates at `batch_size`, measured without allocating them.
+  static ArenaBytes Measure(const DecoderConfig& config, int64_t batch_size, int tp);
   const DecoderConfig& config() const { return config_; }
 
   // Weights N(0, init_stddev), norm scales 1; a tensor-parallel rank draws
@@ -113,6 +116,9 @@ class Decoder final : public Model {
     core::Tensor attention_sum, output_sum, swiglu;
   };
 
+  struct MeasureOnly {};
+  Decoder(const DecoderConfig& config, int64_t batch_size, int tp, MeasureOnly);
+
   void Build(const layers::ModelArenas& arenas);
   // Records the slice of the parameter registered last.
   void SliceLast(int dim, int64_t full);
@@ -129,6 +135,7 @@ class Decoder final : public Model {
   int tp_rank_ = 0, tp_ = 1;
   dist::Communicator* comm_ = nullptr;
   std::vector<Slice> slices_;
+  ArenaBytes measured_;  // MeasureOnly
   layers::Embedding embed_;
   std::vector<Layer> layers_;
   layers::RmsNorm final_norm_;

@@ -83,11 +83,18 @@ void Model::AllocateArenas(const std::function<void(const layers::ModelArenas&)>
 
 size_t Model::MeasureArenas(core::Device device,
                             const std::function<void(const layers::ModelArenas&)>& build) {
+  const ArenaBytes m = MeasureEachArena(device, build);
+  return static_cast<size_t>(m.params + m.grads + m.buffers + m.activations + m.frozen);
+}
+
+Model::ArenaBytes Model::MeasureEachArena(
+    core::Device device, const std::function<void(const layers::ModelArenas&)>& build) {
   core::Arena p = core::Arena::Measuring(device), g = core::Arena::Measuring(device);
   core::Arena b = core::Arena::Measuring(device), a = core::Arena::Measuring(device);
   core::Arena f = core::Arena::Measuring(device);
   build({&p, &g, &b, &a, &f});
-  return p.used() + g.used() + b.used() + a.used() + f.used();
+  const auto bytes = [](const core::Arena& arena) { return static_cast<int64_t>(arena.used()); };
+  return {bytes(p), bytes(g), bytes(b), bytes(a), bytes(f)};
 }
 
 void Model::UploadTrainingBatch(const Batch&) {

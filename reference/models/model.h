@@ -98,6 +98,11 @@ class Model {
   virtual OwnedBatch SyntheticBatch() const = 0;
 
   const core::Tensor& loss_tensor() const { return loss_; }
+
+  // The bytes of each arena (what MeasureEachArena counts).
+  struct ArenaBytes {
+    int64_t params = 0, grads = 0, buffers = 0, activations = 0, frozen = 0;
+  };
   // ForwardTrainAsync and read the loss back.
   float ForwardTrain(const Batch& batch);
 
@@ -170,9 +175,12 @@ class Model {
   // (padding zeroed, so flat spans compare and checkpoint deterministically)
   // and runs it again.
   void AllocateArenas(const std::function<void(const layers::ModelArenas&)>& build);
-  // The bytes AllocateArenas would allocate, allocating nothing.
+  // The bytes AllocateArenas would allocate, allocating nothing: in all, and
+  // per arena.
   static size_t MeasureArenas(core::Device device,
                               const std::function<void(const layers::ModelArenas&)>& build);
+  static ArenaBytes MeasureEachArena(core::Device device,
+                                     const std::function<void(const layers::ModelArenas&)>& build);
   // Host tensor over the place of `t` (a parameter or buffer) inside a host
   // copy of its arena, for initialisers and checkpoints.
   core::Tensor HostParameter(const core::Tensor& t, std::vector<float>& host) const;

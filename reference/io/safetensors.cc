@@ -205,6 +205,33 @@ absl::Status SafetensorsFile::CopyTo(const std::string& name, const core::Tensor
   return absl::OkStatus();
 }
 
+absl::Status SafetensorsFile::CopyToFloats(const std::string& name, const core::Shape& shape,
+                                           float* dst) const {
+  auto it = tensors_.find(name);
+  if (it == tensors_.end())
+    return absl::NotFoundError(absl::StrCat(path_, ": no tensor \"", name, "\""));
+  const StoredTensor& t = it->second;
+  const bool floating =
+      t.dtype == core::DType::kF32 || t.dtype == core::DType::kBF16 || t.dtype == core::DType::kF16;
+  if (!floating || !(t.shape == shape))
+    return FileError(
+        path_,
+        absl::StrCat("tensor \"", name, "\": expected F32, BF16 or F16 ", shape.ToString(),
+                     ", found ", std::string(core::DTypeName(t.dtype)), " ", t.shape.ToString()));
+  const char* p = bytes_.data() + data_start_ + t.begin;
+  const int64_t n = shape.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    if (t.dtype == core::DType::kF32) {
+      std::memcpy(dst + i, p + 4 * i, 4);
+      continue;
+    }
+    uint16_t bits;
+    std::memcpy(&bits, p + 2 * i, 2);
+    dst[i] = t.dtype == core::DType::kBF16 ? core::Bf16ToFloat(bits) : core::HalfToFloat(bits);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Metadata> LoadSafetensors(const std::string& path,
                                          std::span<const NamedTensor> into) {
   absl::StatusOr<SafetensorsFile> f = SafetensorsFile::Read(path);

@@ -43,6 +43,10 @@ class SafetensorsFile {
   const Metadata& metadata() const { return metadata_; }
   // Copies tensor `name` into `dst`, which must have the stored dtype and shape.
   absl::Status CopyTo(const std::string& name, const core::Tensor& dst) const;
+  // Tensor `name`, stored as F32, BF16 or F16 in `shape`, widened to fp32
+  // into `dst` (shape.numel() floats): a published checkpoint in bf16 read
+  // into fp32 weights.
+  absl::Status CopyToFloats(const std::string& name, const core::Shape& shape, float* dst) const;
 
  private:
   std::string path_;

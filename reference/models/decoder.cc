@@ -1,5 +1,6 @@
 #include "reference/models/decoder.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <numbers>
@@ -179,6 +180,19 @@ void Decoder::Build(const layers::ModelArenas& a) {
   for (Tensor* t : {&dswiglu_, &dgate_, &dup_}) *t = acts.Allocate({rows_, inter});
 }
 
+void Decoder::TakeSlice(const std::vector<float>& full, const core::Shape& whole, const Slice& s,
+                        const Tensor& value) {
+  if (s.dim < 0 || value.dim(s.dim) == s.full) {
+    std::copy(full.begin(), full.end(), value.f32());
+    return;
+  }
+  const int64_t rows = value.dim(0), columns = value.dim(1), full_columns = whole[1];
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < columns; ++c)
+      value.f32()[r * columns + c] = s.dim == 0 ? full[(s.first + r) * full_columns + c]
+                                                : full[r * full_columns + s.first + c];
+}
+
 void Decoder::Initialize(uint64_t seed) {
   std::vector<float> params(parameters().size(), 0.0f);
   for (size_t i = 0; i < registry_.parameters.size(); ++i) {
@@ -195,15 +209,10 @@ void Decoder::Initialize(uint64_t seed) {
       continue;
     }
     // The whole tensor, then this rank's rows or columns of it.
-    const int64_t rows = value.dim(0), columns = value.dim(1);
     const core::Shape whole = value.shape().With(s.dim, s.full);
     std::vector<float> full(whole.numel());
     core::FillNormal(Tensor(full.data(), whole, DType::kF32), 0.0f, config_.init_stddev, stream);
-    const int64_t full_columns = whole[1];
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t col = 0; col < columns; ++col)
-        value.f32()[r * columns + col] = s.dim == 0 ? full[(s.first + r) * full_columns + col]
-                                                    : full[r * full_columns + s.first + col];
+    TakeSlice(full, whole, s, value);
   }
   ParametersFromHost(params);
 }

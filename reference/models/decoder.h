@@ -21,8 +21,10 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "reference/core/tensor.h"
 #include "reference/layers/causal_attention.h"
 #include "reference/layers/embedding.h"
@@ -85,6 +87,15 @@ class Decoder final : public Model {
   static ArenaBytes Measure(const DecoderConfig& config, int64_t batch_size, int tp);
   const DecoderConfig& config() const { return config_; }
 
+  // The weights of a transformers Llama checkpoint (F32, BF16 or F16,
+  // widened): `path` a .safetensors file, or a folder holding
+  // model.safetensors.index.json and its shards (or model.safetensors), as
+  // save_pretrained and the Hugging Face hub leave them. A tensor-parallel
+  // rank reads its slices. Every parameter must be there with its whole
+  // shape; an error names the file and the tensor, and leaves the model as
+  // it was. (decoder_checkpoint.cc)
+  absl::Status LoadHuggingFace(const std::string& path);
+
   // Weights N(0, init_stddev), norm scales 1; a tensor-parallel rank draws
   // the whole tensor and keeps its slice, so any layout starts from the
   // weights of one rank.
@@ -120,6 +131,9 @@ class Decoder final : public Model {
   Decoder(const DecoderConfig& config, int64_t batch_size, int tp, MeasureOnly);
 
   void Build(const layers::ModelArenas& arenas);
+  // value = the slice `s` of `full` (the whole tensor, of shape `whole`).
+  static void TakeSlice(const std::vector<float>& full, const core::Shape& whole, const Slice& s,
+                        const core::Tensor& value);
   // Records the slice of the parameter registered last.
   void SliceLast(int dim, int64_t full);
   // Sums x over the tensor-parallel ranks (nothing on one).

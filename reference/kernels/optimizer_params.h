@@ -66,7 +66,9 @@ struct LambParams {
 //   decoupled (AdamW): u = m'/(sqrt(v')+eps) + wd*w;  w -= lr*u
 //   otherwise (Adam, L2): g += wd*w before the moments;  w -= lr*m'/(sqrt(v')+eps)
 // with m' = m/(1-b1^t), v' = v/(1-b2^t); no weight decay on no_weight_decay
-// slices.
+// slices. With max_grad_norm > 0 the gradients are first scaled by
+// max_grad_norm / (||g|| + 1e-6) when that is below 1, ||g|| over every
+// slice (torch.nn.utils.clip_grad_norm_, Megatron's clip_grad_norm_fp32).
 struct AdamParams {
   float lr = 0.0f;
   const float* lr_at = nullptr;
@@ -75,6 +77,7 @@ struct AdamParams {
   float epsilon = 1e-8f;
   float weight_decay = 0.0f;
   bool decoupled = true;
+  float max_grad_norm = 0.0f;
 };
 
 // Adagrad as torch.optim.Adagrad with lr_decay 0 and initial accumulator 0:

@@ -27,7 +27,8 @@ void Adam::Step(const StepArgs& a) {
                  .beta2 = options_.beta2,
                  .epsilon = options_.epsilon,
                  .weight_decay = options_.weight_decay,
-                 .decoupled = options_.decoupled},
+                 .decoupled = options_.decoupled,
+                 .max_grad_norm = options_.max_grad_norm},
                 slices_, a.w, a.g, m_.f32(), v_.f32(), step_.as<int32_t>(), a.found_inf);
 }
 

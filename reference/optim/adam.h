@@ -18,6 +18,8 @@ struct AdamOptions {
   float epsilon = 1e-8f;
   float weight_decay = 0.0f;
   bool decoupled = true;  // AdamW; false: Adam with an L2 term
+  // > 0: the gradients' global norm clipped to it first (the LLMs' 1.0).
+  float max_grad_norm = 0.0f;
 };
 
 class Adam final : public Optimizer {
@@ -26,6 +28,7 @@ class Adam final : public Optimizer {
   void Allocate(core::Arena& arena, int64_t count) override;
   std::vector<StateTensor> State() const override;
   void Step(const StepArgs& args) override;
+  bool ReadsGlobalGradientNorm() const override { return options_.max_grad_norm > 0.0f; }
 
  private:
   AdamOptions options_;

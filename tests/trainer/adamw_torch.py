@@ -6,7 +6,9 @@ Run with /usr/bin/python3 (Debian's python3-torch).
 
 usage: adamw_torch.py IN OUT
 IN holds w0/<name> and g<k>/<name> for steps k = 0.., and metadata: beta1,
-beta2, epsilon, weight_decay, steps, lr<k>, no_decay (names, comma separated).
+beta2, epsilon, weight_decay, steps, lr<k>, no_decay (names, comma separated)
+and, optionally, max_grad_norm (torch.nn.utils.clip_grad_norm_ over every
+parameter before each step).
 """
 import json
 import os
@@ -41,6 +43,9 @@ def main():
             group["lr"] = float(meta[f"lr{k}"])
         for n in names:
             params[n].grad = tensors[f"g{k}/{n}"].double()
+        if "max_grad_norm" in meta:
+            torch.nn.utils.clip_grad_norm_([params[n] for n in names],
+                                           float(meta["max_grad_norm"]))
         opt.step()
     write(dst, {"w/" + n: params[n] for n in names})
 

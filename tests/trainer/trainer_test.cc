@@ -17,7 +17,10 @@
 #include <vector>
 
 #include "fmt/format.h"
+#include "reference/core/arena.h"
 #include "reference/dist/communicator.h"
+#include "reference/io/safetensors.h"
+#include "reference/optim/adam.h"
 #include "tests/toy_benchmark/toy.h"
 
 namespace mlperf::train {
@@ -178,6 +181,89 @@ TEST(Trainer, AdamWMatchesTorch) {
     }
   }
   EXPECT_GT(moved, 1e-3);  // the steps did change the weights
+}
+
+// AdamW with the LLMs' recipe (betas 0.9/0.95, epsilon 1e-5, decay 0.1,
+// global-norm clipping at 1.0) stepped on gradients whose norm is above and
+// then below the clip, against torch.optim.AdamW after clip_grad_norm_
+// (tests/trainer/adamw_torch.py, fp64); a bias undecayed.
+TEST(AdamW, GlobalNormClippingMatchesTorch) {
+  if (std::system("/usr/bin/python3 -c 'import torch' > /dev/null 2>&1") != 0)
+    GTEST_SKIP() << "PyTorch is not installed for /usr/bin/python3";
+  const std::vector<std::string> names = {"weight", "bias"};
+  const std::vector<TensorSlice> slices = {{.offset = 0, .numel = 12},
+                                           {.offset = 12, .numel = 3, .no_weight_decay = true}};
+  const int64_t n = 15;
+  optim::Adam adam({.beta1 = 0.9f,
+                    .beta2 = 0.95f,
+                    .epsilon = 1e-5f,
+                    .weight_decay = 0.1f,
+                    .max_grad_norm = 1.0f},
+                   slices);
+  EXPECT_TRUE(adam.ReadsGlobalGradientNorm());
+  core::Arena measuring = core::Arena::Measuring(core::Device::kCpu);
+  adam.Allocate(measuring, n);
+  core::Arena arena(core::Device::kCpu, measuring.used());
+  adam.Allocate(arena, n);
+  std::vector<float> w(n);
+  for (int64_t i = 0; i < n; ++i) w[i] = 0.1f * static_cast<float>(i % 7) - 0.3f;
+  constexpr int kSteps = 5;
+  std::vector<std::vector<float>> flats = {w};
+  io::Metadata meta = {{"beta1", "0.9"},
+                       {"beta2", "0.95"},
+                       {"epsilon", "1e-05"},
+                       {"weight_decay", "0.1"},
+                       {"steps", std::to_string(kSteps)},
+                       {"no_decay", "bias"},
+                       {"max_grad_norm", "1.0"}};
+  for (int k = 0; k < kSteps; ++k) {
+    // Norms about 8, 4, 2, 1 and 0.5: clipped, then not.
+    std::vector<float> g(n);
+    for (int64_t i = 0; i < n; ++i)
+      g[i] = static_cast<float>(((i * 7 + k * 3) % 11) - 5) * 0.55f / static_cast<float>(1 << k);
+    meta[fmt::format("lr{}", k)] = "0.01";
+    flats.push_back(g);
+    adam.Step({.w = w.data(), .g = g.data(), .count = n, .lr = 0.01f});
+  }
+  std::vector<io::NamedTensor> tensors;
+  std::vector<std::string> keys;
+  keys.reserve(2 * (kSteps + 1));
+  for (int k = 0; k <= kSteps; ++k)
+    for (size_t i = 0; i < names.size(); ++i) {
+      keys.push_back((k == 0 ? std::string("w0/") : fmt::format("g{}/", k - 1)) + names[i]);
+      tensors.push_back({keys.back(), core::Tensor(flats[k].data() + slices[i].offset,
+                                                   {slices[i].numel}, core::DType::kF32)});
+    }
+  const fs::path in = fs::temp_directory_path() / fmt::format("adamw_clip_in_{}.st", getpid());
+  const fs::path out = fs::temp_directory_path() / fmt::format("adamw_clip_out_{}.st", getpid());
+  ASSERT_TRUE(io::SaveSafetensors(in.string(), tensors, meta).ok());
+  const std::string cmd = fmt::format("/usr/bin/python3 {}/tests/trainer/adamw_torch.py {} {}",
+                                      MLPERF_SOURCE_DIR, in.string(), out.string());
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  absl::StatusOr<io::SafetensorsFile> file = io::SafetensorsFile::Read(out.string());
+  ASSERT_TRUE(file.ok()) << file.status();
+  fs::remove(in);
+  fs::remove(out);
+  for (size_t i = 0; i < names.size(); ++i) {
+    std::vector<float> want(static_cast<size_t>(slices[i].numel));
+    ASSERT_TRUE(file->CopyTo("w/" + names[i],
+                             core::Tensor(want.data(), {slices[i].numel}, core::DType::kF32))
+                    .ok());
+    for (int64_t j = 0; j < slices[i].numel; ++j)
+      EXPECT_NEAR(w[slices[i].offset + j], want[j], 2e-6) << names[i] << " " << j;
+  }
+  // The clip mattered: the same steps unclipped end elsewhere.
+  optim::Adam unclipped({.beta1 = 0.9f, .beta2 = 0.95f, .epsilon = 1e-5f, .weight_decay = 0.1f},
+                        slices);
+  EXPECT_FALSE(unclipped.ReadsGlobalGradientNorm());
+  core::Arena other(core::Device::kCpu, measuring.used());
+  unclipped.Allocate(other, n);
+  std::vector<float> w2 = flats[0];
+  for (int k = 1; k <= kSteps; ++k)
+    unclipped.Step({.w = w2.data(), .g = flats[k].data(), .count = n, .lr = 0.01f});
+  double apart = 0.0;
+  for (int64_t i = 0; i < n; ++i) apart = std::max(apart, std::fabs(double{w2[i]} - w[i]));
+  EXPECT_GT(apart, 1e-4);
 }
 
 TEST(Buckets, NeverSpanASkippedRange) {

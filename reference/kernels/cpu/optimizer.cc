@@ -123,12 +123,19 @@ void AdamStep(core::Device, const AdamParams& p, std::span<const TensorSlice> sl
   const int32_t t = ++*step;
   const float c1 = 1.0f - std::pow(p.beta1, static_cast<float>(t));
   const float c2 = 1.0f - std::pow(p.beta2, static_cast<float>(t));
+  float clip = 1.0f;
+  if (p.max_grad_norm > 0.0f) {
+    double global_sq = 0.0;
+    for (const TensorSlice& s : slices) global_sq += SquaredNorm(g + s.offset, s.numel);
+    const double coef = p.max_grad_norm / (std::sqrt(global_sq) + 1e-6);
+    clip = coef < 1.0 ? static_cast<float>(coef) : 1.0f;
+  }
   for (const TensorSlice& s : slices) {
     const float wd = s.no_weight_decay ? 0.0f : p.weight_decay;
     const float decoupled = p.decoupled ? wd : 0.0f, coupled = p.decoupled ? 0.0f : wd;
 #pragma omp parallel for if (WorthParallel(s.numel))
     for (int64_t i = s.offset; i < s.offset + s.numel; ++i) {
-      const float gi = g[i] + coupled * w[i];
+      const float gi = g[i] * clip + coupled * w[i];
       m[i] = p.beta1 * m[i] + (1.0f - p.beta1) * gi;
       v[i] = p.beta2 * v[i] + (1.0f - p.beta2) * gi * gi;
       const float u = (m[i] / c1) / (std::sqrt(v[i] / c2) + p.epsilon) + decoupled * w[i];

@@ -242,8 +242,13 @@ __global__ void AdamKernel(AdamParams p, Plan plan, float* w, const float* g, fl
   const float wd = c.no_weight_decay ? 0.0f : p.weight_decay;
   const float decoupled = p.decoupled ? wd : 0.0f, coupled = p.decoupled ? 0.0f : wd;
   const float lr = Rate(p);
+  float clip = 1.0f;
+  if (p.max_grad_norm > 0.0f) {
+    const float coef = p.max_grad_norm / (sqrtf(*plan.global_sum) + 1e-6f);
+    clip = coef < 1.0f ? coef : 1.0f;
+  }
   for (long long i = c.begin + threadIdx.x; i < c.end; i += kThreads) {
-    const float gi = g[i] + coupled * w[i];
+    const float gi = g[i] * clip + coupled * w[i];
     m[i] = p.beta1 * m[i] + (1.0f - p.beta1) * gi;
     v[i] = p.beta2 * v[i] + (1.0f - p.beta2) * gi * gi;
     const float u = (m[i] / c1) / (sqrtf(v[i] / c2) + p.epsilon) + decoupled * w[i];
@@ -329,6 +334,11 @@ void AdamStep(core::Device, const AdamParams& p, std::span<const TensorSlice> sl
   if (plan.num_chunks == 0) return;
   BumpStep<<<1, 1, 0, Stream()>>>(step, found_inf);
   CUDA_CHECK_LAUNCH();
+  if (p.max_grad_norm > 0.0f) {
+    QueueSliceSums(plan, nullptr, g, found_inf);
+    GlobalSum<<<1, kThreads, 0, Stream()>>>(plan, found_inf);
+    CUDA_CHECK_LAUNCH();
+  }
   AdamKernel<<<plan.num_chunks, kThreads, 0, Stream()>>>(p, plan, w, g, m, v, step, found_inf);
   CUDA_CHECK_LAUNCH();
 }

@@ -57,6 +57,10 @@ class Optimizer {
   // clipping): with parameters sharded across ranks that norm would be each
   // rank's own, so the trainer refuses the pair.
   virtual bool ReadsGlobalGradientNorm() const { return false; }
+  // Whether the step itself reduces the ranks' gradients (the distributed
+  // optimizer's reduce-scatter): the trainer then leaves them as each rank
+  // computed them.
+  virtual bool ReducesGradients() const { return false; }
 };
 
 }  // namespace mlperf::optim

@@ -46,8 +46,12 @@ Trainer::Trainer(models::Model& model, std::unique_ptr<optim::Optimizer> optimiz
                      comm.world_size() > 1),
                    "an optimizer that clips by the global gradient norm needs replicated "
                    "parameters (a sharded one's norm would be each rank's own)");
+  MLPERF_CHECK_MSG(!(optimizer_->ReducesGradients() && model.has_sharded_parameters()),
+                   "the distributed optimizer needs replicated parameters");
   const int64_t count = static_cast<int64_t>(model.parameters().size());
-  buckets_ = dist::PlanBuckets(ReplicatedRanges(model, count), config.bucket_elements);
+  // An optimizer that reduces the gradients itself gets them unreduced.
+  if (!optimizer_->ReducesGradients())
+    buckets_ = dist::PlanBuckets(ReplicatedRanges(model, count), config.bucket_elements);
   // The optimizer state, the accumulation sums and the device scalars in
   // one arena next to the model.
   const int64_t accumulated = config.gradient_accumulation_steps > 1 ? count : 1;

@@ -49,9 +49,15 @@ class Slurm:
         with open(os.path.join(d, "cgroup.conf"), "w") as f:
             f.write("CgroupPlugin=cgroup/v1\n")
         self.env = dict(os.environ, SLURM_CONF=self.conf,
-                        # Open MPI in the ranks: TCP on the bridge, yield while waiting
-                        # (the nodes share the machine's cores).
-                        OMPI_MCA_btl="tcp,self", OMPI_MCA_btl_tcp_if_include="10.77.0.0/24",
+                        # Open MPI in the ranks: TCP on the bridge between nodes, shared
+                        # memory within one (under srun, Debian's Open MPI 4.1 crashed
+                        # in MPI_Init about one start in ten on a loaded machine when
+                        # two ranks of a node wired up over TCP: a null call inside
+                        # mca_btl_tcp.so, from a core dump; none in 25 starts with
+                        # vader); yield while waiting (the nodes share the cores).
+                        OMPI_MCA_btl="vader,tcp,self",
+                        OMPI_MCA_btl_vader_single_copy_mechanism="none",
+                        OMPI_MCA_btl_tcp_if_include="10.77.0.0/24",
                         OMPI_MCA_mpi_yield_when_idle="1", OMP_NUM_THREADS="1")
         try:
             self._start(base)

@@ -65,8 +65,11 @@ TEST(DistributedOptimizer, EqualsOneAdamWOnTheAveragedGradients) {
   const int64_t shard = sharded.shard_end() - sharded.shard_begin();
   EXPECT_EQ(shard, std::min<int64_t>(kCount, (rank + 1) * ((kCount + world - 1) / world)) -
                        std::min<int64_t>(kCount, rank * ((kCount + world - 1) / world)));
-  for (const StateTensor& s : sharded.State())
-    if (s.name != "adam_step") EXPECT_EQ(s.tensor.numel(), shard) << s.name;
+  for (const StateTensor& s : sharded.State()) {
+    if (s.name != "adam_step") {
+      EXPECT_EQ(s.tensor.numel(), shard) << s.name;
+    }
+  }
 
   std::vector<float> w(kCount), mine(kCount);
   for (int64_t i = 0; i < kCount; ++i) w[i] = 0.01f * static_cast<float>(i % 29) - 0.1f;

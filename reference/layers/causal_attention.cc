@@ -12,7 +12,6 @@ void CausalSelfAttention::Allocate(const CausalAttentionShape& s, const std::str
                                    const ModelArenas& arenas, ParameterRegistry* registry) {
   MLPERF_CHECK(s.heads > 0 && s.kv_heads > 0 && s.heads % s.kv_heads == 0 && s.head_dim > 0 &&
                s.head_dim % 2 == 0);
-  shape_ = s;
   const int64_t rows = s.batch * s.seq, width = s.heads * s.head_dim,
                 kv_width = s.kv_heads * s.head_dim;
   const core::DType f32 = core::DType::kF32;

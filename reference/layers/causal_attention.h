@@ -35,7 +35,6 @@ class CausalSelfAttention {
   const core::Tensor& output() const { return o_.output(); }
 
  private:
-  CausalAttentionShape shape_;
   core::Tensor cos_, sin_;
   Linear q_, k_, v_, o_;
   // Heads: q (rotated), k and v (k rotated), k and v repeated to every query

@@ -41,6 +41,7 @@ void DistributedOptimizer::Allocate(core::Arena& arena, int64_t count) {
   padded_ = arena.AllocateZeroed({chunk_ * world});
   grad_shard_ = arena.AllocateZeroed({chunk_});
   weight_shard_ = arena.AllocateZeroed({chunk_});
+  host_grads_.assign(max_grad_norm_ > 0.0f ? chunk_ : 0, 0.0f);
 }
 
 std::vector<StateTensor> DistributedOptimizer::State() const {
@@ -60,10 +61,11 @@ void DistributedOptimizer::Step(const StepArgs& a) {
   if (shard > 0) ops::Scale(grads, 1.0f / static_cast<float>(world));
   if (max_grad_norm_ > 0.0f) {
     // The global norm from every shard's squared norm.
-    std::vector<float> host(shard);
-    ops::CopyBytes(host.data(), core::Device::kCpu, grads.data(), device, shard * sizeof(float));
+    ops::CopyBytes(host_grads_.data(), core::Device::kCpu, grads.data(), device,
+                   shard * sizeof(float));
     double squares = 0.0;
-    for (float g : host) squares += static_cast<double>(g) * g;
+    for (int64_t i = 0; i < shard; ++i)
+      squares += static_cast<double>(host_grads_[i]) * host_grads_[i];
     float total = static_cast<float>(squares);
     comm_.AllReduceSum(&total, 1);
     const double coef = max_grad_norm_ / (std::sqrt(static_cast<double>(total)) + 1e-6);

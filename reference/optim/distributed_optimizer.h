@@ -53,6 +53,9 @@ class DistributedOptimizer final : public Optimizer {
   // The padded send buffer of the reduce-scatter (and the all-gather's
   // receive buffer), this rank's gradient shard, its weight shard.
   core::Tensor padded_, grad_shard_, weight_shard_;
+  // The gradient shard on the host for the clip's norm (kept: no allocation
+  // in a step).
+  std::vector<float> host_grads_;
 };
 
 // The slices of `slices` inside [begin, end), their offsets from begin.

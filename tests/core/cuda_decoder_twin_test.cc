@@ -1,15 +1,14 @@
 // Label `gpu`: the decoder ops' CUDA twins (cuda/decoder.cu) and the causal
 // mask against their CPU twins on the same inputs, forward and backward.
 // Skips without a CUDA device.
-#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <vector>
 
 #include "reference/kernels/composite.h"
 #include "reference/kernels/cuda/context.h"
 #include "reference/kernels/ops/decoder.h"
+#include "tests/core/cuda_twin_util.h"
 #include "tests/core/test_util.h"
 
 namespace mlperf {
@@ -17,37 +16,8 @@ namespace {
 
 using core::Tensor;
 using testing::Buffer;
-
-// A device copy of a host buffer, freed at scope end.
-class DeviceBuffer {
- public:
-  explicit DeviceBuffer(const Buffer& host) : shape_(host.shape), n_(host.data.size()) {
-    EXPECT_EQ(cudaMalloc(&ptr_, n_ * sizeof(float)), cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(ptr_, host.data.data(), n_ * sizeof(float), cudaMemcpyHostToDevice),
-              cudaSuccess);
-  }
-  ~DeviceBuffer() { cudaFree(ptr_); }
-  Tensor t() const { return Tensor(ptr_, shape_, core::DType::kF32, core::Device::kCuda); }
-  std::vector<float> ToHost() const {
-    cuda::Synchronize();
-    std::vector<float> out(n_);
-    EXPECT_EQ(cudaMemcpy(out.data(), ptr_, n_ * sizeof(float), cudaMemcpyDeviceToHost),
-              cudaSuccess);
-    return out;
-  }
-
- private:
-  void* ptr_ = nullptr;
-  core::Shape shape_;
-  size_t n_;
-};
-
-void ExpectClose(const std::vector<float>& gpu, const std::vector<float>& cpu, double tol,
-                 const char* what) {
-  ASSERT_EQ(gpu.size(), cpu.size()) << what;
-  for (size_t i = 0; i < gpu.size(); ++i)
-    ASSERT_NEAR(gpu[i], cpu[i], tol * (1.0 + std::fabs(cpu[i]))) << what << " at " << i;
-}
+using twin::Dev;
+using twin::ExpectClose;
 
 class CudaDecoderTwinTest : public ::testing::Test {
  protected:
@@ -62,15 +32,16 @@ TEST_F(CudaDecoderTwinTest, RmsNormForwardAndBackward) {
   testing::FillRandom(x, 1, -2.0f, 2.0f);
   testing::FillRandom(w, 2, 0.5f, 1.5f);
   testing::FillRandom(dy, 3);
-  DeviceBuffer gx(x), gw(w), gdy(dy), gy(y), ginv(inv), gdx(dx), gdw(dw);
+  Dev gx(x.data, x.shape), gw(w.data, w.shape), gdy(dy.data, dy.shape), gy(y.data, y.shape),
+      ginv(inv.data, inv.shape), gdx(dx.data, dx.shape), gdw(dw.data, dw.shape);
   ops::RmsNormForward(1e-5f, x.t(), w.t(), y.t(), inv.t());
   ops::RmsNormForward(1e-5f, gx.t(), gw.t(), gy.t(), ginv.t());
-  ExpectClose(gy.ToHost(), y.data, 1e-5, "rmsnorm y");
-  ExpectClose(ginv.ToHost(), inv.data, 1e-5, "rmsnorm inv_rms");
+  ExpectClose(gy.Get(), y.data, 1e-5, "rmsnorm y");
+  ExpectClose(ginv.Get(), inv.data, 1e-5, "rmsnorm inv_rms");
   ops::RmsNormBackward(x.t(), dy.t(), w.t(), inv.t(), dx.t(), dw.t());
   ops::RmsNormBackward(gx.t(), gdy.t(), gw.t(), ginv.t(), gdx.t(), gdw.t());
-  ExpectClose(gdx.ToHost(), dx.data, 1e-5, "rmsnorm dx");
-  ExpectClose(gdw.ToHost(), dw.data, 1e-4, "rmsnorm dweight");
+  ExpectClose(gdx.Get(), dx.data, 1e-5, "rmsnorm dx");
+  ExpectClose(gdw.Get(), dw.data, 1e-4, "rmsnorm dweight");
 }
 
 TEST_F(CudaDecoderTwinTest, RotarySwiGluAndRepeatedHeads) {
@@ -79,33 +50,35 @@ TEST_F(CudaDecoderTwinTest, RotarySwiGluAndRepeatedHeads) {
   testing::FillRandom(x, 4);
   testing::FillRandom(cos, 5);
   testing::FillRandom(sin, 6);
-  DeviceBuffer gx(x), gy(y), gcos(cos), gsin(sin);
+  Dev gx(x.data, x.shape), gy(y.data, y.shape), gcos(cos.data, cos.shape),
+      gsin(sin.data, sin.shape);
   for (bool inverse : {false, true}) {
     ops::RotaryEmbedding(inverse, x.t(), cos.t(), sin.t(), y.t());
     ops::RotaryEmbedding(inverse, gx.t(), gcos.t(), gsin.t(), gy.t());
-    ExpectClose(gy.ToHost(), y.data, 1e-6, "rotary");
+    ExpectClose(gy.Get(), y.data, 1e-6, "rotary");
   }
   Buffer gate({5, 7}), up({5, 7}), dy({5, 7}), out({5, 7}), dgate({5, 7}), dup({5, 7});
   testing::FillRandom(gate, 7, -4.0f, 4.0f);
   testing::FillRandom(up, 8);
   testing::FillRandom(dy, 9);
-  DeviceBuffer ggate(gate), gup(up), gdy(dy), gout(out), gdgate(dgate), gdup(dup);
+  Dev ggate(gate.data, gate.shape), gup(up.data, up.shape), gdy(dy.data, dy.shape),
+      gout(out.data, out.shape), gdgate(dgate.data, dgate.shape), gdup(dup.data, dup.shape);
   ops::SwiGluForward(gate.t(), up.t(), out.t());
   ops::SwiGluForward(ggate.t(), gup.t(), gout.t());
-  ExpectClose(gout.ToHost(), out.data, 1e-6, "swiglu");
+  ExpectClose(gout.Get(), out.data, 1e-6, "swiglu");
   ops::SwiGluBackward(gate.t(), up.t(), dy.t(), dgate.t(), dup.t());
   ops::SwiGluBackward(ggate.t(), gup.t(), gdy.t(), gdgate.t(), gdup.t());
-  ExpectClose(gdgate.ToHost(), dgate.data, 1e-6, "swiglu dgate");
-  ExpectClose(gdup.ToHost(), dup.data, 1e-6, "swiglu dup");
+  ExpectClose(gdgate.Get(), dgate.data, 1e-6, "swiglu dgate");
+  ExpectClose(gdup.Get(), dup.data, 1e-6, "swiglu dup");
   Buffer k({b, kv, t, d}), rep({b, h, t, d}), back({b, kv, t, d});
   testing::FillRandom(k, 10);
-  DeviceBuffer gk(k), grep(rep), gback(back);
+  Dev gk(k.data, k.shape), grep(rep.data, rep.shape), gback(back.data, back.shape);
   ops::RepeatHeads(k.t(), rep.t());
   ops::RepeatHeads(gk.t(), grep.t());
-  ExpectClose(grep.ToHost(), rep.data, 0.0, "repeat heads");
+  ExpectClose(grep.Get(), rep.data, 0.0, "repeat heads");
   ops::SumHeadGroups(rep.t(), back.t());
   ops::SumHeadGroups(grep.t(), gback.t());
-  ExpectClose(gback.ToHost(), back.data, 1e-6, "sum head groups");
+  ExpectClose(gback.Get(), back.data, 1e-6, "sum head groups");
 }
 
 TEST_F(CudaDecoderTwinTest, TokenCrossEntropy) {
@@ -113,56 +86,47 @@ TEST_F(CudaDecoderTwinTest, TokenCrossEntropy) {
   Buffer z({rows, vocab}), dz({rows, vocab}), loss({1});
   testing::FillRandom(z, 14, -8.0f, 8.0f);
   std::vector<int32_t> labels = {0, 999, 17, 500, 3};
-  DeviceBuffer gz(z), gdz(dz), gloss(loss);
-  int32_t* glabels = nullptr;
-  ASSERT_EQ(cudaMalloc(&glabels, labels.size() * sizeof(int32_t)), cudaSuccess);
-  ASSERT_EQ(
-      cudaMemcpy(glabels, labels.data(), labels.size() * sizeof(int32_t), cudaMemcpyHostToDevice),
-      cudaSuccess);
+  Dev gz(z.data, z.shape), gdz(dz.data, dz.shape), gloss(loss.data, loss.shape);
+  const Dev glabels(labels, {rows});
   ops::TokenCrossEntropy(5.0f, z.t(), Tensor(labels.data(), {rows}, core::DType::kI32), loss.t(),
                          dz.t());
-  ops::TokenCrossEntropy(5.0f, gz.t(),
-                         Tensor(glabels, {rows}, core::DType::kI32, core::Device::kCuda), gloss.t(),
-                         gdz.t());
-  ExpectClose(gloss.ToHost(), loss.data, 1e-5, "token cross-entropy loss");
-  ExpectClose(gdz.ToHost(), dz.data, 1e-6, "token cross-entropy gradient");
-  cudaFree(glabels);
+  ops::TokenCrossEntropy(5.0f, gz.t(), glabels.t(), gloss.t(), gdz.t());
+  ExpectClose(gloss.Get(), loss.data, 1e-5, "token cross-entropy loss");
+  ExpectClose(gdz.Get(), dz.data, 1e-6, "token cross-entropy gradient");
 }
 
 TEST_F(CudaDecoderTwinTest, VocabShardsAndShardedCrossEntropy) {
   const int64_t rows = 6, entries = 5, width = 3, vocab = 40;
   std::vector<int32_t> ids = {0, 5, 9, 7, 12, 7};
-  int32_t* gids = nullptr;
-  ASSERT_EQ(cudaMalloc(&gids, ids.size() * sizeof(int32_t)), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(gids, ids.data(), ids.size() * sizeof(int32_t), cudaMemcpyHostToDevice),
-            cudaSuccess);
   const Tensor hid(ids.data(), {rows}, core::DType::kI32);
-  const Tensor gid(gids, {rows}, core::DType::kI32, core::Device::kCuda);
+  const Dev gids(ids, {rows});
+  const Tensor gid = gids.t();
   Buffer table({entries, width}), y({rows, width}), dy({rows, width}), dtable({entries, width});
   testing::FillRandom(table, 21);
   testing::FillRandom(dy, 22);
-  DeviceBuffer gtable(table), gy(y), gdy(dy), gdtable(dtable);
+  Dev gtable(table.data, table.shape), gy(y.data, y.shape), gdy(dy.data, dy.shape),
+      gdtable(dtable.data, dtable.shape);
   ops::VocabShardEmbedding(5, hid, table.t(), y.t());
   ops::VocabShardEmbedding(5, gid, gtable.t(), gy.t());
-  ExpectClose(gy.ToHost(), y.data, 0.0, "vocab shard embedding");
+  ExpectClose(gy.Get(), y.data, 0.0, "vocab shard embedding");
   ops::VocabShardEmbeddingBackward(5, hid, dy.t(), dtable.t(), false);
   ops::VocabShardEmbeddingBackward(5, gid, gdy.t(), gdtable.t(), false);
-  ExpectClose(gdtable.ToHost(), dtable.data, 1e-6, "vocab shard embedding gradient");
+  ExpectClose(gdtable.Get(), dtable.data, 1e-6, "vocab shard embedding gradient");
   Buffer z({rows, vocab}), lse({rows}), gathered({2, rows}), loss({1}), dz({rows, vocab});
   testing::FillRandom(z, 23, -6.0f, 6.0f);
   testing::FillRandom(gathered, 24, -3.0f, 3.0f);
-  DeviceBuffer gz(z), glse(lse), ggathered(gathered), gloss(loss), gdz(dz);
+  Dev gz(z.data, z.shape), glse(lse.data, lse.shape), ggathered(gathered.data, gathered.shape),
+      gloss(loss.data, loss.shape), gdz(dz.data, dz.shape);
   ops::RowLogSumExp(z.t(), lse.t());
   ops::RowLogSumExp(gz.t(), glse.t());
-  ExpectClose(glse.ToHost(), lse.data, 1e-5, "row log-sum-exp");
+  ExpectClose(glse.Get(), lse.data, 1e-5, "row log-sum-exp");
   ops::CombineLogSumExp(gathered.t(), lse.t());
   ops::CombineLogSumExp(ggathered.t(), glse.t());
-  ExpectClose(glse.ToHost(), lse.data, 1e-6, "combined log-sum-exp");
+  ExpectClose(glse.Get(), lse.data, 1e-6, "combined log-sum-exp");
   ops::ShardedTokenCrossEntropy(2.0f, 5, true, z.t(), hid, lse.t(), loss.t(), dz.t());
   ops::ShardedTokenCrossEntropy(2.0f, 5, true, gz.t(), gid, glse.t(), gloss.t(), gdz.t());
-  ExpectClose(gloss.ToHost(), loss.data, 1e-5, "sharded cross-entropy loss");
-  ExpectClose(gdz.ToHost(), dz.data, 1e-6, "sharded cross-entropy gradient");
-  cudaFree(gids);
+  ExpectClose(gloss.Get(), loss.data, 1e-5, "sharded cross-entropy loss");
+  ExpectClose(gdz.Get(), dz.data, 1e-6, "sharded cross-entropy gradient");
 }
 
 TEST_F(CudaDecoderTwinTest, CausalAttention) {
@@ -171,12 +135,13 @@ TEST_F(CudaDecoderTwinTest, CausalAttention) {
   testing::FillRandom(q, 11);
   testing::FillRandom(k, 12);
   testing::FillRandom(v, 13);
-  DeviceBuffer gq(q), gk(k), gv(v), gout(out), gprobs(probs), gws(ws);
+  Dev gq(q.data, q.shape), gk(k.data, k.shape), gv(v.data, v.shape), gout(out.data, out.shape),
+      gprobs(probs.data, probs.shape), gws(ws.data, ws.shape);
   const AttentionParams p{.causal = true};
   ops::AttentionForward(p, q.t(), k.t(), v.t(), Tensor(), probs.t(), out.t(), ws.t());
   ops::AttentionForward(p, gq.t(), gk.t(), gv.t(), Tensor(), gprobs.t(), gout.t(), gws.t());
-  ExpectClose(gprobs.ToHost(), probs.data, 1e-5, "causal probabilities");
-  ExpectClose(gout.ToHost(), out.data, 1e-5, "causal output");
+  ExpectClose(gprobs.Get(), probs.data, 1e-5, "causal probabilities");
+  ExpectClose(gout.Get(), out.data, 1e-5, "causal output");
 }
 
 }  // namespace

@@ -16,6 +16,11 @@ json::Value Schedule::EpochNum(int epoch) const {
   return logged(epoch);
 }
 
+json::Object Schedule::At(int epoch) const {
+  if (samples_count) return {{"samples_count", logged(epoch)}};
+  return {{"epoch_num", EpochNum(epoch)}};
+}
+
 int Schedule::RoundUpToEval(int epoch) const {
   int last = first_eval_epoch;
   while (last < epoch) last += eval_every_epochs;

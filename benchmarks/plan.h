@@ -73,6 +73,9 @@ struct Schedule {
   int64_t interval_samples = 0;  // > 0: epochs are evaluation intervals (BERT)
   int64_t samples_per_step = 0;  // with interval_samples: the global batch size
   int64_t epoch_samples = 0;     // with interval_samples: > 0 logs epoch_num as a fraction
+  // The LLM references' metadata: samples_count (samples trained, logged(e))
+  // on every block, epoch and evaluation line instead of epoch numbers.
+  bool samples_count = false;
 
   bool is_eval_epoch(int epoch) const {
     return epoch >= first_eval_epoch && (epoch - first_eval_epoch) % eval_every_epochs == 0;
@@ -93,6 +96,9 @@ struct Schedule {
   json::Value EpochNum(int epoch) const;
   // The first evaluation epoch at or after `epoch`: schedules end with an evaluation.
   int RoundUpToEval(int epoch) const;
+  // The metadata that places a line at the end of `epoch` (at its start for
+  // epoch - 1): {epoch_num: EpochNum(epoch)}, or {samples_count: logged(epoch)}.
+  json::Object At(int epoch) const;
 };
 
 struct RunPlan {

@@ -92,6 +92,13 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
   log.Event(key::kLowestNumericalPrecisionInLinear, linear);
   if (info.attention) log.Event(key::kLowestNumericalPrecisionInAttn, linear);
   log.Event(key::kLowestNumericalPrecisionInComm, std::string("fp32"));
+  // The layout keys (required from 6.1.0, optional before): every process
+  // a whole model, data parallel only; one micro-batch per process.
+  for (std::string_view layout : {key::kTensorParallelism, key::kPipelineParallelism,
+                                  key::kContextParallelism, key::kExpertParallelism})
+    log.Event(layout, int64_t{1});
+  log.Event(key::kMicroBatchSize, plan.batch_per_rank);
+  log.Event(key::kConfigFilename, "run_closed --bench " + info.name);
   dist::Communicator& model_comm = request.gradient_comm != nullptr ? *request.gradient_comm : comm;
   const std::unique_ptr<models::Model> model =
       setup.MakeModel({.device = plan.options.gpus > 0 ? core::Device::kCuda : core::Device::kCpu,
@@ -150,17 +157,24 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
       // A block runs up to the next evaluation (or the end of the run).
       int block_last = epoch;
       while (!schedule.is_eval_epoch(block_last) && block_last < last_epoch) ++block_last;
-      const json::Value first = schedule.EpochNum(epoch);
-      const json::Value count =
-          first.is_float() ? json::Value(schedule.EpochNum(block_last).as_float() -
-                                         schedule.EpochNum(epoch - 1).as_float())
-                           : json::Value(schedule.logged(block_last) - schedule.logged(epoch - 1));
-      log.Start(key::kBlockStart, nullptr,
-                {{meta::kFirstEpochNum, first}, {meta::kEpochCount, count}});
+      json::Object where;
+      if (schedule.samples_count) {
+        where = schedule.At(epoch - 1);
+      } else {
+        const json::Value first = schedule.EpochNum(epoch);
+        const json::Value count =
+            first.is_float()
+                ? json::Value(schedule.EpochNum(block_last).as_float() -
+                              schedule.EpochNum(epoch - 1).as_float())
+                : json::Value(schedule.logged(block_last) - schedule.logged(epoch - 1));
+        where = {{meta::kFirstEpochNum, first}, {meta::kEpochCount, count}};
+      }
+      log.Start(key::kBlockStart, nullptr, std::move(where));
       in_block = true;
       block_first = epoch;
     }
-    log.Start(key::kEpochStart, nullptr, {{meta::kEpochNum, schedule.EpochNum(epoch)}});
+    log.Start(key::kEpochStart, nullptr,
+              schedule.samples_count ? schedule.At(epoch - 1) : schedule.At(epoch));
     const Clock::time_point epoch_start = Clock::now();
     for (int64_t step = 0; step < schedule.steps_in(epoch); ++step) {
       for (int m = 0; m < accumulation; ++m) {
@@ -181,21 +195,20 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
     const double samples_per_second =
         static_cast<double>(schedule.steps_in(epoch) * plan.global_batch_size) /
         Seconds(epoch_start);
-    log.End(key::kEpochStop, nullptr, {{meta::kEpochNum, schedule.EpochNum(epoch)}});
-    log.Event("throughput", samples_per_second, {{meta::kEpochNum, schedule.EpochNum(epoch)}});
+    log.End(key::kEpochStop, nullptr, schedule.At(epoch));
+    log.Event("throughput", samples_per_second, schedule.At(epoch));
     out.epochs = epoch;
     // A log that lost lines (a full disk) ends the run now, not at run_stop.
     if (absl::Status s = log.status(); !s.ok()) return fail(s);
     progress.EpochDone(request.run, epoch, samples_per_second, Seconds(run_start));
 
     if (schedule.is_eval_epoch(epoch)) {
-      log.Start(key::kEvalStart, nullptr, {{meta::kEpochNum, schedule.EpochNum(epoch)}});
+      log.Start(key::kEvalStart, nullptr, schedule.At(epoch));
       absl::StatusOr<double> metric = Evaluate(**eval, *evaluator, comm);
       if (!metric.ok()) return fail(metric.status());
       out.last_metric = *metric;
-      log.End(key::kEvalStop, nullptr, {{meta::kEpochNum, schedule.EpochNum(epoch)}});
-      log.Event(key::kEvalAccuracy, out.last_metric,
-                {{meta::kEpochNum, schedule.EpochNum(epoch)}});
+      log.End(key::kEvalStop, nullptr, schedule.At(epoch));
+      log.Event(key::kEvalAccuracy, out.last_metric, schedule.At(epoch));
       progress.EvalDone(request.run, epoch, out.last_metric, Seconds(run_start));
       // As the checker decides: every bound of the rules' target holds.
       reached = plan.target.Reached(out.last_metric);
@@ -203,7 +216,10 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
       diverged = out.last_metric < info.diverged_below;
     }
     if (schedule.is_eval_epoch(epoch) || epoch == last_epoch) {
-      log.End(key::kBlockStop, nullptr, {{meta::kFirstEpochNum, schedule.EpochNum(block_first)}});
+      log.End(key::kBlockStop, nullptr,
+              schedule.samples_count
+                  ? schedule.At(epoch)
+                  : json::Object{{meta::kFirstEpochNum, schedule.EpochNum(block_first)}});
       in_block = false;
     }
   }

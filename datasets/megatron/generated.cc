@@ -25,8 +25,10 @@ int64_t DrawSuccessor(NumpyRandomState& random, int successors) {
 }  // namespace
 
 std::string GeneratedLanguageOptions::Name() const {
-  return fmt::format("markov-v{}-d{}-l{}-{}-s{}-seed{}", vocab_size, documents, min_length,
-                     max_length, successors, seed);
+  std::string name = fmt::format("markov-v{}-d{}-l{}-{}-s{}-seed{}", vocab_size, documents,
+                                 min_length, max_length, successors, seed);
+  if (document_seed != 0) name += fmt::format("-docs{}", document_seed);
+  return name;
 }
 
 absl::Status WriteGeneratedLanguage(const std::filesystem::path& prefix,
@@ -39,14 +41,17 @@ absl::Status WriteGeneratedLanguage(const std::filesystem::path& prefix,
   const int64_t words = o.vocab_size - 1;
   std::vector<int64_t> next(words * o.successors);
   for (int64_t& t : next) t = 1 + static_cast<int64_t>(random.Interval(words - 1));
+  NumpyRandomState other(o.document_seed);
+  NumpyRandomState& random_docs = o.document_seed != 0 ? other : random;
   IndexedDatasetWriter writer(prefix, TokenTypeForVocabulary(o.vocab_size));
   std::vector<int64_t> doc;
   for (int64_t d = 0; d < o.documents; ++d) {
     const int64_t length =
-        o.min_length + static_cast<int64_t>(random.Interval(o.max_length - o.min_length));
-    doc.assign(1, 1 + static_cast<int64_t>(random.Interval(words - 1)));
+        o.min_length + static_cast<int64_t>(random_docs.Interval(o.max_length - o.min_length));
+    doc.assign(1, 1 + static_cast<int64_t>(random_docs.Interval(words - 1)));
     while (static_cast<int64_t>(doc.size()) < length - 1)
-      doc.push_back(next[(doc.back() - 1) * o.successors + DrawSuccessor(random, o.successors)]);
+      doc.push_back(
+          next[(doc.back() - 1) * o.successors + DrawSuccessor(random_docs, o.successors)]);
     doc.push_back(kEndOfDocument);
     if (absl::Status s = writer.AddDocument(doc); !s.ok()) return s;
   }

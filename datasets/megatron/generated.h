@@ -22,6 +22,10 @@ struct GeneratedLanguageOptions {
   int64_t min_length = 32, max_length = 96;  // tokens per document, its end included
   int successors = 4;
   uint32_t seed = 20251;
+  // Nonzero: the documents drawn from this seed, the language (every token's
+  // successors) still from `seed`: another sample of the same language,
+  // e.g. a validation set.
+  uint32_t document_seed = 0;
   // The files' name, from every option: a changed option writes new files.
   std::string Name() const;
 };

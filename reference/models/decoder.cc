@@ -57,6 +57,9 @@ Decoder::Decoder(const DecoderConfig& config, int64_t batch_size, const Placemen
   MLPERF_CHECK(c.layers >= 0 && c.hidden > 0 && c.heads > 0 && c.kv_heads > 0 &&
                c.hidden % c.heads == 0 && c.heads % c.kv_heads == 0 &&
                (c.hidden / c.heads) % 2 == 0 && c.seq_len > 0 && c.vocab_size > 0);
+  MLPERF_CHECK_MSG(c.attention_chunk >= 0 && c.attention_chunk <= c.seq_len &&
+                       (c.attention_chunk == 0 || c.seq_len % c.attention_chunk == 0),
+                   "the attention chunk must divide the sequence");
   MLPERF_CHECK_MSG(tp_ >= 1 && tp_rank_ >= 0 && tp_rank_ < tp_ && (tp_ == 1 || comm_ != nullptr),
                    "a tensor-parallel decoder needs its ranks' communicator");
   MLPERF_CHECK_MSG(tp_ == 1 || c.device == core::Device::kCpu,
@@ -69,8 +72,8 @@ Decoder::Decoder(const DecoderConfig& config, int64_t batch_size, const Placemen
   // The rotary tables: the angle of position p and pair i is p * inv_freq[i].
   const int64_t half = c.hidden / c.heads / 2;
   const std::vector<double> inv = RotaryInverseFrequencies(2 * half, c.rope_theta, c.rope_scaling);
-  std::vector<float> cos(c.seq_len * half), sin(c.seq_len * half);
-  for (int64_t p = 0; p < c.seq_len; ++p)
+  std::vector<float> cos(span() * half), sin(span() * half);
+  for (int64_t p = 0; p < span(); ++p)
     for (int64_t i = 0; i < half; ++i) {
       const double angle = static_cast<double>(p) * inv[i];
       cos[p * half + i] = static_cast<float>(std::cos(angle));
@@ -123,8 +126,9 @@ void Decoder::Build(const layers::ModelArenas& a) {
     Layer& layer = layers_[l];
     const std::string name = "model.layers." + std::to_string(l);
     layer.input_norm.Allocate(rows_, c.hidden, eps, name + ".input_layernorm", a, &registry_);
-    layer.attention.Allocate({.batch = batch_size(),
-                              .seq = c.seq_len,
+    // Chunked attention: each chunk a sample of its own.
+    layer.attention.Allocate({.batch = batch_size() * (c.seq_len / span()),
+                              .seq = span(),
                               .hidden = c.hidden,
                               .heads = c.heads / tp_,
                               .kv_heads = c.kv_heads / tp_,
@@ -163,8 +167,8 @@ void Decoder::Build(const layers::ModelArenas& a) {
   }
   slices_.resize(registry_.parameters.size());
   const int64_t half = head_dim / 2;
-  cos_ = acts.Allocate({c.seq_len, half});
-  sin_ = acts.Allocate({c.seq_len, half});
+  cos_ = acts.Allocate({span(), half});
+  sin_ = acts.Allocate({span(), half});
   tokens_ = acts.Allocate({rows_}, DType::kI32);
   labels_ = acts.Allocate({rows_}, DType::kI32);
   logits_ = acts.Allocate({rows_, vocab});

@@ -51,6 +51,10 @@ struct DecoderConfig {
   int64_t kv_heads = 8;
   int64_t intermediate = 14336;
   int64_t seq_len = 8192;  // tokens per sample
+  // > 0: a token attends only to the earlier tokens of its own chunk of this
+  // many (chunked attention; rotary positions count within the chunk, which
+  // rotary embeddings' relative form makes the same); 0: the whole sample.
+  int64_t attention_chunk = 0;
   float norm_epsilon = 1e-5f;
   double rope_theta = 500000.0;
   RopeScaling rope_scaling{.factor = 8.0};
@@ -141,6 +145,10 @@ class Decoder final : public Model {
   void Losses(float normalizer, const core::Tensor& logits, const core::Tensor& labels,
               const core::Tensor& loss, const core::Tensor& dlogits);
   void Upload(const Batch& batch);
+  // The tokens one attention pass sees: the chunk, or the whole sample.
+  int64_t span() const {
+    return config_.attention_chunk > 0 ? config_.attention_chunk : config_.seq_len;
+  }
   void Forward();
   const core::Tensor& hidden_output() const;
 
@@ -154,7 +162,7 @@ class Decoder final : public Model {
   std::vector<Layer> layers_;
   layers::RmsNorm final_norm_;
   core::Tensor lm_head_, dlm_head_;  // empty when tied
-  core::Tensor cos_, sin_;           // [seq, head_dim / 2]
+  core::Tensor cos_, sin_;           // [span(), head_dim / 2]
   core::Tensor tokens_, labels_, logits_, dlogits_, loss_sum_;
   core::Tensor lse_, lse_gathered_;  // the vocabulary-parallel cross-entropy's
   core::Tensor dh_, ds_, dtmp_, dswiglu_, dgate_, dup_, dnormed_;

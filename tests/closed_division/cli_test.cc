@@ -169,7 +169,9 @@ TEST_F(RunClosed, UsageErrorsExitTwoWithOneLine) {
 // recorded before the optimizers, schedules and evaluators became interfaces
 // and the benchmarks moved into folders of their own (2026-11-28); DLRM-dcnv2's
 // when it joined (2026-11-28).
-// The precision keys came later; they are checked apart (fp32 here).
+// The precision keys came later, and the layout keys (tensor_parallelism
+// ..., micro_batch_size, config_filename) later still; they are checked
+// apart (fp32, 1, ...). Llama 3.1 8B's was recorded when it joined (2026-11-29).
 // The recordings used OpenBLAS's AVX2 kernels; its AVX-512 ones round
 // differently, and training amplifies that, so an AVX-512 machine is asked
 // for the AVX2 kernels here.
@@ -187,6 +189,12 @@ void ExpectTheRecordedLog(const fs::path& result, const Recording& recording) {
   for (const mlperf::mllog::LogLine& l : log->lines) {
     if (l.key.starts_with("lowest_numerical_precision_in_")) {
       EXPECT_EQ(mlperf::json::Dump(l.value), "\"fp32\"") << l.key;
+    } else if (l.key.ends_with("_parallelism")) {
+      EXPECT_EQ(mlperf::json::Dump(l.value), "1") << l.key;
+    } else if (l.key == "micro_batch_size") {
+      EXPECT_GE(l.value.as_int(), 1);
+    } else if (l.key == "config_filename") {
+      EXPECT_EQ(l.value.as_string(), "run_closed --bench " + recording.bench);
     } else {
       lines.push_back(l);
     }
@@ -240,7 +248,10 @@ INSTANTIATE_TEST_SUITE_P(
                                  0.43506493506493504, 0.6248647186147186, 0.8705357142857143}},
                       Recording{"dlrm_dcnv2",
                                 {0.7109976592408604, 0.7581081758913318, 0.776889023014674,
-                                 0.802553058276145, 0.8356870825816594}}),
+                                 0.802553058276145, 0.8356870825816594}},
+                      Recording{"llama31_8b",
+                                {5.296310901641846, 4.759243011474609, 4.2652974128723145,
+                                 3.783155918121338, 3.3138294219970703, 2.87711238861084}}),
     [](const ::testing::TestParamInfo<Recording>& info) { return info.param.bench; });
 
 TEST_F(RunClosed, RefusesToWriteIntoAPackageWithResults) {

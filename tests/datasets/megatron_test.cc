@@ -217,6 +217,44 @@ TEST(MegatronGenerated, LanguageNeedsItsContextAndIsReproducible) {
   EXPECT_FALSE(WriteGeneratedLanguage(dir / "d", {.vocab_size = 2}).ok());
 }
 
+// A document seed draws other documents of the same language (a validation
+// set): every transition they hold is one the language's training documents
+// hold too, while another language's seed gives transitions they never do.
+TEST(MegatronGenerated, DocumentSeedGivesOtherDocumentsOfTheSameLanguage) {
+  TempDir dir("megatron_generated_docs");
+  const GeneratedLanguageOptions train{.documents = 3000};
+  GeneratedLanguageOptions validation{.documents = 200};
+  validation.document_seed = 7;
+  GeneratedLanguageOptions other_language = validation;
+  other_language.seed += 1;
+  for (const auto& [name, o] : {std::pair<const char*, GeneratedLanguageOptions>{"t", train},
+                                {"v", validation},
+                                {"o", other_language}})
+    ASSERT_TRUE(WriteGeneratedLanguage(dir / name, o).ok());
+  EXPECT_NE(train.Name(), validation.Name());
+  const auto pairs = [&](const char* name) {
+    auto data = IndexedDataset::Open(dir / name);
+    EXPECT_TRUE(data.ok()) << data.status();
+    std::set<std::pair<int64_t, int64_t>> out;
+    for (int64_t s = 0; s < (*data)->sequences(); ++s) {
+      std::vector<int64_t> tokens((*data)->sequence_lengths()[s]);
+      EXPECT_TRUE(
+          (*data)->Read(s, 0, static_cast<int64_t>(tokens.size()), tokens.data(), 256).ok());
+      for (size_t i = 1; i < tokens.size(); ++i) out.insert({tokens[i - 1], tokens[i]});
+    }
+    return out;
+  };
+  const auto seen = pairs("t");
+  const auto in = [&seen](const std::set<std::pair<int64_t, int64_t>>& some) {
+    int64_t n = 0;
+    for (const auto& p : some) n += seen.count(p);
+    return n;
+  };
+  const auto v = pairs("v"), o = pairs("o");
+  EXPECT_EQ(in(v), static_cast<int64_t>(v.size()));
+  EXPECT_LT(in(o), static_cast<int64_t>(o.size()) / 2);
+}
+
 // Broken files: one message naming the file, nothing read.
 TEST(MegatronFiles, BrokenIndicesAreRefusedNamingTheFile) {
   TempDir dir("megatron_bad");

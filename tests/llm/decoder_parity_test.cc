@@ -156,5 +156,38 @@ TEST(DecoderTest, EvaluationSumsTheCrossEntropyOfTheRealSamples) {
   EXPECT_LT(two.numerator, all.numerator);
 }
 
+// Chunked attention: one sample of 3 chunks is the same computation as the
+// 3 chunks as samples of their own, to the bit: the tokens of one chunk never
+// see another's, and rotary positions count within the chunk.
+TEST(DecoderTest, ChunkedAttentionIsEachChunkAsASampleOfItsOwn) {
+  DecoderConfig chunked = Small(false);
+  chunked.attention_chunk = 4;
+  DecoderConfig separate = chunked;
+  separate.attention_chunk = 0;
+  separate.seq_len = 4;
+  Decoder a(chunked, 2, 11), b(separate, 6, 11);
+  ASSERT_EQ(a.ParametersToHost(), b.ParametersToHost());
+  OwnedBatch x, y;
+  int32_t* tokens = x.Add({2, 12}, core::DType::kI32).as<int32_t>();
+  int32_t* labels = x.Add({2, 12}, core::DType::kI32).as<int32_t>();
+  for (int64_t i = 0; i < 24; ++i) {
+    tokens[i] = static_cast<int32_t>(core::PhiloxBits(3, 0, i) % chunked.vocab_size);
+    labels[i] = static_cast<int32_t>(core::PhiloxBits(3, 1, i) % chunked.vocab_size);
+  }
+  x.batch.count = 2;
+  y.Add({6, 4}, core::DType::kI32);
+  y.Add({6, 4}, core::DType::kI32);
+  std::copy(tokens, tokens + 24, y.batch.inputs[0].as<int32_t>());
+  std::copy(labels, labels + 24, y.batch.inputs[1].as<int32_t>());
+  y.batch.count = 6;
+  EXPECT_EQ(a.ForwardTrain(x.batch), b.ForwardTrain(y.batch));
+  a.Backward();
+  b.Backward();
+  EXPECT_EQ(a.GradientsToHost(), b.GradientsToHost());
+  // Without chunks the first chunk's tokens reach the later ones.
+  Decoder whole(Small(false), 2, 11);
+  EXPECT_NE(whole.ForwardTrain(x.batch), a.ForwardTrain(x.batch));
+}
+
 }  // namespace
 }  // namespace mlperf::models

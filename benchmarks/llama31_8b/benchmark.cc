@@ -81,7 +81,7 @@ absl::Status FitMemory(const models::DecoderConfig& member, int world_size, int6
                       static_cast<double>(fits->memory.total()) / kGiB)
                 : std::string(fits.status().message());
   return absl::ResourceExhaustedError(fmt::format(
-      "llama31_8b needs {:.1f} GiB per {} as run_closed runs it ({}), one has {:.1f} GiB; {}",
+      "llama31_8b needs {:.1f} GiB per {} holding the whole model ({}), one has {:.1f} GiB; {}",
       static_cast<double>(ours.memory.total()) / kGiB, plan.options.gpus > 0 ? "GPU" : "process",
       models::DescribeDecoderPlan(ours), static_cast<double>(limit) / kGiB, alternative));
 }

@@ -100,3 +100,8 @@ pip_pinned python3 mlperf-logging "$MLPERF_LOGGING_VERSION"
 # transformers' BertForPreTraining, the BERT parity oracle, for Debian's
 # PyTorch 1.13 under /usr/bin/python3 (4.40.2 is a release that runs on it).
 pip_pinned /usr/bin/python3 transformers 4.40.2 "for /usr/bin/python3"
+# Zarr, the format of the GPT-3 reference's checkpoint: the oracle that
+# writes the arrays reference/io/zarr reads (numcodecs pinned to a release
+# that runs with Debian's typing_extensions, installed first).
+pip_pinned /usr/bin/python3 numcodecs 0.12.1 "for /usr/bin/python3"
+pip_pinned /usr/bin/python3 zarr 2.18.2 "for /usr/bin/python3"

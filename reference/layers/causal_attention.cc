@@ -15,14 +15,15 @@ void CausalSelfAttention::Allocate(const CausalAttentionShape& s, const std::str
   const int64_t rows = s.batch * s.seq, width = s.heads * s.head_dim,
                 kv_width = s.kv_heads * s.head_dim;
   const core::DType f32 = core::DType::kF32;
+  rotary_ = s.rotary;
   q_.Allocate(rows, s.hidden, width, Activation::kNone, name + ".q_proj", arenas, registry, f32,
-              false);
+              s.bias);
   k_.Allocate(rows, s.hidden, kv_width, Activation::kNone, name + ".k_proj", arenas, registry, f32,
-              false);
+              s.bias);
   v_.Allocate(rows, s.hidden, kv_width, Activation::kNone, name + ".v_proj", arenas, registry, f32,
-              false);
+              s.bias);
   o_.Allocate(rows, width, s.hidden, Activation::kNone, name + ".o_proj", arenas, registry, f32,
-              false);
+              s.bias);
   core::Arena& a = *arenas.activations;
   const core::Shape heads{s.batch, s.heads, s.seq, s.head_dim};
   const core::Shape kv_heads{s.batch, s.kv_heads, s.seq, s.head_dim};
@@ -49,8 +50,10 @@ void CausalSelfAttention::Forward(const core::Tensor& x, const core::Tensor& cos
   ops::SplitHeads(q_.output(), 0, q_heads_);
   ops::SplitHeads(k_.output(), 0, k_heads_);
   ops::SplitHeads(v_.output(), 0, v_heads_);
-  ops::RotaryEmbedding(false, q_heads_, cos, sin, q_heads_);
-  ops::RotaryEmbedding(false, k_heads_, cos, sin, k_heads_);
+  if (rotary_) {
+    ops::RotaryEmbedding(false, q_heads_, cos, sin, q_heads_);
+    ops::RotaryEmbedding(false, k_heads_, cos, sin, k_heads_);
+  }
   ops::RepeatHeads(k_heads_, k_rep_);
   ops::RepeatHeads(v_heads_, v_rep_);
   ops::AttentionForward({.causal = true}, q_heads_, k_rep_, v_rep_, core::Tensor(), probs_,
@@ -67,8 +70,10 @@ void CausalSelfAttention::Backward(const core::Tensor& x, const core::Tensor& dy
                          dk_rep_, dv_rep_, workspace_);
   ops::SumHeadGroups(dk_rep_, dk_);
   ops::SumHeadGroups(dv_rep_, dv_);
-  ops::RotaryEmbedding(true, dq_, cos_, sin_, dq_);
-  ops::RotaryEmbedding(true, dk_, cos_, sin_, dk_);
+  if (rotary_) {
+    ops::RotaryEmbedding(true, dq_, cos_, sin_, dq_);
+    ops::RotaryEmbedding(true, dk_, cos_, sin_, dk_);
+  }
   ops::MergeHeads(dq_, dq_rows_, 0);
   ops::MergeHeads(dk_, dk_rows_, 0);
   ops::MergeHeads(dv_, dv_rows_, 0);

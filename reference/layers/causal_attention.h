@@ -2,9 +2,11 @@
 // positions (Llama): query, key and value projections without bias (keys
 // and values with kv_heads heads), the rotary embedding on queries and keys,
 // each key/value head shared by heads / kv_heads query heads, causal scaled
-// dot-product attention, and the output projection. Inputs and outputs are
-// token rows [batch * seq, hidden]; names as transformers' LlamaAttention
-// (q_proj, k_proj, v_proj, o_proj).
+// dot-product attention, and the output projection. GPT's form: biases on
+// the projections and no rotary embedding (its positions are learned and
+// added to the input). Inputs and outputs are token rows
+// [batch * seq, hidden]; names as transformers' LlamaAttention (q_proj,
+// k_proj, v_proj, o_proj).
 #pragma once
 
 #include <cstdint>
@@ -20,13 +22,15 @@ namespace mlperf::layers {
 // the heads; its output projection's sum is then partial).
 struct CausalAttentionShape {
   int64_t batch = 1, seq = 1, hidden = 1, heads = 1, kv_heads = 1, head_dim = 1;
+  bool bias = false;   // biases on the four projections (GPT)
+  bool rotary = true;  // the rotary embedding on queries and keys (Llama)
 };
 
 class CausalSelfAttention {
  public:
   void Allocate(const CausalAttentionShape& shape, const std::string& name,
                 const ModelArenas& arenas, ParameterRegistry* registry);
-  // cos, sin: [seq, head_dim / 2], the rotary tables.
+  // cos, sin: [seq, head_dim / 2], the rotary tables (unused without rotary).
   void Forward(const core::Tensor& x, const core::Tensor& cos, const core::Tensor& sin);
   // dy: gradient of output(); dx receives the input gradient (this rank's
   // heads' part of it under tensor parallelism).
@@ -36,6 +40,7 @@ class CausalSelfAttention {
 
  private:
   core::Tensor cos_, sin_;
+  bool rotary_ = true;
   Linear q_, k_, v_, o_;
   // Heads: q (rotated), k and v (k rotated), k and v repeated to every query
   // head, the probabilities, the context.

@@ -19,6 +19,47 @@ using core::Tensor;
 
 DecoderConfig Llama31_8B() { return DecoderConfig{}; }
 
+DecoderConfig Gpt3_175B() {
+  return {.vocab_size = 51200,
+          .hidden = 12288,
+          .layers = 96,
+          .heads = 96,
+          .kv_heads = 96,
+          .intermediate = 4 * 12288,
+          .seq_len = 2048,
+          .rope_scaling = {},
+          .tie_embeddings = true,
+          .init_stddev = 0.006f,
+          .layer_norm = true,
+          .learned_positions = 2048,
+          .gelu = true,
+          .bias = true};
+}
+
+void Decoder::Norm::Allocate(bool layer_norm, int64_t rows, int64_t features, float epsilon,
+                             const std::string& name, const layers::ModelArenas& arenas,
+                             layers::ParameterRegistry* registry) {
+  is_layer = layer_norm;
+  if (is_layer)
+    layer.Allocate(rows, features, epsilon, name, arenas, registry);
+  else
+    rms.Allocate(rows, features, epsilon, name, arenas, registry);
+}
+
+void Decoder::Norm::Forward(const Tensor& x) {
+  if (is_layer)
+    layer.Forward(x);
+  else
+    rms.Forward(x);
+}
+
+void Decoder::Norm::Backward(const Tensor& x, const Tensor& dy, const Tensor& dx) {
+  if (is_layer)
+    layer.Backward(x, dy, dx);
+  else
+    rms.Backward(x, dy, dx);
+}
+
 std::vector<double> RotaryInverseFrequencies(int64_t head_dim, double theta,
                                              const RopeScaling& scaling) {
   std::vector<double> inv(head_dim / 2);
@@ -67,8 +108,21 @@ Decoder::Decoder(const DecoderConfig& config, int64_t batch_size, const Placemen
   MLPERF_CHECK_MSG(c.kv_heads % tp_ == 0 && c.intermediate % tp_ == 0 && c.vocab_size % tp_ == 0,
                    "the tensor-parallel ranks must divide the key/value heads, the SwiGLU width "
                    "and the vocabulary");
+  MLPERF_CHECK_MSG(tp_ == 1 || !c.bias, "tensor parallelism with biases is not built yet");
+  MLPERF_CHECK_MSG(c.learned_positions == 0 || c.learned_positions >= c.seq_len,
+                   "the learned positions must cover the sequence");
   rows_ = batch_size * c.seq_len;
   AllocateArenas([this](const layers::ModelArenas& arenas) { Build(arenas); });
+  if (c.learned_positions > 0) {
+    std::vector<int32_t> ids(rows_);
+    for (int64_t r = 0; r < rows_; ++r) ids[r] = static_cast<int32_t>(r % c.seq_len);
+    ops::CopyBytes(position_ids_.data(), device(), ids.data(), core::Device::kCpu,
+                   position_ids_.bytes());
+  }
+  if (c.learned_positions > 0) {
+    Initialize(seed);
+    return;
+  }
   // The rotary tables: the angle of position p and pair i is p * inv_freq[i].
   const int64_t half = c.hidden / c.heads / 2;
   const std::vector<double> inv = RotaryInverseFrequencies(2 * half, c.rope_theta, c.rope_scaling);
@@ -101,9 +155,13 @@ Model::ArenaBytes Decoder::Measure(const DecoderConfig& config, int64_t batch_si
 Decoder::~Decoder() = default;
 
 int64_t Decoder::ParameterCount(const DecoderConfig& c) {
-  const int64_t h = c.hidden, kv = c.kv_heads * (c.hidden / c.heads);
-  const int64_t layer = 2 * h * h + 2 * h * kv + 3 * h * c.intermediate + 2 * h;
-  return c.vocab_size * h * (c.tie_embeddings ? 1 : 2) + c.layers * layer + h;
+  const int64_t h = c.hidden, kv = c.kv_heads * (c.hidden / c.heads), i = c.intermediate;
+  const int64_t norm = c.layer_norm ? 2 * h : h;
+  const int64_t attention = 2 * h * h + 2 * h * kv + (c.bias ? 2 * h + 2 * kv : 0);
+  const int64_t mlp =
+      c.gelu ? 2 * h * i + (c.bias ? i + h : 0) : 3 * h * i + (c.bias ? 2 * i + h : 0);
+  return c.vocab_size * h * (c.tie_embeddings ? 1 : 2) + c.learned_positions * h +
+         c.layers * (attention + mlp + 2 * norm) + norm;
 }
 
 void Decoder::SliceLast(int dim, int64_t full) {
@@ -121,43 +179,64 @@ void Decoder::Build(const layers::ModelArenas& a) {
   slices_.clear();
   embed_.Allocate(rows_, vocab, c.hidden, "model.embed_tokens", a, &registry_);
   SliceLast(0, c.vocab_size);
+  if (c.learned_positions > 0) {
+    positions_.Allocate(rows_, c.learned_positions, c.hidden, "model.embed_positions", a,
+                        &registry_);
+    position_ids_ = acts.Allocate({rows_}, DType::kI32);
+    embed_sum_ = acts.Allocate({rows_, c.hidden});
+  }
   layers_ = std::vector<Layer>(c.layers);
   for (int64_t l = 0; l < c.layers; ++l) {
     Layer& layer = layers_[l];
     const std::string name = "model.layers." + std::to_string(l);
-    layer.input_norm.Allocate(rows_, c.hidden, eps, name + ".input_layernorm", a, &registry_);
+    layer.input_norm.Allocate(c.layer_norm, rows_, c.hidden, eps, name + ".input_layernorm", a,
+                              &registry_);
     // Chunked attention: each chunk a sample of its own.
     layer.attention.Allocate({.batch = batch_size() * (c.seq_len / span()),
                               .seq = span(),
                               .hidden = c.hidden,
                               .heads = c.heads / tp_,
                               .kv_heads = c.kv_heads / tp_,
-                              .head_dim = head_dim},
+                              .head_dim = head_dim,
+                              .bias = c.bias,
+                              .rotary = c.learned_positions == 0},
                              name + ".self_attn", a, &registry_);
-    // q, k, v by output rows, o by input columns.
-    const size_t o = registry_.parameters.size() - 1;
-    slices_.resize(o - 3);
-    for (const auto& [dim, full] : {std::pair<int, int64_t>{0, c.heads * head_dim},
-                                    {0, c.kv_heads * head_dim},
-                                    {0, c.kv_heads * head_dim},
-                                    {1, c.heads * head_dim}})
-      slices_.push_back({.dim = dim, .first = tp_rank_ * (full / tp_), .full = full});
-    layer.post_attention_norm.Allocate(rows_, c.hidden, eps, name + ".post_attention_layernorm", a,
-                                       &registry_);
-    layer.gate.Allocate(rows_, c.hidden, inter, layers::Activation::kNone, name + ".mlp.gate_proj",
-                        a, &registry_, f32, false);
-    SliceLast(0, c.intermediate);
-    layer.up.Allocate(rows_, c.hidden, inter, layers::Activation::kNone, name + ".mlp.up_proj", a,
-                      &registry_, f32, false);
-    SliceLast(0, c.intermediate);
-    layer.down.Allocate(rows_, inter, c.hidden, layers::Activation::kNone, name + ".mlp.down_proj",
-                        a, &registry_, f32, false);
-    SliceLast(1, c.intermediate);
+    // q, k, v by output rows, o by input columns (no biases: tensor
+    // parallelism with biases is refused).
+    if (!c.bias) {
+      const size_t o = registry_.parameters.size() - 1;
+      slices_.resize(o - 3);
+      for (const auto& [dim, full] : {std::pair<int, int64_t>{0, c.heads * head_dim},
+                                      {0, c.kv_heads * head_dim},
+                                      {0, c.kv_heads * head_dim},
+                                      {1, c.heads * head_dim}})
+        slices_.push_back({.dim = dim, .first = tp_rank_ * (full / tp_), .full = full});
+    }
+    layer.post_attention_norm.Allocate(c.layer_norm, rows_, c.hidden, eps,
+                                       name + ".post_attention_layernorm", a, &registry_);
+    if (c.gelu) {
+      layer.fc_in.Allocate(rows_, c.hidden, inter, layers::Activation::kGelu, name + ".mlp.fc_in",
+                           a, &registry_, f32, c.bias);
+      SliceLast(0, c.intermediate);
+      layer.fc_out.Allocate(rows_, inter, c.hidden, layers::Activation::kNone, name + ".mlp.fc_out",
+                            a, &registry_, f32, c.bias);
+      SliceLast(1, c.intermediate);
+    } else {
+      layer.gate.Allocate(rows_, c.hidden, inter, layers::Activation::kNone,
+                          name + ".mlp.gate_proj", a, &registry_, f32, c.bias);
+      SliceLast(0, c.intermediate);
+      layer.up.Allocate(rows_, c.hidden, inter, layers::Activation::kNone, name + ".mlp.up_proj", a,
+                        &registry_, f32, c.bias);
+      SliceLast(0, c.intermediate);
+      layer.down.Allocate(rows_, inter, c.hidden, layers::Activation::kNone,
+                          name + ".mlp.down_proj", a, &registry_, f32, c.bias);
+      SliceLast(1, c.intermediate);
+      layer.swiglu = acts.Allocate({rows_, inter});
+    }
     layer.attention_sum = acts.Allocate({rows_, c.hidden});
     layer.output_sum = acts.Allocate({rows_, c.hidden});
-    layer.swiglu = acts.Allocate({rows_, inter});
   }
-  final_norm_.Allocate(rows_, c.hidden, eps, "model.norm", a, &registry_);
+  final_norm_.Allocate(c.layer_norm, rows_, c.hidden, eps, "model.norm", a, &registry_);
   if (!c.tie_embeddings) {
     const layers::Parameter head =
         layers::AddParameter(a, &registry_, {vocab, c.hidden}, {.name = "lm_head.weight"});
@@ -166,9 +245,11 @@ void Decoder::Build(const layers::ModelArenas& a) {
     SliceLast(0, c.vocab_size);
   }
   slices_.resize(registry_.parameters.size());
-  const int64_t half = head_dim / 2;
-  cos_ = acts.Allocate({span(), half});
-  sin_ = acts.Allocate({span(), half});
+  if (c.learned_positions == 0) {
+    const int64_t half = head_dim / 2;
+    cos_ = acts.Allocate({span(), half});
+    sin_ = acts.Allocate({span(), half});
+  }
   tokens_ = acts.Allocate({rows_}, DType::kI32);
   labels_ = acts.Allocate({rows_}, DType::kI32);
   logits_ = acts.Allocate({rows_, vocab});
@@ -180,7 +261,9 @@ void Decoder::Build(const layers::ModelArenas& a) {
     lse_gathered_ = acts.Allocate({tp_ * rows_});
   }
   for (Tensor* t : {&dh_, &ds_, &dtmp_, &dnormed_}) *t = acts.Allocate({rows_, c.hidden});
-  for (Tensor* t : {&dswiglu_, &dgate_, &dup_}) *t = acts.Allocate({rows_, inter});
+  dswiglu_ = acts.Allocate({rows_, inter});
+  if (!c.gelu)
+    for (Tensor* t : {&dgate_, &dup_}) *t = acts.Allocate({rows_, inter});
 }
 
 void Decoder::TakeSlice(const std::vector<float>& full, const core::Shape& whole, const Slice& s,
@@ -202,6 +285,11 @@ void Decoder::Initialize(uint64_t seed) {
     const layers::Parameter& p = registry_.parameters[i];
     const Tensor value = HostParameter(p.value, params);
     const core::RngStream stream{.seed = seed, .offset = static_cast<uint64_t>(i)};
+    // Norm scales 1, biases and norm shifts 0.
+    if (p.bias || (p.batch_norm && p.name.ends_with(".bias"))) {
+      core::FillConstant(value, 0.0f);
+      continue;
+    }
     if (p.batch_norm) {
       core::FillConstant(value, 1.0f);
       continue;
@@ -236,8 +324,12 @@ void Decoder::Upload(const Batch& batch) {
   }
 }
 
+const Tensor& Decoder::embedded() const {
+  return config_.learned_positions > 0 ? embed_sum_ : embed_.output();
+}
+
 const Tensor& Decoder::hidden_output() const {
-  return layers_.empty() ? embed_.output() : layers_.back().output_sum;
+  return layers_.empty() ? embedded() : layers_.back().output_sum;
 }
 
 void Decoder::AllReduce(const Tensor& x) const {
@@ -263,20 +355,31 @@ void Decoder::Forward() {
   const int64_t first_token = tp_rank_ * (config_.vocab_size / tp_);
   ops::VocabShardEmbedding(first_token, tokens_, embed_.table(), embed_.output());
   AllReduce(embed_.output());
+  if (config_.learned_positions > 0) {
+    positions_.Forward(position_ids_);
+    ops::Add(embed_.output(), positions_.output(), embed_sum_);
+  }
   for (size_t l = 0; l < layers_.size(); ++l) {
     Layer& layer = layers_[l];
-    const Tensor& x = l == 0 ? embed_.output() : layers_[l - 1].output_sum;
+    const Tensor& x = l == 0 ? embedded() : layers_[l - 1].output_sum;
     layer.input_norm.Forward(x);
     layer.attention.Forward(layer.input_norm.output(), cos_, sin_);
     AllReduce(layer.attention.output());
     ops::Add(x, layer.attention.output(), layer.attention_sum);
     layer.post_attention_norm.Forward(layer.attention_sum);
-    layer.gate.Forward(layer.post_attention_norm.output());
-    layer.up.Forward(layer.post_attention_norm.output());
-    ops::SwiGluForward(layer.gate.output(), layer.up.output(), layer.swiglu);
-    layer.down.Forward(layer.swiglu);
-    AllReduce(layer.down.output());
-    ops::Add(layer.attention_sum, layer.down.output(), layer.output_sum);
+    const Tensor& normed = layer.post_attention_norm.output();
+    if (config_.gelu) {
+      layer.fc_in.Forward(normed);
+      layer.fc_out.Forward(layer.fc_in.output());
+    } else {
+      layer.gate.Forward(normed);
+      layer.up.Forward(normed);
+      ops::SwiGluForward(layer.gate.output(), layer.up.output(), layer.swiglu);
+      layer.down.Forward(layer.swiglu);
+    }
+    const Tensor& mlp = config_.gelu ? layer.fc_out.output() : layer.down.output();
+    AllReduce(mlp);
+    ops::Add(layer.attention_sum, mlp, layer.output_sum);
   }
   final_norm_.Forward(hidden_output());
   const Tensor& head = config_.tie_embeddings ? embed_.table() : lm_head_;
@@ -301,13 +404,20 @@ void Decoder::Backward() {
   final_norm_.Backward(hidden_output(), dnormed_, dh_);
   for (size_t l = layers_.size(); l-- > 0;) {
     Layer& layer = layers_[l];
-    const Tensor& x = l == 0 ? embed_.output() : layers_[l - 1].output_sum;
-    // output_sum = attention_sum + down(swiglu(gate(n), up(n))), n its norm.
-    layer.down.Backward(layer.swiglu, dh_, dswiglu_);
-    ops::SwiGluBackward(layer.gate.output(), layer.up.output(), dswiglu_, dgate_, dup_);
-    layer.gate.Backward(layer.post_attention_norm.output(), dgate_, dnormed_);
-    layer.up.Backward(layer.post_attention_norm.output(), dup_, dtmp_);
-    ops::Accumulate(dtmp_, dnormed_);
+    const Tensor& x = l == 0 ? embedded() : layers_[l - 1].output_sum;
+    const Tensor& normed = layer.post_attention_norm.output();
+    if (config_.gelu) {
+      // output_sum = attention_sum + fc_out(gelu(fc_in(n))), n its norm.
+      layer.fc_out.Backward(layer.fc_in.output(), dh_, dswiglu_);
+      layer.fc_in.Backward(normed, dswiglu_, dnormed_);
+    } else {
+      // output_sum = attention_sum + down(swiglu(gate(n), up(n))).
+      layer.down.Backward(layer.swiglu, dh_, dswiglu_);
+      ops::SwiGluBackward(layer.gate.output(), layer.up.output(), dswiglu_, dgate_, dup_);
+      layer.gate.Backward(normed, dgate_, dnormed_);
+      layer.up.Backward(normed, dup_, dtmp_);
+      ops::Accumulate(dtmp_, dnormed_);
+    }
     AllReduce(dnormed_);
     layer.post_attention_norm.Backward(layer.attention_sum, dnormed_, ds_);
     ops::Accumulate(dh_, ds_);
@@ -319,6 +429,7 @@ void Decoder::Backward() {
   }
   ops::VocabShardEmbeddingBackward(tp_rank_ * (config_.vocab_size / tp_), tokens_, dh_,
                                    embed_.table_grad(), /*accumulate=*/tied);
+  if (config_.learned_positions > 0) positions_.Backward(position_ids_, dh_);
   NotifyGradientsReady(0);
 }
 

@@ -9,6 +9,12 @@
 // transformers' (model.layers.N.self_attn.q_proj.weight, lm_head.weight),
 // so its checkpoints load by name.
 //
+// GPT's parts are configuration too (GPT-3 as Megatron builds it, GPT-2 as
+// transformers does): LayerNorm with a shift instead of RMSNorm, learned
+// absolute positions added to the token embedding instead of rotary ones, a
+// feed-forward of two projections around GELU (tanh form) instead of
+// SwiGLU (mlp.fc_in, mlp.fc_out), and biases on every projection.
+//
 // Tensor parallelism over the placement's ranks (Megatron's layout): each
 // rank holds a slice of the query and key/value heads (q/k/v projections
 // split by output rows), the matching input columns of o_proj, a slice of
@@ -17,7 +23,7 @@
 // o_proj, down_proj and the embedding, and the input gradients of the split
 // projections, are all-reduced; the loss is the vocabulary-parallel
 // cross-entropy. Every rank sees the same batch. So far on the CPU's
-// communicators only.
+// communicators only, and without biases.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +34,7 @@
 #include "reference/core/tensor.h"
 #include "reference/layers/causal_attention.h"
 #include "reference/layers/embedding.h"
+#include "reference/layers/layer_norm.h"
 #include "reference/layers/linear.h"
 #include "reference/layers/rms_norm.h"
 #include "reference/models/model.h"
@@ -60,11 +67,20 @@ struct DecoderConfig {
   RopeScaling rope_scaling{.factor = 8.0};
   bool tie_embeddings = false;
   float init_stddev = 0.02f;
+  // GPT's parts instead of Llama's, each on its own:
+  bool layer_norm = false;        // LayerNorm (scale and shift) instead of RMSNorm
+  int64_t learned_positions = 0;  // > 0: a learned table of this many positions, not rotary
+  bool gelu = false;              // fc_in, GELU (tanh form), fc_out instead of SwiGLU
+  bool bias = false;              // biases on every projection
   core::Device device = core::Device::kCpu;
 };
 
 // Llama 3.1 8B as its published configuration gives it.
 DecoderConfig Llama31_8B();
+// GPT-3 175B as the MLPerf reference trains it (Megatron: 96 layers of
+// 12288, 96 heads, sequence 2048, the 50,257-token vocabulary padded to
+// 51,200 for 8 tensor-parallel ranks, tied output layer, init std 0.006).
+DecoderConfig Gpt3_175B();
 
 // The rotary inverse frequencies (head_dim / 2 of them), scaled.
 std::vector<double> RotaryInverseFrequencies(int64_t head_dim, double theta,
@@ -99,6 +115,13 @@ class Decoder final : public Model {
   // shape; an error names the file and the tensor, and leaves the model as
   // it was. (decoder_checkpoint.cc)
   absl::Status LoadHuggingFace(const std::string& path);
+  // The weights of a Megatron GPT checkpoint in its distributed Zarr form
+  // (the GPT-3 reference's: a folder per tensor, the layers' tensors stacked
+  // on a first dimension, queries, keys and values in one projection with
+  // each head's three together), for the GPT configuration. Every tensor
+  // must be there with the model's shapes; an error names the folder and
+  // leaves the model as it was. (decoder_megatron.cc)
+  absl::Status LoadMegatronGpt(const std::string& dir);
 
   // Weights N(0, init_stddev), norm scales 1; a tensor-parallel rank draws
   // the whole tensor and keeps its slice, so any layout starts from the
@@ -124,10 +147,23 @@ class Decoder final : public Model {
   const std::vector<Slice>& parameter_slices() const { return slices_; }
 
  private:
+  // RMSNorm, or GPT's LayerNorm.
+  struct Norm {
+    layers::RmsNorm rms;
+    layers::LayerNorm layer;
+    bool is_layer = false;
+    void Allocate(bool layer_norm, int64_t rows, int64_t features, float epsilon,
+                  const std::string& name, const layers::ModelArenas& arenas,
+                  layers::ParameterRegistry* registry);
+    void Forward(const core::Tensor& x);
+    void Backward(const core::Tensor& x, const core::Tensor& dy, const core::Tensor& dx);
+    const core::Tensor& output() const { return is_layer ? layer.output() : rms.output(); }
+  };
   struct Layer {
-    layers::RmsNorm input_norm, post_attention_norm;
+    Norm input_norm, post_attention_norm;
     layers::CausalSelfAttention attention;
-    layers::Linear gate, up, down;
+    layers::Linear gate, up, down;  // SwiGLU
+    layers::Linear fc_in, fc_out;   // GELU
     core::Tensor attention_sum, output_sum, swiglu;
   };
 
@@ -151,6 +187,8 @@ class Decoder final : public Model {
   }
   void Forward();
   const core::Tensor& hidden_output() const;
+  // The first layer's input: the token embedding (plus the positions').
+  const core::Tensor& embedded() const;
 
   DecoderConfig config_;
   int64_t rows_ = 0;
@@ -158,9 +196,10 @@ class Decoder final : public Model {
   dist::Communicator* comm_ = nullptr;
   std::vector<Slice> slices_;
   ArenaBytes measured_;  // MeasureOnly
-  layers::Embedding embed_;
+  layers::Embedding embed_, positions_;  // positions_: learned positions only
+  core::Tensor position_ids_, embed_sum_;
   std::vector<Layer> layers_;
-  layers::RmsNorm final_norm_;
+  Norm final_norm_;
   core::Tensor lm_head_, dlm_head_;  // empty when tied
   core::Tensor cos_, sin_;           // [span(), head_dim / 2]
   core::Tensor tokens_, labels_, logits_, dlogits_, loss_sum_;

@@ -65,6 +65,12 @@ void RunParity(const DecoderConfig& c, int64_t batch) {
     for (int64_t j = 0; j < slices[i].numel; ++j)
       params[slices[i].offset + j] = 0.5f + core::PhiloxUniform(6, i, static_cast<uint64_t>(j));
   }
+  // Biases away from 0 likewise.
+  for (size_t i = 0; i < slices.size(); ++i) {
+    if (!model.parameter_tensors()[i].bias) continue;
+    for (int64_t j = 0; j < slices[i].numel; ++j)
+      params[slices[i].offset + j] = 0.1f * core::PhiloxUniform(8, i, static_cast<uint64_t>(j));
+  }
   model.ParametersFromHost(params);
 
   OwnedBatch owned;
@@ -82,23 +88,31 @@ void RunParity(const DecoderConfig& c, int64_t batch) {
                                                {"labels", owned.batch.inputs[1]}};
   ASSERT_TRUE(io::SaveSafetensors(batch_file, inputs).ok());
   const RopeScaling& s = c.rope_scaling;
-  const std::string cmd = fmt::format(
-      "/usr/bin/python3 {}/tests/llm/llama_parity.py {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} "
-      "{}",
-      MLPERF_SOURCE_DIR, weights, batch_file, out, c.vocab_size, c.hidden, c.layers, c.heads,
-      c.kv_heads, c.intermediate, c.seq_len, c.rope_theta, s.factor, s.low_freq_factor,
-      s.high_freq_factor, s.original_max_positions, c.tie_embeddings ? 1 : 0);
+  const bool gpt = c.learned_positions > 0;
+  const std::string cmd =
+      gpt ? fmt::format("/usr/bin/python3 {}/tests/llm/gpt_parity.py {} {} {} {} {} {} {} {} {} {}",
+                        MLPERF_SOURCE_DIR, weights, batch_file, out, c.vocab_size, c.hidden,
+                        c.layers, c.heads, c.intermediate, c.seq_len, c.learned_positions)
+          : fmt::format(
+                "/usr/bin/python3 {}/tests/llm/llama_parity.py {} {} {} {} {} {} {} {} {} {} {} {} "
+                "{} {} {} {}",
+                MLPERF_SOURCE_DIR, weights, batch_file, out, c.vocab_size, c.hidden, c.layers,
+                c.heads, c.kv_heads, c.intermediate, c.seq_len, c.rope_theta, s.factor,
+                s.low_freq_factor, s.high_freq_factor, s.original_max_positions,
+                c.tie_embeddings ? 1 : 0);
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   absl::StatusOr<io::SafetensorsFile> file = io::SafetensorsFile::Read(out);
   ASSERT_TRUE(file.ok()) << file.status();
   for (const std::string& p : {weights, batch_file, out}) std::remove(p.c_str());
   EXPECT_EQ(Decoder::ParameterCount(c), model.num_parameters());
 
-  const std::vector<double> inv =
-      RotaryInverseFrequencies(c.hidden / c.heads, c.rope_theta, c.rope_scaling);
-  const std::vector<float> theirs_inv = testing::Load(*file, "inv_freq");
-  ASSERT_EQ(theirs_inv.size(), inv.size());
-  for (size_t i = 0; i < inv.size(); ++i) EXPECT_NEAR(inv[i], theirs_inv[i], 1e-7 * inv[i]);
+  if (!gpt) {
+    const std::vector<double> inv =
+        RotaryInverseFrequencies(c.hidden / c.heads, c.rope_theta, c.rope_scaling);
+    const std::vector<float> theirs_inv = testing::Load(*file, "inv_freq");
+    ASSERT_EQ(theirs_inv.size(), inv.size());
+    for (size_t i = 0; i < inv.size(); ++i) EXPECT_NEAR(inv[i], theirs_inv[i], 1e-7 * inv[i]);
+  }
 
   const float loss = model.ForwardTrain(owned.batch);
   const Errors logits = Compare(*file, "logits", SpanOf(model.logits()));
@@ -127,6 +141,33 @@ void RunParity(const DecoderConfig& c, int64_t batch) {
 TEST(DecoderParityTest, SmallLlamaMatchesTransformers) { RunParity(Small(false), 2); }
 
 TEST(DecoderParityTest, TiedOutputLayerMatchesTransformers) { RunParity(Small(true), 1); }
+
+// GPT's parts (GPT-3 as Megatron builds it): learned positions (more than
+// the sequence uses), LayerNorm, GELU, biases, tied output layer; against
+// transformers' GPT2LMHeadModel.
+DecoderConfig SmallGpt() {
+  return {.vocab_size = 61,
+          .hidden = 32,
+          .layers = 2,
+          .heads = 4,
+          .kv_heads = 4,
+          .intermediate = 80,
+          .seq_len = 12,
+          .rope_scaling = {},
+          .tie_embeddings = true,
+          .layer_norm = true,
+          .learned_positions = 16,
+          .gelu = true,
+          .bias = true};
+}
+
+TEST(DecoderParityTest, SmallGptMatchesTransformers) { RunParity(SmallGpt(), 2); }
+
+TEST(DecoderParityTest, Gpt3_175BHasItsParameterCount) {
+  // 96 x (12 h^2 + 13 h) + (51,200 + 2,048) h + 2 h for h = 12,288 (the
+  // vocabulary table padded as the reference's checkpoint holds it).
+  EXPECT_EQ(Decoder::ParameterCount(Gpt3_175B()), 174'615'846'912);
+}
 
 TEST(DecoderParityTest, Llama31_8BHasItsParameterCount) {
   // 8,030,261,248 parameters: 32 layers of 4096, 32 query and 8 key/value

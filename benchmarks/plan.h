@@ -76,6 +76,9 @@ struct Schedule {
   // The LLM references' metadata: samples_count (samples trained, logged(e))
   // on every block, epoch and evaluation line instead of epoch numbers.
   bool samples_count = false;
+  // With interval_samples: > 1 logs epochs as tokens, samples x this
+  // (GPT-3's epoch_num: tokens trained since the starting checkpoint).
+  int64_t tokens_per_sample = 1;
 
   bool is_eval_epoch(int epoch) const {
     return epoch >= first_eval_epoch && (epoch - first_eval_epoch) % eval_every_epochs == 0;
@@ -88,7 +91,7 @@ struct Schedule {
   int64_t steps_in(int epoch) const { return steps_through(epoch) - steps_through(epoch - 1); }
   // What the logs call epoch `epoch` (epoch_num, first_epoch_num).
   int64_t logged(int epoch) const {
-    if (interval_samples > 0) return steps_through(epoch) * samples_per_step;
+    if (interval_samples > 0) return steps_through(epoch) * samples_per_step * tokens_per_sample;
     return log_samples ? epoch * samples_per_epoch : epoch;
   }
   // epoch_num as the log states it: logged(epoch), or the fraction of an

@@ -27,6 +27,7 @@ int64_t DrawSuccessor(NumpyRandomState& random, int successors) {
 std::string GeneratedLanguageOptions::Name() const {
   std::string name = fmt::format("markov-v{}-d{}-l{}-{}-s{}-seed{}", vocab_size, documents,
                                  min_length, max_length, successors, seed);
+  if (uniform) name += "-uniform";
   if (document_seed != 0) name += fmt::format("-docs{}", document_seed);
   return name;
 }
@@ -50,8 +51,9 @@ absl::Status WriteGeneratedLanguage(const std::filesystem::path& prefix,
         o.min_length + static_cast<int64_t>(random_docs.Interval(o.max_length - o.min_length));
     doc.assign(1, 1 + static_cast<int64_t>(random_docs.Interval(words - 1)));
     while (static_cast<int64_t>(doc.size()) < length - 1)
-      doc.push_back(
-          next[(doc.back() - 1) * o.successors + DrawSuccessor(random_docs, o.successors)]);
+      doc.push_back(next[(doc.back() - 1) * o.successors +
+                         (o.uniform ? static_cast<int64_t>(random_docs.Interval(o.successors - 1))
+                                    : DrawSuccessor(random_docs, o.successors))]);
     doc.push_back(kEndOfDocument);
     if (absl::Status s = writer.AddDocument(doc); !s.ok()) return s;
   }

@@ -21,6 +21,9 @@ struct GeneratedLanguageOptions {
   int64_t documents = 2000;
   int64_t min_length = 32, max_length = 96;  // tokens per document, its end included
   int successors = 4;
+  // The successors equally likely (entropy log(successors) given the
+  // previous token), instead of falling by half.
+  bool uniform = false;
   uint32_t seed = 20251;
   // Nonzero: the documents drawn from this seed, the language (every token's
   // successors) still from `seed`: another sample of the same language,

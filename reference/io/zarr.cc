@@ -193,4 +193,35 @@ absl::Status ZarrArray::Read(std::span<const int64_t> first, std::span<const int
   return absl::OkStatus();
 }
 
+absl::Status WriteZarrArray(const fs::path& dir, std::span<const int64_t> shape,
+                            std::span<const float> data) {
+  int64_t n = 1;
+  json::Array dims;
+  for (int64_t d : shape) {
+    n *= d;
+    dims.emplace_back(d);
+  }
+  if (n != static_cast<int64_t>(data.size()))
+    return absl::InvalidArgumentError(
+        fmt::format("{}: {} values for shape {}", dir.string(), data.size(), shape));
+  std::error_code ec;
+  if (!fs::create_directories(dir, ec))
+    return absl::AlreadyExistsError(fmt::format(
+        "{}: {}", dir.string(), ec ? ec.message() : "exists already; nothing is replaced"));
+  const json::Object meta = {{"chunks", dims},        {"compressor", nullptr},    {"dtype", "<f4"},
+                             {"fill_value", nullptr}, {"filters", nullptr},       {"order", "C"},
+                             {"shape", dims},         {"zarr_format", int64_t{2}}};
+  if (absl::Status s = base::WriteFileAtomically(dir / ".zarray", json::Dump(json::Value(meta)));
+      !s.ok())
+    return s;
+  std::string chunk(static_cast<size_t>(n) * 4, '\0');
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t bits = core::FloatBits(data[i]);
+    std::memcpy(chunk.data() + i * 4, &bits, 4);
+  }
+  std::string name(shape.empty() ? 1 : 0, '0');
+  for (size_t d = 0; d < shape.size(); ++d) name += d == 0 ? "0" : ".0";
+  return base::WriteFileAtomically(dir / name, chunk);
+}
+
 }  // namespace mlperf::io

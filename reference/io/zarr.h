@@ -46,4 +46,11 @@ class ZarrArray {
   char separator_ = '.';
 };
 
+// Writes `data` (C order, `shape`) as a Zarr array in folder `dir` the way
+// the reader above reads it: float32, one chunk, no compressor. The folder
+// must not exist yet (nothing is replaced); each file is written whole or
+// not at all.
+absl::Status WriteZarrArray(const std::filesystem::path& dir, std::span<const int64_t> shape,
+                            std::span<const float> data);
+
 }  // namespace mlperf::io

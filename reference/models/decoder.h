@@ -122,6 +122,9 @@ class Decoder final : public Model {
   // must be there with the model's shapes; an error names the folder and
   // leaves the model as it was. (decoder_megatron.cc)
   absl::Status LoadMegatronGpt(const std::string& dir);
+  // The inverse: this model's weights as such a checkpoint, in a folder that
+  // must not exist yet (float32 arrays, one chunk each, and metadata.json).
+  absl::Status SaveMegatronGpt(const std::string& dir) const;
 
   // Weights N(0, init_stddev), norm scales 1; a tensor-parallel rank draws
   // the whole tensor and keeps its slice, so any layout starts from the

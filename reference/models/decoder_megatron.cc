@@ -5,6 +5,9 @@
 // head's query, key and value rows (the forward views its output as
 // [heads, 3 x head_dim] and splits the last dimension in three).
 #include <filesystem>
+#include <functional>
+#include <map>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
@@ -88,16 +91,92 @@ absl::StatusOr<std::vector<float>> ReadEntry(const fs::path& dir, int64_t layer,
   return out;
 }
 
+absl::Status CheckGptConfig(const DecoderConfig& c, const std::string& dir) {
+  if (c.layer_norm && c.learned_positions > 0 && c.gelu && c.bias && c.tie_embeddings &&
+      c.kv_heads == c.heads)
+    return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      fmt::format("{}: a Megatron GPT checkpoint needs the GPT configuration (LayerNorm, learned "
+                  "positions, GELU, biases, tied output layer, as many key/value heads as heads)",
+                  dir));
+}
+
 }  // namespace
+
+absl::Status Decoder::SaveMegatronGpt(const std::string& dir) const {
+  const DecoderConfig& c = config_;
+  if (absl::Status s = CheckGptConfig(c, dir); !s.ok()) return s;
+  std::error_code ec;
+  if (fs::exists(dir, ec))
+    return absl::AlreadyExistsError(fmt::format("{}: exists already; nothing is replaced", dir));
+  const std::vector<float> params = ParametersToHost();
+  std::map<std::string, std::pair<const float*, std::vector<int64_t>>> ours;
+  for (size_t i = 0; i < registry_.parameters.size(); ++i) {
+    const core::Tensor& v = registry_.parameters[i].value;
+    std::vector<int64_t> shape;
+    for (int d = 0; d < v.shape().rank(); ++d) shape.push_back(v.shape()[d]);
+    ours[registry_.parameters[i].name] = {params.data() + slices()[i].offset, shape};
+  }
+  if (!fs::create_directories(dir, ec))
+    return absl::PermissionDeniedError(fmt::format("{}: {}", dir, ec.message()));
+  if (absl::Status s = base::WriteFileAtomically(fs::path(dir) / "metadata.json",
+                                                 R"({"sharded_backend": "zarr"})");
+      !s.ok())
+    return s;
+  const auto count = [](const std::vector<int64_t>& shape) {
+    return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
+  };
+  // The top-level tensors, then each layer part stacked over the layers.
+  for (const auto& [name, entry] : ours) {
+    const std::optional<std::string> top = TopLevelName(name);
+    if (!top) continue;
+    if (absl::Status s = io::WriteZarrArray(
+            fs::path(dir) / *top, entry.second,
+            std::span<const float>(entry.first, static_cast<size_t>(count(entry.second))));
+        !s.ok())
+      return s;
+  }
+  const int64_t head_dim = c.hidden / c.heads;
+  std::map<std::string, std::vector<float>> stacked;
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (int64_t l = 0; l < c.layers; ++l) {
+    const std::string prefix = fmt::format("model.layers.{}.", l);
+    for (const auto& [name, entry] : ours) {
+      if (!name.starts_with(prefix)) continue;
+      const std::optional<LayerPart> part = LayerName(name.substr(prefix.size()));
+      if (!part) return absl::InternalError(fmt::format("{}: no Megatron name for {}", dir, name));
+      const auto& [data, shape] = entry;
+      const int64_t n = count(shape);
+      // q, k and v fill their thirds of query_key_value, head by head.
+      std::vector<int64_t> one = shape;
+      if (part->third >= 0) one[0] *= 3;
+      const int64_t size = count(one);
+      one.insert(one.begin(), c.layers);
+      shapes[part->name] = one;
+      std::vector<float>& out = stacked[part->name];
+      out.resize(static_cast<size_t>(c.layers * size));
+      float* at = out.data() + l * size;
+      if (part->third < 0) {
+        std::copy(data, data + n, at);
+        continue;
+      }
+      const int64_t columns = shape.size() > 1 ? shape[1] : 1;
+      for (int64_t h = 0; h < c.heads; ++h)
+        for (int64_t r = 0; r < head_dim; ++r)
+          std::copy(data + (h * head_dim + r) * columns, data + (h * head_dim + r + 1) * columns,
+                    at + ((h * 3 + part->third) * head_dim + r) * columns);
+    }
+  }
+  for (const auto& [name, data] : stacked)
+    if (absl::Status s = io::WriteZarrArray(fs::path(dir) / (kLayers + name), shapes[name], data);
+        !s.ok())
+      return s;
+  return absl::OkStatus();
+}
 
 absl::Status Decoder::LoadMegatronGpt(const std::string& dir) {
   const DecoderConfig& c = config_;
-  if (!(c.layer_norm && c.learned_positions > 0 && c.gelu && c.bias && c.tie_embeddings &&
-        c.kv_heads == c.heads))
-    return absl::InvalidArgumentError(
-        fmt::format("{}: a Megatron GPT checkpoint needs the GPT configuration (LayerNorm, learned "
-                    "positions, GELU, biases, tied output layer, as many key/value heads as heads)",
-                    dir));
+  if (absl::Status s = CheckGptConfig(c, dir); !s.ok()) return s;
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
     return absl::NotFoundError(fmt::format("{}: not a checkpoint folder", dir));

@@ -38,6 +38,7 @@ double MultiStepPerEpoch::AtEpoch(int64_t epoch) const {
 }
 
 double CosineWithWarmup::At(int64_t step) const {
+  step += p_.start_step;
   if (p_.warmup_steps > 0 && step <= p_.warmup_steps)
     return p_.max_lr * static_cast<double>(step) / static_cast<double>(p_.warmup_steps);
   const double span = static_cast<double>(std::max<int64_t>(1, p_.decay_steps - p_.warmup_steps));

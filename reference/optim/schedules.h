@@ -102,6 +102,9 @@ struct CosineWithWarmupParams {
   double min_lr = 0.0;
   int64_t warmup_steps = 0;
   int64_t decay_steps = 0;
+  // The steps a starting checkpoint already took: step s of this run is
+  // step start_step + s of the schedule (GPT-3 resumes its reference's).
+  int64_t start_step = 0;
 };
 class CosineWithWarmup final : public LearningRateSchedule {
  public:

@@ -120,5 +120,26 @@ TEST_F(MegatronCheckpointTest, DamagedCheckpointsAreRefusedAndChangeNothing) {
   refused(model, "sharded_backend");
 }
 
+// What SaveMegatronGpt writes LoadMegatronGpt reads back exactly, the zarr
+// package opens it with Megatron's stacked shapes, and an existing folder is
+// never written into.
+TEST_F(MegatronCheckpointTest, SavedCheckpointLoadsBackExactly) {
+  const DecoderConfig c = SmallGpt();
+  Decoder saved(c, 1, 3), loaded(c, 1, 4);
+  const std::string out = (dir_ / "saved").string();
+  ASSERT_TRUE(saved.SaveMegatronGpt(out).ok());
+  ASSERT_NE(saved.ParametersToHost(), loaded.ParametersToHost());
+  ASSERT_TRUE(loaded.LoadMegatronGpt(out).ok());
+  EXPECT_EQ(saved.ParametersToHost(), loaded.ParametersToHost());
+  const std::string cmd = fmt::format(
+      "/usr/bin/python3 -c \"import zarr; a = zarr.open('{}/"
+      "language_model.encoder.layers.self_attention.query_key_value.weight'); "
+      "assert a.shape == ({}, {}, {}), a.shape\"",
+      out, c.layers, 3 * c.hidden, c.hidden);
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  const absl::Status again = saved.SaveMegatronGpt(out);
+  EXPECT_EQ(again.code(), absl::StatusCode::kAlreadyExists) << again;
+}
+
 }  // namespace
 }  // namespace mlperf::models

@@ -82,6 +82,10 @@ TEST(CosineWithWarmupTest, WarmupHalfCosineThenTheFloor) {
     EXPECT_LE(s.At(step), s.At(step - 1)) << step;
     EXPECT_GE(s.At(step), 3e-5) << step;
   }
+  // Resumed from a checkpoint 40 steps in: its step s is step 40 + s.
+  const CosineWithWarmup resumed(
+      {.max_lr = 3e-4, .min_lr = 3e-5, .warmup_steps = 10, .decay_steps = 110, .start_step = 40});
+  for (int64_t step = 1; step <= 80; ++step) EXPECT_EQ(resumed.At(step), s.At(40 + step)) << step;
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "benchmarks/benchmark.h"
+#include "benchmarks/token_pipeline.h"
 #include "datasets/megatron/generated.h"
 #include "reference/models/decoder.h"
 
@@ -60,6 +61,8 @@ class Llama31Setup final : public BenchmarkSetup {
   const Recipe& recipe() const { return recipe_; }
 
  private:
+  TokenData Tokens(Split split) const;
+
   Recipe recipe_;
   models::DecoderConfig member_;
   TokenFiles files_;

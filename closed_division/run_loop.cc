@@ -226,7 +226,8 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
   // Stop at the first evaluation that reaches the target; a schedule that
   // ends first is a non-converged run.
   out.status = reached ? RunStatus::kSuccess : RunStatus::kAborted;
-  if (info.train_samples_at_stop) log.Event(key::kTrainSamples, schedule.logged(out.epochs));
+  if (info.train_samples_at_stop)
+    log.Event(key::kTrainSamples, schedule.logged(out.epochs) / schedule.tokens_per_sample);
   log.End(key::kRunStop, nullptr,
           {{meta::kStatus, reached ? mllog::value::kSuccess : mllog::value::kAborted}});
   out.seconds = Seconds(run_start);

@@ -171,7 +171,8 @@ TEST_F(RunClosed, UsageErrorsExitTwoWithOneLine) {
 // when it joined (2026-11-28).
 // The precision keys came later, and the layout keys (tensor_parallelism
 // ..., micro_batch_size, config_filename) later still; they are checked
-// apart (fp32, 1, ...). Llama 3.1 8B's was recorded when it joined (2026-11-29).
+// apart (fp32, 1, ...). Llama 3.1 8B's and GPT-3's were recorded when they joined
+// (2026-11-29); GPT-3's includes pre-training its starting checkpoint.
 // The recordings used OpenBLAS's AVX2 kernels; its AVX-512 ones round
 // differently, and training amplifies that, so an AVX-512 machine is asked
 // for the AVX2 kernels here.
@@ -249,6 +250,14 @@ INSTANTIATE_TEST_SUITE_P(
                       Recording{"dlrm_dcnv2",
                                 {0.7109976592408604, 0.7581081758913318, 0.776889023014674,
                                  0.802553058276145, 0.8356870825816594}},
+                      Recording{"gpt3",
+                                {2.692572593688965,  2.6924054622650146, 2.692256450653076,
+                                 2.692108154296875,  2.6919682025909424, 2.6918251514434814,
+                                 2.6916913986206055, 2.691555976867676,  2.6914217472076416,
+                                 2.6912879943847656, 2.691159248352051,  2.6910347938537598,
+                                 2.6909141540527344, 2.6907925605773926, 2.6906745433807373,
+                                 2.6905531883239746, 2.69043231010437,   2.6903111934661865,
+                                 2.690190315246582,  2.6900699138641357, 2.6899466514587402}},
                       Recording{"llama31_8b",
                                 {5.296310901641846, 4.759243011474609, 4.2652974128723145,
                                  3.783155918121338, 3.3138294219970703, 2.87711238861084}}),

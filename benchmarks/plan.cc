@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "fmt/format.h"
+#include "logging/mllog_keys.h"
 
 namespace mlperf::benchmarks {
 
@@ -17,8 +18,8 @@ json::Value Schedule::EpochNum(int epoch) const {
 }
 
 json::Object Schedule::At(int epoch) const {
-  if (samples_count) return {{"samples_count", logged(epoch)}};
-  return {{"epoch_num", EpochNum(epoch)}};
+  if (samples_count) return {{std::string(mllog::meta::kSamplesCount), logged(epoch)}};
+  return {{std::string(mllog::meta::kEpochNum), EpochNum(epoch)}};
 }
 
 int Schedule::RoundUpToEval(int epoch) const {

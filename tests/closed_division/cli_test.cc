@@ -100,7 +100,7 @@ TEST_F(RunClosed, UsageErrorsExitTwoWithOneLine) {
   const std::vector<std::vector<std::string>> bad = {
       {"--gpu", "1"},
       {"--runs", "-1"},
-      {"--bench", "gpt3"},
+      {"--bench", "maskrcnn"},
       {"--runs", "many"},
       {"--submitter", "a/b"},
       {"--optimizer", "adam"},
@@ -140,7 +140,7 @@ TEST_F(RunClosed, UsageErrorsExitTwoWithOneLine) {
   EXPECT_NE(help.output.find("resnet   ResNet-50 v1.5"), std::string::npos) << help.output;
   EXPECT_NE(help.output.find("0.759 (5 runs, ruleset 4.0.0); the default"), std::string::npos)
       << help.output;
-  const std::string unknown = RunTool({"--bench", "gpt3"}).output;
+  const std::string unknown = RunTool({"--bench", "maskrcnn"}).output;
   EXPECT_NE(unknown.find("registered: "), std::string::npos) << unknown;
   EXPECT_NE(unknown.find("resnet"), std::string::npos) << unknown;
   // A benchmark's own flag names its owner when given for another.

@@ -1,6 +1,5 @@
 #include "benchmarks/llama31_8b/setup.h"
 
-#include <algorithm>
 #include <filesystem>
 #include <utility>
 
@@ -11,6 +10,7 @@
 #include "reference/optim/adam.h"
 
 namespace mlperf::benchmarks::llama31_8b {
+
 namespace fs = std::filesystem;
 namespace key = mllog::key;
 

@@ -66,6 +66,13 @@ class BenchmarkSetup {
   // The recipe's optimizer over the model's trainable parameters, and its
   // learning-rate schedule.
   virtual std::unique_ptr<optim::Optimizer> MakeOptimizer(const models::Model& model) const = 0;
+  // The optimizer as the trainer over `data_comm`'s data-parallel ranks
+  // runs it: MakeOptimizer's, unless the reference splits the optimizer
+  // state over those ranks (the LLMs' distributed optimizer).
+  virtual std::unique_ptr<optim::Optimizer> MakeOptimizerFor(const models::Model& model,
+                                                             dist::Communicator&) const {
+    return MakeOptimizer(model);
+  }
   virtual std::unique_ptr<optim::LearningRateSchedule> MakeSchedule() const = 0;
   // How an evaluation pass becomes the metric; by default the ratio of the
   // sums the model's EvaluateBatch returns.

@@ -111,7 +111,7 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
     out.error = std::move(s);
     return out;
   }
-  train::Trainer trainer(*model, setup.MakeOptimizer(*model), setup.MakeSchedule(),
+  train::Trainer trainer(*model, setup.MakeOptimizerFor(*model, model_comm), setup.MakeSchedule(),
                          benchmarks::TrainerConfigFor(plan), model_comm, request.comm_stream);
   const std::unique_ptr<eval::Evaluator> evaluator = setup.MakeEvaluator(*model);
   trainer.WarmUp(kWarmUpSteps);  // synthetic data; restores the initial state bit for bit

@@ -125,8 +125,9 @@ ConfigResult RunConfig(const benchmarks::Benchmark& benchmark, const BenchOption
                           /*seed=*/1);
   std::optional<train::Trainer> trainer;
   if (train) {
-    trainer.emplace(*model, (*setup)->MakeOptimizer(*model), (*setup)->MakeSchedule(),
-                    benchmarks::TrainerConfigFor(plan), model_comm, comms.stream);
+    trainer.emplace(*model, (*setup)->MakeOptimizerFor(*model, model_comm),
+                    (*setup)->MakeSchedule(), benchmarks::TrainerConfigFor(plan), model_comm,
+                    comms.stream);
   }
 
   // Synthetic: one batch in host memory; training uploads it once and then

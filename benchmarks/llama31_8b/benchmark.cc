@@ -54,15 +54,18 @@ absl::Status RcpRecipe(int world_size, RunPlan& plan, Recipe& recipe) {
 }
 
 // The memory plan of the full model before anything is allocated: what this
-// run_closed runs (every process the whole model, fp32 AdamW state) against
+// run_closed runs (every process the whole model; AdamW's state split over
+// the processes on the CPU, whole on each GPU) against
 // a process's memory (its GPU's, or its share of the host's), the rank's
 // batch split into micro-batches where that makes it fit; else refused,
 // naming the first layout of the plan that would fit.
 absl::Status FitMemory(const models::DecoderConfig& member, int world_size, int64_t limit,
                        RunPlan& plan) {
   const auto layout = [&](int64_t micro_batch) {
-    return models::DecoderLayout{
-        .tp = 1, .dp = world_size, .micro_batch = micro_batch, .distributed_optimizer = false};
+    return models::DecoderLayout{.tp = 1,
+                                 .dp = world_size,
+                                 .micro_batch = micro_batch,
+                                 .distributed_optimizer = plan.options.gpus == 0};
   };
   if (FitMicroBatch([&](int64_t b) { return models::PlanDecoderMemory(member, layout(b)).total(); },
                     limit, plan)
@@ -75,8 +78,8 @@ absl::Status FitMemory(const models::DecoderConfig& member, int world_size, int6
       models::ChooseDecoderLayout(member, world_size, 1, limit);
   const std::string alternative =
       fits.ok() ? fmt::format(
-                      "the plan's first layout that fits is {} ({:.1f} GiB), and "
-                      "run_closed does not run tensor parallelism or recomputation yet",
+                      "the plan's first layout that fits is {} ({:.1f} GiB), and the "
+                      "runs do not use tensor parallelism or recomputation yet",
                       models::DescribeDecoderPlan(*fits),
                       static_cast<double>(fits->memory.total()) / kGiB)
                 : std::string(fits.status().message());

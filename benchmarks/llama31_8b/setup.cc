@@ -7,7 +7,9 @@
 #include "benchmarks/readme.h"
 #include "fmt/format.h"
 #include "logging/mllog_keys.h"
+#include "reference/dist/communicator.h"
 #include "reference/optim/adam.h"
+#include "reference/optim/distributed_optimizer.h"
 
 namespace mlperf::benchmarks::llama31_8b {
 
@@ -63,6 +65,22 @@ std::unique_ptr<optim::Optimizer> Llama31Setup::MakeOptimizer(const models::Mode
                                                           .decoupled = true,
                                                           .max_grad_norm = 1.0f},
                                        model.slices());
+}
+
+std::unique_ptr<optim::Optimizer> Llama31Setup::MakeOptimizerFor(
+    const models::Model& model, dist::Communicator& data_comm) const {
+  // The distributed optimizer's collectives run on the CPU's communicators
+  // only so far (NCCL's have not run).
+  if (data_comm.world_size() == 1 || plan_.options.gpus > 0) return MakeOptimizer(model);
+  return std::make_unique<optim::DistributedOptimizer>(
+      data_comm, model.slices(), 1.0f, [](std::vector<TensorSlice> shard) {
+        return std::make_unique<optim::Adam>(optim::AdamOptions{.beta1 = 0.9f,
+                                                                .beta2 = 0.95f,
+                                                                .epsilon = 1e-5f,
+                                                                .weight_decay = 0.1f,
+                                                                .decoupled = true},
+                                             std::move(shard));
+      });
 }
 
 std::unique_ptr<optim::LearningRateSchedule> Llama31Setup::MakeSchedule() const {

@@ -49,6 +49,10 @@ class Llama31Setup final : public BenchmarkSetup {
   std::unique_ptr<models::Model> MakeModel(const models::Placement& placement,
                                            uint64_t seed) const override;
   std::unique_ptr<optim::Optimizer> MakeOptimizer(const models::Model& model) const override;
+  // Over several processes on the CPU: the distributed optimizer (AdamW's
+  // state split over them, as the reference's distributed Adam).
+  std::unique_ptr<optim::Optimizer> MakeOptimizerFor(const models::Model& model,
+                                                     dist::Communicator& data_comm) const override;
   std::unique_ptr<optim::LearningRateSchedule> MakeSchedule() const override;
   absl::Status PrepareData() const override;
   absl::Status CheckData() const override;

@@ -11,13 +11,7 @@
 namespace mlperf::benchmarks {
 namespace {
 
-// Samples of one rank in GPTDataset's order. Training: optimizer step s,
-// micro-batch m takes the samples Megatron's pre-training sampler deals this
-// rank (RankSample), so every sample of a step goes to exactly one rank.
-// Evaluation: the first `count` samples of the validation order, each rank
-// its contiguous share, the last batch padded and every rank giving as many
-// batches. A sample of sequence_length + 1 tokens gives the inputs (all but
-// the last) and the labels (all but the first).
+// The pipeline token_pipeline.h describes, for one rank.
 class TokenPipeline final : public DataPipeline {
  public:
   TokenPipeline(std::unique_ptr<megatron::IndexedDataset> data, megatron::GptIndex index,

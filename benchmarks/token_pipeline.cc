@@ -1,6 +1,7 @@
 #include "benchmarks/token_pipeline.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <utility>
 #include <vector>
 
@@ -125,6 +126,23 @@ absl::StatusOr<std::unique_ptr<DataPipeline>> OpenTokenPipeline(const TokenData&
   }
   return std::make_unique<TokenPipeline>(std::move(*data), std::move(*index), options, eval, plan,
                                          d.vocab_size, d.eval_count, rank);
+}
+
+absl::Status WriteGeneratedTokenFiles(
+    const TokenData& train, const megatron::GeneratedLanguageOptions& train_language,
+    const TokenData& validation, const megatron::GeneratedLanguageOptions& validation_language) {
+  for (const auto& [data, language] :
+       {std::pair{&train, &train_language}, std::pair{&validation, &validation_language}}) {
+    const std::filesystem::path folder = std::filesystem::path(data->prefix).parent_path();
+    std::error_code ec;
+    if (std::filesystem::create_directories(folder, ec); ec) {
+      return absl::PermissionDeniedError(
+          fmt::format("{}: cannot create the folder: {}", folder.string(), ec.message()));
+    }
+    if (absl::Status s = megatron::WriteGeneratedLanguage(data->prefix, *language); !s.ok())
+      return s;
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CheckTokenFiles(const TokenData& train, const TokenData& validation) {

@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "benchmarks/benchmark.h"
+#include "datasets/megatron/generated.h"
 
 namespace mlperf::benchmarks {
 
@@ -28,6 +29,12 @@ struct TokenData {
 absl::StatusOr<std::unique_ptr<DataPipeline>> OpenTokenPipeline(const TokenData& data, Split split,
                                                                 uint64_t seed, int rank,
                                                                 const RunPlan& plan);
+
+// A demonstration's generated language written as the training and the
+// validation token files (their folders made first).
+absl::Status WriteGeneratedTokenFiles(
+    const TokenData& train, const megatron::GeneratedLanguageOptions& train_language,
+    const TokenData& validation, const megatron::GeneratedLanguageOptions& validation_language);
 
 // Before any model: both files there and whole, the training set holding a
 // sample, the validation set `eval_count` of them. Errors name the file.

@@ -39,34 +39,11 @@
 namespace mlperf::models {
 namespace {
 
-// Median milliseconds of `repeats` runs of `fn`, CUDA events around each.
-template <typename Fn>
-double MedianMs(int repeats, Fn&& fn) {
-  const cudaStream_t stream = static_cast<cudaStream_t>(ops::ComputeStream().native());
-  cudaEvent_t start, stop;
-  BENCH_CUDA(cudaEventCreate(&start));
-  BENCH_CUDA(cudaEventCreate(&stop));
-  std::vector<double> ms;
-  for (int i = 0; i < repeats; ++i) {
-    BENCH_CUDA(cudaEventRecord(start, stream));
-    fn();
-    BENCH_CUDA(cudaEventRecord(stop, stream));
-    BENCH_CUDA(cudaEventSynchronize(stop));
-    float t = 0.0f;
-    BENCH_CUDA(cudaEventElapsedTime(&t, start, stop));
-    ms.push_back(t);
-  }
-  BENCH_CUDA(cudaEventDestroy(start));
-  BENCH_CUDA(cudaEventDestroy(stop));
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
-
-// The same after one untimed run (scratch, cuBLAS heuristics).
+// bench::MedianMs after one untimed run (scratch, cuBLAS heuristics).
 template <typename Fn>
 double OpMs(int repeats, Fn&& fn) {
   fn();
-  return MedianMs(repeats, fn);
+  return bench::MedianMs(repeats, fn);
 }
 
 // Every op of one BERT-Large encoder layer at the step's shapes, each timed
@@ -215,7 +192,7 @@ void Run(int64_t batch, int steps, const std::vector<core::DType>& precisions) {
         benchmarks::bert::MakeSchedule(recipe),
         {.dynamic_loss_scaling = precision == core::DType::kF16, .cuda_graph = graph}, *comm);
     for (int i = 0; i < 3; ++i) trainer.TrainStep(Batch{});
-    const double ms = MedianMs(steps, [&] { trainer.TrainStep(Batch{}); });
+    const double ms = bench::MedianMs(steps, [&] { trainer.TrainStep(Batch{}); });
     const std::string name =
         fmt::format("{}{}{}", ops::PrecisionName(precision), graph ? " graph" : "", storage);
     std::printf("  ours  %-28s %8.1f ms/step %8.1f sequences/s", name.c_str(), ms,

@@ -1,7 +1,7 @@
 // What the GPU training-step benchmarks share (bench/resnet, bench/bert,
-// bench/unet3d): a check of CUDA calls, line-buffered output, their PyTorch
-// peer, run as a script that prints "<name> <ms per step>" lines, and their
-// precision lists.
+// bench/unet3d, bench/llm): a check of CUDA calls, line-buffered output, the
+// median time of a step on the ops stream, their PyTorch peer, run as a
+// script that prints "<name> <ms per step>" lines, and their precision lists.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -16,6 +16,7 @@
 #include "base/environment.h"
 #include "fmt/format.h"
 #include "reference/core/dtype.h"
+#include "reference/kernels/dispatch.h"
 
 // A failed CUDA call in a benchmark: the call, file and line, exit 1.
 #define BENCH_CUDA(call)                                                 \
@@ -29,6 +30,30 @@
   } while (0)
 
 namespace mlperf::bench {
+
+// The median milliseconds of `repeats` calls of `fn`, each between two CUDA
+// events on the ops stream.
+template <typename Fn>
+double MedianMs(int repeats, Fn&& fn) {
+  const cudaStream_t stream = static_cast<cudaStream_t>(ops::ComputeStream().native());
+  cudaEvent_t start, stop;
+  BENCH_CUDA(cudaEventCreate(&start));
+  BENCH_CUDA(cudaEventCreate(&stop));
+  std::vector<double> ms;
+  for (int i = 0; i < repeats; ++i) {
+    BENCH_CUDA(cudaEventRecord(start, stream));
+    fn();
+    BENCH_CUDA(cudaEventRecord(stop, stream));
+    BENCH_CUDA(cudaEventSynchronize(stop));
+    float t = 0.0f;
+    BENCH_CUDA(cudaEventElapsedTime(&t, start, stop));
+    ms.push_back(t);
+  }
+  BENCH_CUDA(cudaEventDestroy(start));
+  BENCH_CUDA(cudaEventDestroy(stop));
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
 
 // Line by line to stdout, so that a run stopped at its time limit (as
 // scripts/gpu_check.sh stops a stage) keeps every line it printed.

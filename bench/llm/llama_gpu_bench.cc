@@ -8,7 +8,8 @@
 // sequence x hidden for causal attention, per token, against the GPU's
 // dense bf16 peak (H100 and H200: 989 TFLOP/s; other GPUs: no MFU).
 // Our attention holds its probability matrices (no flash attention yet),
-// so the layers must fit: 4 layers at 8192 take about 80 GB in fp32.
+// so the layers must fit: 4 layers at 8192 need about 80 GiB of activations
+// in fp32 by the memory plan (docs/llm.md: about 20 GiB a layer).
 // NOT YET RUN ON A GPU: scripts/gpu_check.sh runs it.
 //
 // usage: llama_gpu_bench [layers] [seq] [steps] [fp32,bf16]
@@ -29,28 +30,6 @@
 
 namespace mlperf::models {
 namespace {
-
-template <typename Fn>
-double MedianMs(int repeats, Fn&& fn) {
-  const cudaStream_t stream = static_cast<cudaStream_t>(ops::ComputeStream().native());
-  cudaEvent_t start, stop;
-  BENCH_CUDA(cudaEventCreate(&start));
-  BENCH_CUDA(cudaEventCreate(&stop));
-  std::vector<double> ms;
-  for (int i = 0; i < repeats; ++i) {
-    BENCH_CUDA(cudaEventRecord(start, stream));
-    fn();
-    BENCH_CUDA(cudaEventRecord(stop, stream));
-    BENCH_CUDA(cudaEventSynchronize(stop));
-    float t = 0.0f;
-    BENCH_CUDA(cudaEventElapsedTime(&t, start, stop));
-    ms.push_back(t);
-  }
-  BENCH_CUDA(cudaEventDestroy(start));
-  BENCH_CUDA(cudaEventDestroy(stop));
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
 
 // Model FLOPs per token of a training step (forward and backward).
 double FlopsPerToken(const DecoderConfig& c) {
@@ -98,7 +77,7 @@ void Run(int64_t layers, int64_t seq, int steps, const std::vector<core::DType>&
       model.Backward();
     };
     for (int i = 0; i < 2; ++i) step();
-    const double ms = MedianMs(steps, step);
+    const double ms = bench::MedianMs(steps, step);
     report("ours", std::string(ops::PrecisionName(precision)), ms);
     for (const auto& [peer, peer_ms] : torch)
       std::printf("    x%.2f vs torch %s\n", peer_ms / ms, peer.c_str());

@@ -49,31 +49,6 @@ namespace {
 
 cudaStream_t Stream() { return static_cast<cudaStream_t>(ops::ComputeStream().native()); }
 
-// Milliseconds between two events around `fn` on the ops stream.
-template <typename Fn>
-double TimeMs(Fn&& fn) {
-  cudaEvent_t start, stop;
-  BENCH_CUDA(cudaEventCreate(&start));
-  BENCH_CUDA(cudaEventCreate(&stop));
-  BENCH_CUDA(cudaEventRecord(start, Stream()));
-  fn();
-  BENCH_CUDA(cudaEventRecord(stop, Stream()));
-  BENCH_CUDA(cudaEventSynchronize(stop));
-  float ms = 0.0f;
-  BENCH_CUDA(cudaEventElapsedTime(&ms, start, stop));
-  BENCH_CUDA(cudaEventDestroy(start));
-  BENCH_CUDA(cudaEventDestroy(stop));
-  return ms;
-}
-
-template <typename Fn>
-double MedianMs(int repeats, Fn&& fn) {
-  std::vector<double> t;
-  for (int i = 0; i < repeats; ++i) t.push_back(TimeMs(fn));
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
 struct StepResult {
   double step_ms = 0;
   int64_t replayed = 0;                   // steps replayed from a recording
@@ -100,7 +75,7 @@ StepResult TimeTrainingStep(core::Layout layout, int64_t batch, int steps, core:
   trainer.TrainStep(model.InputBatch(images.data(), labels.data(), model.batch_size()));
   for (int i = 0; i < 3; ++i) trainer.TrainStep(models::Batch{});
   StepResult r;
-  r.step_ms = MedianMs(steps, [&] { trainer.TrainStep(models::Batch{}); });
+  r.step_ms = bench::MedianMs(steps, [&] { trainer.TrainStep(models::Batch{}); });
   r.replayed = trainer.replayed_steps();
   if (!profile) return r;
 
@@ -139,7 +114,7 @@ Profile OpProfile(core::Layout layout, core::DType precision, int64_t n, int rep
   const core::DType stored = ops::ActivationStorageType(core::Device::kCuda);
   Profile profile;
   const auto time = [&](const std::string& op, const std::string& shape, auto&& fn) {
-    const double ms = MedianMs(repeats, fn);
+    const double ms = bench::MedianMs(repeats, fn);
     profile.by_op[op] += ms;
     profile.calls.emplace_back(op + " " + shape, ms);
   };

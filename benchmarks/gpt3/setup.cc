@@ -133,14 +133,10 @@ absl::Status Gpt3Setup::PrepareData() const {
   const fs::path done = fs::path(plan_.data_root) / ".generated";
   std::error_code ec;
   if (fs::exists(done, ec)) return absl::OkStatus();
-  if (fs::create_directories(plan_.data_root, ec); ec) {
-    return absl::PermissionDeniedError(
-        fmt::format("{}: cannot create the folder: {}", plan_.data_root, ec.message()));
-  }
-  for (const auto& [split, options] :
-       {std::pair{Split::kTrain, demo_.train}, std::pair{Split::kEval, demo_.validation}})
-    if (absl::Status s = megatron::WriteGeneratedLanguage(Tokens(split).prefix, options); !s.ok())
-      return s;
+  if (absl::Status s = WriteGeneratedTokenFiles(Tokens(Split::kTrain), demo_.train,
+                                                Tokens(Split::kEval), demo_.validation);
+      !s.ok())
+    return s;
   // An interrupted earlier preparation may have left part of a checkpoint.
   fs::remove_all(CheckpointDir(), ec);
   if (absl::Status s = Pretrain(CheckpointDir()); !s.ok()) return s;

@@ -96,15 +96,8 @@ absl::Status Llama31Setup::PrepareData() const {
   const fs::path done = fs::path(plan_.data_root) / ".generated";
   std::error_code ec;
   if (fs::exists(done, ec)) return absl::OkStatus();
-  if (fs::create_directories(plan_.data_root, ec); ec) {
-    return absl::PermissionDeniedError(
-        fmt::format("{}: cannot create the folder: {}", plan_.data_root, ec.message()));
-  }
-  if (absl::Status s = megatron::WriteGeneratedLanguage(files_.train, files_.generated_train);
-      !s.ok())
-    return s;
-  if (absl::Status s =
-          megatron::WriteGeneratedLanguage(files_.validation, files_.generated_validation);
+  if (absl::Status s = WriteGeneratedTokenFiles(Tokens(Split::kTrain), files_.generated_train,
+                                                Tokens(Split::kEval), files_.generated_validation);
       !s.ok())
     return s;
   return base::WriteFileAtomically(done, files_.generated_train.Name());

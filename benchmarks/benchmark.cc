@@ -69,7 +69,27 @@ absl::StatusOr<std::unique_ptr<BenchmarkSetup>> Benchmark::Configure(
         fmt::format("model size '{}': expected full or small", options.member));
   }
   plan.small = options.member.empty() ? plan.demo : options.member == "small";
-  return ConfigureFor(std::move(plan), world_size, share);
+  const int tp = options.tensor_parallel;
+  if (tp > 1 && !i.tensor_parallel) {
+    return absl::InvalidArgumentError(fmt::format(
+        "--tensor_parallel={}: {} has no tensor-parallel layout (every process holds the whole "
+        "model)",
+        tp, i.name));
+  }
+  if (tp > 1 && options.gpus > 0) {
+    return absl::InvalidArgumentError(fmt::format(
+        "--tensor_parallel={} with --gpus: the tensor-parallel groups run on the CPU's MPI "
+        "only so far",
+        tp));
+  }
+  if (tp < 1 || world_size % tp != 0) {
+    return absl::InvalidArgumentError(fmt::format(
+        "--tensor_parallel={}: the {} process(es) launched do not form groups of {} (launch a "
+        "multiple of it)",
+        tp, world_size, tp));
+  }
+  plan.tensor_parallel = tp;
+  return ConfigureFor(std::move(plan), world_size / tp, share);
 }
 
 }  // namespace mlperf::benchmarks

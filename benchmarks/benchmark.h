@@ -117,6 +117,8 @@ struct BenchmarkInfo {
   // Whether the model has attention (its precision is logged as
   // lowest_numerical_precision_in_attn).
   bool attention = false;
+  // Whether its model splits over tensor-parallel ranks (--tensor_parallel).
+  bool tensor_parallel = false;
   // The benchmark --bench means when it is not given.
   bool is_default = false;
   // Flags of its own on run_closed's command line: ABSL_FLAG definitions in
@@ -145,14 +147,16 @@ class Benchmark {
   virtual const BenchmarkInfo& info() const = 0;
   // The closed recipe for `world_size` processes (the embedded default
   // without --data), fitted to what each process may use: the part every
-  // benchmark shares (the rules, the flags, the family member), then
-  // ConfigureFor. Errors are usage errors.
+  // benchmark shares (the rules, the flags, the family member, the
+  // processes as groups of options.tensor_parallel), then ConfigureFor with
+  // the data-parallel ranks. Errors are usage errors.
   absl::StatusOr<std::unique_ptr<BenchmarkSetup>> Configure(const RunnerOptions& options,
                                                             int world_size,
                                                             const ProcessShare& share) const;
 
  protected:
-  // `plan` comes with options, demo, small and the rules set.
+  // `plan` comes with options, demo, small, tensor_parallel and the rules
+  // set; `world_size` is the data-parallel ranks.
   virtual absl::StatusOr<std::unique_ptr<BenchmarkSetup>> ConfigureFor(
       RunPlan plan, int world_size, const ProcessShare& share) const = 0;
 };

@@ -36,23 +36,25 @@ int RunPlan::last_epoch() const {
 absl::Status CompletePlan(const RunnerOptions& options, int world_size, int cores_per_process,
                           const std::string& generated_name, RunPlan& plan) {
   const int accelerators = options.gpus * options.nodes;
-  if (options.gpus > 0 && accelerators != world_size) {
+  const int processes = world_size * plan.tensor_parallel;
+  if (options.gpus > 0 && accelerators != processes) {
     return absl::InvalidArgumentError(fmt::format(
         "--gpus={} --nodes={} means {} processes (one per GPU), but {} were launched; start "
         "with mpirun -np {} or srun --ntasks={}",
-        options.gpus, options.nodes, accelerators, world_size, accelerators, accelerators));
+        options.gpus, options.nodes, accelerators, processes, accelerators, accelerators));
   }
-  if (options.gpus == 0 && options.nodes > world_size) {
+  if (options.gpus == 0 && options.nodes > processes) {
     return absl::InvalidArgumentError(fmt::format(
         "--nodes={} but {} process(es) were launched; every node runs at least one (start with "
         "mpirun or srun across the nodes)",
-        options.nodes, world_size));
+        options.nodes, processes));
   }
   const int64_t split = int64_t{world_size} * plan.gradient_accumulation_steps;
   if (plan.global_batch_size % split != 0) {
     return absl::InvalidArgumentError(
-        fmt::format("global batch size {} does not split over {} processes; launch a divisor of it",
-                    plan.global_batch_size, world_size));
+        fmt::format("global batch size {} does not split over {} {}; launch a divisor of it",
+                    plan.global_batch_size, world_size,
+                    plan.tensor_parallel > 1 ? "data-parallel ranks" : "processes"));
   }
   plan.world_size = world_size;
   plan.batch_per_rank = plan.global_batch_size / split;
@@ -67,7 +69,7 @@ absl::Status CompletePlan(const RunnerOptions& options, int world_size, int core
     plan.data_root = options.data_dir;
     plan.system_name = options.gpus > 0
                            ? fmt::format("{}xnode-{}xgpu", options.nodes, options.gpus)
-                           : fmt::format("{}xnode-cpu-{}proc", options.nodes, world_size);
+                           : fmt::format("{}xnode-cpu-{}proc", options.nodes, processes);
   }
   // A small demo model trains fastest on one thread next to one decode
   // thread; real data needs about as many decode threads as the model.

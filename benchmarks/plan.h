@@ -21,6 +21,9 @@ struct RunnerOptions {
   std::string benchmark;  // "" = the registry's default
   int gpus = 0;           // per node; 0 = CPU
   int nodes = 1;
+  // Ranks each model is split over (tensor parallelism, the decoder LLMs);
+  // the processes are that many times the data-parallel ranks.
+  int tensor_parallel = 1;
   // A short collective check before the first run (runtime/preflight.h).
   bool preflight = false;
   double preflight_min = 0.5;
@@ -115,7 +118,8 @@ struct RunPlan {
   quality::QualityTarget target;
   int required_runs = 1;
   int allowed_missed_runs = 0;  // runs olympic scoring drops that may miss the target
-  int world_size = 1;           // data-parallel ranks (processes)
+  int world_size = 1;           // data-parallel ranks
+  int tensor_parallel = 1;      // ranks per model (options.tensor_parallel)
   int64_t global_batch_size = 0;
   int64_t batch_per_rank = 0;  // one micro-batch per rank
   int gradient_accumulation_steps = 1;
@@ -145,6 +149,8 @@ struct RunPlan {
   int last_epoch() const;
   // Runs this invocation does: --runs, or what a package needs.
   int runs() const { return options.runs > 0 ? options.runs : required_runs; }
+  // The processes: every data-parallel rank is a group of tensor-parallel ones.
+  int processes() const { return world_size * tensor_parallel; }
 };
 
 // What one process may use of its machine: its share of the cores and of
@@ -155,9 +161,11 @@ struct ProcessShare {
 };
 
 // The part of every plan that does not depend on the benchmark: world size
-// against --gpus/--nodes, the per-rank batch, threads, system name and where
+// (the data-parallel ranks; processes with plan.tensor_parallel) against
+// --gpus/--nodes, the per-rank batch, threads, system name and where
 // generated data lives (`generated_name`, a folder name under the cache).
-// `plan` comes with demo, global_batch_size and the benchmark's names set.
+// `plan` comes with demo, tensor_parallel, global_batch_size and the
+// benchmark's names set.
 // Errors are usage errors (exit 2).
 absl::Status CompletePlan(const RunnerOptions& options, int world_size, int cores_per_process,
                           const std::string& generated_name, RunPlan& plan);

@@ -18,6 +18,9 @@ ABSL_FLAG(std::string, ruleset, "",
           "benchmark); empty = the newest such");
 ABSL_FLAG(int, gpus, 0, "GPUs per node, one process each; 0 = train on the CPU");
 ABSL_FLAG(int, nodes, 1, "nodes of the system (launch with mpirun or srun across them)");
+ABSL_FLAG(int, tensor_parallel, 1,
+          "processes each model is split over (Megatron's tensor parallelism, the decoder LLMs "
+          "on the CPU); the rest are data parallel");
 ABSL_FLAG(bool, preflight, false,
           "before the first run: the collectives at two sizes and every rank's link bandwidth "
           "(run_benchmark --comm's short form); refuse to start when a rank is slow");
@@ -63,12 +66,27 @@ namespace {
 using benchmarks::BenchmarkRegistry;
 using benchmarks::RunnerOptions;
 
-constexpr std::string_view kFlagNames[] = {
-    "bench",     "list",      "ruleset",       "gpus",
-    "nodes",     "preflight", "preflight_min", "collective_timeout",
-    "data",      "runs",      "submitter",     "system",
-    "out",       "cache_dir", "seed",          "max_epochs",
-    "optimizer", "precision", "cuda_graph",    "threads"};
+constexpr std::string_view kFlagNames[] = {"bench",
+                                           "list",
+                                           "ruleset",
+                                           "gpus",
+                                           "nodes",
+                                           "preflight",
+                                           "preflight_min",
+                                           "collective_timeout",
+                                           "data",
+                                           "runs",
+                                           "submitter",
+                                           "system",
+                                           "out",
+                                           "cache_dir",
+                                           "seed",
+                                           "max_epochs",
+                                           "optimizer",
+                                           "precision",
+                                           "cuda_graph",
+                                           "threads",
+                                           "tensor_parallel"};
 
 absl::Status Validate(const RunnerOptions& o) {
   // Counts within what any real system and package can use; beyond them a
@@ -81,6 +99,7 @@ absl::Status Validate(const RunnerOptions& o) {
   };
   for (absl::Status s :
        {check_range("gpus", o.gpus, 0, 1024), check_range("nodes", o.nodes, 1, 65536),
+        check_range("tensor_parallel", o.tensor_parallel, 1, 1024),
         check_range("collective_timeout", o.collective_timeout_s, 0, 86400),
         check_range("runs", o.runs, 0, 1000), check_range("max_epochs", o.max_epochs, 0, 100000),
         check_range("seed", o.seed, -1, int64_t{1} << 62)}) {
@@ -145,7 +164,7 @@ std::vector<std::string_view> BenchmarkFlagNames(const BenchmarkRegistry& regist
 std::string UsageText(const BenchmarkRegistry& registry) {
   std::string text =
       "Usage: run_closed [--bench NAME] [--ruleset R] [--gpus N] [--nodes M] [--preflight]\n"
-      "                  [--data DIR]\n"
+      "                  [--tensor_parallel T] [--data DIR]\n"
       "                  [--runs N] [--submitter ORG] [--system NAME] [--out DIR]\n"
       "                  [--cache_dir DIR] [--seed N] [--max_epochs N] [--optimizer NAME]\n"
       "                  [--precision P] [--cuda_graph] [--threads N] [benchmark flags]\n"
@@ -209,6 +228,7 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv,
   o.ruleset = absl::GetFlag(FLAGS_ruleset);
   o.gpus = absl::GetFlag(FLAGS_gpus);
   o.nodes = absl::GetFlag(FLAGS_nodes);
+  o.tensor_parallel = absl::GetFlag(FLAGS_tensor_parallel);
   o.preflight = absl::GetFlag(FLAGS_preflight);
   o.preflight_min = absl::GetFlag(FLAGS_preflight_min);
   o.collective_timeout_s = absl::GetFlag(FLAGS_collective_timeout);

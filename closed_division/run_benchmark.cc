@@ -14,6 +14,7 @@
 #include "closed_division/run_loop.h"
 #include "closed_division/seeds.h"
 #include "fmt/format.h"
+#include "reference/dist/parallel_groups.h"
 #include "reference/kernels/dispatch.h"
 #include "runtime/interrupt.h"
 #include "runtime/system_info.h"
@@ -178,6 +179,16 @@ int RunBenchmark(const Benchmark& benchmark, const RunnerOptions& options,
   }
   const BenchmarkSetup& setup = **configured;
   const RunPlan& plan = setup.plan();
+  std::optional<dist::ParallelGroups> groups;
+  if (plan.tensor_parallel > 1) {
+    absl::StatusOr<dist::ParallelGroups> split =
+        dist::ParallelGroups::Split(comm, plan.tensor_parallel);
+    if (!split.ok()) {
+      report.Info(std::string(split.status().message()));
+      return kExitUsage;
+    }
+    groups = std::move(*split);
+  }
   const int runs = plan.runs();
   const PackagePaths paths =
       MakePackagePaths(options.out_dir, options.submitter, plan.system_name, info.name);
@@ -191,10 +202,14 @@ int RunBenchmark(const Benchmark& benchmark, const RunnerOptions& options,
   runtime::InstallInterruptHandlers();
   ProgressReporter progress(runs, plan.last_epoch(), plan.target, info.metric,
                             comm.rank() == 0 ? stderr : nullptr);
-  report.Info(fmt::format("{} run(s) of {} on {}, {} process(es), ruleset {}; package {}", runs,
+  report.Info(fmt::format("{} run(s) of {} on {}, {} process(es){}, ruleset {}; package {}", runs,
                           plan.demo ? "the demonstration on generated data" : plan.model_name,
-                          runtime::SystemSummary(options.gpus), comm.world_size(), plan.ruleset,
-                          paths.org.string()));
+                          runtime::SystemSummary(options.gpus), comm.world_size(),
+                          groups.has_value()
+                              ? fmt::format(" (tensor parallel {} x data parallel {})",
+                                            plan.tensor_parallel, plan.world_size)
+                              : "",
+                          plan.ruleset, paths.org.string()));
   // A recorded step is one micro-batch (train::TrainerConfig::cuda_graph).
   if (plan.cuda_graph && plan.gradient_accumulation_steps > 1) {
     report.Info(fmt::format(
@@ -215,7 +230,9 @@ int RunBenchmark(const Benchmark& benchmark, const RunnerOptions& options,
                                         .seed = *seed,
                                         .log_path = paths.Incomplete(run).string(),
                                         .gradient_comm = comms.gradients,
-                                        .comm_stream = comms.stream},
+                                        .comm_stream = comms.stream,
+                                        .tensor_comm = groups ? &groups->tensor() : nullptr,
+                                        .data_comm = groups ? &groups->data() : nullptr},
                                        comm, progress);
     if (outcome.status == RunStatus::kInterrupted) {
       report.Info(fmt::format(

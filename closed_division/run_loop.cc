@@ -92,27 +92,36 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
   log.Event(key::kLowestNumericalPrecisionInLinear, linear);
   if (info.attention) log.Event(key::kLowestNumericalPrecisionInAttn, linear);
   log.Event(key::kLowestNumericalPrecisionInComm, std::string("fp32"));
-  // The layout keys (required from 6.1.0, optional before): every process
-  // a whole model, data parallel only; one micro-batch per process.
-  for (std::string_view layout : {key::kTensorParallelism, key::kPipelineParallelism,
-                                  key::kContextParallelism, key::kExpertParallelism})
+  // The layout keys (required from 6.1.0, optional before): data parallel,
+  // the model whole on each process or split over plan.tensor_parallel of
+  // them; one micro-batch per process.
+  log.Event(key::kTensorParallelism, int64_t{plan.tensor_parallel});
+  for (std::string_view layout :
+       {key::kPipelineParallelism, key::kContextParallelism, key::kExpertParallelism})
     log.Event(layout, int64_t{1});
   log.Event(key::kMicroBatchSize, plan.batch_per_rank);
   log.Event(key::kConfigFilename, "run_closed --bench " + info.name);
   dist::Communicator& model_comm = request.gradient_comm != nullptr ? *request.gradient_comm : comm;
-  const std::unique_ptr<models::Model> model =
-      setup.MakeModel({.device = plan.options.gpus > 0 ? core::Device::kCuda : core::Device::kCpu,
-                       .rank = comm.rank(),
-                       .world_size = comm.world_size(),
-                       .comm = &model_comm,
-                       .comm_stream = request.comm_stream},
-                      request.seed);
+  // Gradients are averaged, batches shared out and evaluations summed over
+  // the data-parallel ranks: every process without tensor parallelism.
+  dist::Communicator& data_comm = request.data_comm != nullptr ? *request.data_comm : model_comm;
+  dist::Communicator& eval_comm = request.data_comm != nullptr ? *request.data_comm : comm;
+  const std::unique_ptr<models::Model> model = setup.MakeModel(
+      {.device = plan.options.gpus > 0 ? core::Device::kCuda : core::Device::kCpu,
+       .rank = comm.rank(),
+       .world_size = comm.world_size(),
+       .comm = &model_comm,
+       .comm_stream = request.comm_stream,
+       .tensor_rank = request.tensor_comm != nullptr ? request.tensor_comm->rank() : 0,
+       .tensor_size = request.tensor_comm != nullptr ? request.tensor_comm->world_size() : 1,
+       .tensor_comm = request.tensor_comm},
+      request.seed);
   if (absl::Status s = setup.LoadStartingCheckpoint(*model); !s.ok()) {
     out.error = std::move(s);
     return out;
   }
-  train::Trainer trainer(*model, setup.MakeOptimizerFor(*model, model_comm), setup.MakeSchedule(),
-                         benchmarks::TrainerConfigFor(plan), model_comm, request.comm_stream);
+  train::Trainer trainer(*model, setup.MakeOptimizerFor(*model, data_comm), setup.MakeSchedule(),
+                         benchmarks::TrainerConfigFor(plan), data_comm, request.comm_stream);
   const std::unique_ptr<eval::Evaluator> evaluator = setup.MakeEvaluator(*model);
   trainer.WarmUp(kWarmUpSteps);  // synthetic data; restores the initial state bit for bit
   comm.Barrier();
@@ -129,10 +138,10 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
     return out;
   };
   absl::StatusOr<std::unique_ptr<DataPipeline>> train =
-      setup.OpenData(Split::kTrain, request.seed, comm.rank());
+      setup.OpenData(Split::kTrain, request.seed, eval_comm.rank());
   if (!train.ok()) return fail(train.status());
   absl::StatusOr<std::unique_ptr<DataPipeline>> eval =
-      setup.OpenData(Split::kEval, request.seed, comm.rank());
+      setup.OpenData(Split::kEval, request.seed, eval_comm.rank());
   if (!eval.ok()) return fail(eval.status());
   // train_samples 0: the data set decides (shards that hold no fixed count).
   if ((plan.train_samples > 0 && (*train)->size() != plan.train_samples) ||
@@ -204,7 +213,7 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
 
     if (schedule.is_eval_epoch(epoch)) {
       log.Start(key::kEvalStart, nullptr, schedule.At(epoch));
-      absl::StatusOr<double> metric = Evaluate(**eval, *evaluator, comm);
+      absl::StatusOr<double> metric = Evaluate(**eval, *evaluator, eval_comm);
       if (!metric.ok()) return fail(metric.status());
       out.last_metric = *metric;
       log.End(key::kEvalStop, nullptr, schedule.At(epoch));
@@ -214,6 +223,14 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
       reached = plan.target.Reached(out.last_metric);
       // A diverged run ends here, not converged (the reference's abort).
       diverged = out.last_metric < info.diverged_below;
+      if (&eval_comm != &comm) {
+        // Each data-parallel group summed its own metric: every rank
+        // follows the logging rank's decision.
+        float decided[2] = {reached ? 1.0f : 0.0f, diverged ? 1.0f : 0.0f};
+        comm.Broadcast(decided, 2, 0);
+        reached = decided[0] != 0.0f;
+        diverged = decided[1] != 0.0f;
+      }
     }
     if (schedule.is_eval_epoch(epoch) || epoch == last_epoch) {
       log.End(key::kBlockStop, nullptr,

@@ -39,6 +39,11 @@ struct RunRequest {
   // `comm` then carries only host-side control messages.
   dist::Communicator* gradient_comm = nullptr;
   ops::Stream comm_stream;
+  // Tensor parallelism (plan.tensor_parallel > 1, dist/parallel_groups.h):
+  // the ranks that split the model, and the data-parallel ones that share
+  // the batches and average each slice's gradients. Null without.
+  dist::Communicator* tensor_comm = nullptr;
+  dist::Communicator* data_comm = nullptr;
 };
 
 RunOutcome RunOnce(const benchmarks::BenchmarkInfo& info, const benchmarks::BenchmarkSetup& setup,

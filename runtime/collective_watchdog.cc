@@ -83,6 +83,15 @@ class WatchedCommunicator final : public dist::Communicator {
     Watched("barrier", [&] { inner_.Barrier(); });
   }
   bool CollectivesCapturable() const override { return inner_.CollectivesCapturable(); }
+  // The part is watched too (by the same watchdog, which probes every rank).
+  std::unique_ptr<dist::Communicator> Split(int colour, int key) override {
+    std::unique_ptr<dist::Communicator> part;
+    Watched("split", [&] { part = inner_.Split(colour, key); });
+    if (part == nullptr) return nullptr;
+    auto watched = std::make_unique<WatchedCommunicator>(*part, dog_);
+    watched->owned_ = std::move(part);
+    return watched;
+  }
 
  private:
   template <typename Call>
@@ -93,6 +102,7 @@ class WatchedCommunicator final : public dist::Communicator {
   }
   dist::Communicator& inner_;
   CollectiveWatchdog& dog_;
+  std::unique_ptr<dist::Communicator> owned_;  // inner_, for a split part
 };
 
 absl::StatusOr<std::unique_ptr<CollectiveWatchdog>> CollectiveWatchdog::Start(

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fmt/format.h"
+#include "reference/dist/parallel_groups.h"
 #include "reference/kernels/dispatch.h"
 #include "reference/kernels/precision.h"
 #include "reference/trainer/trainer.h"
@@ -61,6 +62,7 @@ absl::StatusOr<std::unique_ptr<benchmarks::BenchmarkSetup>> ConfigureFor(
   r.batch_per_rank = config.batch;
   r.precision = config.dtype;
   r.cuda_graph = options.cuda_graph;
+  r.tensor_parallel = options.tensor_parallel;
   absl::StatusOr<std::unique_ptr<benchmarks::BenchmarkSetup>> setup =
       benchmark.Configure(r, world_size, share);
   if (!setup.ok()) return setup.status();
@@ -76,7 +78,7 @@ absl::StatusOr<std::unique_ptr<benchmarks::BenchmarkSetup>> ConfigureFor(
   }
   if (options.data != DataMode::kSynthetic) {
     const bool train = options.mode == Mode::kTrain;
-    const int64_t samples = train ? plan.train_samples : plan.eval_samples / world_size;
+    const int64_t samples = train ? plan.train_samples : plan.eval_samples / plan.world_size;
     const int64_t per_step = train ? plan.global_batch_size : config.batch;
     const int64_t available = samples / per_step;
     const int needed = train ? options.iters : std::max(options.iters, options.warmup);
@@ -117,17 +119,29 @@ ConfigResult RunConfig(const benchmarks::Benchmark& benchmark, const BenchOption
   ops::SetHostCopyThreads(share.cores);
   const bool train = options.mode == Mode::kTrain;
   dist::Communicator& model_comm = comms.gradients != nullptr ? *comms.gradients : control;
+  // Tensor parallelism: groups of ranks split the model; the data-parallel
+  // ranks average the gradients and share the batches out.
+  std::optional<dist::ParallelGroups> groups;
+  if (plan.tensor_parallel > 1) {
+    absl::StatusOr<dist::ParallelGroups> split =
+        dist::ParallelGroups::Split(control, plan.tensor_parallel);
+    if (!AllOk(control, split.ok())) return fail(split.status());
+    groups = std::move(*split);
+  }
+  dist::Communicator& data_comm = groups ? groups->data() : model_comm;
   std::unique_ptr<models::Model> model =
       (*setup)->MakeModel({.device = options.gpu ? core::Device::kCuda : core::Device::kCpu,
                            .rank = rank,
                            .world_size = world,
-                           .comm = &model_comm},
+                           .comm = &model_comm,
+                           .tensor_rank = groups ? groups->tensor().rank() : 0,
+                           .tensor_size = plan.tensor_parallel,
+                           .tensor_comm = groups ? &groups->tensor() : nullptr},
                           /*seed=*/1);
   std::optional<train::Trainer> trainer;
   if (train) {
-    trainer.emplace(*model, (*setup)->MakeOptimizerFor(*model, model_comm),
-                    (*setup)->MakeSchedule(), benchmarks::TrainerConfigFor(plan), model_comm,
-                    comms.stream);
+    trainer.emplace(*model, (*setup)->MakeOptimizerFor(*model, data_comm), (*setup)->MakeSchedule(),
+                    benchmarks::TrainerConfigFor(plan), data_comm, comms.stream);
   }
 
   // Synthetic: one batch in host memory; training uploads it once and then
@@ -139,7 +153,8 @@ ConfigResult RunConfig(const benchmarks::Benchmark& benchmark, const BenchOption
   absl::Status data_status;
   if (!synthetic) {
     absl::StatusOr<std::unique_ptr<benchmarks::DataPipeline>> opened =
-        (*setup)->OpenData(train ? benchmarks::Split::kTrain : benchmarks::Split::kEval, 1, rank);
+        (*setup)->OpenData(train ? benchmarks::Split::kTrain : benchmarks::Split::kEval, 1,
+                           groups ? groups->data().rank() : rank);
     if (opened.ok()) pipeline = std::move(*opened);
     data_status = opened.status();
   }
@@ -214,7 +229,8 @@ ConfigResult RunConfig(const benchmarks::Benchmark& benchmark, const BenchOption
     result.window_seconds.push_back(slowest);
     result.window_start_unix.push_back(unix_start + (windows[w].start - steady_start));
   }
-  result.samples_per_window = int64_t{options.iters} * config.batch * world;
+  // A tensor-parallel group trains one batch among its ranks.
+  result.samples_per_window = int64_t{options.iters} * config.batch * plan.world_size;
   result.peak_memory_bytes =
       static_cast<int64_t>(*std::max_element(memories.begin(), memories.end()) * 1024.0);
   result.memory_kind = options.gpu ? "device memory in use after the measurement (max over GPUs)"

@@ -44,6 +44,9 @@ ABSL_FLAG(bool, cuda_graph, false,
           "with --device gpu --mode train: record each training step once as a CUDA graph and "
           "replay it (run_closed --cuda_graph)");
 ABSL_FLAG(int, threads, 0, "compute threads per process; 0 = the process's share of the cores");
+ABSL_FLAG(int, tensor_parallel, 1,
+          "processes each model is split over (run_closed --tensor_parallel; the decoder LLMs on "
+          "the CPU); every device count must be a multiple of it");
 ABSL_FLAG(std::string, cache_dir, "",
           "where --generated data is kept; empty = $XDG_CACHE_HOME/mlperf-suite or "
           "~/.cache/mlperf-suite");
@@ -75,7 +78,7 @@ constexpr std::string_view kFlagNames[] = {
     "iters",    "repeats",    "data",       "synthetic",          "generated", "size",
     "device",   "cuda_graph", "threads",    "cache_dir",          "json",      "dllogger",
     "markdown", "plot",       "launcher",   "collective_timeout", "comm",      "collectives",
-    "minbytes", "maxbytes",   "stepfactor", "worker_out"};
+    "minbytes", "maxbytes",   "stepfactor", "tensor_parallel",    "worker_out"};
 // Flags --help lists: all but the internal one, which comes last.
 constexpr std::span<const std::string_view> kHelpNames(kFlagNames, std::size(kFlagNames) - 1);
 
@@ -137,7 +140,7 @@ absl::StatusOr<int64_t> Bytes(const char* flag, std::string text) {
 absl::Status ApplyCommFlags(const std::vector<std::string>& given, BenchOptions& o) {
   for (const char* model_flag :
        {"bench", "mode", "batch_sizes", "dtype", "repeats", "data", "synthetic", "generated",
-        "size", "cuda_graph", "threads", "cache_dir", "dllogger", "plot"}) {
+        "size", "cuda_graph", "threads", "cache_dir", "dllogger", "plot", "tensor_parallel"}) {
     if (std::find(given.begin(), given.end(), model_flag) != given.end()) {
       return absl::InvalidArgumentError(
           fmt::format("--{} is for models; --comm measures collectives only", model_flag));
@@ -189,10 +192,10 @@ absl::Status Validate(const BenchOptions& o) {
     if (v >= lo && v <= hi) return absl::OkStatus();
     return absl::InvalidArgumentError(fmt::format("--{}={}: must be {} to {}", flag, v, lo, hi));
   };
-  for (absl::Status s :
-       {range("warmup", o.warmup, 0, 1000000), range("iters", o.iters, 1, 1000000),
-        range("collective_timeout", o.collective_timeout_s, 0, 86400),
-        range("repeats", o.repeats, 1, 1000), range("threads", o.threads, 0, 4096)}) {
+  for (absl::Status s : {range("warmup", o.warmup, 0, 1000000), range("iters", o.iters, 1, 1000000),
+                         range("collective_timeout", o.collective_timeout_s, 0, 86400),
+                         range("repeats", o.repeats, 1, 1000), range("threads", o.threads, 0, 4096),
+                         range("tensor_parallel", o.tensor_parallel, 1, 1024)}) {
     if (!s.ok()) return s;
   }
   // Warm-up steps are never timed; DeepLearningExamples counts them inside
@@ -235,7 +238,8 @@ std::string UsageText(const benchmarks::BenchmarkRegistry& registry) {
       "Usage: run_benchmark [--bench NAME] [--mode train|infer] [-n 1,2,4,8] [-b 32,64,128]\n"
       "                     [--dtype fp32,bf16,fp16] [-w 20] [-i 100] [-r 7]\n"
       "                     [--data DIR | --synthetic | --generated] [--size full|small]\n"
-      "                     [--device cpu|gpu] [--cuda_graph] [-o report.json]\n"
+      "                     [--device cpu|gpu] [--cuda_graph] [--tensor_parallel T]\n"
+      "                     [-o report.json]\n"
       "                     [--dllogger log.json] [--markdown FILE] [--plot DIR]\n"
       "       mpirun -np N run_benchmark --comm [--collectives all] [--minbytes 8]\n"
       "                     [--maxbytes 1G] [--stepfactor 2] [-w 5] [-i 20] [--device gpu]\n"
@@ -324,6 +328,7 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
   o.gpu = device == "gpu";
   o.cuda_graph = absl::GetFlag(FLAGS_cuda_graph);
   o.threads = absl::GetFlag(FLAGS_threads);
+  o.tensor_parallel = absl::GetFlag(FLAGS_tensor_parallel);
   o.cache_dir = absl::GetFlag(FLAGS_cache_dir);
   if (o.cache_dir.empty()) {
     const char* xdg = base::GetEnv("XDG_CACHE_HOME");

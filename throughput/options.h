@@ -28,6 +28,9 @@ struct BenchOptions {
   bool gpu = false;
   bool cuda_graph = false;  // training steps recorded once as CUDA graphs and replayed
   int threads = 0;          // compute threads per process; 0 = the process's share of the cores
+  // Processes each model is split over (the decoder LLMs on the CPU); a
+  // device count is then that many times the data-parallel ranks.
+  int tensor_parallel = 1;
   std::string cache_dir;    // for --generated; "" = $XDG_CACHE_HOME/mlperf-suite (~/.cache/...)
   std::string json_path, dllogger_path, markdown_path, plot_dir;
   std::string launcher;  // prefix that starts N processes; "{n}" is replaced

@@ -151,6 +151,7 @@ json::Value JsonReport(const Job& job) {
       {"mode", ModeName(o.mode)},
       {"device", o.gpu ? "gpu" : "cpu"},
       {"cuda_graph", o.cuda_graph},
+      {"tensor_parallel", o.tensor_parallel},
       {"dtypes", json::Value(std::move(dtypes))},
       {"data", DataModeName(o.data)},
       {"throughput_covers", DataDescription(o)},
@@ -158,8 +159,9 @@ json::Value JsonReport(const Job& job) {
       {"measured_steps", o.iters},
       {"repeats", o.repeats},
       {"statistics",
-       "throughput per repeat = samples of all devices / wall time of the repeat's steps "
-       "(slowest process); headline = median over repeats; latency = wall time of each batch "
+       "throughput per repeat = samples of all devices (a tensor-parallel group's batch once) / "
+       "wall time of the repeat's steps (slowest process); headline = median over repeats; latency "
+       "= wall time of each batch "
        "of every process, numpy-style percentiles"},
       {"complete", !job.interrupted && job.results.size() == job.planned.size()},
       {"configurations", json::Value(std::move(configs))},
@@ -183,6 +185,12 @@ std::string MarkdownReport(const Job& job) {
       "{}.\n\n",
       o.benchmark, train ? "training" : "inference", job.model, DataDescription(o),
       o.gpu ? "GPUs" : "CPU processes", job.machine, o.warmup, o.repeats, o.iters, job.date);
+  if (o.tensor_parallel > 1) {
+    md += fmt::format(
+        "Tensor parallel {0}: each group of {0} processes splits one model and trains one batch "
+        "(batch/device is per group).\n\n",
+        o.tensor_parallel);
+  }
   if (train) {
     md += fmt::format(
         "| devices | batch/device | precision | samples/s (median of {}) | min | max | weak "

@@ -31,6 +31,9 @@ ABSL_FLAG(int64_t, intermediate, 704, "SwiGLU width");
 ABSL_FLAG(int64_t, vocab, 8000, "vocabulary");
 ABSL_FLAG(int64_t, seq, 256, "tokens per sample");
 ABSL_FLAG(int64_t, batch, 4, "samples per step");
+ABSL_FLAG(int64_t, attention_block, 0,
+          "ours: attention in blocks of this many queries, no [seq, seq] probabilities kept "
+          "(0: kept, as the eager peer does)");
 ABSL_FLAG(int, warmup, 2, "untimed steps first, on each side");
 ABSL_FLAG(int, steps, 5, "timed steps on each side (the median is reported)");
 ABSL_FLAG(bool, torch, true, "run the PyTorch peer (--notorch: ours alone)");
@@ -40,7 +43,7 @@ namespace {
 
 constexpr std::string_view kFlags[] = {"layers",       "hidden", "heads", "kv_heads",
                                        "intermediate", "vocab",  "seq",   "batch",
-                                       "warmup",       "steps",  "torch"};
+                                       "warmup",       "steps",  "torch", "attention_block"};
 
 constexpr char kUsage[] =
     "Times one training step of a small Llama (forward with the loss, backward) on the CPU in\n"
@@ -101,13 +104,15 @@ int Run() {
                        .heads = absl::GetFlag(FLAGS_heads),
                        .kv_heads = absl::GetFlag(FLAGS_kv_heads),
                        .intermediate = absl::GetFlag(FLAGS_intermediate),
-                       .seq_len = absl::GetFlag(FLAGS_seq)};
+                       .seq_len = absl::GetFlag(FLAGS_seq),
+                       .attention_block = absl::GetFlag(FLAGS_attention_block)};
   const int64_t batch = absl::GetFlag(FLAGS_batch);
   const int warmup = absl::GetFlag(FLAGS_warmup), steps = absl::GetFlag(FLAGS_steps);
   if (config.vocab_size <= 1 || config.hidden <= 0 || config.layers < 0 || config.heads <= 0 ||
       config.kv_heads <= 0 || config.hidden % config.heads != 0 ||
       config.heads % config.kv_heads != 0 || (config.hidden / config.heads) % 2 != 0 ||
-      config.intermediate <= 0 || config.seq_len <= 0 || batch <= 0 || warmup < 0 || steps <= 0) {
+      config.intermediate <= 0 || config.seq_len <= 0 || batch <= 0 || warmup < 0 || steps <= 0 ||
+      config.attention_block < 0) {
     std::fprintf(stderr, "llama_train_bench: a flag is out of range (see --help)\n");
     return kExitUsage;
   }
@@ -115,9 +120,14 @@ int Run() {
   std::printf(
       "Llama training step (forward with the loss, backward), fp32, CPU, %d threads\n"
       "  layers %ld, hidden %ld, heads %ld, kv heads %ld, intermediate %ld, vocab %ld, seq %ld, "
-      "batch %ld; %d warm-up steps, median of %d\n",
+      "batch %ld; %d warm-up steps, median of %d\n"
+      "  ours: attention %s, activations arena %.1f MiB\n",
       threads, config.layers, config.hidden, config.heads, config.kv_heads, config.intermediate,
-      config.vocab_size, config.seq_len, batch, warmup, steps);
+      config.vocab_size, config.seq_len, batch, warmup, steps,
+      config.attention_block > 0
+          ? fmt::format("in blocks of {} queries", config.attention_block).c_str()
+          : "with the probabilities kept",
+      static_cast<double>(Decoder::Measure(config, batch, 1).activations) / (1 << 20));
   const std::string batch_path = (std::filesystem::temp_directory_path() /
                                   fmt::format("llama_train_bench_{}.safetensors", ::getpid()))
                                      .string();

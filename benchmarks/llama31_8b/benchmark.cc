@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "benchmarks/llama31_8b/setup.h"
 #include "benchmarks/rcp_recipes.h"
@@ -54,18 +55,21 @@ absl::Status RcpRecipe(int world_size, RunPlan& plan, Recipe& recipe) {
 }
 
 // The memory plan of the full model before anything is allocated: what this
-// run_closed runs (every process the whole model; AdamW's state split over
-// the processes on the CPU, whole on each GPU) against
-// a process's memory (its GPU's, or its share of the host's), the rank's
-// batch split into micro-batches where that makes it fit; else refused,
-// naming the first layout of the plan that would fit.
+// run_closed runs (the model split over plan.tensor_parallel processes, or
+// whole on each; AdamW's state split over the data-parallel ranks on the
+// CPU, whole on each GPU) against a process's memory (its GPU's, or its
+// share of the host's), the rank's batch split into micro-batches where that
+// makes it fit; else refused, naming the first layout of the plan that would
+// fit.
 absl::Status FitMemory(const models::DecoderConfig& member, int world_size, int64_t limit,
                        RunPlan& plan) {
   const auto layout = [&](int64_t micro_batch) {
-    return models::DecoderLayout{.tp = 1,
-                                 .dp = world_size,
-                                 .micro_batch = micro_batch,
-                                 .distributed_optimizer = plan.options.gpus == 0};
+    return models::DecoderLayout{
+        .tp = plan.tensor_parallel,
+        .dp = world_size,
+        .micro_batch = micro_batch,
+        .distributed_optimizer =
+            plan.options.gpus == 0 && (world_size > 1 || plan.tensor_parallel > 1)};
   };
   if (FitMicroBatch([&](int64_t b) { return models::PlanDecoderMemory(member, layout(b)).total(); },
                     limit, plan)
@@ -74,17 +78,31 @@ absl::Status FitMemory(const models::DecoderConfig& member, int world_size, int6
   constexpr double kGiB = 1 << 30;
   const models::DecoderPlan ours{.layout = layout(1),
                                  .memory = models::PlanDecoderMemory(member, layout(1))};
+  std::vector<models::DecoderPlan> tried;
   absl::StatusOr<models::DecoderPlan> fits =
-      models::ChooseDecoderLayout(member, world_size, 1, limit);
-  const std::string alternative =
-      fits.ok() ? fmt::format(
-                      "the plan's first layout that fits is {} ({:.1f} GiB), and the "
-                      "runs do not use tensor parallelism or recomputation yet",
-                      models::DescribeDecoderPlan(*fits),
-                      static_cast<double>(fits->memory.total()) / kGiB)
-                : std::string(fits.status().message());
+      models::ChooseDecoderLayout(member, plan.processes(), 1, limit, &tried);
+  // What these runs can do now (tensor parallelism on the CPU, no
+  // recomputation) before what the plan would choose.
+  const models::DecoderPlan* runnable = nullptr;
+  for (const models::DecoderPlan& p : tried)
+    if (p.fits && !p.layout.recompute && runnable == nullptr) runnable = &p;
+  std::string alternative;
+  if (runnable != nullptr && plan.options.gpus == 0) {
+    alternative = fmt::format(
+        "{} ({:.1f} GiB) fits: pass --tensor_parallel {}", models::DescribeDecoderPlan(*runnable),
+        static_cast<double>(runnable->memory.total()) / kGiB, runnable->layout.tp);
+  } else if (!fits.ok()) {
+    alternative = std::string(fits.status().message());
+  } else {
+    alternative = fmt::format(
+        "the plan's first layout that fits is {} ({:.1f} GiB), and the runs "
+        "{} yet",
+        models::DescribeDecoderPlan(*fits), static_cast<double>(fits->memory.total()) / kGiB,
+        fits->layout.recompute ? "do not recompute activations"
+                               : "split the model on the CPU only");
+  }
   return absl::ResourceExhaustedError(fmt::format(
-      "llama31_8b needs {:.1f} GiB per {} holding the whole model ({}), one has {:.1f} GiB; {}",
+      "llama31_8b needs {:.1f} GiB per {} ({}), one has {:.1f} GiB; {}",
       static_cast<double>(ours.memory.total()) / kGiB, plan.options.gpus > 0 ? "GPU" : "process",
       models::DescribeDecoderPlan(ours), static_cast<double>(limit) / kGiB, alternative));
 }
@@ -96,7 +114,8 @@ class Llama31Benchmark final : public Benchmark {
                                        .summary = "Llama 3.1 8B pre-training on C4",
                                        .metric = "log perplexity",
                                        .train_samples_at_stop = true,
-                                       .attention = true};
+                                       .attention = true,
+                                       .tensor_parallel = true};
     return info;
   }
 
@@ -147,6 +166,13 @@ class Llama31Benchmark final : public Benchmark {
                          member.attention_chunk)
                    : "Llama 3.1 8B (32 layers, hidden 4096, 32 query / 8 key-value heads), "
                      "8192 tokens";
+    const int tp = plan.tensor_parallel;
+    if (member.kv_heads % tp != 0 || member.intermediate % tp != 0 || member.vocab_size % tp != 0) {
+      return absl::InvalidArgumentError(fmt::format(
+          "--tensor_parallel={}: the model ({} key/value heads, SwiGLU width {}, vocabulary {}) "
+          "does not split over {} ranks",
+          tp, member.kv_heads, member.intermediate, member.vocab_size, tp));
+    }
     if (options.batch_per_rank > 0) plan.global_batch_size = options.batch_per_rank * world_size;
     if (absl::Status s =
             CompletePlan(options, world_size, share.cores,

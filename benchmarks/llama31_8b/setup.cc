@@ -50,10 +50,14 @@ std::unique_ptr<models::Model> Llama31Setup::MakeModel(const models::Placement& 
                                                        uint64_t seed) const {
   models::DecoderConfig c = member_;
   c.device = placement.device;
-  // Every process holds the whole model (data parallel): the trainer
-  // averages the gradients over placement.comm.
+  // Split over the tensor-parallel group (a group of one: the whole model);
+  // the trainer averages the gradients over the data-parallel ranks.
   return std::make_unique<models::Decoder>(c, plan_.batch_per_rank,
-                                           models::Placement{.device = placement.device}, seed);
+                                           models::Placement{.device = placement.device,
+                                                             .rank = placement.tensor_rank,
+                                                             .world_size = placement.tensor_size,
+                                                             .comm = placement.tensor_comm},
+                                           seed);
 }
 
 std::unique_ptr<optim::Optimizer> Llama31Setup::MakeOptimizer(const models::Model& model) const {
@@ -70,17 +74,30 @@ std::unique_ptr<optim::Optimizer> Llama31Setup::MakeOptimizer(const models::Mode
 std::unique_ptr<optim::Optimizer> Llama31Setup::MakeOptimizerFor(
     const models::Model& model, dist::Communicator& data_comm) const {
   // The distributed optimizer's collectives run on the CPU's communicators
-  // only so far (NCCL's have not run).
-  if (data_comm.world_size() == 1 || plan_.options.gpus > 0) return MakeOptimizer(model);
+  // only so far (NCCL's have not run). A tensor-parallel model always takes
+  // it: its clip sums the norm over the tensor-parallel ranks.
+  const auto* decoder = dynamic_cast<const models::Decoder*>(&model);
+  const bool split = decoder != nullptr && decoder->tensor_parallel() > 1;
+  if ((data_comm.world_size() == 1 && !split) || plan_.options.gpus > 0)
+    return MakeOptimizer(model);
+  optim::TensorParallelNorm tensor;
+  if (split) {
+    tensor.comm = decoder->tensor_comm();
+    const std::vector<TensorSlice> slices = model.slices();
+    for (size_t i = 0; i < slices.size(); ++i)
+      if (decoder->parameter_slices()[i].dim < 0) tensor.replicated.push_back(slices[i]);
+  }
   return std::make_unique<optim::DistributedOptimizer>(
-      data_comm, model.slices(), 1.0f, [](std::vector<TensorSlice> shard) {
+      data_comm, model.slices(), 1.0f,
+      [](std::vector<TensorSlice> shard) {
         return std::make_unique<optim::Adam>(optim::AdamOptions{.beta1 = 0.9f,
                                                                 .beta2 = 0.95f,
                                                                 .epsilon = 1e-5f,
                                                                 .weight_decay = 0.1f,
                                                                 .decoupled = true},
                                              std::move(shard));
-      });
+      },
+      std::move(tensor));
 }
 
 std::unique_ptr<optim::LearningRateSchedule> Llama31Setup::MakeSchedule() const {

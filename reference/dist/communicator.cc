@@ -15,6 +15,9 @@ class SingleProcess final : public Communicator {
   void AllReduceSum(float*, int64_t) override {}
   void AllReduceAverage(float*, int64_t) override {}
   void Broadcast(float*, int64_t, int root) override { MLPERF_CHECK(root == 0); }
+  std::unique_ptr<Communicator> Split(int, int) override {
+    return std::make_unique<SingleProcess>();
+  }
   // Host buffers: a sharded model of one rank exchanges nothing, so only
   // host callers (tests) reach here.
   void AllToAll(const void* send, std::span<const int64_t> send_bytes, void* recv,

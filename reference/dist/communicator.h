@@ -36,6 +36,14 @@ class Communicator {
   // graph (ops::DeviceGraph): only what never touches the host. A world of
   // one has nothing to record.
   virtual bool CollectivesCapturable() const { return world_size() == 1; }
+  // Collective: the ranks that pass the same `colour` form a communicator of
+  // their own, ranked by `key` (MPI_Comm_split). Null where the backend
+  // cannot split (NCCL so far).
+  virtual std::unique_ptr<Communicator> Split(int colour, int key) {
+    (void)colour;
+    (void)key;
+    return nullptr;
+  }
 };
 
 // World of one: every collective is the identity.

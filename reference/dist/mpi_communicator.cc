@@ -68,6 +68,12 @@ class Mpi final : public Communicator {
         MPI_Reduce_scatter_block(send, recv, static_cast<int>(count), MPI_FLOAT, MPI_SUM, comm_));
   }
   void Barrier() override { MPI_CHECK(MPI_Barrier(comm_)); }
+  std::unique_ptr<Communicator> Split(int colour, int key) override {
+    MLPERF_CHECK(colour >= 0);
+    MPI_Comm part = MPI_COMM_NULL;
+    MPI_CHECK(MPI_Comm_split(comm_, colour, key, &part));
+    return std::make_unique<Mpi>(part);
+  }
 
  private:
   // MPI's int counts and displacements of blocks laid back to back.

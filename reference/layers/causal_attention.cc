@@ -1,6 +1,7 @@
 #include "reference/layers/causal_attention.h"
 
 #include "base/check.h"
+#include "reference/kernels/blocked_attention.h"
 #include "reference/kernels/composite.h"
 #include "reference/kernels/dispatch.h"
 #include "reference/kernels/ops/attention.h"
@@ -16,6 +17,7 @@ void CausalSelfAttention::Allocate(const CausalAttentionShape& s, const std::str
                 kv_width = s.kv_heads * s.head_dim;
   const core::DType f32 = core::DType::kF32;
   rotary_ = s.rotary;
+  query_block_ = s.query_block;
   q_.Allocate(rows, s.hidden, width, Activation::kNone, name + ".q_proj", arenas, registry, f32,
               s.bias);
   k_.Allocate(rows, s.hidden, kv_width, Activation::kNone, name + ".k_proj", arenas, registry, f32,
@@ -31,8 +33,13 @@ void CausalSelfAttention::Allocate(const CausalAttentionShape& s, const std::str
        {&q_heads_, &k_rep_, &v_rep_, &context_, &dq_, &dk_rep_, &dv_rep_, &dcontext_})
     *t = a.Allocate(heads);
   for (core::Tensor* t : {&k_heads_, &v_heads_, &dk_, &dv_}) *t = a.Allocate(kv_heads);
-  probs_ = a.Allocate({s.batch, s.heads, s.seq, s.seq});
-  workspace_ = a.Allocate({s.batch * s.heads * s.seq * s.seq});
+  if (s.query_block > 0) {
+    workspace_ =
+        a.Allocate({ops::BlockedAttentionWorkspace(s.batch, s.heads, s.seq, s.query_block)});
+  } else {
+    probs_ = a.Allocate({s.batch, s.heads, s.seq, s.seq});
+    workspace_ = a.Allocate({s.batch * s.heads * s.seq * s.seq});
+  }
   for (core::Tensor* t : {&context_rows_, &dcontext_rows_, &dq_rows_})
     *t = a.Allocate({rows, width});
   dx_part_ = a.Allocate({rows, s.hidden});
@@ -56,8 +63,13 @@ void CausalSelfAttention::Forward(const core::Tensor& x, const core::Tensor& cos
   }
   ops::RepeatHeads(k_heads_, k_rep_);
   ops::RepeatHeads(v_heads_, v_rep_);
-  ops::AttentionForward({.causal = true}, q_heads_, k_rep_, v_rep_, core::Tensor(), probs_,
-                        context_, workspace_);
+  if (query_block_ > 0) {
+    ops::BlockedAttentionForward({.causal = true}, query_block_, q_heads_, k_rep_, v_rep_, context_,
+                                 workspace_);
+  } else {
+    ops::AttentionForward({.causal = true}, q_heads_, k_rep_, v_rep_, core::Tensor(), probs_,
+                          context_, workspace_);
+  }
   ops::MergeHeads(context_, context_rows_, 0);
   o_.Forward(context_rows_);
 }
@@ -66,8 +78,13 @@ void CausalSelfAttention::Backward(const core::Tensor& x, const core::Tensor& dy
                                    const core::Tensor& dx) {
   o_.Backward(context_rows_, dy, dcontext_rows_);
   ops::SplitHeads(dcontext_rows_, 0, dcontext_);
-  ops::AttentionBackward({.causal = true}, q_heads_, k_rep_, v_rep_, probs_, dcontext_, dq_,
-                         dk_rep_, dv_rep_, workspace_);
+  if (query_block_ > 0) {
+    ops::BlockedAttentionBackward({.causal = true}, query_block_, q_heads_, k_rep_, v_rep_,
+                                  dcontext_, dq_, dk_rep_, dv_rep_, workspace_);
+  } else {
+    ops::AttentionBackward({.causal = true}, q_heads_, k_rep_, v_rep_, probs_, dcontext_, dq_,
+                           dk_rep_, dv_rep_, workspace_);
+  }
   ops::SumHeadGroups(dk_rep_, dk_);
   ops::SumHeadGroups(dv_rep_, dv_);
   if (rotary_) {

@@ -24,6 +24,10 @@ struct CausalAttentionShape {
   int64_t batch = 1, seq = 1, hidden = 1, heads = 1, kv_heads = 1, head_dim = 1;
   bool bias = false;   // biases on the four projections (GPT)
   bool rotary = true;  // the rotary embedding on queries and keys (Llama)
+  // > 0: memory-efficient attention in blocks of this many queries
+  // (kernels/blocked_attention.h), no [seq, seq] matrix kept; 0: the
+  // probabilities kept for the backward.
+  int64_t query_block = 0;
 };
 
 class CausalSelfAttention {
@@ -41,6 +45,7 @@ class CausalSelfAttention {
  private:
   core::Tensor cos_, sin_;
   bool rotary_ = true;
+  int64_t query_block_ = 0;
   Linear q_, k_, v_, o_;
   // Heads: q (rotated), k and v (k rotated), k and v repeated to every query
   // head, the probabilities, the context.

@@ -17,7 +17,7 @@ namespace mlperf::models {
 using core::DType;
 using core::Tensor;
 
-DecoderConfig Llama31_8B() { return DecoderConfig{}; }
+DecoderConfig Llama31_8B() { return DecoderConfig{.attention_block = 128}; }
 
 DecoderConfig Gpt3_175B() {
   return {.vocab_size = 51200,
@@ -27,6 +27,7 @@ DecoderConfig Gpt3_175B() {
           .kv_heads = 96,
           .intermediate = 4 * 12288,
           .seq_len = 2048,
+          .attention_block = 128,
           .rope_scaling = {},
           .tie_embeddings = true,
           .init_stddev = 0.006f,
@@ -199,7 +200,8 @@ void Decoder::Build(const layers::ModelArenas& a) {
                               .kv_heads = c.kv_heads / tp_,
                               .head_dim = head_dim,
                               .bias = c.bias,
-                              .rotary = c.learned_positions == 0},
+                              .rotary = c.learned_positions == 0,
+                              .query_block = c.attention_block},
                              name + ".self_attn", a, &registry_);
     // q, k, v by output rows, o by input columns (no biases: tensor
     // parallelism with biases is refused).

@@ -62,6 +62,11 @@ struct DecoderConfig {
   // many (chunked attention; rotary positions count within the chunk, which
   // rotary embeddings' relative form makes the same); 0: the whole sample.
   int64_t attention_chunk = 0;
+  // > 0: memory-efficient attention in blocks of this many queries, no
+  // [seq, seq] probabilities kept per head (the backward recomputes them;
+  // kernels/blocked_attention.h); 0: the probabilities kept. The same
+  // values either way, up to summation order.
+  int64_t attention_block = 0;
   float norm_epsilon = 1e-5f;
   double rope_theta = 500000.0;
   RopeScaling rope_scaling{.factor = 8.0};
@@ -75,11 +80,14 @@ struct DecoderConfig {
   core::Device device = core::Device::kCpu;
 };
 
-// Llama 3.1 8B as its published configuration gives it.
+// Llama 3.1 8B as its published configuration gives it (attention in
+// blocks of 128 queries: its 8,192-token samples would keep 8 GiB of
+// probabilities per layer otherwise).
 DecoderConfig Llama31_8B();
 // GPT-3 175B as the MLPerf reference trains it (Megatron: 96 layers of
 // 12288, 96 heads, sequence 2048, the 50,257-token vocabulary padded to
-// 51,200 for 8 tensor-parallel ranks, tied output layer, init std 0.006).
+// 51,200 for 8 tensor-parallel ranks, tied output layer, init std 0.006;
+// attention in blocks of 128 queries).
 DecoderConfig Gpt3_175B();
 
 // The rotary inverse frequencies (head_dim / 2 of them), scaled.
@@ -106,6 +114,10 @@ class Decoder final : public Model {
   // allocates at `batch_size`, measured without allocating them.
   static ArenaBytes Measure(const DecoderConfig& config, int64_t batch_size, int tp);
   const DecoderConfig& config() const { return config_; }
+  int tensor_parallel() const override { return tp_; }
+  int tensor_rank() const { return tp_rank_; }
+  // The tensor-parallel ranks' communicator (null on one).
+  dist::Communicator* tensor_comm() const { return comm_; }
 
   // The weights of a transformers Llama checkpoint (F32, BF16 or F16,
   // widened): `path` a .safetensors file, or a folder holding

@@ -33,13 +33,18 @@ namespace mlperf::models {
 // Where a model runs: its device and, for a model with parameters sharded
 // across ranks, this process's rank among them, the communicator (on the
 // model's device) its passes exchange rows over, and the stream that
-// communicator queues on.
+// communicator queues on. Under tensor parallelism (the decoder LLMs) the
+// group of ranks that split one model among them: this rank's place in it
+// and its communicator (dist/parallel_groups.h); a group of one otherwise.
 struct Placement {
   core::Device device = core::Device::kCpu;
   int rank = 0;
   int world_size = 1;
   dist::Communicator* comm = nullptr;
   ops::Stream comm_stream;
+  int tensor_rank = 0;
+  int tensor_size = 1;
+  dist::Communicator* tensor_comm = nullptr;
 };
 
 // One batch in host memory: the model's inputs in the order it documents
@@ -146,6 +151,9 @@ class Model {
   // The trainable parameters, in the order of slices().
   std::vector<const layers::Parameter*> trainable_parameters() const;
   bool has_sharded_parameters() const;
+  // The ranks this model's layers are split over (tensor parallelism): its
+  // gradients' global norm is theirs together, not one rank's.
+  virtual int tensor_parallel() const { return 1; }
   std::vector<std::string> parameter_names() const;
   const std::vector<layers::Parameter>& parameter_tensors() const { return registry_.parameters; }
   const std::vector<layers::NamedBuffer>& buffer_tensors() const { return registry_.buffers; }

@@ -26,8 +26,13 @@ std::vector<TensorSlice> ShardSlices(const std::vector<TensorSlice>& slices, int
 
 DistributedOptimizer::DistributedOptimizer(dist::Communicator& comm,
                                            std::vector<TensorSlice> slices, float max_grad_norm,
-                                           const InnerOptimizerFactory& make)
-    : comm_(comm), slices_(std::move(slices)), max_grad_norm_(max_grad_norm), factory_(make) {}
+                                           const InnerOptimizerFactory& make,
+                                           TensorParallelNorm tensor)
+    : comm_(comm),
+      slices_(std::move(slices)),
+      max_grad_norm_(max_grad_norm),
+      factory_(make),
+      tensor_(std::move(tensor)) {}
 
 void DistributedOptimizer::Allocate(core::Arena& arena, int64_t count) {
   const int world = comm_.world_size();
@@ -42,6 +47,11 @@ void DistributedOptimizer::Allocate(core::Arena& arena, int64_t count) {
   grad_shard_ = arena.AllocateZeroed({chunk_});
   weight_shard_ = arena.AllocateZeroed({chunk_});
   host_grads_.assign(max_grad_norm_ > 0.0f ? chunk_ : 0, 0.0f);
+  if (max_grad_norm_ > 0.0f && tensor_.comm != nullptr && tensor_.comm->rank() != 0) {
+    counted_.assign(static_cast<size_t>(end_ - begin_), 1);
+    for (const TensorSlice& s : ShardSlices(tensor_.replicated, begin_, end_))
+      std::fill_n(counted_.begin() + s.offset, s.numel, uint8_t{0});
+  }
 }
 
 std::vector<StateTensor> DistributedOptimizer::State() const {
@@ -64,10 +74,13 @@ void DistributedOptimizer::Step(const StepArgs& a) {
     ops::CopyBytes(host_grads_.data(), core::Device::kCpu, grads.data(), device,
                    shard * sizeof(float));
     double squares = 0.0;
-    for (int64_t i = 0; i < shard; ++i)
-      squares += static_cast<double>(host_grads_[i]) * host_grads_[i];
+    for (int64_t i = 0; i < shard; ++i) {
+      if (counted_.empty() || counted_[i] != 0)
+        squares += static_cast<double>(host_grads_[i]) * host_grads_[i];
+    }
     float total = static_cast<float>(squares);
     comm_.AllReduceSum(&total, 1);
+    if (tensor_.comm != nullptr) tensor_.comm->AllReduceSum(&total, 1);
     const double coef = max_grad_norm_ / (std::sqrt(static_cast<double>(total)) + 1e-6);
     if (coef < 1.0 && shard > 0) ops::Scale(grads, static_cast<float>(coef));
   }

@@ -25,6 +25,15 @@ class Communicator;
 
 namespace mlperf::optim {
 
+// Under tensor parallelism the global norm is the tensor-parallel ranks'
+// together: each rank's squares (its slices) summed over `comm` too, with
+// the parameters every one of them holds whole (norm scales) counted on
+// tensor rank 0 only.
+struct TensorParallelNorm {
+  dist::Communicator* comm = nullptr;   // null: no tensor parallelism
+  std::vector<TensorSlice> replicated;  // in the parameter arena
+};
+
 using InnerOptimizerFactory =
     std::function<std::unique_ptr<Optimizer>(std::vector<TensorSlice> shard_slices)>;
 
@@ -33,7 +42,8 @@ class DistributedOptimizer final : public Optimizer {
   // `make` builds the inner optimizer (without clipping) over the shard's
   // slices; max_grad_norm > 0 clips as clip_grad_norm_ does.
   DistributedOptimizer(dist::Communicator& comm, std::vector<TensorSlice> slices,
-                       float max_grad_norm, const InnerOptimizerFactory& make);
+                       float max_grad_norm, const InnerOptimizerFactory& make,
+                       TensorParallelNorm tensor = {});
   void Allocate(core::Arena& arena, int64_t count) override;
   std::vector<StateTensor> State() const override;
   void Step(const StepArgs& args) override;
@@ -53,9 +63,12 @@ class DistributedOptimizer final : public Optimizer {
   // The padded send buffer of the reduce-scatter (and the all-gather's
   // receive buffer), this rank's gradient shard, its weight shard.
   core::Tensor padded_, grad_shard_, weight_shard_;
+  TensorParallelNorm tensor_;
   // The gradient shard on the host for the clip's norm (kept: no allocation
-  // in a step).
+  // in a step), and which of its elements count (0 for replicated ones off
+  // tensor rank 0; empty: all).
   std::vector<float> host_grads_;
+  std::vector<uint8_t> counted_;
 };
 
 // The slices of `slices` inside [begin, end), their offsets from begin.

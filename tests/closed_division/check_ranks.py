@@ -1,11 +1,13 @@
 """One seeded run of a benchmark through run_closed on one process and under
 mpirun with more: every invocation must reach the target (run_stop status
 success) and log the same evaluation values as one process, up to the
-rounding of sums taken over several ranks. Under mpirun the pre-flight runs
-first (--preflight) and reports the links and bus bandwidths.
+rounding of sums taken over several ranks, and the tensor parallelism it
+ran with. Under mpirun the pre-flight runs first (--preflight) and reports
+the links and bus bandwidths.
 
 usage: check_ranks.py RUN_CLOSED MPIEXEC BENCH RANKS TOLERANCE
-  RANKS: comma-separated process counts, e.g. 1,2,4 (1 runs without mpirun)
+  RANKS: comma-separated process counts, e.g. 1,2,4 (1 runs without mpirun);
+         NtT runs N processes as groups of T tensor-parallel ranks (4t2)
   TOLERANCE: the largest relative difference allowed from one process
 """
 import glob
@@ -17,7 +19,7 @@ import tempfile
 
 
 def evaluations(log):
-    values, status = [], None
+    values, status, tensor = [], None, None
     with open(log) as f:
         for line in f:
             if not line.startswith(":::MLLOG "):
@@ -27,7 +29,9 @@ def evaluations(log):
                 values.append(event["value"])
             if event["key"] == "run_stop":
                 status = event["metadata"]["status"]
-    return values, status
+            if event["key"] == "tensor_parallelism":
+                tensor = event["value"]
+    return values, status, tensor
 
 
 def main():
@@ -35,40 +39,45 @@ def main():
     tolerance = float(tolerance)
     failures, runs = [], {}
     with tempfile.TemporaryDirectory() as tmp:
-        for n in [int(r) for r in ranks.split(",")]:
-            out = os.path.join(tmp, f"np{n}")
+        for spec in ranks.split(","):
+            n, _, t = spec.partition("t")
+            n, t = int(n), int(t or 1)
+            out = os.path.join(tmp, f"np{spec}")
             prefix = [] if n == 1 else [mpiexec, "--allow-run-as-root", "--oversubscribe",
                                         "--mca", "rtc_hwloc_vmhole", "none", "-np", str(n)]
             preflight = [] if n == 1 else ["--preflight"]
+            tensor = [] if t == 1 else ["--tensor_parallel", str(t)]
             cmd = prefix + [tool, "--bench", bench, "--runs", "1", "--seed", "21", "--out", out,
-                            *preflight]
+                            *preflight, *tensor]
             print("+", " ".join(cmd), flush=True)
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
             if r.returncode != 0:
-                failures.append(f"{n} processes: exit {r.returncode}: {r.stderr[-2000:]}")
+                failures.append(f"{spec} processes: exit {r.returncode}: {r.stderr[-2000:]}")
                 continue
             said = [l for l in r.stderr.split("\n") if l.startswith("run_closed: pre-flight:")]
             if preflight and (len(said) != 2 or f"link bandwidth of {n} ranks" not in said[0]
                               or "all_to_all" not in said[1]):
-                failures.append(f"{n} processes: the pre-flight said {said}")
+                failures.append(f"{spec} processes: the pre-flight said {said}")
             logs = glob.glob(os.path.join(out, "mlperf-suite", "results", "*", bench,
                                           "result_0.txt"))
             if len(logs) != 1:
-                failures.append(f"{n} processes: {len(logs)} result_0.txt files")
+                failures.append(f"{spec} processes: {len(logs)} result_0.txt files")
                 continue
-            runs[n] = evaluations(logs[0])
-            print(n, runs[n], flush=True)
-    for n, (values, status) in runs.items():
+            runs[spec] = evaluations(logs[0]) + (t,)
+            print(spec, runs[spec], flush=True)
+    for spec, (values, status, logged_tensor, t) in runs.items():
         if status != "success":
-            failures.append(f"{n} processes: run_stop status {status}")
-        if n == 1 or 1 not in runs:
+            failures.append(f"{spec} processes: run_stop status {status}")
+        if logged_tensor != t:
+            failures.append(f"{spec} processes: tensor_parallelism {logged_tensor}, ran with {t}")
+        if spec == "1" or "1" not in runs:
             continue
-        one = runs[1][0]
+        one = runs["1"][0]
         if len(values) != len(one):
-            failures.append(f"{n} processes: {len(values)} evaluations, one process {len(one)}")
+            failures.append(f"{spec} processes: {len(values)} evaluations, one process {len(one)}")
         for a, b in zip(one, values):
             if abs(a - b) > tolerance * max(1.0, abs(a)):
-                failures.append(f"{n} processes: evaluation {b}, one process {a}")
+                failures.append(f"{spec} processes: evaluation {b}, one process {a}")
     for f in failures:
         print("FAIL:", f)
     return 1 if failures else 0

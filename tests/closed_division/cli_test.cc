@@ -118,6 +118,10 @@ TEST_F(RunClosed, UsageErrorsExitTwoWithOneLine) {
       {"--seed", "9223372036854775807"},
       {"--nodes", "2"},
       {"--preflight", "--preflight_min", "1.5"},
+      {"--tensor_parallel", "0"},
+      {"--tensor_parallel", "2"},  // resnet has no tensor-parallel layout
+      {"--bench", "gpt3", "--tensor_parallel", "2"},
+      {"--bench", "llama31_8b", "--tensor_parallel", "2"},  // one process
   };
   for (const std::vector<std::string>& args : bad) {
     const Result r = RunTool(args);
@@ -134,6 +138,7 @@ TEST_F(RunClosed, UsageErrorsExitTwoWithOneLine) {
   EXPECT_NE(help.output.find("--submitter"), std::string::npos);
   EXPECT_NE(help.output.find("--precision"), std::string::npos);
   EXPECT_NE(help.output.find("--cuda_graph"), std::string::npos);
+  EXPECT_NE(help.output.find("--tensor_parallel"), std::string::npos);
   EXPECT_NE(help.output.find("--gpu_decode"), std::string::npos);
   EXPECT_NE(help.output.find("Exit status"), std::string::npos);
   // The registered benchmarks, in the help and in the error for another.

@@ -1,10 +1,12 @@
 // Label `gpu`: the decoder ops' CUDA twins (cuda/decoder.cu) and the causal
-// mask against their CPU twins on the same inputs, forward and backward.
+// mask against their CPU twins on the same inputs, forward and backward;
+// the blocked attention (kernels/blocked_attention.h) composed of them.
 // Skips without a CUDA device.
 #include <gtest/gtest.h>
 
 #include <vector>
 
+#include "reference/kernels/blocked_attention.h"
 #include "reference/kernels/composite.h"
 #include "reference/kernels/cuda/context.h"
 #include "reference/kernels/ops/decoder.h"
@@ -142,6 +144,32 @@ TEST_F(CudaDecoderTwinTest, CausalAttention) {
   ops::AttentionForward(p, gq.t(), gk.t(), gv.t(), Tensor(), gprobs.t(), gout.t(), gws.t());
   ExpectClose(gprobs.Get(), probs.data, 1e-5, "causal probabilities");
   ExpectClose(gout.Get(), out.data, 1e-5, "causal output");
+}
+
+// Blocks of 3 over 7 queries (the causal mask of a block included), forward
+// and backward.
+TEST_F(CudaDecoderTwinTest, BlockedAttention) {
+  const int64_t b = 2, h = 3, t = 7, d = 4, block = 3;
+  Buffer q({b, h, t, d}), k = q, v = q, r = q, out = q, dq = q, dk = q, dv = q;
+  Buffer ws({ops::BlockedAttentionWorkspace(b, h, t, block)});
+  testing::FillRandom(q, 11);
+  testing::FillRandom(k, 12);
+  testing::FillRandom(v, 13);
+  testing::FillRandom(r, 14);
+  Dev gq(q.data, q.shape), gk(k.data, k.shape), gv(v.data, v.shape), gr(r.data, r.shape),
+      gout(out.data, out.shape), gdq(dq.data, dq.shape), gdk(dk.data, dk.shape),
+      gdv(dv.data, dv.shape), gws(ws.data, ws.shape);
+  const AttentionParams p{.causal = true};
+  ops::BlockedAttentionForward(p, block, q.t(), k.t(), v.t(), out.t(), ws.t());
+  ops::BlockedAttentionForward(p, block, gq.t(), gk.t(), gv.t(), gout.t(), gws.t());
+  ops::BlockedAttentionBackward(p, block, q.t(), k.t(), v.t(), r.t(), dq.t(), dk.t(), dv.t(),
+                                ws.t());
+  ops::BlockedAttentionBackward(p, block, gq.t(), gk.t(), gv.t(), gr.t(), gdq.t(), gdk.t(), gdv.t(),
+                                gws.t());
+  ExpectClose(gout.Get(), out.data, 1e-5, "blocked output");
+  ExpectClose(gdq.Get(), dq.data, 1e-5, "blocked dq");
+  ExpectClose(gdk.Get(), dk.data, 1e-5, "blocked dk");
+  ExpectClose(gdv.Get(), dv.data, 1e-5, "blocked dv");
 }
 
 }  // namespace

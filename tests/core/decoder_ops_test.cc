@@ -1,13 +1,16 @@
 // The decoder LLMs' ops (kernels/ops/decoder.h) and the causal attention:
 // forwards against their definitions, backwards against central
 // differences, the rotation's inverse as its adjoint, repeated heads summed
-// back.
+// back; the blocked (memory-efficient) attention against the kept-
+// probabilities form, the causal mask of a block, and central differences.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 
+#include "reference/kernels/blocked_attention.h"
 #include "reference/kernels/composite.h"
+#include "reference/kernels/ops/attention.h"
 #include "reference/kernels/ops/decoder.h"
 #include "tests/core/test_util.h"
 
@@ -225,6 +228,61 @@ TEST(DecoderOpsTest, CausalAttentionSeesNoLaterKeyAndGradientsMatch) {
   testing::ExpectGradientMatches(q, dq.data, loss, 1e-2, 2e-3, "causal dq");
   testing::ExpectGradientMatches(k, dk.data, loss, 1e-2, 2e-3, "causal dk");
   testing::ExpectGradientMatches(v, dv.data, loss, 1e-2, 2e-3, "causal dv");
+}
+
+TEST(DecoderOpsTest, CausalMaskOfABlockHidesKeysAfterItsQueries) {
+  // The last 2 queries of 5 keys: query 3 sees keys 0..3, query 4 all.
+  Buffer scores({1, 1, 2, 5});
+  testing::FillRandom(scores, 21);
+  ops::CausalMask(scores.t());
+  for (int64_t key = 0; key < 5; ++key) {
+    EXPECT_EQ(std::isinf(scores[key]), key == 4) << key;
+    EXPECT_FALSE(std::isinf(scores[5 + key])) << key;
+  }
+}
+
+// Blocks that divide the sequence, that do not, of one query, and of the
+// whole sequence, causal and not: the outputs and gradients of the
+// kept-probabilities form, and the blocked gradients against differences.
+TEST(DecoderOpsTest, BlockedAttentionEqualsTheKeptProbabilitiesForm) {
+  const int64_t b = 2, h = 3, t = 7, d = 4;
+  Buffer q({b, h, t, d}), k = q, v = q, r = q;
+  testing::FillRandom(q, 31);
+  testing::FillRandom(k, 32);
+  testing::FillRandom(v, 33);
+  testing::FillRandom(r, 34);
+  for (const bool causal : {true, false}) {
+    const AttentionParams p{.causal = causal};
+    Buffer probs({b, h, t, t}), ws({b, h, t, t}), want = q, dq = q, dk = q, dv = q;
+    ops::AttentionForward(p, q.t(), k.t(), v.t(), core::Tensor(), probs.t(), want.t(), ws.t());
+    ops::AttentionBackward(p, q.t(), k.t(), v.t(), probs.t(), r.t(), dq.t(), dk.t(), dv.t(),
+                           ws.t());
+    for (const int64_t block : {int64_t{1}, int64_t{3}, int64_t{7}, int64_t{16}}) {
+      SCOPED_TRACE(::testing::Message() << "causal " << causal << ", block " << block);
+      Buffer out = q, bq = q, bk = q, bv = q;
+      Buffer scratch({ops::BlockedAttentionWorkspace(b, h, t, block)});
+      // Garbage in the gradients: the backward must not add to it.
+      testing::FillRandom(bk, 35);
+      testing::FillRandom(bv, 36);
+      ops::BlockedAttentionForward(p, block, q.t(), k.t(), v.t(), out.t(), scratch.t());
+      ops::BlockedAttentionBackward(p, block, q.t(), k.t(), v.t(), r.t(), bq.t(), bk.t(), bv.t(),
+                                    scratch.t());
+      for (int64_t i = 0; i < q.t().numel(); ++i) {
+        EXPECT_NEAR(out[i], want[i], 1e-6) << i;
+        EXPECT_NEAR(bq[i], dq[i], 1e-6) << i;
+        EXPECT_NEAR(bk[i], dk[i], 1e-6) << i;
+        EXPECT_NEAR(bv[i], dv[i], 1e-6) << i;
+      }
+      if (block != 3) continue;
+      auto loss = [&] {
+        ops::BlockedAttentionForward(p, block, q.t(), k.t(), v.t(), out.t(), scratch.t());
+        return testing::Dot(out, r);
+      };
+      testing::ExpectGradientMatches(q, bq.data, loss, 1e-2, 2e-3, "blocked dq");
+      testing::ExpectGradientMatches(k, bk.data, loss, 1e-2, 2e-3, "blocked dk");
+      testing::ExpectGradientMatches(v, bv.data, loss, 1e-2, 2e-3, "blocked dv");
+    }
+  }
 }
 
 }  // namespace

@@ -166,6 +166,20 @@ DecoderConfig SmallGpt() {
 
 TEST(DecoderParityTest, SmallGptMatchesTransformers) { RunParity(SmallGpt(), 2); }
 
+// Attention in blocks of 5 queries (12 tokens: blocks of 5, 5 and 2), the
+// probabilities recomputed in the backward: still transformers' results.
+TEST(DecoderParityTest, BlockedAttentionLlamaMatchesTransformers) {
+  DecoderConfig c = Small(false);
+  c.attention_block = 5;
+  RunParity(c, 2);
+}
+
+TEST(DecoderParityTest, BlockedAttentionGptMatchesTransformers) {
+  DecoderConfig c = SmallGpt();
+  c.attention_block = 5;
+  RunParity(c, 2);
+}
+
 TEST(DecoderParityTest, Gpt3_175BHasItsParameterCount) {
   // 96 x (12 h^2 + 13 h) + (51,200 + 2,048) h + 2 h for h = 12,288 (the
   // vocabulary table padded as the reference's checkpoint holds it).

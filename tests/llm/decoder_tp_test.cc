@@ -4,7 +4,9 @@
 // batches, every rank's logits columns, the loss, and every parameter
 // gradient's slice equal one process's within summation-order rounding, for
 // four plain SGD steps taken on both, untied and tied output layers; the
-// evaluation sums too.
+// evaluation sums too. AdamW clipped by the global gradient norm steps like
+// one process when the distributed optimizer sums the norm over the
+// tensor-parallel ranks (the replicated norm scales once), and not without.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,6 +17,10 @@
 #include "reference/dist/communicator.h"
 #include "reference/dist/mpi_communicator.h"
 #include "reference/models/decoder.h"
+#include "reference/optim/adam.h"
+#include "reference/optim/distributed_optimizer.h"
+#include "reference/optim/schedules.h"
+#include "reference/trainer/trainer.h"
 #include "tests/dist/mpi_gtest.h"
 
 namespace mlperf::models {
@@ -134,6 +140,71 @@ void RunTensorParallel(bool tied) {
   const MetricSums a = single.EvaluateBatch(eval.batch), b = parallel.EvaluateBatch(eval.batch);
   EXPECT_EQ(a.denominator, b.denominator);
   EXPECT_NEAR(a.numerator, b.numerator, 1e-5 * a.numerator);
+}
+
+// A bound the first steps' gradients exceed (checked), so every step clips.
+constexpr float kClip = 0.05f;
+
+optim::AdamOptions AdamW(float clip) {
+  return {.beta1 = 0.9f,
+          .beta2 = 0.95f,
+          .epsilon = 1e-5f,
+          .weight_decay = 0.1f,
+          .decoupled = true,
+          .max_grad_norm = clip};
+}
+
+// Three clipped AdamW steps on the tensor-parallel decoder through the
+// trainer (a data-parallel group of one); the worst slice error against
+// the one process's parameters.
+double ClippedStepsError(bool sum_over_tensor_ranks) {
+  dist::Communicator& comm = *g_comm;
+  const DecoderConfig c = Small(false);
+  const int64_t batch = 2;
+  const std::unique_ptr<dist::Communicator> one = dist::MakeSingleProcessCommunicator();
+  Decoder single(c, batch, 7);
+  Decoder parallel(
+      c, batch, Placement{.rank = comm.rank(), .world_size = comm.world_size(), .comm = &comm}, 7);
+  train::Trainer whole(single, std::make_unique<optim::Adam>(AdamW(kClip), single.slices()),
+                       std::make_unique<optim::ConstantRate>(1e-3), {}, *one);
+  optim::TensorParallelNorm tensor;
+  if (sum_over_tensor_ranks) {
+    tensor.comm = &comm;
+    const std::vector<TensorSlice> slices = parallel.slices();
+    for (size_t i = 0; i < slices.size(); ++i)
+      if (parallel.parameter_slices()[i].dim < 0) tensor.replicated.push_back(slices[i]);
+    EXPECT_FALSE(tensor.replicated.empty());
+  }
+  train::Trainer split(parallel,
+                       std::make_unique<optim::DistributedOptimizer>(
+                           *one, parallel.slices(), kClip,
+                           [](std::vector<TensorSlice> shard) {
+                             return std::make_unique<optim::Adam>(AdamW(0.0f), std::move(shard));
+                           },
+                           std::move(tensor)),
+                       std::make_unique<optim::ConstantRate>(1e-3), {}, *one);
+  for (uint64_t step = 0; step < 3; ++step) {
+    const OwnedBatch owned = MakeBatch(c, batch, 200 + step);
+    whole.TrainStep(owned.batch);
+    split.TrainStep(owned.batch);
+  }
+  return WorstSliceError(parallel, parallel.ParametersToHost(), single, single.ParametersToHost());
+}
+
+TEST(DecoderTensorParallel, ClipsByTheGlobalNormOverTheTensorRanks) {
+  {
+    // The clip binds: the whole model's first gradient norm is above it.
+    const DecoderConfig c = Small(false);
+    Decoder model(c, 2, 7);
+    model.ForwardTrain(MakeBatch(c, 2, 200).batch);
+    model.Backward();
+    double squares = 0.0;
+    for (const float g : model.GradientsToHost()) squares += static_cast<double>(g) * g;
+    ASSERT_GT(std::sqrt(squares), 4.0 * kClip);
+  }
+  EXPECT_LT(ClippedStepsError(true), 2e-5);
+  // Each rank's own norm steps differently: the comparison can fail.
+  if (g_comm->world_size() > 1) EXPECT_GT(ClippedStepsError(false), 1e-3);
 }
 
 TEST(DecoderTensorParallel, MatchesOneProcess) { RunTensorParallel(false); }

@@ -23,6 +23,9 @@ Cases (one ctest each):
              both, into one report; -n above the launched count refused.
   charts     the SVG charts rendered in headless Chromium are not blank
              (exit 77 without Chromium).
+  tensor     --tensor_parallel 2 on Llama's small member over 2 and 4
+             processes: both measured, a group's batch counted once, the layout
+             in the JSON and Markdown reports.
 """
 
 import argparse
@@ -227,6 +230,13 @@ def case_usage(tool, tmp):
         (["--bench", "unet3d", "--data", os.path.join(tmp, "kits19"), "-b", "1", "-w", "1",
           "-i", "2", "--cache_dir", os.path.join(tmp, "cache")], "broken raw KiTS19 volume"),
         (["--bench", "nosuch"], "unknown model"),
+        (SMALL + ["--bench", "llama31_8b", "--tensor_parallel", "2"],
+         "one process split over two"),
+        (SMALL + ["--bench", "llama31_8b", "-n", "3", "--tensor_parallel", "2"],
+         "three processes in groups of two"),
+        (["--bench", "resnet", "-n", "2", "--tensor_parallel", "2"],
+         "tensor parallelism of a model without it"),
+        (["--tensor_parallel", "0"], "no tensor-parallel ranks"),
         (["--frobnicate"], "unknown flag"),
         (SMALL + ["-b", "8", "-o", os.path.join(tmp, "no", "such", "dir", "r.json")],
          "report in a missing folder"),
@@ -390,12 +400,31 @@ def case_charts(tool, tmp):
     return fails
 
 
+def case_tensor(tool, tmp):
+    fails = []
+    args = SMALL + ["--bench", "llama31_8b", "-n", "2,4", "--tensor_parallel", "2", "-b", "1",
+                    "-w", "1", "-i", "2", "-r", "1", "-o", "t.json", "--markdown", "t.md"]
+    r = run(tool, args, tmp)
+    if r.returncode != 0:
+        return [f"exit {r.returncode}: {r.stderr.strip()[-500:]}"]
+    rep = json.load(open(os.path.join(tmp, "t.json")))
+    if rep.get("tensor_parallel") != 2:
+        fails.append(f"tensor_parallel {rep.get('tensor_parallel')} in the report")
+    got = [(c["devices"], c["status"], c.get("samples_per_repeat")) for c in rep["configurations"]]
+    # 2 steps of batch 1 on each data-parallel rank: 1 of them on 2 processes, 2 on 4.
+    if got != [(2, "ok", 2), (4, "ok", 4)]:
+        fails.append(f"configurations {got}")
+    if "Tensor parallel 2" not in open(os.path.join(tmp, "t.md")).read():
+        fails.append("the Markdown report does not state the tensor parallelism")
+    return fails
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True, help="run_benchmark")
     ap.add_argument("--case", required=True,
                     choices=["train", "infer", "precision", "models", "usage", "comm",
-                             "interrupt", "charts"])
+                             "interrupt", "charts", "tensor"])
     args = ap.parse_args()
     if np is None and args.case in ("train", "infer"):
         print("SKIP: numpy is not installed (scripts/install_deps.sh --test installs python3-numpy)")

@@ -20,14 +20,15 @@ void AddKeyPaddingMask(const core::Tensor& scores, const core::Tensor& mask) {
 }
 
 void CausalMask(const core::Tensor& scores) {
-  const int64_t t = scores.dim(2);
-  MLPERF_CHECK(scores.dim(3) == t);
+  const int64_t rows = scores.dim(2), keys = scores.dim(3), before = keys - rows;
+  MLPERF_CHECK(before >= 0);
+  if (scores.numel() == 0) return;
   float* s = scores.f32();
-  const int64_t matrices = scores.numel() / (t * t);
+  const int64_t matrices = scores.numel() / (rows * keys);
 #pragma omp parallel for if (WorthParallel(scores.numel()))
   for (int64_t i = 0; i < matrices; ++i)
-    for (int64_t r = 0; r < t; ++r)
-      for (int64_t c = r + 1; c < t; ++c) s[(i * t + r) * t + c] = -INFINITY;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = before + r + 1; c < keys; ++c) s[(i * rows + r) * keys + c] = -INFINITY;
 }
 
 namespace {

@@ -16,11 +16,12 @@ __global__ void AddKeyMask(float* scores, const float* mask, int64_t rows_per_sa
     row[key] += (1.0f - keys[key]) * -10000.0f;
 }
 
-// A block per row of scores; keys after the query get -inf.
-__global__ void CausalRow(float* scores, int64_t seq) {
-  float* row = scores + blockIdx.x * seq;
-  const int64_t query = blockIdx.x % seq;
-  for (int64_t key = query + 1 + threadIdx.x; key < seq; key += blockDim.x) row[key] = -INFINITY;
+// A block per row of scores ([rows, keys] matrices, the last `rows` queries
+// of `keys`); keys after the query get -inf.
+__global__ void CausalRow(float* scores, int64_t rows, int64_t keys) {
+  float* row = scores + static_cast<int64_t>(blockIdx.x) * keys;
+  const int64_t query = keys - rows + static_cast<int64_t>(blockIdx.x) % rows;
+  for (int64_t key = query + 1 + threadIdx.x; key < keys; key += blockDim.x) row[key] = -INFINITY;
 }
 
 // Heads [b, h, t, d] <-> columns [column + head * d, + d) of rows [b * t,
@@ -78,10 +79,11 @@ void AddKeyPaddingMask(const core::Tensor& scores, const core::Tensor& mask) {
 }
 
 void CausalMask(const core::Tensor& scores) {
-  const int64_t t = scores.dim(2);
-  MLPERF_CHECK(scores.dim(3) == t);
+  const int64_t rows = scores.dim(2), keys = scores.dim(3);
+  MLPERF_CHECK(keys >= rows);
   if (scores.numel() == 0) return;
-  CausalRow<<<static_cast<unsigned>(scores.numel() / t), 256, 0, Stream()>>>(scores.f32(), t);
+  CausalRow<<<static_cast<unsigned>(scores.numel() / keys), 256, 0, Stream()>>>(scores.f32(), rows,
+                                                                                keys);
   CUDA_CHECK_LAUNCH();
 }
 

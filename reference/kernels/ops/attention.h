@@ -15,7 +15,9 @@ inline Op<void(const core::Tensor& scores, const core::Tensor& mask)> AddKeyPadd
     "AddKeyPaddingMask"};
 
 // Decoders' causal mask: scores[b, h, q, key] = -inf where key > q, so the
-// softmax gives those keys exactly 0. scores: [batch, heads, seq, seq].
+// softmax gives those keys exactly 0. scores: [batch, heads, seq, seq], or
+// [batch, heads, rows, keys] for the last `rows` queries of `keys` (a block
+// of blocked_attention.h: key > q + keys - rows).
 inline Op<void(const core::Tensor& scores)> CausalMask{"CausalMask"};
 
 // Rows [batch * seq, width] (token-major, as linear layers produce them) to

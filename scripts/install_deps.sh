@@ -54,6 +54,7 @@ if ((with_oracles)); then
     python3-scipy       # scipy.ndimage.label: the 3D U-Net crop's connected components
     python3-nibabel     # a second NIfTI reader and writer for the KiTS19 tests
     python3-sklearn     # roc_auc_score: the oracle of DLRM's exact AUC
+    python3-psutil      # imported by accelerate, which peft (the LoRA oracle) imports
     chromium fonts-dejavu-core  # renders compliance_check --html in the browser test
     postgresql          # a throw-away server for results_db's PostgreSQL test
     slurmctld slurmd slurm-client  # srun and sbatch across the namespace nodes (multinode_slurm)
@@ -80,16 +81,17 @@ fi
 
 # pip_pinned PYTHON PACKAGE VERSION [WHY]: installs PACKAGE==VERSION for PYTHON
 # unless that version is there (with --break-system-packages where Debian
-# marks the system Python as externally managed).
+# marks the system Python as externally managed). PIP_EXTRA: more pip flags.
 pip_pinned() {
   local python=$1 package=$2 version=$3 why=${4:-}
   local have
   have=$("$python" -c "import importlib.metadata as m; print(m.version('$package'))" 2>/dev/null || true)
   [ "$have" = "$version" ] && return 0
   echo "install_deps: pip install $package==$version${why:+ ($why)}"
-  "$python" -m pip install -q --disable-pip-version-check "$package==$version" ||
+  # shellcheck disable=SC2086
+  "$python" -m pip install -q --disable-pip-version-check ${PIP_EXTRA:-} "$package==$version" ||
     "$python" -m pip install -q --disable-pip-version-check --break-system-packages \
-      "$package==$version"
+      ${PIP_EXTRA:-} "$package==$version"
 }
 
 ((with_nvjpeg)) && pip_pinned python3 nvidia-nvjpeg "$NVJPEG_VERSION" "nvJPEG for the GPU data path"
@@ -105,3 +107,10 @@ pip_pinned /usr/bin/python3 transformers 4.40.2 "for /usr/bin/python3"
 # that runs with Debian's typing_extensions, installed first).
 pip_pinned /usr/bin/python3 numcodecs 0.12.1 "for /usr/bin/python3"
 pip_pinned /usr/bin/python3 zarr 2.18.2 "for /usr/bin/python3"
+# peft, the field's LoRA, and the accelerate it imports: the oracle of the
+# decoder's adapters (releases that run on PyTorch 1.13 and transformers 4.40).
+# Without their dependencies: pip does not count Debian's PyTorch and would
+# pull a new one; the rest (psutil from Debian above; PyYAML, safetensors,
+# huggingface_hub with transformers) is there.
+PIP_EXTRA=--no-deps pip_pinned /usr/bin/python3 accelerate 0.29.3 "for /usr/bin/python3"
+PIP_EXTRA=--no-deps pip_pinned /usr/bin/python3 peft 0.10.0 "for /usr/bin/python3"

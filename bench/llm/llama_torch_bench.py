@@ -3,12 +3,14 @@ LlamaForCausalLM at the same size (eager attention, no rope scaling: the
 frequencies only change values, not work), in training mode, on the tokens
 and labels the C++ side wrote (a safetensors file). One step is the forward,
 the mean next-token cross-entropy and the backward; the optimizer is not
-timed, as on our side. Warm-up steps, then one line on stdout,
+timed, as on our side. With LORA_RANK > 0, peft's LoRA of that rank (alpha
+twice the rank, no dropout) on q_proj, k_proj, v_proj and o_proj, the base
+frozen in fp32. Warm-up steps, then one line on stdout,
 "<median> <min> <max>" seconds per step (per-step times go to stderr).
-Run with /usr/bin/python3 (Debian's PyTorch, transformers from pip).
+Run with /usr/bin/python3 (Debian's PyTorch, transformers and peft from pip).
 
 usage: llama_torch_bench.py BATCH_FILE THREADS WARMUP STEPS VOCAB HIDDEN LAYERS HEADS
-                            KV_HEADS INTERMEDIATE SEQ
+                            KV_HEADS INTERMEDIATE SEQ [LORA_RANK]
 """
 import os
 import statistics
@@ -36,6 +38,12 @@ def main():
                          rms_norm_eps=1e-5, rope_theta=500000.0, tie_word_embeddings=False,
                          attn_implementation="eager")
     model = LlamaForCausalLM(config).train()
+    lora_rank = int(sys.argv[12]) if len(sys.argv) > 12 else 0
+    if lora_rank > 0:
+        from peft import LoraConfig, get_peft_model
+        model = get_peft_model(model, LoraConfig(
+            r=lora_rank, lora_alpha=2 * lora_rank, lora_dropout=0.0, bias="none",
+            task_type="CAUSAL_LM", target_modules=["q_proj", "k_proj", "v_proj", "o_proj"]))
     batch = read(batch_path)
     tokens, labels = batch["tokens"].long(), batch["labels"].long()
     times = []

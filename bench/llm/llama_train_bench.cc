@@ -1,7 +1,8 @@
 // Seconds per training step of a small Llama on the CPU in fp32 (forward
 // with the mean next-token cross-entropy, then backward: Decoder::
-// ForwardTrain and Decoder::Backward; the optimizer is not timed), ours
-// against transformers' LlamaForCausalLM (bench/llm/llama_torch_bench.py
+// ForwardTrain and Decoder::Backward; the optimizer is not timed), or with
+// --lora_rank its LoRA fine-tuning step (adapters trained, base frozen), ours
+// against transformers' LlamaForCausalLM (with peft's LoRA; bench/llm/llama_torch_bench.py
 // under /usr/bin/python3, OMP_WAIT_POLICY=passive as for BERT's peer) on the
 // same tokens, sizes and threads, in the same run. Threads: OMP_NUM_THREADS,
 // else all cores. Exit 0, 1 when the peer fails, 2 on a usage error.
@@ -31,6 +32,9 @@ ABSL_FLAG(int64_t, intermediate, 704, "SwiGLU width");
 ABSL_FLAG(int64_t, vocab, 8000, "vocabulary");
 ABSL_FLAG(int64_t, seq, 256, "tokens per sample");
 ABSL_FLAG(int64_t, batch, 4, "samples per step");
+ABSL_FLAG(int64_t, lora_rank, 0,
+          "> 0: LoRA of this rank (alpha twice it) on q, k, v and o (one adapter each, as the "
+          "peer's peft), the base frozen in fp32 on both sides");
 ABSL_FLAG(int64_t, attention_block, 0,
           "ours: attention in blocks of this many queries, no [seq, seq] probabilities kept "
           "(0: kept, as the eager peer does)");
@@ -41,9 +45,9 @@ ABSL_FLAG(bool, torch, true, "run the PyTorch peer (--notorch: ours alone)");
 namespace mlperf::models {
 namespace {
 
-constexpr std::string_view kFlags[] = {"layers",       "hidden", "heads", "kv_heads",
-                                       "intermediate", "vocab",  "seq",   "batch",
-                                       "warmup",       "steps",  "torch", "attention_block"};
+constexpr std::string_view kFlags[] = {
+    "layers", "hidden", "heads", "kv_heads", "intermediate",    "vocab",    "seq",
+    "batch",  "warmup", "steps", "torch",    "attention_block", "lora_rank"};
 
 constexpr char kUsage[] =
     "Times one training step of a small Llama (forward with the loss, backward) on the CPU in\n"
@@ -87,9 +91,9 @@ bool TimeTorch(const DecoderConfig& c, int warmup, int steps, int threads,
                const std::string& batch_path, Stats* out) {
   const std::string command = fmt::format(
       "OMP_WAIT_POLICY=passive /usr/bin/python3 {}/bench/llm/llama_torch_bench.py {} {} {} {} {} "
-      "{} {} {} {} {} {}",
+      "{} {} {} {} {} {} {}",
       MLPERF_SOURCE_DIR, batch_path, threads, warmup, steps, c.vocab_size, c.hidden, c.layers,
-      c.heads, c.kv_heads, c.intermediate, c.seq_len);
+      c.heads, c.kv_heads, c.intermediate, c.seq_len, c.lora.rank);
   std::fflush(stdout);
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return false;
@@ -106,13 +110,19 @@ int Run() {
                        .intermediate = absl::GetFlag(FLAGS_intermediate),
                        .seq_len = absl::GetFlag(FLAGS_seq),
                        .attention_block = absl::GetFlag(FLAGS_attention_block)};
+  const int64_t lora_rank = absl::GetFlag(FLAGS_lora_rank);
+  if (lora_rank > 0) {
+    config.lora = {.rank = lora_rank, .alpha = 2.0 * static_cast<double>(lora_rank)};
+    config.lora_fused_qkv = false;
+    config.frozen_dtype = core::DType::kF32;
+  }
   const int64_t batch = absl::GetFlag(FLAGS_batch);
   const int warmup = absl::GetFlag(FLAGS_warmup), steps = absl::GetFlag(FLAGS_steps);
   if (config.vocab_size <= 1 || config.hidden <= 0 || config.layers < 0 || config.heads <= 0 ||
       config.kv_heads <= 0 || config.hidden % config.heads != 0 ||
       config.heads % config.kv_heads != 0 || (config.hidden / config.heads) % 2 != 0 ||
       config.intermediate <= 0 || config.seq_len <= 0 || batch <= 0 || warmup < 0 || steps <= 0 ||
-      config.attention_block < 0) {
+      config.attention_block < 0 || lora_rank < 0) {
     std::fprintf(stderr, "llama_train_bench: a flag is out of range (see --help)\n");
     return kExitUsage;
   }
@@ -121,13 +131,17 @@ int Run() {
       "Llama training step (forward with the loss, backward), fp32, CPU, %d threads\n"
       "  layers %ld, hidden %ld, heads %ld, kv heads %ld, intermediate %ld, vocab %ld, seq %ld, "
       "batch %ld; %d warm-up steps, median of %d\n"
-      "  ours: attention %s, activations arena %.1f MiB\n",
+      "  ours: attention %s, activations arena %.1f MiB%s\n",
       threads, config.layers, config.hidden, config.heads, config.kv_heads, config.intermediate,
       config.vocab_size, config.seq_len, batch, warmup, steps,
       config.attention_block > 0
           ? fmt::format("in blocks of {} queries", config.attention_block).c_str()
           : "with the probabilities kept",
-      static_cast<double>(Decoder::Measure(config, batch, 1).activations) / (1 << 20));
+      static_cast<double>(Decoder::Measure(config, batch, 1).activations) / (1 << 20),
+      lora_rank > 0
+          ? fmt::format("; LoRA rank {} on q, k, v and o, the base frozen in fp32", lora_rank)
+                .c_str()
+          : "");
   const std::string batch_path = (std::filesystem::temp_directory_path() /
                                   fmt::format("llama_train_bench_{}.safetensors", ::getpid()))
                                      .string();

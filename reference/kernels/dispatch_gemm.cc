@@ -120,7 +120,7 @@ void LinearForward(const Tensor& x, const Tensor& w, const Tensor& bias, const T
   const bool device = OnDevice(x, {&w, &bias, &y});
   const bool typed = device && InPrecisionType(x);
   const Tensor rx = typed ? PrecisionTypeOperand(x, 0) : GemmOperand(x, 0);
-  const Tensor rw = typed ? PrecisionTypeOperand(w, 1) : GemmOperand(w, 1);
+  const Tensor rw = typed ? PrecisionTypeOperand(w, 1) : GemmOperand(WidenedOperand(w, 1), 1);
   const Tensor rb = typed && y.dtype() == ComputePrecision() ? PrecisionTypeOperand(bias, 2)
                                                              : RoundedOperand(bias, 2);
   if (device) {
@@ -136,7 +136,7 @@ void LinearBackward(const Tensor& x, const Tensor& w, const Tensor& dy, const Te
   const bool device = OnDevice(x, {&w, &dy, &dx, &dw, &dbias});
   const bool typed = device && InPrecisionType(x);
   const Tensor rx = typed ? PrecisionTypeOperand(x, 0) : GemmOperand(x, 0);
-  const Tensor rw = typed ? PrecisionTypeOperand(w, 1) : GemmOperand(w, 1);
+  const Tensor rw = typed ? PrecisionTypeOperand(w, 1) : GemmOperand(WidenedOperand(w, 1), 1);
   // dy also feeds the bias gradient: rounded here.
   const Tensor rdy = typed ? PrecisionTypeOperand(dy, 2) : RoundedOperand(dy, 2);
   if (!device) return cpu::LinearBackward(rx, rw, rdy, dx, dw, dbias, StoredRounding(dw));

@@ -128,6 +128,23 @@ core::Tensor RoundedOperand(const core::Tensor& x, int slot) {
   return copy;
 }
 
+core::Tensor WidenedOperand(const core::Tensor& x, int slot) {
+  if (x.empty() || x.dtype() == core::DType::kF32) return x;
+  MLPERF_CHECK(slot >= 0 && slot < kOperandSlots);
+  void* data = nullptr;
+  if (x.device() == core::Device::kCuda) {
+#ifdef MLPERF_HAVE_CUDA
+    data = cuda::Scratch(static_cast<size_t>(x.numel()) * sizeof(float),
+                         cuda::kScratchOperand0 + slot);
+#endif
+  } else {
+    data = HostScratch(x.numel(), slot);
+  }
+  const core::Tensor wide(data, x.shape(), core::DType::kF32, x.device(), x.layout());
+  ops::Cast(x, wide);
+  return wide;
+}
+
 core::Tensor GemmOperand(const core::Tensor& x, int slot) {
   if (x.device() == core::Device::kCpu && cpu::GemmsRoundToBf16()) return x;
   return RoundedOperand(x, slot);

@@ -16,6 +16,9 @@ core::Tensor RoundedOperand(const core::Tensor& x, int slot);
 // their operands to bf16 as they pack them (AMX under bf16, cpu/gemm.h),
 // else RoundedOperand(x, slot). The products are the same.
 core::Tensor GemmOperand(const core::Tensor& x, int slot);
+// x widened to fp32 in the scratch `slot` when it is stored narrower (a
+// frozen bf16 weight under LoRA); x itself when it is fp32. Exact.
+core::Tensor WidenedOperand(const core::Tensor& x, int slot);
 // Rounds an op's output in place to the compute precision (nothing under
 // fp32, or when y is stored in the precision's type: its op rounded it).
 void RoundOutput(const core::Tensor& y);

@@ -26,6 +26,19 @@ void CausalSelfAttention::Allocate(const CausalAttentionShape& s, const std::str
               s.bias);
   o_.Allocate(rows, width, s.hidden, Activation::kNone, name + ".o_proj", arenas, registry, f32,
               s.bias);
+  lora_ = s.lora.rank > 0;
+  fused_qkv_ = s.fused_qkv;
+  if (lora_) {
+    if (fused_qkv_) {
+      qkv_lora_.Allocate(rows, s.hidden, width + 2 * kv_width, s.lora, name + ".qkv_proj", arenas,
+                         registry);
+    } else {
+      q_lora_.Allocate(rows, s.hidden, width, s.lora, name + ".q_proj", arenas, registry);
+      k_lora_.Allocate(rows, s.hidden, kv_width, s.lora, name + ".k_proj", arenas, registry);
+      v_lora_.Allocate(rows, s.hidden, kv_width, s.lora, name + ".v_proj", arenas, registry);
+    }
+    o_lora_.Allocate(rows, width, s.hidden, s.lora, name + ".o_proj", arenas, registry);
+  }
   core::Arena& a = *arenas.activations;
   const core::Shape heads{s.batch, s.heads, s.seq, s.head_dim};
   const core::Shape kv_heads{s.batch, s.kv_heads, s.seq, s.head_dim};
@@ -48,12 +61,20 @@ void CausalSelfAttention::Allocate(const CausalAttentionShape& s, const std::str
 }
 
 void CausalSelfAttention::Forward(const core::Tensor& x, const core::Tensor& cos,
-                                  const core::Tensor& sin) {
+                                  const core::Tensor& sin, bool train) {
   cos_ = cos;
   sin_ = sin;
   q_.Forward(x);
   k_.Forward(x);
   v_.Forward(x);
+  if (lora_ && fused_qkv_) {
+    const core::Tensor outputs[] = {q_.output(), k_.output(), v_.output()};
+    qkv_lora_.Forward(x, outputs, train);
+  } else if (lora_) {
+    q_lora_.Forward(x, std::span(&q_.output(), 1), train);
+    k_lora_.Forward(x, std::span(&k_.output(), 1), train);
+    v_lora_.Forward(x, std::span(&v_.output(), 1), train);
+  }
   ops::SplitHeads(q_.output(), 0, q_heads_);
   ops::SplitHeads(k_.output(), 0, k_heads_);
   ops::SplitHeads(v_.output(), 0, v_heads_);
@@ -72,11 +93,13 @@ void CausalSelfAttention::Forward(const core::Tensor& x, const core::Tensor& cos
   }
   ops::MergeHeads(context_, context_rows_, 0);
   o_.Forward(context_rows_);
+  if (lora_) o_lora_.Forward(context_rows_, std::span(&o_.output(), 1), train);
 }
 
 void CausalSelfAttention::Backward(const core::Tensor& x, const core::Tensor& dy,
                                    const core::Tensor& dx) {
   o_.Backward(context_rows_, dy, dcontext_rows_);
+  if (lora_) o_lora_.Backward(context_rows_, std::span(&dy, 1), dcontext_rows_);
   ops::SplitHeads(dcontext_rows_, 0, dcontext_);
   if (query_block_ > 0) {
     ops::BlockedAttentionBackward({.causal = true}, query_block_, q_heads_, k_rep_, v_rep_,
@@ -99,6 +122,14 @@ void CausalSelfAttention::Backward(const core::Tensor& x, const core::Tensor& dy
   ops::Accumulate(dx_part_, dx);
   v_.Backward(x, dv_rows_, dx_part_);
   ops::Accumulate(dx_part_, dx);
+  if (lora_ && fused_qkv_) {
+    const core::Tensor grads[] = {dq_rows_, dk_rows_, dv_rows_};
+    qkv_lora_.Backward(x, grads, dx);
+  } else if (lora_) {
+    q_lora_.Backward(x, std::span(&dq_rows_, 1), dx);
+    k_lora_.Backward(x, std::span(&dk_rows_, 1), dx);
+    v_lora_.Backward(x, std::span(&dv_rows_, 1), dx);
+  }
 }
 
 }  // namespace mlperf::layers

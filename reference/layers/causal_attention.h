@@ -14,6 +14,7 @@
 
 #include "reference/core/tensor.h"
 #include "reference/layers/linear.h"
+#include "reference/layers/lora.h"
 #include "reference/layers/parameters.h"
 
 namespace mlperf::layers {
@@ -28,6 +29,11 @@ struct CausalAttentionShape {
   // (kernels/blocked_attention.h), no [seq, seq] matrix kept; 0: the
   // probabilities kept for the backward.
   int64_t query_block = 0;
+  // LoRA adapters (lora.rank > 0) on the query/key/value projections (one
+  // adapter over the three, the reference's qkv_proj, with fused_qkv; else
+  // one each) and on o_proj.
+  LoraParams lora;
+  bool fused_qkv = true;
 };
 
 class CausalSelfAttention {
@@ -35,7 +41,9 @@ class CausalSelfAttention {
   void Allocate(const CausalAttentionShape& shape, const std::string& name,
                 const ModelArenas& arenas, ParameterRegistry* registry);
   // cos, sin: [seq, head_dim / 2], the rotary tables (unused without rotary).
-  void Forward(const core::Tensor& x, const core::Tensor& cos, const core::Tensor& sin);
+  // `train`: the adapters' dropout applies.
+  void Forward(const core::Tensor& x, const core::Tensor& cos, const core::Tensor& sin,
+               bool train = true);
   // dy: gradient of output(); dx receives the input gradient (this rank's
   // heads' part of it under tensor parallelism).
   void Backward(const core::Tensor& x, const core::Tensor& dy, const core::Tensor& dx);
@@ -46,6 +54,8 @@ class CausalSelfAttention {
   core::Tensor cos_, sin_;
   bool rotary_ = true;
   int64_t query_block_ = 0;
+  bool lora_ = false, fused_qkv_ = true;
+  LoraAdapter qkv_lora_, q_lora_, k_lora_, v_lora_, o_lora_;
   Linear q_, k_, v_, o_;
   // Heads: q (rotated), k and v (k rotated), k and v repeated to every query
   // head, the probabilities, the context.

@@ -7,6 +7,10 @@ namespace mlperf::layers {
 Parameter AddParameter(const ModelArenas& arenas, ParameterRegistry* registry, core::Shape shape,
                        Parameter p) {
   if (p.batch_norm || p.bias) p.no_weight_decay = p.no_trust_ratio = true;
+  if (arenas.freeze.has_value() && p.trainable) {
+    p.trainable = false;
+    p.dtype = *arenas.freeze;
+  }
   if (p.trainable) {
     MLPERF_CHECK_MSG(p.dtype == core::DType::kF32, "trainable parameters are fp32 (master copies)");
     p.value = arenas.params->AllocateZeroed(shape);

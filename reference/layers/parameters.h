@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,9 @@ struct ModelArenas {
   core::Arena* buffers;
   core::Arena* activations;
   core::Arena* frozen = nullptr;
+  // Set: every parameter added through these arenas is frozen and stored in
+  // this type (a base model under LoRA), whatever its layer asks for.
+  std::optional<core::DType> freeze;
 };
 
 // A parameter split by its first dimension across the ranks: this rank holds

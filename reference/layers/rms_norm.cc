@@ -10,7 +10,8 @@ void RmsNorm::Allocate(int64_t rows, int64_t features, float epsilon, const std:
   const Parameter w =
       AddParameter(arenas, registry, {features}, {.name = name + ".weight", .batch_norm = true});
   weight_ = w.value;
-  dweight_ = w.grad;
+  // A frozen scale's gradient goes to scratch (the kernel writes it).
+  dweight_ = w.grad.empty() ? arenas.activations->Allocate({features}) : w.grad;
   y_ = arenas.activations->Allocate({rows, features});
   inv_rms_ = arenas.activations->Allocate({rows});
 }

@@ -110,6 +110,9 @@ Decoder::Decoder(const DecoderConfig& config, int64_t batch_size, const Placemen
                    "the tensor-parallel ranks must divide the key/value heads, the SwiGLU width "
                    "and the vocabulary");
   MLPERF_CHECK_MSG(tp_ == 1 || !c.bias, "tensor parallelism with biases is not built yet");
+  MLPERF_CHECK_MSG(c.lora.rank == 0 || (tp_ == 1 && !c.bias && !c.layer_norm &&
+                                        c.learned_positions == 0 && !c.gelu),
+                   "LoRA adapts the Llama parts on one rank so far");
   MLPERF_CHECK_MSG(c.learned_positions == 0 || c.learned_positions >= c.seq_len,
                    "the learned positions must cover the sequence");
   rows_ = batch_size * c.seq_len;
@@ -161,8 +164,11 @@ int64_t Decoder::ParameterCount(const DecoderConfig& c) {
   const int64_t attention = 2 * h * h + 2 * h * kv + (c.bias ? 2 * h + 2 * kv : 0);
   const int64_t mlp =
       c.gelu ? 2 * h * i + (c.bias ? i + h : 0) : 3 * h * i + (c.bias ? 2 * i + h : 0);
+  const int64_t r = c.lora.rank, width = h + 2 * kv;  // q, k and v outputs
+  const int64_t adapters =
+      r == 0 ? 0 : (c.lora_fused_qkv ? r * h : 3 * r * h) + r * width + 2 * r * h;  // + o_proj
   return c.vocab_size * h * (c.tie_embeddings ? 1 : 2) + c.learned_positions * h +
-         c.layers * (attention + mlp + 2 * norm) + norm;
+         c.layers * (attention + mlp + 2 * norm + adapters) + norm;
 }
 
 void Decoder::SliceLast(int dim, int64_t full) {
@@ -177,11 +183,18 @@ void Decoder::Build(const layers::ModelArenas& a) {
   const int64_t head_dim = c.hidden / c.heads, vocab = c.vocab_size / tp_;
   const int64_t inter = c.intermediate / tp_;
   core::Arena& acts = *a.activations;
+  // Under LoRA the base is frozen: the linear layers' weights stored in
+  // frozen_dtype, the embeddings and norm scales in fp32.
+  layers::ModelArenas base = a, lin = a;
+  if (c.lora.rank > 0) {
+    base.freeze = DType::kF32;
+    lin.freeze = c.frozen_dtype;
+  }
   slices_.clear();
-  embed_.Allocate(rows_, vocab, c.hidden, "model.embed_tokens", a, &registry_);
+  embed_.Allocate(rows_, vocab, c.hidden, "model.embed_tokens", base, &registry_);
   SliceLast(0, c.vocab_size);
   if (c.learned_positions > 0) {
-    positions_.Allocate(rows_, c.learned_positions, c.hidden, "model.embed_positions", a,
+    positions_.Allocate(rows_, c.learned_positions, c.hidden, "model.embed_positions", base,
                         &registry_);
     position_ids_ = acts.Allocate({rows_}, DType::kI32);
     embed_sum_ = acts.Allocate({rows_, c.hidden});
@@ -190,8 +203,11 @@ void Decoder::Build(const layers::ModelArenas& a) {
   for (int64_t l = 0; l < c.layers; ++l) {
     Layer& layer = layers_[l];
     const std::string name = "model.layers." + std::to_string(l);
-    layer.input_norm.Allocate(c.layer_norm, rows_, c.hidden, eps, name + ".input_layernorm", a,
+    layer.input_norm.Allocate(c.layer_norm, rows_, c.hidden, eps, name + ".input_layernorm", base,
                               &registry_);
+    layers::LoraParams lora = c.lora;
+    lora.seed = c.lora.seed + 8 * static_cast<uint64_t>(l);  // each layer's own dropout streams
+    const size_t attention_first = registry_.parameters.size();
     // Chunked attention: each chunk a sample of its own.
     layer.attention.Allocate({.batch = batch_size() * (c.seq_len / span()),
                               .seq = span(),
@@ -201,13 +217,14 @@ void Decoder::Build(const layers::ModelArenas& a) {
                               .head_dim = head_dim,
                               .bias = c.bias,
                               .rotary = c.learned_positions == 0,
-                              .query_block = c.attention_block},
-                             name + ".self_attn", a, &registry_);
+                              .query_block = c.attention_block,
+                              .lora = lora,
+                              .fused_qkv = c.lora_fused_qkv},
+                             name + ".self_attn", lin, &registry_);
     // q, k, v by output rows, o by input columns (no biases: tensor
-    // parallelism with biases is refused).
+    // parallelism with biases is refused); the adapters after them whole.
     if (!c.bias) {
-      const size_t o = registry_.parameters.size() - 1;
-      slices_.resize(o - 3);
+      slices_.resize(attention_first);
       for (const auto& [dim, full] : {std::pair<int, int64_t>{0, c.heads * head_dim},
                                       {0, c.kv_heads * head_dim},
                                       {0, c.kv_heads * head_dim},
@@ -215,33 +232,33 @@ void Decoder::Build(const layers::ModelArenas& a) {
         slices_.push_back({.dim = dim, .first = tp_rank_ * (full / tp_), .full = full});
     }
     layer.post_attention_norm.Allocate(c.layer_norm, rows_, c.hidden, eps,
-                                       name + ".post_attention_layernorm", a, &registry_);
+                                       name + ".post_attention_layernorm", base, &registry_);
     if (c.gelu) {
       layer.fc_in.Allocate(rows_, c.hidden, inter, layers::Activation::kGelu, name + ".mlp.fc_in",
-                           a, &registry_, f32, c.bias);
+                           lin, &registry_, f32, c.bias);
       SliceLast(0, c.intermediate);
       layer.fc_out.Allocate(rows_, inter, c.hidden, layers::Activation::kNone, name + ".mlp.fc_out",
-                            a, &registry_, f32, c.bias);
+                            lin, &registry_, f32, c.bias);
       SliceLast(1, c.intermediate);
     } else {
       layer.gate.Allocate(rows_, c.hidden, inter, layers::Activation::kNone,
-                          name + ".mlp.gate_proj", a, &registry_, f32, c.bias);
+                          name + ".mlp.gate_proj", lin, &registry_, f32, c.bias);
       SliceLast(0, c.intermediate);
-      layer.up.Allocate(rows_, c.hidden, inter, layers::Activation::kNone, name + ".mlp.up_proj", a,
-                        &registry_, f32, c.bias);
+      layer.up.Allocate(rows_, c.hidden, inter, layers::Activation::kNone, name + ".mlp.up_proj",
+                        lin, &registry_, f32, c.bias);
       SliceLast(0, c.intermediate);
       layer.down.Allocate(rows_, inter, c.hidden, layers::Activation::kNone,
-                          name + ".mlp.down_proj", a, &registry_, f32, c.bias);
+                          name + ".mlp.down_proj", lin, &registry_, f32, c.bias);
       SliceLast(1, c.intermediate);
       layer.swiglu = acts.Allocate({rows_, inter});
     }
     layer.attention_sum = acts.Allocate({rows_, c.hidden});
     layer.output_sum = acts.Allocate({rows_, c.hidden});
   }
-  final_norm_.Allocate(c.layer_norm, rows_, c.hidden, eps, "model.norm", a, &registry_);
+  final_norm_.Allocate(c.layer_norm, rows_, c.hidden, eps, "model.norm", base, &registry_);
   if (!c.tie_embeddings) {
     const layers::Parameter head =
-        layers::AddParameter(a, &registry_, {vocab, c.hidden}, {.name = "lm_head.weight"});
+        layers::AddParameter(lin, &registry_, {vocab, c.hidden}, {.name = "lm_head.weight"});
     lm_head_ = head.value;
     dlm_head_ = head.grad;
     SliceLast(0, c.vocab_size);
@@ -283,22 +300,42 @@ void Decoder::TakeSlice(const std::vector<float>& full, const core::Shape& whole
 
 void Decoder::Initialize(uint64_t seed) {
   std::vector<float> params(parameters().size(), 0.0f);
+  std::vector<float> frozen;  // one frozen parameter's values, then stored in its type
   for (size_t i = 0; i < registry_.parameters.size(); ++i) {
     const layers::Parameter& p = registry_.parameters[i];
-    const Tensor value = HostParameter(p.value, params);
+    if (!p.trainable) frozen.assign(p.value.numel(), 0.0f);
+    const Tensor value = p.trainable ? HostParameter(p.value, params)
+                                     : Tensor(frozen.data(), p.value.shape(), DType::kF32);
     const core::RngStream stream{.seed = seed, .offset = static_cast<uint64_t>(i)};
+    const auto done = [&] {
+      if (!p.trainable) SetParameter(p, frozen);
+    };
     // Norm scales 1, biases and norm shifts 0.
     if (p.bias || (p.batch_norm && p.name.ends_with(".bias"))) {
       core::FillConstant(value, 0.0f);
+      done();
       continue;
     }
     if (p.batch_norm) {
       core::FillConstant(value, 1.0f);
+      done();
+      continue;
+    }
+    // peft's adapters: A as nn.Linear's default (Kaiming uniform, a =
+    // sqrt(5): bound 1 / sqrt(in)), B zero, so training starts at the base.
+    if (p.name.ends_with(".lora_A.weight")) {
+      const float bound = 1.0f / std::sqrt(static_cast<float>(value.dim(1)));
+      core::FillUniform(value, -bound, bound, stream);
+      continue;
+    }
+    if (p.name.ends_with(".lora_B.weight")) {
+      core::FillConstant(value, 0.0f);
       continue;
     }
     const Slice& s = slices_[i];
     if (s.dim < 0 || value.dim(s.dim) == s.full) {
       core::FillNormal(value, 0.0f, config_.init_stddev, stream);
+      done();
       continue;
     }
     // The whole tensor, then this rank's rows or columns of it.
@@ -353,7 +390,7 @@ void Decoder::Losses(float normalizer, const Tensor& logits, const Tensor& label
   AllReduce(loss);
 }
 
-void Decoder::Forward() {
+void Decoder::Forward(bool train) {
   const int64_t first_token = tp_rank_ * (config_.vocab_size / tp_);
   ops::VocabShardEmbedding(first_token, tokens_, embed_.table(), embed_.output());
   AllReduce(embed_.output());
@@ -365,7 +402,7 @@ void Decoder::Forward() {
     Layer& layer = layers_[l];
     const Tensor& x = l == 0 ? embedded() : layers_[l - 1].output_sum;
     layer.input_norm.Forward(x);
-    layer.attention.Forward(layer.input_norm.output(), cos_, sin_);
+    layer.attention.Forward(layer.input_norm.output(), cos_, sin_, train);
     AllReduce(layer.attention.output());
     ops::Add(x, layer.attention.output(), layer.attention_sum);
     layer.post_attention_norm.Forward(layer.attention_sum);
@@ -391,7 +428,7 @@ void Decoder::Forward() {
 void Decoder::ForwardTrainAsync(const Batch& batch) {
   Upload(batch);
   ++num_batches_tracked_;
-  Forward();
+  Forward(/*train=*/true);
   Losses(static_cast<float>(rows_), logits_, labels_, loss_, dlogits_);
 }
 
@@ -429,8 +466,9 @@ void Decoder::Backward() {
     layer.input_norm.Backward(x, dnormed_, dh_);
     ops::Accumulate(ds_, dh_);
   }
-  ops::VocabShardEmbeddingBackward(tp_rank_ * (config_.vocab_size / tp_), tokens_, dh_,
-                                   embed_.table_grad(), /*accumulate=*/tied);
+  if (!embed_.table_grad().empty())  // frozen under LoRA
+    ops::VocabShardEmbeddingBackward(tp_rank_ * (config_.vocab_size / tp_), tokens_, dh_,
+                                     embed_.table_grad(), /*accumulate=*/tied);
   if (config_.learned_positions > 0) positions_.Backward(position_ids_, dh_);
   NotifyGradientsReady(0);
 }
@@ -438,7 +476,7 @@ void Decoder::Backward() {
 MetricSums Decoder::EvaluateBatch(const Batch& batch) {
   MLPERF_CHECK(batch.count >= 0 && batch.count <= batch_size());
   Upload(batch);
-  Forward();
+  Forward(/*train=*/false);
   const int64_t rows = batch.count * config_.seq_len;
   if (rows == 0) return {};
   const int64_t vocab = logits_.dim(1);

@@ -36,6 +36,7 @@
 #include "reference/layers/embedding.h"
 #include "reference/layers/layer_norm.h"
 #include "reference/layers/linear.h"
+#include "reference/layers/lora.h"
 #include "reference/layers/rms_norm.h"
 #include "reference/models/model.h"
 
@@ -77,6 +78,14 @@ struct DecoderConfig {
   int64_t learned_positions = 0;  // > 0: a learned table of this many positions, not rotary
   bool gelu = false;              // fc_in, GELU (tanh form), fc_out instead of SwiGLU
   bool bias = false;              // biases on every projection
+  // LoRA fine-tuning (lora.rank > 0; the Llama parts, one rank): adapters
+  // on the attention's projections (lora_fused_qkv: one over q, k and v, the
+  // MLPerf reference's qkv_proj, else one each; and o_proj), the base
+  // frozen: its linear layers' weights stored in frozen_dtype, the
+  // embedding and norm scales in fp32. lora.seed: the dropout streams'.
+  layers::LoraParams lora;
+  bool lora_fused_qkv = true;
+  core::DType frozen_dtype = core::DType::kBF16;
   core::Device device = core::Device::kCpu;
 };
 
@@ -137,6 +146,14 @@ class Decoder final : public Model {
   // The inverse: this model's weights as such a checkpoint, in a folder that
   // must not exist yet (float32 arrays, one chunk each, and metadata.json).
   absl::Status SaveMegatronGpt(const std::string& dir) const;
+  // The LoRA adapters as peft's save_pretrained leaves them, so that peft's
+  // PeftModel.from_pretrained loads them onto the base: adapter_model.
+  // safetensors (fp32, names base_model.model.<ours>) and adapter_config.
+  // json, in a folder that must not exist yet. (decoder_checkpoint.cc)
+  absl::Status SaveLoraAdapters(const std::string& dir) const;
+  // And back: every adapter must be there with its shape; an error names
+  // the file and leaves the model as it was.
+  absl::Status LoadLoraAdapters(const std::string& dir);
 
   // Weights N(0, init_stddev), norm scales 1; a tensor-parallel rank draws
   // the whole tensor and keeps its slice, so any layout starts from the
@@ -200,7 +217,8 @@ class Decoder final : public Model {
   int64_t span() const {
     return config_.attention_chunk > 0 ? config_.attention_chunk : config_.seq_len;
   }
-  void Forward();
+  // train: the adapters' dropout applies.
+  void Forward(bool train);
   const core::Tensor& hidden_output() const;
   // The first layer's input: the token embedding (plus the positions').
   const core::Tensor& embedded() const;

@@ -10,6 +10,7 @@
 #include "base/json.h"
 #include "fmt/format.h"
 #include "reference/io/safetensors.h"
+#include "reference/kernels/ops/elementwise.h"
 #include "reference/models/decoder.h"
 
 namespace mlperf::models {
@@ -69,6 +70,8 @@ absl::Status Decoder::LoadHuggingFace(const std::string& path) {
   std::map<std::string, std::vector<size_t>> by_file;
   for (size_t i = 0; i < registry_.parameters.size(); ++i) {
     const std::string& name = registry_.parameters[i].name;
+    // A base checkpoint has no adapters: they keep their values.
+    if (name.find(".lora_") != std::string::npos) continue;
     if (!single.empty()) {
       by_file[single].push_back(i);
       continue;
@@ -80,20 +83,94 @@ absl::Status Decoder::LoadHuggingFace(const std::string& path) {
   }
   // Into a host copy: a failed load leaves the model as it was. One shard
   // in memory at a time.
-  std::vector<float> params = ParametersToHost();
+  std::vector<float> params = ParametersToHost(), buffers = BuffersToHost();
+  // Frozen parameters (a LoRA base) in their own type, by name.
+  std::vector<std::byte> frozen = FrozenToHost();
+  std::map<std::string, core::Tensor> frozen_views;
+  for (const io::NamedTensor& t : NamedHostTensors(params, buffers, &frozen))
+    frozen_views.emplace(t.name, t.tensor);
   for (const auto& [file, indices] : by_file) {
     absl::StatusOr<io::SafetensorsFile> shard = io::SafetensorsFile::Read(file);
     if (!shard.ok()) return shard.status();
     for (size_t i : indices) {
-      const core::Tensor value = HostParameter(registry_.parameters[i].value, params);
+      const layers::Parameter& p = registry_.parameters[i];
+      std::vector<float> narrow(p.trainable ? 0 : p.value.numel());
+      const core::Tensor value =
+          p.trainable ? HostParameter(p.value, params)
+                      : core::Tensor(narrow.data(), p.value.shape(), core::DType::kF32);
       const Slice& s = slices_[i];
       const core::Shape whole = s.dim < 0 ? value.shape() : value.shape().With(s.dim, s.full);
       std::vector<float> full(whole.numel());
-      if (absl::Status st = shard->CopyToFloats(registry_.parameters[i].name, whole, full.data());
-          !st.ok())
-        return st;
+      if (absl::Status st = shard->CopyToFloats(p.name, whole, full.data()); !st.ok()) return st;
       TakeSlice(full, whole, s, value);
+      if (!p.trainable) ops::Cast(value, frozen_views.at(p.name));  // rounded to its type
     }
+  }
+  ParametersFromHost(params);
+  FrozenFromHost(frozen);
+  return absl::OkStatus();
+}
+
+}  // namespace mlperf::models
+
+namespace mlperf::models {
+namespace {
+
+constexpr const char* kAdapterFile = "adapter_model.safetensors";
+constexpr const char* kAdapterConfig = "adapter_config.json";
+// peft's state-dict prefix for a model wrapped by get_peft_model.
+constexpr const char* kPeftPrefix = "base_model.model.";
+
+bool IsAdapter(const layers::Parameter& p) { return p.name.find(".lora_") != std::string::npos; }
+
+}  // namespace
+
+absl::Status Decoder::SaveLoraAdapters(const std::string& dir) const {
+  const DecoderConfig& c = config_;
+  if (c.lora.rank == 0) return absl::FailedPreconditionError("this decoder has no LoRA adapters");
+  std::error_code ec;
+  if (fs::exists(dir, ec))
+    return absl::AlreadyExistsError(fmt::format("{}: exists already; nothing is replaced", dir));
+  std::vector<float> params = ParametersToHost();
+  std::vector<io::NamedTensor> adapters;
+  for (const layers::Parameter& p : registry_.parameters)
+    if (IsAdapter(p)) adapters.push_back({kPeftPrefix + p.name, HostParameter(p.value, params)});
+  json::Array targets;
+  for (const char* t : c.lora_fused_qkv
+                           ? std::vector<const char*>{"qkv_proj", "o_proj"}
+                           : std::vector<const char*>{"q_proj", "k_proj", "v_proj", "o_proj"})
+    targets.emplace_back(t);
+  const json::Value config(json::Object{{"peft_type", "LORA"},
+                                        {"task_type", "CAUSAL_LM"},
+                                        {"r", c.lora.rank},
+                                        {"lora_alpha", c.lora.alpha},
+                                        {"lora_dropout", static_cast<double>(c.lora.dropout)},
+                                        {"target_modules", json::Value(std::move(targets))},
+                                        {"bias", "none"},
+                                        {"fan_in_fan_out", false},
+                                        {"inference_mode", true},
+                                        {"init_lora_weights", true}});
+  if (!fs::create_directories(dir, ec))
+    return absl::PermissionDeniedError(fmt::format("{}: {}", dir, ec.message()));
+  if (absl::Status s = io::SaveSafetensors((fs::path(dir) / kAdapterFile).string(), adapters,
+                                           {{"format", "pt"}});
+      !s.ok())
+    return s;
+  return base::WriteFileAtomically(fs::path(dir) / kAdapterConfig, json::Dump(config) + "\n");
+}
+
+absl::Status Decoder::LoadLoraAdapters(const std::string& dir) {
+  const std::string file = (fs::path(dir) / kAdapterFile).string();
+  absl::StatusOr<io::SafetensorsFile> read = io::SafetensorsFile::Read(file);
+  if (!read.ok()) return read.status();
+  // Into a host copy: a failed load leaves the model as it was.
+  std::vector<float> params = ParametersToHost();
+  for (const layers::Parameter& p : registry_.parameters) {
+    if (!IsAdapter(p)) continue;
+    const core::Tensor value = HostParameter(p.value, params);
+    if (absl::Status s = read->CopyToFloats(kPeftPrefix + p.name, value.shape(), value.f32());
+        !s.ok())
+      return s;
   }
   ParametersFromHost(params);
   return absl::OkStatus();

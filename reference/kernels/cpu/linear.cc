@@ -27,7 +27,8 @@ void LinearBackward(const core::Tensor& x, const core::Tensor& w, const core::Te
   const int64_t out = w.dim(0), in = w.dim(1), rows = x.numel() / in;
   if (!dx.empty())
     Gemm(false, false, rows, in, out, 1.0f, dy.f32(), w.f32(), 0.0f, dx.f32(), round_to);
-  Gemm(true, false, out, in, rows, 1.0f, dy.f32(), x.f32(), 0.0f, dw.f32(), round_to);
+  if (!dw.empty())
+    Gemm(true, false, out, in, rows, 1.0f, dy.f32(), x.f32(), 0.0f, dw.f32(), round_to);
   if (dbias.empty()) return;
   // Column sums of dy, a block of columns per iteration: the rows are walked
   // in order (each sum as before, in fp64), along contiguous memory.

@@ -112,13 +112,18 @@ void LinearBackward(const core::Tensor& x, const core::Tensor& w, const core::Te
                     const core::Tensor& dx, const core::Tensor& dw, const core::Tensor& dbias) {
   const int64_t out = w.dim(0), in = w.dim(1), rows = x.numel() / in;
   MLPERF_CHECK(x.dtype() == w.dtype() && dy.dtype() == w.dtype());
-  MLPERF_CHECK(dw.dtype() == DType::kF32 && (dbias.empty() || dbias.dtype() == DType::kF32));
+  MLPERF_CHECK((dw.empty() || dw.dtype() == DType::kF32) &&
+               (dbias.empty() || dbias.dtype() == DType::kF32));
   if (!dx.empty() && dx.dtype() == DType::kF32) {
     GemmTo32(false, false, rows, in, out, dy, w, dx.f32());
   } else if (!dx.empty()) {
     MLPERF_CHECK(dx.dtype() == dy.dtype());
     GemmStridedBatchedEx(false, false, rows, in, out, 1.0f, dy.data(), 0, w.data(), 0, 0.0f,
                          dx.data(), 0, 1, dy.dtype(), dx.dtype());
+  }
+  if (dw.empty()) {  // a frozen weight
+    if (!dbias.empty()) BiasGradient(dy, dbias.f32(), rows, out);
+    return;
   }
   if (!dbias.empty() &&
       WeightAndBiasGradients(x.data(), dy.data(), x.dtype(), dw.f32(), dbias.f32(), rows, in, out))

@@ -60,6 +60,12 @@ void CausalSelfAttention::Allocate(const CausalAttentionShape& s, const std::str
   dv_rows_ = a.Allocate({rows, kv_width});
 }
 
+std::vector<core::Tensor> CausalSelfAttention::PartialAdapterGradients() const {
+  if (!lora_) return {};
+  if (fused_qkv_) return {qkv_lora_.a_grad(), o_lora_.b_grad()};
+  return {q_lora_.a_grad(), k_lora_.a_grad(), v_lora_.a_grad(), o_lora_.b_grad()};
+}
+
 void CausalSelfAttention::Forward(const core::Tensor& x, const core::Tensor& cos,
                                   const core::Tensor& sin, bool train) {
   cos_ = cos;

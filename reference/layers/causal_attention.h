@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "reference/core/tensor.h"
 #include "reference/layers/linear.h"
@@ -49,6 +50,11 @@ class CausalSelfAttention {
   void Backward(const core::Tensor& x, const core::Tensor& dy, const core::Tensor& dx);
 
   const core::Tensor& output() const { return o_.output(); }
+  // Under tensor parallelism, the adapters' gradients of which this rank
+  // computed only its part (whole parameters read through split ones: the
+  // q/k/v adapters' A, o_proj's B), to be summed over the ranks after
+  // Backward. Empty without adapters.
+  std::vector<core::Tensor> PartialAdapterGradients() const;
 
  private:
   core::Tensor cos_, sin_;

@@ -40,6 +40,8 @@ class LoraAdapter {
                 const core::Tensor& dx);
 
   float scale() const { return scale_; }
+  const core::Tensor& a_grad() const { return da_; }
+  const core::Tensor& b_grad() const { return db_; }
 
  private:
   LoraParams p_;

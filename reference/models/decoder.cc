@@ -19,6 +19,20 @@ using core::Tensor;
 
 DecoderConfig Llama31_8B() { return DecoderConfig{.attention_block = 128}; }
 
+DecoderConfig Llama2_70B_Lora() {
+  return {.vocab_size = 32000,
+          .hidden = 8192,
+          .layers = 80,
+          .heads = 64,
+          .kv_heads = 8,
+          .intermediate = 28672,
+          .seq_len = 8192,
+          .attention_block = 128,
+          .rope_theta = 10000.0,
+          .rope_scaling = {},
+          .lora = {.rank = 16, .alpha = 32.0, .dropout = 0.1f}};
+}
+
 DecoderConfig Gpt3_175B() {
   return {.vocab_size = 51200,
           .hidden = 12288,
@@ -110,9 +124,9 @@ Decoder::Decoder(const DecoderConfig& config, int64_t batch_size, const Placemen
                    "the tensor-parallel ranks must divide the key/value heads, the SwiGLU width "
                    "and the vocabulary");
   MLPERF_CHECK_MSG(tp_ == 1 || !c.bias, "tensor parallelism with biases is not built yet");
-  MLPERF_CHECK_MSG(c.lora.rank == 0 || (tp_ == 1 && !c.bias && !c.layer_norm &&
-                                        c.learned_positions == 0 && !c.gelu),
-                   "LoRA adapts the Llama parts on one rank so far");
+  MLPERF_CHECK_MSG(
+      c.lora.rank == 0 || (!c.bias && !c.layer_norm && c.learned_positions == 0 && !c.gelu),
+      "LoRA adapts the Llama parts so far");
   MLPERF_CHECK_MSG(c.learned_positions == 0 || c.learned_positions >= c.seq_len,
                    "the learned positions must cover the sequence");
   rows_ = batch_size * c.seq_len;
@@ -230,6 +244,31 @@ void Decoder::Build(const layers::ModelArenas& a) {
                                       {0, c.kv_heads * head_dim},
                                       {1, c.heads * head_dim}})
         slices_.push_back({.dim = dim, .first = tp_rank_ * (full / tp_), .full = full});
+      // The adapters (A, B each): q/k/v's A whole and B by output rows (the
+      // fused B by each of its three segments); o_proj's A by input
+      // columns and B whole.
+      if (c.lora.rank > 0) {
+        const int64_t q = c.heads * head_dim, kv = c.kv_heads * head_dim;
+        const auto rows_of = [&](int64_t full) {
+          return Slice{.dim = 0, .first = tp_rank_ * (full / tp_), .full = full};
+        };
+        if (c.lora_fused_qkv) {
+          slices_.push_back({});
+          slices_.push_back({.dim = 0,
+                             .full = q + 2 * kv,
+                             .segments = {q, kv, kv},
+                             .part = tp_rank_,
+                             .parts = tp_});
+        } else {
+          for (const int64_t full : {q, kv, kv}) {
+            slices_.push_back({});
+            slices_.push_back(rows_of(full));
+          }
+        }
+        slices_.push_back({.dim = 1, .first = tp_rank_ * (q / tp_), .full = q});
+        slices_.push_back({});
+      }
+      MLPERF_CHECK(slices_.size() == registry_.parameters.size());
     }
     layer.post_attention_norm.Allocate(c.layer_norm, rows_, c.hidden, eps,
                                        name + ".post_attention_layernorm", base, &registry_);
@@ -292,6 +331,19 @@ void Decoder::TakeSlice(const std::vector<float>& full, const core::Shape& whole
     return;
   }
   const int64_t rows = value.dim(0), columns = value.dim(1), full_columns = whole[1];
+  if (!s.segments.empty()) {  // rows: this rank's part of each segment, in order
+    MLPERF_CHECK(s.dim == 0);
+    int64_t at = 0, row = 0;
+    for (const int64_t segment : s.segments) {
+      const int64_t part = segment / s.parts;
+      std::copy_n(full.begin() + (at + s.part * part) * full_columns, part * full_columns,
+                  value.f32() + row * columns);
+      at += segment;
+      row += part;
+    }
+    MLPERF_CHECK(row == rows && at == whole[0]);
+    return;
+  }
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < columns; ++c)
       value.f32()[r * columns + c] = s.dim == 0 ? full[(s.first + r) * full_columns + c]
@@ -307,42 +359,29 @@ void Decoder::Initialize(uint64_t seed) {
     const Tensor value = p.trainable ? HostParameter(p.value, params)
                                      : Tensor(frozen.data(), p.value.shape(), DType::kF32);
     const core::RngStream stream{.seed = seed, .offset = static_cast<uint64_t>(i)};
-    const auto done = [&] {
+    if (p.bias || p.batch_norm) {
+      // Biases and norm shifts 0, norm scales 1.
+      core::FillConstant(value, p.batch_norm && !p.name.ends_with(".bias") ? 1.0f : 0.0f);
       if (!p.trainable) SetParameter(p, frozen);
-    };
-    // Norm scales 1, biases and norm shifts 0.
-    if (p.bias || (p.batch_norm && p.name.ends_with(".bias"))) {
-      core::FillConstant(value, 0.0f);
-      done();
       continue;
     }
-    if (p.batch_norm) {
-      core::FillConstant(value, 1.0f);
-      done();
-      continue;
-    }
-    // peft's adapters: A as nn.Linear's default (Kaiming uniform, a =
-    // sqrt(5): bound 1 / sqrt(in)), B zero, so training starts at the base.
-    if (p.name.ends_with(".lora_A.weight")) {
-      const float bound = 1.0f / std::sqrt(static_cast<float>(value.dim(1)));
-      core::FillUniform(value, -bound, bound, stream);
-      continue;
-    }
-    if (p.name.ends_with(".lora_B.weight")) {
-      core::FillConstant(value, 0.0f);
-      continue;
-    }
+    // The whole tensor, then this rank's part of it.
     const Slice& s = slices_[i];
-    if (s.dim < 0 || value.dim(s.dim) == s.full) {
-      core::FillNormal(value, 0.0f, config_.init_stddev, stream);
-      done();
-      continue;
-    }
-    // The whole tensor, then this rank's rows or columns of it.
-    const core::Shape whole = value.shape().With(s.dim, s.full);
+    const core::Shape whole = s.dim < 0 ? value.shape() : value.shape().With(s.dim, s.full);
     std::vector<float> full(whole.numel());
-    core::FillNormal(Tensor(full.data(), whole, DType::kF32), 0.0f, config_.init_stddev, stream);
+    const Tensor all(full.data(), whole, DType::kF32);
+    if (p.name.ends_with(".lora_A.weight")) {
+      // peft's adapters: A as nn.Linear's default (Kaiming uniform, a =
+      // sqrt(5): bound 1 / sqrt(in)), B zero, so training starts at the base.
+      const float bound = 1.0f / std::sqrt(static_cast<float>(whole[1]));
+      core::FillUniform(all, -bound, bound, stream);
+    } else if (p.name.ends_with(".lora_B.weight")) {
+      core::FillConstant(all, 0.0f);
+    } else {
+      core::FillNormal(all, 0.0f, config_.init_stddev, stream);
+    }
     TakeSlice(full, whole, s, value);
+    if (!p.trainable) SetParameter(p, frozen);
   }
   ParametersFromHost(params);
 }
@@ -463,6 +502,7 @@ void Decoder::Backward() {
     // attention_sum = x + attention(input_norm(x)).
     layer.attention.Backward(layer.input_norm.output(), ds_, dnormed_);
     AllReduce(dnormed_);
+    for (const Tensor& partial : layer.attention.PartialAdapterGradients()) AllReduce(partial);
     layer.input_norm.Backward(x, dnormed_, dh_);
     ops::Accumulate(ds_, dh_);
   }

@@ -93,6 +93,11 @@ struct DecoderConfig {
 // blocks of 128 queries: its 8,192-token samples would keep 8 GiB of
 // probabilities per layer otherwise).
 DecoderConfig Llama31_8B();
+// Llama 2 70B, the base of the MLPerf LoRA benchmark, with its adapters as
+// the reference configures them (rank 16, alpha 32, dropout 0.1, on the
+// fused qkv_proj and o_proj; the base frozen in bf16; sequence 8192,
+// attention in blocks of 128 queries).
+DecoderConfig Llama2_70B_Lora();
 // GPT-3 175B as the MLPerf reference trains it (Megatron: 96 layers of
 // 12288, 96 heads, sequence 2048, the 50,257-token vocabulary padded to
 // 51,200 for 8 tensor-parallel ranks, tied output layer, init std 0.006;
@@ -171,12 +176,21 @@ class Decoder final : public Model {
   const core::Tensor& logits() const { return logits_; }
 
   // Where this rank's slice of parameter i lies in the whole tensor:
-  // dimension `dim` (-1: replicated), from `first`, of `full` entries.
+  // dimension `dim` (-1: replicated), from `first`, of `full` entries; or,
+  // with `segments`, that dimension holds these segments back to back, each
+  // split over the ranks and this rank's parts of each kept in order (a
+  // fused q/k/v adapter's B rows), this rank being part `part` of `parts`.
   struct Slice {
     int dim = -1;
     int64_t first = 0, full = 0;
+    std::vector<int64_t> segments;
+    int part = 0, parts = 1;
   };
   const std::vector<Slice>& parameter_slices() const { return slices_; }
+  // This rank's slice `s` (of shape `local`) of a whole 1-D or 2-D tensor
+  // `full` of shape `whole`.
+  static void TakeSlice(const std::vector<float>& full, const core::Shape& whole, const Slice& s,
+                        const core::Tensor& local);
 
  private:
   // RMSNorm, or GPT's LayerNorm.
@@ -203,9 +217,6 @@ class Decoder final : public Model {
   Decoder(const DecoderConfig& config, int64_t batch_size, int tp, MeasureOnly);
 
   void Build(const layers::ModelArenas& arenas);
-  // value = the slice `s` of `full` (the whole tensor, of shape `whole`).
-  static void TakeSlice(const std::vector<float>& full, const core::Shape& whole, const Slice& s,
-                        const core::Tensor& value);
   // Records the slice of the parameter registered last.
   void SliceLast(int dim, int64_t full);
   // Sums x over the tensor-parallel ranks (nothing on one).

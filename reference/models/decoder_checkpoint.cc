@@ -128,6 +128,8 @@ bool IsAdapter(const layers::Parameter& p) { return p.name.find(".lora_") != std
 absl::Status Decoder::SaveLoraAdapters(const std::string& dir) const {
   const DecoderConfig& c = config_;
   if (c.lora.rank == 0) return absl::FailedPreconditionError("this decoder has no LoRA adapters");
+  if (tp_ > 1)
+    return absl::UnimplementedError("adapters of a tensor-parallel decoder are not gathered yet");
   std::error_code ec;
   if (fs::exists(dir, ec))
     return absl::AlreadyExistsError(fmt::format("{}: exists already; nothing is replaced", dir));
@@ -160,6 +162,8 @@ absl::Status Decoder::SaveLoraAdapters(const std::string& dir) const {
 }
 
 absl::Status Decoder::LoadLoraAdapters(const std::string& dir) {
+  if (tp_ > 1)
+    return absl::UnimplementedError("adapters of a tensor-parallel decoder are not split yet");
   const std::string file = (fs::path(dir) / kAdapterFile).string();
   absl::StatusOr<io::SafetensorsFile> read = io::SafetensorsFile::Read(file);
   if (!read.ok()) return read.status();

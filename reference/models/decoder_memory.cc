@@ -21,6 +21,7 @@ DecoderMemory PlanDecoderMemory(const DecoderConfig& config, const DecoderLayout
   const Model::ArenaBytes whole = Decoder::Measure(config, layout.micro_batch, layout.tp);
   DecoderMemory m;
   m.weights = whole.params;
+  m.frozen = whole.frozen;
   m.gradients = whole.grads;
   // AdamW's first and second moments, fp32, per trainable element.
   const int64_t state = 2 * whole.params;
@@ -86,12 +87,17 @@ absl::StatusOr<DecoderPlan> ChooseDecoderLayout(const DecoderConfig& config, int
 std::string DescribeDecoderPlan(const DecoderPlan& plan) {
   const DecoderLayout& l = plan.layout;
   const DecoderMemory& m = plan.memory;
+  const std::string weights =
+      m.frozen > 0
+          ? fmt::format("frozen base {:.1f} GiB, adapters {:.2f} GiB",
+                        static_cast<double>(m.frozen) / kGiB, static_cast<double>(m.weights) / kGiB)
+          : fmt::format("weights {:.1f} GiB", static_cast<double>(m.weights) / kGiB);
   return fmt::format(
-      "tp {} x dp {}, micro batch {}{}: weights {:.1f} GiB, gradients {:.1f} GiB, optimizer "
-      "{:.1f} GiB, activations {:.1f} GiB",
-      l.tp, l.dp, l.micro_batch, l.recompute ? ", recomputing activations" : "",
-      static_cast<double>(m.weights) / kGiB, static_cast<double>(m.gradients) / kGiB,
-      static_cast<double>(m.optimizer) / kGiB, static_cast<double>(m.activations) / kGiB);
+      "tp {} x dp {}, micro batch {}{}: {}, gradients {:.1f} GiB, optimizer {:.1f} GiB, "
+      "activations {:.1f} GiB",
+      l.tp, l.dp, l.micro_batch, l.recompute ? ", recomputing activations" : "", weights,
+      static_cast<double>(m.gradients) / kGiB, static_cast<double>(m.optimizer) / kGiB,
+      static_cast<double>(m.activations) / kGiB);
 }
 
 }  // namespace mlperf::models

@@ -28,9 +28,10 @@ struct DecoderLayout {
   bool recompute = false;
 };
 
+// weights: the trainable ones (fp32); frozen: a LoRA base in its own type.
 struct DecoderMemory {
-  int64_t weights = 0, gradients = 0, optimizer = 0, activations = 0;
-  int64_t total() const { return weights + gradients + optimizer + activations; }
+  int64_t weights = 0, frozen = 0, gradients = 0, optimizer = 0, activations = 0;
+  int64_t total() const { return weights + frozen + gradients + optimizer + activations; }
 };
 
 DecoderMemory PlanDecoderMemory(const DecoderConfig& config, const DecoderLayout& layout);

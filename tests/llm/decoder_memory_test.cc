@@ -70,9 +70,8 @@ TEST(DecoderMemory, Llama31_8BOnEightRanksOf80GiB) {
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_TRUE(plan->fits);
   EXPECT_LE(plan->memory.total(), k80GiB);
-  // This implementation keeps fp32 weights and the attention's whole
-  // probability matrices (8192 x 8192 per head): one rank holding all the
-  // heads does not fit.
+  // This implementation keeps fp32 weights and activations: one rank
+  // holding all the heads does not fit.
   ASSERT_FALSE(tried.empty());
   EXPECT_EQ(tried.front().layout.tp, 1);
   EXPECT_FALSE(tried.front().fits);
@@ -84,6 +83,39 @@ TEST(DecoderMemory, Llama31_8BOnEightRanksOf80GiB) {
   EXPECT_NE(std::string(one.status().message()).find("no layout of 1 rank fits 80.0 GiB"),
             std::string::npos)
       << one.status();
+}
+
+// Llama 2 70B LoRA on one node of 8 x 80 GiB (printed): the frozen bf16
+// base (129 GiB) fits no single rank; split over tensor-parallel ranks, the
+// adapters' state next to nothing, the first layout that fits is tp 4 with
+// recomputation (this implementation's activations are fp32).
+TEST(DecoderMemory, Llama2_70BLoraOnEightRanksOf80GiB) {
+  constexpr int64_t k80GiB = int64_t{80} << 30;
+  const DecoderConfig c = Llama2_70B_Lora();
+  std::vector<DecoderPlan> tried;
+  absl::StatusOr<DecoderPlan> plan = ChooseDecoderLayout(c, 8, 1, k80GiB, &tried);
+  for (const DecoderPlan& p : tried)
+    std::printf("%s%s\n", DescribeDecoderPlan(p).c_str(), p.fits ? "  fits" : "");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_FALSE(tried.empty());
+  // tp 1: the whole base, 2 bytes a parameter in bf16 (69.0e9 of them, the
+  // adapters apart), 4 for the embedding and the norm scales kept in fp32.
+  const DecoderPlan& whole = tried.front();
+  EXPECT_EQ(whole.layout.tp, 1);
+  EXPECT_FALSE(whole.fits);
+  DecoderConfig base = c;
+  base.lora.rank = 0;
+  const int64_t fp32_parts = c.vocab_size * c.hidden + (2 * c.layers + 1) * c.hidden;
+  EXPECT_EQ(whole.memory.frozen, 2 * Decoder::ParameterCount(base) + 2 * fp32_parts);
+  // The adapters: 16 x (8192 + 10240) + 16 x (8192 + 8192) per layer, fp32,
+  // with their gradients and AdamW's two moments.
+  const int64_t adapters = 80 * (16 * (8192 + 10240) + 16 * (8192 + 8192));
+  EXPECT_EQ(Decoder::ParameterCount(c) - Decoder::ParameterCount(base), adapters);
+  EXPECT_EQ(whole.memory.weights, 4 * adapters);
+  EXPECT_EQ(whole.memory.gradients, 4 * adapters);
+  EXPECT_EQ(plan->layout.tp, 4);
+  EXPECT_TRUE(plan->layout.recompute);
+  EXPECT_LE(plan->memory.total(), k80GiB);
 }
 
 }  // namespace

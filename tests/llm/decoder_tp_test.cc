@@ -7,6 +7,8 @@
 // evaluation sums too. AdamW clipped by the global gradient norm steps like
 // one process when the distributed optimizer sums the norm over the
 // tensor-parallel ranks (the replicated norm scales once), and not without.
+// LoRA adapters over the split base (fused q/k/v and separate) step as one
+// process's.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -206,6 +208,95 @@ TEST(DecoderTensorParallel, ClipsByTheGlobalNormOverTheTensorRanks) {
   // Each rank's own norm steps differently: the comparison can fail.
   if (g_comm->world_size() > 1) EXPECT_GT(ClippedStepsError(false), 1e-3);
 }
+
+// Every adapter's values (or gradients) on this rank against this rank's
+// part of one process's: the largest difference relative to the largest
+// entry.
+double WorstAdapterError(const Decoder& parallel, const std::vector<float>& local,
+                         const Decoder& single, const std::vector<float>& whole) {
+  double worst = 0.0;
+  const std::vector<TensorSlice> ls = parallel.slices(), ws = single.slices();
+  size_t t = 0;  // trainable parameters: the adapters, in the same order on both
+  for (size_t i = 0; i < parallel.parameter_tensors().size(); ++i) {
+    const layers::Parameter& p = parallel.parameter_tensors()[i];
+    if (!p.trainable) continue;
+    const layers::Parameter& q = single.parameter_tensors()[i];
+    EXPECT_EQ(p.name, q.name);
+    const std::vector<float> w(whole.begin() + ws[t].offset,
+                               whole.begin() + ws[t].offset + ws[t].numel);
+    std::vector<float> want(static_cast<size_t>(ls[t].numel));
+    Decoder::TakeSlice(w, q.value.shape(), parallel.parameter_slices()[i],
+                       core::Tensor(want.data(), p.value.shape(), core::DType::kF32));
+    double scale = 1e-12, diff = 0.0;
+    for (size_t j = 0; j < want.size(); ++j) {
+      scale = std::max(scale, std::fabs(static_cast<double>(want[j])));
+      diff = std::max(diff, std::fabs(static_cast<double>(local[ls[t].offset + j]) - want[j]));
+    }
+    worst = std::max(worst, diff / scale);
+    ++t;
+  }
+  EXPECT_EQ(t, ls.size());
+  return worst;
+}
+
+// LoRA over a tensor-parallel base (fp32 so that both start from the same
+// weights): the adapters' parts, the loss and their gradients as one
+// process's, for three SGD steps.
+void RunLoraTensorParallel(bool fused) {
+  dist::Communicator& comm = *g_comm;
+  DecoderConfig c = Small(false);
+  c.lora = {.rank = 4, .alpha = 8.0};
+  c.lora_fused_qkv = fused;
+  c.frozen_dtype = core::DType::kF32;
+  const int64_t batch = 2;
+  Decoder single(c, batch, 7);
+  Decoder parallel(
+      c, batch, Placement{.rank = comm.rank(), .world_size = comm.world_size(), .comm = &comm}, 7);
+  EXPECT_EQ(
+      WorstAdapterError(parallel, parallel.ParametersToHost(), single, single.ParametersToHost()),
+      0.0);
+  // B away from zero (and A moved), then each rank takes its part.
+  std::vector<float> whole = single.ParametersToHost();
+  for (size_t i = 0; i < whole.size(); ++i)
+    whole[i] += 0.1f * (core::PhiloxUniform(17, 0, i) - 0.5f);
+  single.ParametersFromHost(whole);
+  std::vector<float> local = parallel.ParametersToHost();
+  const std::vector<TensorSlice> ls = parallel.slices(), ws = single.slices();
+  size_t t = 0;
+  for (size_t i = 0; i < parallel.parameter_tensors().size(); ++i) {
+    const layers::Parameter& p = parallel.parameter_tensors()[i];
+    if (!p.trainable) continue;
+    const std::vector<float> w(whole.begin() + ws[t].offset,
+                               whole.begin() + ws[t].offset + ws[t].numel);
+    Decoder::TakeSlice(
+        w, single.parameter_tensors()[i].value.shape(), parallel.parameter_slices()[i],
+        core::Tensor(local.data() + ls[t].offset, p.value.shape(), core::DType::kF32));
+    ++t;
+  }
+  parallel.ParametersFromHost(local);
+  for (uint64_t step = 0; step < 3; ++step) {
+    SCOPED_TRACE(testing::Message() << "step " << step << " on rank " << comm.rank());
+    const OwnedBatch owned = MakeBatch(c, batch, 300 + step);
+    const float want = single.ForwardTrain(owned.batch);
+    EXPECT_NEAR(parallel.ForwardTrain(owned.batch), want, 2e-6 * std::fabs(want));
+    single.Backward();
+    parallel.Backward();
+    EXPECT_LT(
+        WorstAdapterError(parallel, parallel.GradientsToHost(), single, single.GradientsToHost()),
+        1e-4)
+        << "adapter gradients";
+    Step(single, 0.5f);
+    Step(parallel, 0.5f);
+  }
+  EXPECT_LT(
+      WorstAdapterError(parallel, parallel.ParametersToHost(), single, single.ParametersToHost()),
+      1e-5)
+      << "adapters after three steps";
+}
+
+TEST(DecoderTensorParallel, FusedLoraMatchesOneProcess) { RunLoraTensorParallel(true); }
+
+TEST(DecoderTensorParallel, SeparateLoraMatchesOneProcess) { RunLoraTensorParallel(false); }
 
 TEST(DecoderTensorParallel, MatchesOneProcess) { RunTensorParallel(false); }
 

@@ -396,10 +396,18 @@ void Decoder::Upload(const Batch& batch) {
                      "a decoder input has the wrong size or type");
     const int32_t* ids = in.as<int32_t>();
     for (int64_t r = 0; r < rows_; ++r)
-      MLPERF_CHECK_MSG(ids[r] >= 0 && ids[r] < config_.vocab_size,
-                       "a token id lies outside the vocabulary");
+      MLPERF_CHECK_MSG(
+          (ids[r] >= 0 && ids[r] < config_.vocab_size) || (i == 1 && ids[r] == ops::kIgnoreLabel),
+          "a token id lies outside the vocabulary");
     ops::CopyBytes(targets[i]->data(), device(), in.data(), core::Device::kCpu, in.bytes());
   }
+}
+
+int64_t Decoder::CountedLabels(const Batch& batch, int64_t samples) const {
+  if (batch.inputs.empty()) return samples * config_.seq_len;  // synthetic: every label
+  const int32_t* labels = batch.inputs[1].as<int32_t>();
+  return std::count_if(labels, labels + samples * config_.seq_len,
+                       [](int32_t l) { return l != ops::kIgnoreLabel; });
 }
 
 const Tensor& Decoder::embedded() const {
@@ -468,7 +476,10 @@ void Decoder::ForwardTrainAsync(const Batch& batch) {
   Upload(batch);
   ++num_batches_tracked_;
   Forward(/*train=*/true);
-  Losses(static_cast<float>(rows_), logits_, labels_, loss_, dlogits_);
+  // The mean over the labels that count (a batch of masked prompts alone:
+  // loss and gradients 0).
+  const int64_t counted = CountedLabels(batch, batch_size());
+  Losses(static_cast<float>(std::max<int64_t>(1, counted)), logits_, labels_, loss_, dlogits_);
 }
 
 void Decoder::Backward() {
@@ -524,7 +535,8 @@ MetricSums Decoder::EvaluateBatch(const Batch& batch) {
   const Tensor labels(labels_.data(), {rows}, DType::kI32, device());
   const Tensor dlogits(dlogits_.data(), {rows, vocab}, DType::kF32, device());
   Losses(1.0f, logits, labels, loss_sum_, dlogits);
-  return {.numerator = ToHost(loss_sum_)[0], .denominator = static_cast<double>(rows)};
+  return {.numerator = ToHost(loss_sum_)[0],
+          .denominator = static_cast<double>(CountedLabels(batch, batch.count))};
 }
 
 OwnedBatch Decoder::SyntheticBatch() const {

@@ -110,7 +110,9 @@ std::vector<double> RotaryInverseFrequencies(int64_t head_dim, double theta,
 
 // The batch's inputs, in this order, in host memory:
 //   tokens  int32 [batch, seq]
-//   labels  int32 [batch, seq] (the next token of each position)
+//   labels  int32 [batch, seq] (the next token of each position, or
+//           ops::kIgnoreLabel, -100, where the loss does not count: a
+//           fine-tuning sample's prompt)
 inline constexpr int kDecoderInputs = 2;
 
 class Decoder final : public Model {
@@ -167,7 +169,7 @@ class Decoder final : public Model {
   void ForwardTrainAsync(const Batch& batch) override;
   void Backward() override;
   // The evaluation's log perplexity as sums: the cross-entropy summed over
-  // the first batch.count samples' tokens, and their token count.
+  // the first batch.count samples' counted labels, and their count.
   MetricSums EvaluateBatch(const Batch& batch) override;
   OwnedBatch SyntheticBatch() const override;
 
@@ -224,6 +226,9 @@ class Decoder final : public Model {
   void Losses(float normalizer, const core::Tensor& logits, const core::Tensor& labels,
               const core::Tensor& loss, const core::Tensor& dlogits);
   void Upload(const Batch& batch);
+  // The labels of the batch's first `samples` samples that are not
+  // ops::kIgnoreLabel.
+  int64_t CountedLabels(const Batch& batch, int64_t samples) const;
   // The tokens one attention pass sees: the chunk, or the whole sample.
   int64_t span() const {
     return config_.attention_chunk > 0 ? config_.attention_chunk : config_.seq_len;

@@ -140,6 +140,31 @@ TEST(DecoderOpsTest, TokenCrossEntropyIsTheMeanNllAndItsGradient) {
   testing::ExpectGradientMatches(z, dz.data, f, 1e-2, 2e-3, "token cross-entropy");
 }
 
+// Masked labels (a prompt's, -100): their rows add nothing and get a zero
+// gradient; the rest is the loss of the counted rows alone.
+TEST(DecoderOpsTest, IgnoredLabelsAddNothing) {
+  const int64_t rows = 6, vocab = 37;
+  Buffer z({rows, vocab}), dz({rows, vocab}), loss({1});
+  testing::FillRandom(z, 15, -3.0f, 3.0f);
+  testing::IntBuffer labels({rows});
+  labels.data = {ops::kIgnoreLabel, 3, ops::kIgnoreLabel, 30, 7, ops::kIgnoreLabel};
+  testing::FillRandom(dz, 16);  // garbage the op must overwrite
+  ops::TokenCrossEntropy(3.0f, z.t(), labels.t(), loss.t(), dz.t());
+  // The three counted rows alone.
+  Buffer kept({3, vocab}), dkept({3, vocab}), kept_loss({1});
+  testing::IntBuffer kept_labels({3});
+  kept_labels.data = {3, 30, 7};
+  const int64_t counted[3] = {1, 3, 4}, kept_row[rows] = {-1, 0, -1, 1, 2, -1};
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < vocab; ++j) kept[i * vocab + j] = z[counted[i] * vocab + j];
+  ops::TokenCrossEntropy(3.0f, kept.t(), kept_labels.t(), kept_loss.t(), dkept.t());
+  EXPECT_FLOAT_EQ(loss[0], kept_loss[0]);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < vocab; ++j)
+      EXPECT_EQ(dz[r * vocab + j], kept_row[r] < 0 ? 0.0f : dkept[kept_row[r] * vocab + j])
+          << r << " " << j;
+}
+
 TEST(DecoderOpsTest, VocabShardEmbeddingLooksUpItsRowsAndZeroesOthers) {
   const int64_t entries = 5, width = 4, first = 5;  // rows 5..9 of the vocabulary
   Buffer table({entries, width}), y({6, width}), r({6, width}), dtable({entries, width});
@@ -163,13 +188,14 @@ TEST(DecoderOpsTest, VocabShardEmbeddingLooksUpItsRowsAndZeroesOthers) {
 }
 
 // Logits split into two column shards: their log-sum-exps combined and the
-// sharded cross-entropy on each give the whole row's loss and gradient.
+// sharded cross-entropy on each give the whole row's loss and gradient (a
+// masked row's nothing).
 TEST(DecoderOpsTest, ShardedCrossEntropyEqualsTheWholeRows) {
   const int64_t rows = 4, vocab = 10, half = 5;
   Buffer z({rows, vocab}), dz({rows, vocab}), loss({1});
   testing::FillRandom(z, 18, -5.0f, 5.0f);
   testing::IntBuffer labels({rows});
-  labels.data = {0, 4, 5, 9};
+  labels.data = {0, 4, ops::kIgnoreLabel, 9};  // a masked row too
   ops::TokenCrossEntropy(3.0f, z.t(), labels.t(), loss.t(), dz.t());
   Buffer shard[2] = {Buffer({rows, half}), Buffer({rows, half})};
   Buffer lse[2] = {Buffer({rows}), Buffer({rows})};

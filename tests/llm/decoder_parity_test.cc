@@ -19,6 +19,7 @@
 #include "fmt/format.h"
 #include "reference/core/philox.h"
 #include "reference/io/safetensors.h"
+#include "reference/kernels/ops/decoder.h"
 #include "reference/kernels/precision.h"
 #include "reference/models/decoder.h"
 #include "tests/core/parity_util.h"
@@ -55,7 +56,9 @@ DecoderConfig Small(bool tied) {
           .tie_embeddings = tied};
 }
 
-void RunParity(const DecoderConfig& c, int64_t batch) {
+// masked: each sample's first 4 labels are -100 (a fine-tuning prompt's),
+// which the oracle's cross_entropy ignores by default as ours does.
+void RunParity(const DecoderConfig& c, int64_t batch, bool masked = false) {
   if (!testing::PythonHas("torch, transformers"))
     GTEST_SKIP() << "PyTorch or transformers is missing for /usr/bin/python3 "
                     "(scripts/install_deps.sh --test)";
@@ -82,6 +85,7 @@ void RunParity(const DecoderConfig& c, int64_t batch) {
   for (int64_t i = 0; i < batch * c.seq_len; ++i) {
     tokens[i] = static_cast<int32_t>(core::PhiloxBits(7, 0, i) % c.vocab_size);
     labels[i] = static_cast<int32_t>(core::PhiloxBits(7, 1, i) % c.vocab_size);
+    if (masked && i % c.seq_len < 4) labels[i] = ops::kIgnoreLabel;
   }
   owned.batch.count = batch;
   const std::string weights = TempPath("llama_parity_w"), batch_file = TempPath("llama_parity_x");
@@ -144,6 +148,10 @@ void RunParity(const DecoderConfig& c, int64_t batch) {
 TEST(DecoderParityTest, SmallLlamaMatchesTransformers) { RunParity(Small(false), 2); }
 
 TEST(DecoderParityTest, TiedOutputLayerMatchesTransformers) { RunParity(Small(true), 1); }
+
+TEST(DecoderParityTest, MaskedPromptLabelsMatchTransformers) {
+  RunParity(Small(false), 2, /*masked=*/true);
+}
 
 // GPT's parts (GPT-3 as Megatron builds it): learned positions (more than
 // the sequence uses), LayerNorm, GELU, biases, tied output layer; against

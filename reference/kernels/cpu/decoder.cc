@@ -166,6 +166,10 @@ void TokenCrossEntropy(float normalizer, const Tensor& logits, const Tensor& lab
   for (int64_t r = 0; r < rows; ++r) {
     const float* zr = z + r * vocab;
     float* dr = dz + r * vocab;
+    if (label[r] == ops::kIgnoreLabel) {
+      std::fill(dr, dr + vocab, 0.0f);
+      continue;
+    }
     MLPERF_CHECK(label[r] >= 0 && label[r] < vocab);
     float max = zr[0];
     for (int64_t j = 1; j < vocab; ++j) max = max < zr[j] ? zr[j] : max;
@@ -279,6 +283,10 @@ void ShardedTokenCrossEntropy(float normalizer, int64_t first, bool add_lse, con
 #pragma omp parallel for reduction(+ : total) if (WorthParallel(logits.numel()))
   for (int64_t r = 0; r < rows; ++r) {
     float* dr = dz + r * n;
+    if (label[r] == ops::kIgnoreLabel) {
+      std::fill(dr, dr + n, 0.0f);
+      continue;
+    }
     for (int64_t j = 0; j < n; ++j) dr[j] = z[r * n + j] - l[r];
     ExpInPlace(dr, n);
     for (int64_t j = 0; j < n; ++j) dr[j] /= normalizer;

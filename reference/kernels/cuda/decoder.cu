@@ -72,6 +72,11 @@ __global__ void TokenCrossEntropyRows(float normalizer, const float* z, const in
                                       int64_t vocab, float* dz, float* row_loss) {
   const float* zr = z + blockIdx.x * vocab;
   float* dr = dz + blockIdx.x * vocab;
+  if (labels[blockIdx.x] == ops::kIgnoreLabel) {  // the whole block returns together
+    for (int64_t j = threadIdx.x; j < vocab; j += kThreads) dr[j] = 0.0f;
+    if (threadIdx.x == 0) row_loss[blockIdx.x] = 0.0f;
+    return;
+  }
   float max = -FLT_MAX;
   for (int64_t j = threadIdx.x; j < vocab; j += kThreads) max = fmaxf(max, zr[j]);
   max = detail::BlockMax<kThreads>(max);
@@ -119,6 +124,11 @@ __global__ void ShardedCrossEntropyRows(float normalizer, int64_t first, bool ad
                                         int64_t n, float* dz, float* row_loss) {
   const float* zr = z + blockIdx.x * n;
   float* dr = dz + blockIdx.x * n;
+  if (labels[blockIdx.x] == ops::kIgnoreLabel) {
+    for (int64_t j = threadIdx.x; j < n; j += kThreads) dr[j] = 0.0f;
+    if (threadIdx.x == 0) row_loss[blockIdx.x] = 0.0f;
+    return;
+  }
   const float l = lse[blockIdx.x];
   const int64_t column = labels[blockIdx.x] - first;
   for (int64_t j = threadIdx.x; j < n; j += kThreads)

@@ -49,7 +49,11 @@ inline Op<void(const core::Tensor& dy, const core::Tensor& dx)> SumHeadGroups{"S
 // [rows, vocab] (no label smoothing), labels int32 [rows]:
 //   loss = sum over rows of (logsumexp(z) - z[label]) / normalizer,
 //   dlogits = (softmax(z) - onehot(label)) / normalizer.
-// The exponentials in fp32 (rows as wide as a vocabulary), sums in fp64.
+// A label of kIgnoreLabel (PyTorch's ignore_index, a masked prompt) adds
+// nothing and gets a zero gradient; the caller's normalizer counts the
+// others. The exponentials in fp32 (rows as wide as a vocabulary), sums in
+// fp64.
+inline constexpr int32_t kIgnoreLabel = -100;
 inline Op<void(float normalizer, const core::Tensor& logits, const core::Tensor& labels,
                const core::Tensor& loss, const core::Tensor& dlogits)>
     TokenCrossEntropy{"TokenCrossEntropy"};
@@ -72,7 +76,8 @@ inline Op<void(int64_t first, const core::Tensor& ids, const core::Tensor& dy,
 // CombineLogSumExp; then ShardedTokenCrossEntropy writes this rank's part
 // of the loss, sum of -z[label] over the labels in its columns [first,
 // first + columns), plus sum(lse) with add_lse (one rank), over
-// normalizer, and its columns' gradient (softmax(z) - onehot) / normalizer.
+// normalizer, and its columns' gradient (softmax(z) - onehot) / normalizer;
+// an ignored label's row adds nothing and gets a zero gradient.
 inline Op<void(const core::Tensor& logits, const core::Tensor& lse)> RowLogSumExp{"RowLogSumExp"};
 inline Op<void(const core::Tensor& gathered, const core::Tensor& lse)> CombineLogSumExp{
     "CombineLogSumExp"};

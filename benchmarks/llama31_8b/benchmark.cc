@@ -10,11 +10,17 @@
 #include <string>
 #include <vector>
 
+#include "absl/flags/flag.h"
 #include "benchmarks/llama31_8b/setup.h"
 #include "benchmarks/rcp_recipes.h"
 #include "fmt/format.h"
 #include "reference/kernels/dispatch.h"
 #include "reference/models/decoder_memory.h"
+
+ABSL_FLAG(bool, recompute, false,
+          "llama31_8b: recompute each layer's activations in the backward (Megatron's full "
+          "recomputation), one layer's in memory; the memory plan turns it on by itself where "
+          "only it fits");
 
 namespace mlperf::benchmarks::llama31_8b {
 namespace {
@@ -58,53 +64,61 @@ absl::Status RcpRecipe(int world_size, RunPlan& plan, Recipe& recipe) {
 // run_closed runs (the model split over plan.tensor_parallel processes, or
 // whole on each; AdamW's state split over the data-parallel ranks on the
 // CPU, whole on each GPU) against a process's memory (its GPU's, or its
-// share of the host's), the rank's batch split into micro-batches where that
-// makes it fit; else refused, naming the first layout of the plan that would
-// fit.
-absl::Status FitMemory(const models::DecoderConfig& member, int world_size, int64_t limit,
+// share of the host's): as it is, else (or with --recompute) recomputing
+// activations (which sets member.recompute), the rank's batch split into
+// micro-batches where that makes it fit; else refused, naming a layout that
+// would fit.
+absl::Status FitMemory(models::DecoderConfig& member, int world_size, int64_t limit,
                        RunPlan& plan) {
-  const auto layout = [&](int64_t micro_batch) {
+  const auto layout = [&](int64_t micro_batch, bool recompute) {
     return models::DecoderLayout{
         .tp = plan.tensor_parallel,
         .dp = world_size,
         .micro_batch = micro_batch,
         .distributed_optimizer =
-            plan.options.gpus == 0 && (world_size > 1 || plan.tensor_parallel > 1)};
+            plan.options.gpus == 0 && (world_size > 1 || plan.tensor_parallel > 1),
+        .recompute = recompute};
   };
-  if (FitMicroBatch([&](int64_t b) { return models::PlanDecoderMemory(member, layout(b)).total(); },
-                    limit, plan)
-          .ok())
-    return absl::OkStatus();
+  for (const bool recompute : {false, true}) {
+    if (member.recompute && !recompute) continue;  // --recompute
+    RunPlan fitted = plan;
+    if (FitMicroBatch(
+            [&](int64_t b) {
+              return models::PlanDecoderMemory(member, layout(b, recompute)).total();
+            },
+            limit, fitted)
+            .ok()) {
+      plan = std::move(fitted);
+      member.recompute = recompute;
+      return absl::OkStatus();
+    }
+  }
   constexpr double kGiB = 1 << 30;
-  const models::DecoderPlan ours{.layout = layout(1),
-                                 .memory = models::PlanDecoderMemory(member, layout(1))};
+  const models::DecoderPlan ours{.layout = layout(1, false),
+                                 .memory = models::PlanDecoderMemory(member, layout(1, false))};
   std::vector<models::DecoderPlan> tried;
   absl::StatusOr<models::DecoderPlan> fits =
       models::ChooseDecoderLayout(member, plan.processes(), 1, limit, &tried);
-  // What these runs can do now (tensor parallelism on the CPU, no
-  // recomputation) before what the plan would choose.
-  const models::DecoderPlan* runnable = nullptr;
-  for (const models::DecoderPlan& p : tried)
-    if (p.fits && !p.layout.recompute && runnable == nullptr) runnable = &p;
   std::string alternative;
-  if (runnable != nullptr && plan.options.gpus == 0) {
-    alternative = fmt::format(
-        "{} ({:.1f} GiB) fits: pass --tensor_parallel {}", models::DescribeDecoderPlan(*runnable),
-        static_cast<double>(runnable->memory.total()) / kGiB, runnable->layout.tp);
+  if (fits.ok() && plan.options.gpus == 0) {
+    alternative = fmt::format("{} ({:.1f} GiB) fits: pass --tensor_parallel {}",
+                              models::DescribeDecoderPlan(*fits),
+                              static_cast<double>(fits->memory.total()) / kGiB, fits->layout.tp);
   } else if (!fits.ok()) {
     alternative = std::string(fits.status().message());
   } else {
     alternative = fmt::format(
-        "the plan's first layout that fits is {} ({:.1f} GiB), and the runs "
-        "{} yet",
-        models::DescribeDecoderPlan(*fits), static_cast<double>(fits->memory.total()) / kGiB,
-        fits->layout.recompute ? "do not recompute activations"
-                               : "split the model on the CPU only");
+        "the plan's first layout that fits is {} ({:.1f} GiB), and the runs split the model on "
+        "the CPU only yet",
+        models::DescribeDecoderPlan(*fits), static_cast<double>(fits->memory.total()) / kGiB);
   }
+  const int64_t recomputing = models::PlanDecoderMemory(member, layout(1, true)).total();
   return absl::ResourceExhaustedError(fmt::format(
-      "llama31_8b needs {:.1f} GiB per {} ({}), one has {:.1f} GiB; {}",
+      "llama31_8b needs {:.1f} GiB per {} ({}), {:.1f} recomputing activations, one has {:.1f} "
+      "GiB; {}",
       static_cast<double>(ours.memory.total()) / kGiB, plan.options.gpus > 0 ? "GPU" : "process",
-      models::DescribeDecoderPlan(ours), static_cast<double>(limit) / kGiB, alternative));
+      models::DescribeDecoderPlan(ours), static_cast<double>(recomputing) / kGiB,
+      static_cast<double>(limit) / kGiB, alternative));
 }
 
 class Llama31Benchmark final : public Benchmark {
@@ -115,7 +129,8 @@ class Llama31Benchmark final : public Benchmark {
                                        .metric = "log perplexity",
                                        .train_samples_at_stop = true,
                                        .attention = true,
-                                       .tensor_parallel = true};
+                                       .tensor_parallel = true,
+                                       .flags = {"recompute"}};
     return info;
   }
 
@@ -198,6 +213,8 @@ class Llama31Benchmark final : public Benchmark {
                      .interval_samples = interval,
                      .samples_per_step = plan.global_batch_size,
                      .samples_count = true};
+    member.recompute =
+        options.flags.contains("recompute") && options.flags.at("recompute") == "true";
     if (!plan.small) {
       if (absl::Status s = FitMemory(
               member, world_size,

@@ -167,11 +167,16 @@ std::string Llama31Setup::ReadmeSection() const {
        .recipe = fmt::format(
            "Recipe: AdamW (beta 0.9/0.95, epsilon 1e-5, weight decay 0.1, gradients clipped at "
            "global norm 1.0),\npeak learning rate {} after {} warm-up steps, cosine decay to {} "
-           "over {} steps; global batch {}\n({} per process, {} processes); evaluations every "
-           "{} samples over {} samples. Every run logs its own seed.",
+           "over {} steps; global batch {}\n({}); evaluations every {} samples over {} samples. "
+           "Every run logs its own seed.",
            recipe_.base_lr, recipe_.warmup_steps, recipe_.end_lr, kMaxSteps, plan.global_batch_size,
-           plan.batch_per_rank, plan.world_size, plan.schedule.interval_samples,
-           plan.eval_samples)});
+           plan.tensor_parallel > 1
+               ? fmt::format("{} per data-parallel rank; {} processes, tensor parallel {} x data "
+                             "parallel {}",
+                             plan.batch_per_rank, plan.processes(), plan.tensor_parallel,
+                             plan.world_size)
+               : fmt::format("{} per process, {} processes", plan.batch_per_rank, plan.world_size),
+           plan.schedule.interval_samples, plan.eval_samples)});
 }
 
 }  // namespace mlperf::benchmarks::llama31_8b

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 
+#include "base/check.h"
 #include "reference/core/tensor.h"
 
 namespace mlperf::core {
@@ -34,6 +35,15 @@ class Arena {
   void* base() const { return base_; }
   // Frees every tensor at once (e.g. per-step scratch); the memory stays.
   void Reset() { used_ = 0; }
+  // Tensors that may share memory (activations rebuilt when needed): carve
+  // one set, note where it ends, MoveTo(start) and carve the next over the
+  // same bytes; then MoveTo(the furthest end) before carving on. The same
+  // calls size a measuring arena right.
+  void MoveTo(size_t used) {
+    MLPERF_CHECK_MSG(measuring_ || used <= capacity_,
+                     "arena exhausted: size it with Arena::Measuring");
+    used_ = used;
+  }
 
  private:
   Arena(Device device, size_t capacity_bytes, bool measuring);

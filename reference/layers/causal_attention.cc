@@ -67,7 +67,7 @@ std::vector<core::Tensor> CausalSelfAttention::PartialAdapterGradients() const {
 }
 
 void CausalSelfAttention::Forward(const core::Tensor& x, const core::Tensor& cos,
-                                  const core::Tensor& sin, bool train) {
+                                  const core::Tensor& sin, bool train, bool replay) {
   cos_ = cos;
   sin_ = sin;
   q_.Forward(x);
@@ -75,11 +75,11 @@ void CausalSelfAttention::Forward(const core::Tensor& x, const core::Tensor& cos
   v_.Forward(x);
   if (lora_ && fused_qkv_) {
     const core::Tensor outputs[] = {q_.output(), k_.output(), v_.output()};
-    qkv_lora_.Forward(x, outputs, train);
+    qkv_lora_.Forward(x, outputs, train, replay);
   } else if (lora_) {
-    q_lora_.Forward(x, std::span(&q_.output(), 1), train);
-    k_lora_.Forward(x, std::span(&k_.output(), 1), train);
-    v_lora_.Forward(x, std::span(&v_.output(), 1), train);
+    q_lora_.Forward(x, std::span(&q_.output(), 1), train, replay);
+    k_lora_.Forward(x, std::span(&k_.output(), 1), train, replay);
+    v_lora_.Forward(x, std::span(&v_.output(), 1), train, replay);
   }
   ops::SplitHeads(q_.output(), 0, q_heads_);
   ops::SplitHeads(k_.output(), 0, k_heads_);
@@ -99,7 +99,7 @@ void CausalSelfAttention::Forward(const core::Tensor& x, const core::Tensor& cos
   }
   ops::MergeHeads(context_, context_rows_, 0);
   o_.Forward(context_rows_);
-  if (lora_) o_lora_.Forward(context_rows_, std::span(&o_.output(), 1), train);
+  if (lora_) o_lora_.Forward(context_rows_, std::span(&o_.output(), 1), train, replay);
 }
 
 void CausalSelfAttention::Backward(const core::Tensor& x, const core::Tensor& dy,

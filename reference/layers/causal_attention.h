@@ -42,9 +42,10 @@ class CausalSelfAttention {
   void Allocate(const CausalAttentionShape& shape, const std::string& name,
                 const ModelArenas& arenas, ParameterRegistry* registry);
   // cos, sin: [seq, head_dim / 2], the rotary tables (unused without rotary).
-  // `train`: the adapters' dropout applies.
+  // `train`: the adapters' dropout applies; `replay`: with the masks of
+  // the last forward (recomputation).
   void Forward(const core::Tensor& x, const core::Tensor& cos, const core::Tensor& sin,
-               bool train = true);
+               bool train = true, bool replay = false);
   // dy: gradient of output(); dx receives the input gradient (this rank's
   // heads' part of it under tensor parallelism).
   void Backward(const core::Tensor& x, const core::Tensor& dy, const core::Tensor& dx);

@@ -41,12 +41,16 @@ void LoraAdapter::Allocate(int64_t rows, int64_t in, int64_t out, const LoraPara
   dx_part_ = acts.Allocate({rows, in});
 }
 
-void LoraAdapter::Forward(const core::Tensor& x, std::span<const core::Tensor> outputs,
-                          bool train) {
+void LoraAdapter::Forward(const core::Tensor& x, std::span<const core::Tensor> outputs, bool train,
+                          bool replay) {
   const int64_t rows = x.numel() / in_, r = p_.rank;
   dropped_ = train && p_.dropout > 0.0f;
   const core::Tensor& input = dropped_ ? xd_ : x;
-  if (dropped_) ops::DropoutForward(p_.dropout, p_.seed, forwards_++, x, xd_, nullptr);
+  if (dropped_) {
+    MLPERF_CHECK(!replay || forwards_ > 0);
+    const uint64_t stream = replay ? forwards_ - 1 : forwards_++;
+    ops::DropoutForward(p_.dropout, p_.seed, stream, x, xd_, nullptr);
+  }
   Gemm(x, false, true, rows, r, in_, 1.0f, input.f32(), a_.f32(), 0.0f, t_.f32());
   int64_t row = 0;  // of B
   for (const core::Tensor& y : outputs) {

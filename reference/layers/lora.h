@@ -32,8 +32,10 @@ class LoraAdapter {
   void Allocate(int64_t rows, int64_t in, int64_t out, const LoraParams& p, const std::string& name,
                 const ModelArenas& arenas, ParameterRegistry* registry);
   // Adds the adapter's term to `outputs` (rows x their widths, which sum to
-  // out, in B's row order). `train`: with dropout.
-  void Forward(const core::Tensor& x, std::span<const core::Tensor> outputs, bool train);
+  // out, in B's row order). `train`: with dropout; `replay`: the last
+  // forward's mask again (recomputation).
+  void Forward(const core::Tensor& x, std::span<const core::Tensor> outputs, bool train,
+               bool replay = false);
   // From the outputs' gradients: A's and B's gradients, and the input
   // gradient through the adapter added to dx.
   void Backward(const core::Tensor& x, std::span<const core::Tensor> doutputs,

@@ -214,8 +214,15 @@ void Decoder::Build(const layers::ModelArenas& a) {
     embed_sum_ = acts.Allocate({rows_, c.hidden});
   }
   layers_ = std::vector<Layer>(c.layers);
+  // With recomputation only each layer's output is kept; the rest of every
+  // layer's activations share one layer's memory, rebuilt in the backward.
+  if (c.recompute)
+    for (Layer& layer : layers_) layer.output_sum = acts.Allocate({rows_, c.hidden});
+  const size_t shared = acts.used();
+  size_t shared_end = shared;
   for (int64_t l = 0; l < c.layers; ++l) {
     Layer& layer = layers_[l];
+    if (c.recompute) acts.MoveTo(shared);
     const std::string name = "model.layers." + std::to_string(l);
     layer.input_norm.Allocate(c.layer_norm, rows_, c.hidden, eps, name + ".input_layernorm", base,
                               &registry_);
@@ -292,8 +299,10 @@ void Decoder::Build(const layers::ModelArenas& a) {
       layer.swiglu = acts.Allocate({rows_, inter});
     }
     layer.attention_sum = acts.Allocate({rows_, c.hidden});
-    layer.output_sum = acts.Allocate({rows_, c.hidden});
+    if (!c.recompute) layer.output_sum = acts.Allocate({rows_, c.hidden});
+    shared_end = std::max(shared_end, acts.used());
   }
+  acts.MoveTo(shared_end);
   final_norm_.Allocate(c.layer_norm, rows_, c.hidden, eps, "model.norm", base, &registry_);
   if (!c.tie_embeddings) {
     const layers::Parameter head =
@@ -437,6 +446,29 @@ void Decoder::Losses(float normalizer, const Tensor& logits, const Tensor& label
   AllReduce(loss);
 }
 
+void Decoder::LayerForward(size_t l, bool train, bool replay) {
+  Layer& layer = layers_[l];
+  const Tensor& x = l == 0 ? embedded() : layers_[l - 1].output_sum;
+  layer.input_norm.Forward(x);
+  layer.attention.Forward(layer.input_norm.output(), cos_, sin_, train, replay);
+  AllReduce(layer.attention.output());
+  ops::Add(x, layer.attention.output(), layer.attention_sum);
+  layer.post_attention_norm.Forward(layer.attention_sum);
+  const Tensor& normed = layer.post_attention_norm.output();
+  if (config_.gelu) {
+    layer.fc_in.Forward(normed);
+    layer.fc_out.Forward(layer.fc_in.output());
+  } else {
+    layer.gate.Forward(normed);
+    layer.up.Forward(normed);
+    ops::SwiGluForward(layer.gate.output(), layer.up.output(), layer.swiglu);
+    layer.down.Forward(layer.swiglu);
+  }
+  const Tensor& mlp = config_.gelu ? layer.fc_out.output() : layer.down.output();
+  AllReduce(mlp);
+  ops::Add(layer.attention_sum, mlp, layer.output_sum);
+}
+
 void Decoder::Forward(bool train) {
   const int64_t first_token = tp_rank_ * (config_.vocab_size / tp_);
   ops::VocabShardEmbedding(first_token, tokens_, embed_.table(), embed_.output());
@@ -445,28 +477,7 @@ void Decoder::Forward(bool train) {
     positions_.Forward(position_ids_);
     ops::Add(embed_.output(), positions_.output(), embed_sum_);
   }
-  for (size_t l = 0; l < layers_.size(); ++l) {
-    Layer& layer = layers_[l];
-    const Tensor& x = l == 0 ? embedded() : layers_[l - 1].output_sum;
-    layer.input_norm.Forward(x);
-    layer.attention.Forward(layer.input_norm.output(), cos_, sin_, train);
-    AllReduce(layer.attention.output());
-    ops::Add(x, layer.attention.output(), layer.attention_sum);
-    layer.post_attention_norm.Forward(layer.attention_sum);
-    const Tensor& normed = layer.post_attention_norm.output();
-    if (config_.gelu) {
-      layer.fc_in.Forward(normed);
-      layer.fc_out.Forward(layer.fc_in.output());
-    } else {
-      layer.gate.Forward(normed);
-      layer.up.Forward(normed);
-      ops::SwiGluForward(layer.gate.output(), layer.up.output(), layer.swiglu);
-      layer.down.Forward(layer.swiglu);
-    }
-    const Tensor& mlp = config_.gelu ? layer.fc_out.output() : layer.down.output();
-    AllReduce(mlp);
-    ops::Add(layer.attention_sum, mlp, layer.output_sum);
-  }
+  for (size_t l = 0; l < layers_.size(); ++l) LayerForward(l, train, /*replay=*/false);
   final_norm_.Forward(hidden_output());
   const Tensor& head = config_.tie_embeddings ? embed_.table() : lm_head_;
   ops::LinearForward(final_norm_.output(), head, Tensor(), logits_);
@@ -494,6 +505,10 @@ void Decoder::Backward() {
   for (size_t l = layers_.size(); l-- > 0;) {
     Layer& layer = layers_[l];
     const Tensor& x = l == 0 ? embedded() : layers_[l - 1].output_sum;
+    // The last layer's activations are still there; the others rebuilt
+    // (the adapters' dropout drawing the forward's masks again).
+    if (config_.recompute && l + 1 < layers_.size())
+      LayerForward(l, /*train=*/true, /*replay=*/true);
     const Tensor& normed = layer.post_attention_norm.output();
     if (config_.gelu) {
       // output_sum = attention_sum + fc_out(gelu(fc_in(n))), n its norm.

@@ -68,6 +68,11 @@ struct DecoderConfig {
   // kernels/blocked_attention.h); 0: the probabilities kept. The same
   // values either way, up to summation order.
   int64_t attention_block = 0;
+  // Activation recomputation (Megatron's full granularity): only each
+  // layer's output is kept from the forward; the backward rebuilds a
+  // layer's other activations from its input just before its gradients.
+  // One layer's activations in memory instead of all; the same results.
+  bool recompute = false;
   float norm_epsilon = 1e-5f;
   double rope_theta = 500000.0;
   RopeScaling rope_scaling{.factor = 8.0};
@@ -235,6 +240,9 @@ class Decoder final : public Model {
   }
   // train: the adapters' dropout applies.
   void Forward(bool train);
+  // Layer l from its input; replay: again, as the forward ran it
+  // (recomputation: the same dropout masks).
+  void LayerForward(size_t l, bool train, bool replay);
   const core::Tensor& hidden_output() const;
   // The first layer's input: the token embedding (plus the positions').
   const core::Tensor& embedded() const;

@@ -18,7 +18,9 @@ bool Divides(int tp, const DecoderConfig& c) {
 
 DecoderMemory PlanDecoderMemory(const DecoderConfig& config, const DecoderLayout& layout) {
   MLPERF_CHECK(layout.tp >= 1 && layout.dp >= 1 && layout.micro_batch >= 1);
-  const Model::ArenaBytes whole = Decoder::Measure(config, layout.micro_batch, layout.tp);
+  DecoderConfig c = config;
+  c.recompute = layout.recompute;
+  const Model::ArenaBytes whole = Decoder::Measure(c, layout.micro_batch, layout.tp);
   DecoderMemory m;
   m.weights = whole.params;
   m.frozen = whole.frozen;
@@ -26,19 +28,7 @@ DecoderMemory PlanDecoderMemory(const DecoderConfig& config, const DecoderLayout
   // AdamW's first and second moments, fp32, per trainable element.
   const int64_t state = 2 * whole.params;
   m.optimizer = layout.distributed_optimizer ? (state + layout.dp - 1) / layout.dp : state;
-  if (!layout.recompute) {
-    m.activations = whole.activations;
-    return m;
-  }
-  // One layer's activations from the difference of one layer and none; the
-  // others keep only their input rows (fp32, [micro batch x seq, hidden]).
-  DecoderConfig none = config, one = config;
-  none.layers = 0;
-  one.layers = 1;
-  const int64_t base = Decoder::Measure(none, layout.micro_batch, layout.tp).activations;
-  const int64_t layer = Decoder::Measure(one, layout.micro_batch, layout.tp).activations - base;
-  const int64_t input = layout.micro_batch * config.seq_len * config.hidden * 4;
-  m.activations = base + config.layers * input + layer;
+  m.activations = whole.activations;  // with recomputation, one layer's and every output
   return m;
 }
 

@@ -8,7 +8,7 @@
 //   optimizer: AdamW's two fp32 moments per parameter, divided over the dp
 //     ranks with the distributed optimizer;
 //   activations: what a training step keeps for the backward at the micro
-//     batch; with recomputation, each layer's input plus one layer's
+//     batch; with recomputation, each layer's output plus one layer's
 //     activations (the rest rebuilt layer by layer in the backward).
 #pragma once
 

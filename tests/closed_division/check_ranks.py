@@ -7,7 +7,8 @@ the links and bus bandwidths.
 
 usage: check_ranks.py RUN_CLOSED MPIEXEC BENCH RANKS TOLERANCE
   RANKS: comma-separated process counts, e.g. 1,2,4 (1 runs without mpirun);
-         NtT runs N processes as groups of T tensor-parallel ranks (4t2)
+         NtT runs N processes as groups of T tensor-parallel ranks (4t2); a
+         trailing r adds the benchmark flag --recompute (2t2r)
   TOLERANCE: the largest relative difference allowed from one process
 """
 import glob
@@ -40,7 +41,8 @@ def main():
     failures, runs = [], {}
     with tempfile.TemporaryDirectory() as tmp:
         for spec in ranks.split(","):
-            n, _, t = spec.partition("t")
+            recompute = spec.endswith("r")
+            n, _, t = spec.rstrip("r").partition("t")
             n, t = int(n), int(t or 1)
             out = os.path.join(tmp, f"np{spec}")
             prefix = [] if n == 1 else [mpiexec, "--allow-run-as-root", "--oversubscribe",
@@ -48,7 +50,7 @@ def main():
             preflight = [] if n == 1 else ["--preflight"]
             tensor = [] if t == 1 else ["--tensor_parallel", str(t)]
             cmd = prefix + [tool, "--bench", bench, "--runs", "1", "--seed", "21", "--out", out,
-                            *preflight, *tensor]
+                            *preflight, *tensor, *(["--recompute"] if recompute else [])]
             print("+", " ".join(cmd), flush=True)
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
             if r.returncode != 0:

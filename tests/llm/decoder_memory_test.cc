@@ -52,13 +52,15 @@ TEST(DecoderMemory, RecomputationAndTheDistributedOptimizerShrinkTheirParts) {
   EXPECT_EQ(sharded.optimizer, (2 * plain.weights + 3) / 4);
   EXPECT_EQ(recomputed.weights, plain.weights);
   EXPECT_LT(recomputed.activations, plain.activations);
-  // Two layers' difference is one layer's: recomputing a one-layer model
-  // keeps its input besides that layer's activations.
-  DecoderConfig one = c;
-  one.layers = 1;
-  const DecoderMemory r1 = PlanDecoderMemory(one, {.recompute = true});
-  const DecoderMemory p1 = PlanDecoderMemory(one, {});
-  EXPECT_EQ(r1.activations, p1.activations + c.seq_len * c.hidden * 4);
+  // Recomputation keeps one layer's activations and every layer's output:
+  // adding a layer adds one output (fp32 [seq, hidden]) and nothing else.
+  DecoderConfig more = c;
+  more.layers = c.layers + 1;
+  const DecoderMemory r1 = PlanDecoderMemory(more, {.dp = 4, .recompute = true});
+  EXPECT_EQ(r1.activations, recomputed.activations + c.seq_len * c.hidden * 4);
+  // Without it a layer adds all of its activations.
+  const DecoderMemory p1 = PlanDecoderMemory(more, {.dp = 4});
+  EXPECT_GT(p1.activations - plain.activations, 4 * (r1.activations - recomputed.activations));
 }
 
 TEST(DecoderMemory, Llama31_8BOnEightRanksOf80GiB) {

@@ -290,6 +290,27 @@ void ExpectBf16WithinItsRounding(const DecoderConfig& c) {
   EXPECT_GT(grads, 1e-5);
 }
 
+// Recomputation rebuilds each layer's activations in the backward from its
+// kept input: the same loss and gradients, bit for bit, in less memory.
+TEST(DecoderTest, RecomputationGivesTheSameGradientsInLessMemory) {
+  for (DecoderConfig c : {Small(false), SmallGpt()}) {
+    c.layers = 3;
+    DecoderConfig again = c;
+    again.recompute = true;
+    Decoder kept(c, 2, 5), rebuilt(again, 2, 5);
+    OwnedBatch owned = kept.SyntheticBatch();
+    for (int step = 0; step < 2; ++step) {
+      EXPECT_EQ(kept.ForwardTrain(owned.batch), rebuilt.ForwardTrain(owned.batch));
+      kept.Backward();
+      rebuilt.Backward();
+      EXPECT_EQ(kept.GradientsToHost(), rebuilt.GradientsToHost());
+    }
+    EXPECT_EQ(kept.EvaluateBatch(owned.batch).numerator,
+              rebuilt.EvaluateBatch(owned.batch).numerator);
+    EXPECT_LT(Decoder::Measure(again, 2, 1).activations, Decoder::Measure(c, 2, 1).activations);
+  }
+}
+
 TEST(DecoderTest, Bf16LlamaStaysWithinItsRounding) { ExpectBf16WithinItsRounding(Small(false)); }
 
 TEST(DecoderTest, Bf16GptStaysWithinItsRounding) { ExpectBf16WithinItsRounding(SmallGpt()); }

@@ -184,6 +184,24 @@ TEST(LoraTest, ABf16BaseComputesAsItsFp32Widening) {
   EXPECT_EQ(bf16.GradientsToHost(), fp32.GradientsToHost());
 }
 
+// Recomputation replays each adapter's dropout mask: the same gradients.
+TEST(LoraTest, RecomputationReplaysTheDropoutMasks) {
+  DecoderConfig c = Small(true, core::DType::kBF16);
+  c.lora.dropout = 0.3f;
+  DecoderConfig again = c;
+  again.recompute = true;
+  Decoder kept(c, 2, 5), rebuilt(again, 2, 5);
+  Perturb(kept);
+  Perturb(rebuilt);
+  for (uint64_t step = 0; step < 2; ++step) {
+    const OwnedBatch owned = MakeBatch(c, 2, 40 + step);
+    EXPECT_EQ(kept.ForwardTrain(owned.batch), rebuilt.ForwardTrain(owned.batch));
+    kept.Backward();
+    rebuilt.Backward();
+    EXPECT_EQ(kept.GradientsToHost(), rebuilt.GradientsToHost());
+  }
+}
+
 TEST(LoraTest, DropoutTrainsOnlyAndEvaluationIsTheUndroppedModel) {
   DecoderConfig c = Small(true, core::DType::kF32);
   Decoder plain(c, 2, 5);

@@ -29,15 +29,21 @@ void CausalSelfAttention::Allocate(const CausalAttentionShape& s, const std::str
   lora_ = s.lora.rank > 0;
   fused_qkv_ = s.fused_qkv;
   if (lora_) {
+    // Each adapter its own dropout stream: seed, seed + 1, ... (4 at most).
+    const auto with_seed = [&](uint64_t k) {
+      LoraParams p = s.lora;
+      p.seed += k;
+      return p;
+    };
     if (fused_qkv_) {
-      qkv_lora_.Allocate(rows, s.hidden, width + 2 * kv_width, s.lora, name + ".qkv_proj", arenas,
-                         registry);
+      qkv_lora_.Allocate(rows, s.hidden, width + 2 * kv_width, with_seed(0), name + ".qkv_proj",
+                         arenas, registry);
     } else {
-      q_lora_.Allocate(rows, s.hidden, width, s.lora, name + ".q_proj", arenas, registry);
-      k_lora_.Allocate(rows, s.hidden, kv_width, s.lora, name + ".k_proj", arenas, registry);
-      v_lora_.Allocate(rows, s.hidden, kv_width, s.lora, name + ".v_proj", arenas, registry);
+      q_lora_.Allocate(rows, s.hidden, width, with_seed(0), name + ".q_proj", arenas, registry);
+      k_lora_.Allocate(rows, s.hidden, kv_width, with_seed(1), name + ".k_proj", arenas, registry);
+      v_lora_.Allocate(rows, s.hidden, kv_width, with_seed(2), name + ".v_proj", arenas, registry);
     }
-    o_lora_.Allocate(rows, width, s.hidden, s.lora, name + ".o_proj", arenas, registry);
+    o_lora_.Allocate(rows, width, s.hidden, with_seed(3), name + ".o_proj", arenas, registry);
   }
   core::Arena& a = *arenas.activations;
   const core::Shape heads{s.batch, s.heads, s.seq, s.head_dim};

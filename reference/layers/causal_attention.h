@@ -32,7 +32,8 @@ struct CausalAttentionShape {
   int64_t query_block = 0;
   // LoRA adapters (lora.rank > 0) on the query/key/value projections (one
   // adapter over the three, the reference's qkv_proj, with fused_qkv; else
-  // one each) and on o_proj.
+  // one each) and on o_proj; each adapter draws its dropout from lora.seed
+  // plus its index (0 to 3).
   LoraParams lora;
   bool fused_qkv = true;
 };

@@ -359,6 +359,31 @@ void Decoder::TakeSlice(const std::vector<float>& full, const core::Shape& whole
                                                 : full[r * full_columns + s.first + c];
 }
 
+void Decoder::PutSlice(const Tensor& value, const Slice& s, const core::Shape& whole,
+                       std::vector<float>& full) {
+  const float* v = value.f32();
+  if (s.dim < 0 || value.dim(s.dim) == s.full) {
+    std::copy(v, v + value.numel(), full.begin());
+    return;
+  }
+  const int64_t rows = value.dim(0), columns = value.dim(1), full_columns = whole[1];
+  if (!s.segments.empty()) {
+    int64_t at = 0, row = 0;
+    for (const int64_t segment : s.segments) {
+      const int64_t part = segment / s.parts;
+      std::copy_n(v + row * columns, part * columns,
+                  full.begin() + (at + s.part * part) * full_columns);
+      at += segment;
+      row += part;
+    }
+    return;
+  }
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < columns; ++c)
+      (s.dim == 0 ? full[(s.first + r) * full_columns + c] : full[r * full_columns + s.first + c]) =
+          v[r * columns + c];
+}
+
 void Decoder::Initialize(uint64_t seed) {
   std::vector<float> params(parameters().size(), 0.0f);
   std::vector<float> frozen;  // one frozen parameter's values, then stored in its type

@@ -161,10 +161,13 @@ class Decoder final : public Model {
   // The LoRA adapters as peft's save_pretrained leaves them, so that peft's
   // PeftModel.from_pretrained loads them onto the base: adapter_model.
   // safetensors (fp32, names base_model.model.<ours>) and adapter_config.
-  // json, in a folder that must not exist yet. (decoder_checkpoint.cc)
+  // json, in a folder that must not exist yet. Under tensor parallelism
+  // collective: the ranks' parts gathered whole, tensor rank 0 writing.
+  // (decoder_checkpoint.cc)
   absl::Status SaveLoraAdapters(const std::string& dir) const;
-  // And back: every adapter must be there with its shape; an error names
-  // the file and leaves the model as it was.
+  // And back (each tensor-parallel rank its parts): every adapter must be
+  // there with its whole shape; an error names the file and leaves the
+  // model as it was.
   absl::Status LoadLoraAdapters(const std::string& dir);
 
   // Weights N(0, init_stddev), norm scales 1; a tensor-parallel rank draws
@@ -198,6 +201,9 @@ class Decoder final : public Model {
   // `full` of shape `whole`.
   static void TakeSlice(const std::vector<float>& full, const core::Shape& whole, const Slice& s,
                         const core::Tensor& local);
+  // The inverse: `local` written into its place in `full`.
+  static void PutSlice(const core::Tensor& local, const Slice& s, const core::Shape& whole,
+                       std::vector<float>& full);
 
  private:
   // RMSNorm, or GPT's LayerNorm.

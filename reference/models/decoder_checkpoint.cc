@@ -9,6 +9,7 @@
 #include "base/files.h"
 #include "base/json.h"
 #include "fmt/format.h"
+#include "reference/dist/communicator.h"
 #include "reference/io/safetensors.h"
 #include "reference/kernels/ops/elementwise.h"
 #include "reference/models/decoder.h"
@@ -123,20 +124,9 @@ constexpr const char* kPeftPrefix = "base_model.model.";
 
 bool IsAdapter(const layers::Parameter& p) { return p.name.find(".lora_") != std::string::npos; }
 
-}  // namespace
-
-absl::Status Decoder::SaveLoraAdapters(const std::string& dir) const {
-  const DecoderConfig& c = config_;
-  if (c.lora.rank == 0) return absl::FailedPreconditionError("this decoder has no LoRA adapters");
-  if (tp_ > 1)
-    return absl::UnimplementedError("adapters of a tensor-parallel decoder are not gathered yet");
-  std::error_code ec;
-  if (fs::exists(dir, ec))
-    return absl::AlreadyExistsError(fmt::format("{}: exists already; nothing is replaced", dir));
-  std::vector<float> params = ParametersToHost();
-  std::vector<io::NamedTensor> adapters;
-  for (const layers::Parameter& p : registry_.parameters)
-    if (IsAdapter(p)) adapters.push_back({kPeftPrefix + p.name, HostParameter(p.value, params)});
+// adapter_model.safetensors and adapter_config.json in a new folder `dir`.
+absl::Status WriteAdapterFolder(const DecoderConfig& c, const std::string& dir,
+                                const std::vector<io::NamedTensor>& adapters) {
   json::Array targets;
   for (const char* t : c.lora_fused_qkv
                            ? std::vector<const char*>{"qkv_proj", "o_proj"}
@@ -152,6 +142,7 @@ absl::Status Decoder::SaveLoraAdapters(const std::string& dir) const {
                                         {"fan_in_fan_out", false},
                                         {"inference_mode", true},
                                         {"init_lora_weights", true}});
+  std::error_code ec;
   if (!fs::create_directories(dir, ec))
     return absl::PermissionDeniedError(fmt::format("{}: {}", dir, ec.message()));
   if (absl::Status s = io::SaveSafetensors((fs::path(dir) / kAdapterFile).string(), adapters,
@@ -161,20 +152,82 @@ absl::Status Decoder::SaveLoraAdapters(const std::string& dir) const {
   return base::WriteFileAtomically(fs::path(dir) / kAdapterConfig, json::Dump(config) + "\n");
 }
 
+}  // namespace
+
+absl::Status Decoder::SaveLoraAdapters(const std::string& dir) const {
+  const DecoderConfig& c = config_;
+  if (c.lora.rank == 0) return absl::FailedPreconditionError("this decoder has no LoRA adapters");
+  // Under tensor parallelism every rank takes the same way: rank 0 decides.
+  const bool writer = tp_rank_ == 0;
+  std::error_code ec;
+  float exists = writer && fs::exists(dir, ec) ? 1.0f : 0.0f;
+  if (tp_ > 1) comm_->Broadcast(&exists, 1, 0);
+  if (exists != 0.0f)
+    return absl::AlreadyExistsError(fmt::format("{}: exists already; nothing is replaced", dir));
+  // Each adapter whole: a split one's parts gathered from the ranks.
+  std::vector<float> params = ParametersToHost();
+  std::vector<std::vector<float>> wholes;
+  std::vector<core::Shape> shapes;
+  for (size_t i = 0; i < registry_.parameters.size(); ++i) {
+    const layers::Parameter& p = registry_.parameters[i];
+    if (!IsAdapter(p)) continue;
+    const core::Tensor local = HostParameter(p.value, params);
+    const Slice& s = slices_[i];
+    const bool split = s.dim >= 0 && local.dim(s.dim) != s.full;
+    const core::Shape whole = split ? local.shape().With(s.dim, s.full) : local.shape();
+    std::vector<float> full(whole.numel());
+    if (!split) {
+      PutSlice(local, s, whole, full);
+    } else {
+      std::vector<float> parts(static_cast<size_t>(tp_ * local.numel()));
+      comm_->AllGather(local.data(), parts.data(), static_cast<int64_t>(local.bytes()));
+      for (int k = 0; k < tp_; ++k) {
+        Slice theirs = s;
+        theirs.part = k;
+        theirs.first = k * (s.full / tp_);
+        PutSlice(core::Tensor(parts.data() + k * local.numel(), local.shape(), core::DType::kF32),
+                 theirs, whole, full);
+      }
+    }
+    wholes.push_back(std::move(full));
+    shapes.push_back(whole);
+  }
+  float failed = 0.0f;
+  absl::Status status;
+  if (writer) {
+    std::vector<io::NamedTensor> adapters;
+    size_t k = 0;
+    for (const layers::Parameter& p : registry_.parameters) {
+      if (!IsAdapter(p)) continue;
+      adapters.push_back(
+          {kPeftPrefix + p.name, core::Tensor(wholes[k].data(), shapes[k], core::DType::kF32)});
+      ++k;
+    }
+    status = WriteAdapterFolder(c, dir, adapters);
+    failed = status.ok() ? 0.0f : 1.0f;
+  }
+  if (tp_ > 1) comm_->Broadcast(&failed, 1, 0);
+  if (!writer && failed != 0.0f)
+    return absl::InternalError(fmt::format("{}: tensor rank 0 could not write the adapters", dir));
+  return status;
+}
+
 absl::Status Decoder::LoadLoraAdapters(const std::string& dir) {
-  if (tp_ > 1)
-    return absl::UnimplementedError("adapters of a tensor-parallel decoder are not split yet");
   const std::string file = (fs::path(dir) / kAdapterFile).string();
   absl::StatusOr<io::SafetensorsFile> read = io::SafetensorsFile::Read(file);
   if (!read.ok()) return read.status();
   // Into a host copy: a failed load leaves the model as it was.
   std::vector<float> params = ParametersToHost();
-  for (const layers::Parameter& p : registry_.parameters) {
+  for (size_t i = 0; i < registry_.parameters.size(); ++i) {
+    const layers::Parameter& p = registry_.parameters[i];
     if (!IsAdapter(p)) continue;
     const core::Tensor value = HostParameter(p.value, params);
-    if (absl::Status s = read->CopyToFloats(kPeftPrefix + p.name, value.shape(), value.f32());
-        !s.ok())
-      return s;
+    const Slice& s = slices_[i];
+    const core::Shape whole = s.dim < 0 ? value.shape() : value.shape().With(s.dim, s.full);
+    std::vector<float> full(whole.numel());
+    if (absl::Status st = read->CopyToFloats(kPeftPrefix + p.name, whole, full.data()); !st.ok())
+      return st;
+    TakeSlice(full, whole, s, value);
   }
   ParametersFromHost(params);
   return absl::OkStatus();

@@ -8,11 +8,14 @@
 // one process when the distributed optimizer sums the norm over the
 // tensor-parallel ranks (the replicated norm scales once), and not without.
 // LoRA adapters over the split base (fused q/k/v and separate) step as one
-// process's.
+// process's, and their files gathered from the ranks load into either.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <filesystem>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "reference/core/philox.h"
@@ -292,6 +295,29 @@ void RunLoraTensorParallel(bool fused) {
       WorstAdapterError(parallel, parallel.ParametersToHost(), single, single.ParametersToHost()),
       1e-5)
       << "adapters after three steps";
+  // Saved whole from the split model (the parts gathered, rank 0 writing),
+  // the adapters load into one process's model and back into a split one.
+  float pid = static_cast<float>(::getpid());  // rank 0's names the folder
+  comm.Broadcast(&pid, 1, 0);
+  const std::string dir =
+      (std::filesystem::temp_directory_path() /
+       ("lora_tp_" + std::to_string(fused) + "_" + std::to_string(static_cast<int64_t>(pid))))
+          .string();
+  ASSERT_TRUE(parallel.SaveLoraAdapters(dir).ok());
+  comm.Barrier();
+  Decoder one(c, batch, 9);
+  ASSERT_TRUE(one.LoadLoraAdapters(dir).ok());
+  EXPECT_EQ(WorstAdapterError(parallel, parallel.ParametersToHost(), one, one.ParametersToHost()),
+            0.0);
+  Decoder again(c, batch,
+                Placement{.rank = comm.rank(), .world_size = comm.world_size(), .comm = &comm}, 9);
+  ASSERT_TRUE(again.LoadLoraAdapters(dir).ok());
+  EXPECT_EQ(again.ParametersToHost(), parallel.ParametersToHost());
+  // Saving again refuses the folder on every rank.
+  EXPECT_EQ(parallel.SaveLoraAdapters(dir).code(), absl::StatusCode::kAlreadyExists);
+  comm.Barrier();
+  std::error_code ec;
+  if (comm.rank() == 0) std::filesystem::remove_all(dir, ec);
 }
 
 TEST(DecoderTensorParallel, FusedLoraMatchesOneProcess) { RunLoraTensorParallel(true); }

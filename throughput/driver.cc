@@ -199,36 +199,22 @@ std::vector<std::string> WorkerCommand(const BenchOptions& o, const Config& c,
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   cmd.push_back(ec ? std::string("run_benchmark") : self.string());
-  const std::vector<std::string> flags = {"--worker_out",
-                                          out,
-                                          "--bench",
-                                          o.benchmark,
-                                          "--mode",
-                                          ModeName(o.mode),
-                                          "--devices",
-                                          std::to_string(c.devices),
-                                          "--batch_sizes",
-                                          std::to_string(c.batch),
-                                          "--dtype",
-                                          c.dtype,
-                                          "--warmup",
-                                          std::to_string(o.warmup),
-                                          "--iters",
-                                          std::to_string(o.iters),
-                                          "--repeats",
-                                          std::to_string(o.repeats),
-                                          "--size",
-                                          o.size,
-                                          "--device",
-                                          o.gpu ? "gpu" : "cpu",
-                                          "--threads",
-                                          std::to_string(o.threads),
-                                          "--tensor_parallel",
-                                          std::to_string(o.tensor_parallel),
-                                          "--cache_dir",
-                                          o.cache_dir};
+  const std::vector<std::string> flags = {"--worker_out",  out,
+                                          "--bench",       o.benchmark,
+                                          "--mode",        ModeName(o.mode),
+                                          "--devices",     std::to_string(c.devices),
+                                          "--batch_sizes", std::to_string(c.batch),
+                                          "--dtype",       c.dtype,
+                                          "--warmup",      std::to_string(o.warmup),
+                                          "--iters",       std::to_string(o.iters),
+                                          "--repeats",     std::to_string(o.repeats),
+                                          "--size",        o.size,
+                                          "--device",      o.gpu ? "gpu" : "cpu",
+                                          "--threads",     std::to_string(o.threads),
+                                          "--cache_dir",   o.cache_dir};
   cmd.insert(cmd.end(), flags.begin(), flags.end());
   cmd.push_back("--collective_timeout=" + std::to_string(o.collective_timeout_s));
+  cmd.push_back("--tensor_parallel=" + std::to_string(o.tensor_parallel));
   if (o.data == DataMode::kData) {
     cmd.push_back("--data");
     cmd.push_back(o.data_dir);

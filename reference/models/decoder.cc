@@ -187,7 +187,7 @@ int64_t Decoder::ParameterCount(const DecoderConfig& c) {
 
 void Decoder::SliceLast(int dim, int64_t full) {
   slices_.resize(registry_.parameters.size() - 1);
-  slices_.push_back({.dim = dim, .first = tp_rank_ * (full / tp_), .full = full});
+  slices_.push_back(Split(dim, full));
 }
 
 void Decoder::Build(const layers::ModelArenas& a) {
@@ -250,29 +250,24 @@ void Decoder::Build(const layers::ModelArenas& a) {
                                       {0, c.kv_heads * head_dim},
                                       {0, c.kv_heads * head_dim},
                                       {1, c.heads * head_dim}})
-        slices_.push_back({.dim = dim, .first = tp_rank_ * (full / tp_), .full = full});
+        slices_.push_back(Split(dim, full));
       // The adapters (A, B each): q/k/v's A whole and B by output rows (the
       // fused B by each of its three segments); o_proj's A by input
       // columns and B whole.
       if (c.lora.rank > 0) {
         const int64_t q = c.heads * head_dim, kv = c.kv_heads * head_dim;
-        const auto rows_of = [&](int64_t full) {
-          return Slice{.dim = 0, .first = tp_rank_ * (full / tp_), .full = full};
-        };
         if (c.lora_fused_qkv) {
           slices_.push_back({});
-          slices_.push_back({.dim = 0,
-                             .full = q + 2 * kv,
-                             .segments = {q, kv, kv},
-                             .part = tp_rank_,
-                             .parts = tp_});
+          Slice b = Split(0, q + 2 * kv);
+          b.segments = {q, kv, kv};
+          slices_.push_back(b);
         } else {
           for (const int64_t full : {q, kv, kv}) {
             slices_.push_back({});
-            slices_.push_back(rows_of(full));
+            slices_.push_back(Split(0, full));
           }
         }
-        slices_.push_back({.dim = 1, .first = tp_rank_ * (q / tp_), .full = q});
+        slices_.push_back(Split(1, q));
         slices_.push_back({});
       }
       MLPERF_CHECK(slices_.size() == registry_.parameters.size());
@@ -355,8 +350,8 @@ void Decoder::TakeSlice(const std::vector<float>& full, const core::Shape& whole
   }
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < columns; ++c)
-      value.f32()[r * columns + c] = s.dim == 0 ? full[(s.first + r) * full_columns + c]
-                                                : full[r * full_columns + s.first + c];
+      value.f32()[r * columns + c] = s.dim == 0 ? full[(s.first() + r) * full_columns + c]
+                                                : full[r * full_columns + s.first() + c];
 }
 
 void Decoder::PutSlice(const Tensor& value, const Slice& s, const core::Shape& whole,
@@ -380,8 +375,8 @@ void Decoder::PutSlice(const Tensor& value, const Slice& s, const core::Shape& w
   }
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < columns; ++c)
-      (s.dim == 0 ? full[(s.first + r) * full_columns + c] : full[r * full_columns + s.first + c]) =
-          v[r * columns + c];
+      (s.dim == 0 ? full[(s.first() + r) * full_columns + c]
+                  : full[r * full_columns + s.first() + c]) = v[r * columns + c];
 }
 
 void Decoder::Initialize(uint64_t seed) {

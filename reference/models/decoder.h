@@ -186,15 +186,16 @@ class Decoder final : public Model {
   const core::Tensor& logits() const { return logits_; }
 
   // Where this rank's slice of parameter i lies in the whole tensor:
-  // dimension `dim` (-1: replicated), from `first`, of `full` entries; or,
-  // with `segments`, that dimension holds these segments back to back, each
-  // split over the ranks and this rank's parts of each kept in order (a
-  // fused q/k/v adapter's B rows), this rank being part `part` of `parts`.
+  // dimension `dim` (-1: replicated) of `full` entries split in `parts`,
+  // this rank's being part `part` (from first()); or, with `segments`, that
+  // dimension holds these segments back to back, each split so and this
+  // rank's part of each kept in order (a fused q/k/v adapter's B rows).
   struct Slice {
     int dim = -1;
-    int64_t first = 0, full = 0;
+    int64_t full = 0;
     std::vector<int64_t> segments;
     int part = 0, parts = 1;
+    int64_t first() const { return part * (full / parts); }
   };
   const std::vector<Slice>& parameter_slices() const { return slices_; }
   // This rank's slice `s` (of shape `local`) of a whole 1-D or 2-D tensor
@@ -230,6 +231,11 @@ class Decoder final : public Model {
   Decoder(const DecoderConfig& config, int64_t batch_size, int tp, MeasureOnly);
 
   void Build(const layers::ModelArenas& arenas);
+  // This rank's part of dimension `dim` (`full` entries) split over the
+  // tensor-parallel ranks.
+  Slice Split(int dim, int64_t full) const {
+    return {.dim = dim, .full = full, .part = tp_rank_, .parts = tp_};
+  }
   // Records the slice of the parameter registered last.
   void SliceLast(int dim, int64_t full);
   // Sums x over the tensor-parallel ranks (nothing on one).

@@ -1,5 +1,6 @@
 // Decoder::LoadHuggingFace: transformers' Llama checkpoints (one file, or
 // shards listed by model.safetensors.index.json) read by name.
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -166,8 +167,8 @@ absl::Status Decoder::SaveLoraAdapters(const std::string& dir) const {
     return absl::AlreadyExistsError(fmt::format("{}: exists already; nothing is replaced", dir));
   // Each adapter whole: a split one's parts gathered from the ranks.
   std::vector<float> params = ParametersToHost();
-  std::vector<std::vector<float>> wholes;
-  std::vector<core::Shape> shapes;
+  std::deque<std::vector<float>> wholes;  // the tensors' memory (stays put as it grows)
+  std::vector<io::NamedTensor> adapters;
   for (size_t i = 0; i < registry_.parameters.size(); ++i) {
     const layers::Parameter& p = registry_.parameters[i];
     if (!IsAdapter(p)) continue;
@@ -175,7 +176,7 @@ absl::Status Decoder::SaveLoraAdapters(const std::string& dir) const {
     const Slice& s = slices_[i];
     const bool split = s.dim >= 0 && local.dim(s.dim) != s.full;
     const core::Shape whole = split ? local.shape().With(s.dim, s.full) : local.shape();
-    std::vector<float> full(whole.numel());
+    std::vector<float>& full = wholes.emplace_back(whole.numel());
     if (!split) {
       PutSlice(local, s, whole, full);
     } else {
@@ -184,28 +185,14 @@ absl::Status Decoder::SaveLoraAdapters(const std::string& dir) const {
       for (int k = 0; k < tp_; ++k) {
         Slice theirs = s;
         theirs.part = k;
-        theirs.first = k * (s.full / tp_);
         PutSlice(core::Tensor(parts.data() + k * local.numel(), local.shape(), core::DType::kF32),
                  theirs, whole, full);
       }
     }
-    wholes.push_back(std::move(full));
-    shapes.push_back(whole);
+    adapters.push_back({kPeftPrefix + p.name, core::Tensor(full.data(), whole, core::DType::kF32)});
   }
-  float failed = 0.0f;
-  absl::Status status;
-  if (writer) {
-    std::vector<io::NamedTensor> adapters;
-    size_t k = 0;
-    for (const layers::Parameter& p : registry_.parameters) {
-      if (!IsAdapter(p)) continue;
-      adapters.push_back(
-          {kPeftPrefix + p.name, core::Tensor(wholes[k].data(), shapes[k], core::DType::kF32)});
-      ++k;
-    }
-    status = WriteAdapterFolder(c, dir, adapters);
-    failed = status.ok() ? 0.0f : 1.0f;
-  }
+  const absl::Status status = writer ? WriteAdapterFolder(c, dir, adapters) : absl::OkStatus();
+  float failed = status.ok() ? 0.0f : 1.0f;
   if (tp_ > 1) comm_->Broadcast(&failed, 1, 0);
   if (!writer && failed != 0.0f)
     return absl::InternalError(fmt::format("{}: tensor rank 0 could not write the adapters", dir));

@@ -107,8 +107,8 @@ TEST_F(DecoderCheckpointTest, ShardedBf16CheckpointGivesTransformersLogits) {
     const int64_t full_columns = s.dim == 1 ? s.full : columns;
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t col = 0; col < columns; ++col) {
-        const int64_t at = s.dim == 0   ? (s.first + r) * full_columns + col
-                           : s.dim == 1 ? r * full_columns + s.first + col
+        const int64_t at = s.dim == 0   ? (s.first() + r) * full_columns + col
+                           : s.dim == 1 ? r * full_columns + s.first() + col
                                         : r * columns + col;
         ASSERT_EQ(mine[ms[i].offset + r * columns + col], whole[ws[i].offset + at])
             << half.parameter_tensors()[i].name;

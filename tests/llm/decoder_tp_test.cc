@@ -27,6 +27,7 @@
 #include "reference/optim/schedules.h"
 #include "reference/trainer/trainer.h"
 #include "tests/dist/mpi_gtest.h"
+#include "tests/llm/token_batch.h"
 
 namespace mlperf::models {
 
@@ -47,49 +48,41 @@ DecoderConfig Small(bool tied) {
           .tie_embeddings = tied};
 }
 
-OwnedBatch MakeBatch(const DecoderConfig& c, int64_t batch, uint64_t step) {
-  OwnedBatch owned;
-  int32_t* tokens = owned.Add({batch, c.seq_len}, core::DType::kI32).as<int32_t>();
-  int32_t* labels = owned.Add({batch, c.seq_len}, core::DType::kI32).as<int32_t>();
-  for (int64_t i = 0; i < batch * c.seq_len; ++i) {
-    tokens[i] = static_cast<int32_t>(core::PhiloxBits(step, 0, i) % c.vocab_size);
-    labels[i] = static_cast<int32_t>(core::PhiloxBits(step, 1, i) % c.vocab_size);
+// One process's trainable values (or gradients) `whole`, cut into this
+// rank's parts in the layout of the parallel model's arena.
+std::vector<float> ThisRanksParts(const Decoder& parallel, const Decoder& single,
+                                  const std::vector<float>& whole) {
+  std::vector<float> parts(parallel.ParametersToHost().size(), 0.0f);
+  const std::vector<TensorSlice> ls = parallel.slices(), ws = single.slices();
+  size_t t = 0;  // the trainable parameters, in the same order on both
+  for (size_t i = 0; i < parallel.parameter_tensors().size(); ++i) {
+    const layers::Parameter& p = parallel.parameter_tensors()[i];
+    if (!p.trainable) continue;
+    const layers::Parameter& q = single.parameter_tensors()[i];
+    EXPECT_EQ(p.name, q.name);
+    const std::vector<float> w(whole.begin() + ws[t].offset,
+                               whole.begin() + ws[t].offset + ws[t].numel);
+    Decoder::TakeSlice(
+        w, q.value.shape(), parallel.parameter_slices()[i],
+        core::Tensor(parts.data() + ls[t].offset, p.value.shape(), core::DType::kF32));
+    ++t;
   }
-  owned.batch.count = batch;
-  return owned;
+  return parts;
 }
 
-// Element (r, col) of the slice of a [rows, columns] tensor whole.
-float WholeAt(const std::vector<float>& whole, const Decoder::Slice& s, const core::Shape& local,
-              int64_t r, int64_t col) {
-  const int64_t full_columns = s.dim == 1 ? s.full : local[1];
-  if (s.dim == 0) return whole[(s.first + r) * full_columns + col];
-  if (s.dim == 1) return whole[r * full_columns + s.first + col];
-  return whole[r * full_columns + col];
-}
-
-// Every parameter's (or gradient's) slice on this rank against the whole
-// tensor of one process: the largest difference relative to the largest
-// entry.
+// Every trainable parameter's (or gradient's) slice on this rank against
+// the whole tensor of one process: the largest difference relative to the
+// largest entry.
 double WorstSliceError(const Decoder& parallel, const std::vector<float>& local,
                        const Decoder& single, const std::vector<float>& whole) {
+  const std::vector<float> want = ThisRanksParts(parallel, single, whole);
   double worst = 0.0;
-  const std::vector<TensorSlice> ls = parallel.slices(), ws = single.slices();
-  for (size_t i = 0; i < ls.size(); ++i) {
-    const Decoder::Slice& s = parallel.parameter_slices()[i];
-    const core::Shape shape = parallel.parameter_tensors()[i].value.shape();
-    const std::vector<float> w(whole.begin() + ws[i].offset,
-                               whole.begin() + ws[i].offset + ws[i].numel);
-    const int64_t rows = shape[0], columns = shape.rank() > 1 ? shape[1] : 1;
+  for (const TensorSlice& s : parallel.slices()) {
     double scale = 1e-12, diff = 0.0;
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t col = 0; col < columns; ++col) {
-        const double theirs =
-            WholeAt(w, s, shape.rank() > 1 ? shape : core::Shape{rows, 1}, r, col);
-        const double ours = local[ls[i].offset + r * columns + col];
-        scale = std::max(scale, std::fabs(theirs));
-        diff = std::max(diff, std::fabs(ours - theirs));
-      }
+    for (int64_t j = s.offset; j < s.offset + s.numel; ++j) {
+      scale = std::max(scale, std::fabs(static_cast<double>(want[j])));
+      diff = std::max(diff, std::fabs(static_cast<double>(local[j]) - want[j]));
+    }
     worst = std::max(worst, diff / scale);
   }
   return worst;
@@ -116,7 +109,7 @@ void RunTensorParallel(bool tied) {
   const int64_t vocab = c.vocab_size / comm.world_size(), first = comm.rank() * vocab;
   for (uint64_t step = 0; step < 4; ++step) {
     SCOPED_TRACE(testing::Message() << "step " << step << " on rank " << comm.rank());
-    const OwnedBatch owned = MakeBatch(c, batch, 100 + step);
+    const OwnedBatch owned = RandomTokenBatch(c, batch, 100 + step);
     const float want = single.ForwardTrain(owned.batch);
     const float got = parallel.ForwardTrain(owned.batch);
     EXPECT_NEAR(got, want, 2e-6 * std::fabs(want));
@@ -141,7 +134,7 @@ void RunTensorParallel(bool tied) {
       WorstSliceError(parallel, parallel.ParametersToHost(), single, single.ParametersToHost()),
       1e-5)
       << "parameters after four steps";
-  const OwnedBatch eval = MakeBatch(c, batch, 999);
+  const OwnedBatch eval = RandomTokenBatch(c, batch, 999);
   const MetricSums a = single.EvaluateBatch(eval.batch), b = parallel.EvaluateBatch(eval.batch);
   EXPECT_EQ(a.denominator, b.denominator);
   EXPECT_NEAR(a.numerator, b.numerator, 1e-5 * a.numerator);
@@ -189,7 +182,7 @@ double ClippedStepsError(bool sum_over_tensor_ranks) {
                            std::move(tensor)),
                        std::make_unique<optim::ConstantRate>(1e-3), {}, *one);
   for (uint64_t step = 0; step < 3; ++step) {
-    const OwnedBatch owned = MakeBatch(c, batch, 200 + step);
+    const OwnedBatch owned = RandomTokenBatch(c, batch, 200 + step);
     whole.TrainStep(owned.batch);
     split.TrainStep(owned.batch);
   }
@@ -201,7 +194,7 @@ TEST(DecoderTensorParallel, ClipsByTheGlobalNormOverTheTensorRanks) {
     // The clip binds: the whole model's first gradient norm is above it.
     const DecoderConfig c = Small(false);
     Decoder model(c, 2, 7);
-    model.ForwardTrain(MakeBatch(c, 2, 200).batch);
+    model.ForwardTrain(RandomTokenBatch(c, 2, 200).batch);
     model.Backward();
     double squares = 0.0;
     for (const float g : model.GradientsToHost()) squares += static_cast<double>(g) * g;
@@ -210,36 +203,6 @@ TEST(DecoderTensorParallel, ClipsByTheGlobalNormOverTheTensorRanks) {
   EXPECT_LT(ClippedStepsError(true), 2e-5);
   // Each rank's own norm steps differently: the comparison can fail.
   if (g_comm->world_size() > 1) EXPECT_GT(ClippedStepsError(false), 1e-3);
-}
-
-// Every adapter's values (or gradients) on this rank against this rank's
-// part of one process's: the largest difference relative to the largest
-// entry.
-double WorstAdapterError(const Decoder& parallel, const std::vector<float>& local,
-                         const Decoder& single, const std::vector<float>& whole) {
-  double worst = 0.0;
-  const std::vector<TensorSlice> ls = parallel.slices(), ws = single.slices();
-  size_t t = 0;  // trainable parameters: the adapters, in the same order on both
-  for (size_t i = 0; i < parallel.parameter_tensors().size(); ++i) {
-    const layers::Parameter& p = parallel.parameter_tensors()[i];
-    if (!p.trainable) continue;
-    const layers::Parameter& q = single.parameter_tensors()[i];
-    EXPECT_EQ(p.name, q.name);
-    const std::vector<float> w(whole.begin() + ws[t].offset,
-                               whole.begin() + ws[t].offset + ws[t].numel);
-    std::vector<float> want(static_cast<size_t>(ls[t].numel));
-    Decoder::TakeSlice(w, q.value.shape(), parallel.parameter_slices()[i],
-                       core::Tensor(want.data(), p.value.shape(), core::DType::kF32));
-    double scale = 1e-12, diff = 0.0;
-    for (size_t j = 0; j < want.size(); ++j) {
-      scale = std::max(scale, std::fabs(static_cast<double>(want[j])));
-      diff = std::max(diff, std::fabs(static_cast<double>(local[ls[t].offset + j]) - want[j]));
-    }
-    worst = std::max(worst, diff / scale);
-    ++t;
-  }
-  EXPECT_EQ(t, ls.size());
-  return worst;
 }
 
 // LoRA over a tensor-parallel base (fp32 so that both start from the same
@@ -256,43 +219,30 @@ void RunLoraTensorParallel(bool fused) {
   Decoder parallel(
       c, batch, Placement{.rank = comm.rank(), .world_size = comm.world_size(), .comm = &comm}, 7);
   EXPECT_EQ(
-      WorstAdapterError(parallel, parallel.ParametersToHost(), single, single.ParametersToHost()),
+      WorstSliceError(parallel, parallel.ParametersToHost(), single, single.ParametersToHost()),
       0.0);
   // B away from zero (and A moved), then each rank takes its part.
   std::vector<float> whole = single.ParametersToHost();
   for (size_t i = 0; i < whole.size(); ++i)
     whole[i] += 0.1f * (core::PhiloxUniform(17, 0, i) - 0.5f);
   single.ParametersFromHost(whole);
-  std::vector<float> local = parallel.ParametersToHost();
-  const std::vector<TensorSlice> ls = parallel.slices(), ws = single.slices();
-  size_t t = 0;
-  for (size_t i = 0; i < parallel.parameter_tensors().size(); ++i) {
-    const layers::Parameter& p = parallel.parameter_tensors()[i];
-    if (!p.trainable) continue;
-    const std::vector<float> w(whole.begin() + ws[t].offset,
-                               whole.begin() + ws[t].offset + ws[t].numel);
-    Decoder::TakeSlice(
-        w, single.parameter_tensors()[i].value.shape(), parallel.parameter_slices()[i],
-        core::Tensor(local.data() + ls[t].offset, p.value.shape(), core::DType::kF32));
-    ++t;
-  }
-  parallel.ParametersFromHost(local);
+  parallel.ParametersFromHost(ThisRanksParts(parallel, single, whole));
   for (uint64_t step = 0; step < 3; ++step) {
     SCOPED_TRACE(testing::Message() << "step " << step << " on rank " << comm.rank());
-    const OwnedBatch owned = MakeBatch(c, batch, 300 + step);
+    const OwnedBatch owned = RandomTokenBatch(c, batch, 300 + step);
     const float want = single.ForwardTrain(owned.batch);
     EXPECT_NEAR(parallel.ForwardTrain(owned.batch), want, 2e-6 * std::fabs(want));
     single.Backward();
     parallel.Backward();
     EXPECT_LT(
-        WorstAdapterError(parallel, parallel.GradientsToHost(), single, single.GradientsToHost()),
+        WorstSliceError(parallel, parallel.GradientsToHost(), single, single.GradientsToHost()),
         1e-4)
         << "adapter gradients";
     Step(single, 0.5f);
     Step(parallel, 0.5f);
   }
   EXPECT_LT(
-      WorstAdapterError(parallel, parallel.ParametersToHost(), single, single.ParametersToHost()),
+      WorstSliceError(parallel, parallel.ParametersToHost(), single, single.ParametersToHost()),
       1e-5)
       << "adapters after three steps";
   // Saved whole from the split model (the parts gathered, rank 0 writing),
@@ -307,7 +257,7 @@ void RunLoraTensorParallel(bool fused) {
   comm.Barrier();
   Decoder one(c, batch, 9);
   ASSERT_TRUE(one.LoadLoraAdapters(dir).ok());
-  EXPECT_EQ(WorstAdapterError(parallel, parallel.ParametersToHost(), one, one.ParametersToHost()),
+  EXPECT_EQ(WorstSliceError(parallel, parallel.ParametersToHost(), one, one.ParametersToHost()),
             0.0);
   Decoder again(c, batch,
                 Placement{.rank = comm.rank(), .world_size = comm.world_size(), .comm = &comm}, 9);

@@ -14,11 +14,11 @@ import os
 import sys
 
 import torch
-import torch.nn.functional as F
 from transformers import GPT2Config, GPT2LMHeadModel
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 from safetensors_io import read, write  # noqa: E402
+from oracle_pass import forward_backward_record  # noqa: E402
 
 
 def theirs_from_ours(ours, layers):
@@ -77,18 +77,8 @@ def main():
     model.load_state_dict(theirs_from_ours(read(weights_path), layers), strict=True)
     batch = read(batch_path)
     tokens, labels = batch["tokens"].long(), batch["labels"].long()
-    result = {}
-    for prefix, dtype in (("", torch.float32), ("f64/", torch.float64)):
-        model = model.to(dtype)
-        model.zero_grad()
-        logits = model(input_ids=tokens).logits
-        loss = F.cross_entropy(logits.reshape(-1, vocab), labels.reshape(-1))
-        loss.backward()
-        result[prefix + "logits"] = logits.detach().reshape(-1, vocab)
-        result[prefix + "loss"] = loss.detach().reshape(1)
-        for name, g in grads_as_ours(model, layers, hidden).items():
-            result[prefix + "grad/" + name] = g
-    write(out_path, result)
+    write(out_path, forward_backward_record(model, tokens, labels, vocab,
+                                            lambda m: grads_as_ours(m, layers, hidden)))
 
 
 if __name__ == "__main__":

@@ -18,11 +18,11 @@ import os
 import sys
 
 import torch
-import torch.nn.functional as F
 from transformers import LlamaConfig, LlamaForCausalLM
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 from safetensors_io import read, write  # noqa: E402
+from oracle_pass import forward_backward_record  # noqa: E402
 
 
 def llama3_inv_freq(head_dim, theta, factor, low, high, original):
@@ -60,19 +60,15 @@ def main():
     inv = llama3_inv_freq(hidden // heads, theta, factor, low, high, original)
     batch = read(batch_path)
     tokens, labels = batch["tokens"].long(), batch["labels"].long()
-    result = {"inv_freq": torch.tensor(inv, dtype=torch.float64)}
-    for prefix, dtype in (("", torch.float32), ("f64/", torch.float64)):
-        model = model.to(dtype)
-        for layer in model.model.layers:
+
+    def scaled_rotary(m):
+        for layer in m.model.layers:
             layer.self_attn.rotary_emb.inv_freq = torch.tensor(inv, dtype=torch.float32)
-        model.zero_grad()
-        logits = model(input_ids=tokens).logits
-        loss = F.cross_entropy(logits.reshape(-1, vocab), labels.reshape(-1))
-        loss.backward()
-        result[prefix + "logits"] = logits.detach().reshape(-1, vocab)
-        result[prefix + "loss"] = loss.detach().reshape(1)
-        for name, p in model.named_parameters():
-            result[prefix + "grad/" + name] = p.grad.clone()
+
+    result = forward_backward_record(
+        model, tokens, labels, vocab,
+        lambda m: {name: p.grad.clone() for name, p in m.named_parameters()}, scaled_rotary)
+    result["inv_freq"] = torch.tensor(inv, dtype=torch.float64)
     write(out_path, result)
 
 

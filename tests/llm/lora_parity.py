@@ -17,12 +17,12 @@ import os
 import sys
 
 import torch
-import torch.nn.functional as F
 from peft import PeftModel
 from transformers import LlamaConfig, LlamaForCausalLM
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 from safetensors_io import read, write  # noqa: E402
+from oracle_pass import forward_backward_record  # noqa: E402
 
 
 class Part(torch.nn.Module):
@@ -67,22 +67,17 @@ def main():
     model = PeftModel.from_pretrained(model, adapters, is_trainable=True).train()
     batch = read(batch_path)
     tokens, labels = batch["tokens"].long(), batch["labels"].long()
-    result = {}
-    for prefix, dtype in (("", torch.float32), ("f64/", torch.float64)):
-        model = model.to(dtype)
-        model.zero_grad()
-        logits = model(input_ids=tokens).logits
-        loss = F.cross_entropy(logits.reshape(-1, vocab), labels.reshape(-1))
-        loss.backward()
-        result[prefix + "logits"] = logits.detach().reshape(-1, vocab)
-        result[prefix + "loss"] = loss.detach().reshape(1)
-        for name, p in model.named_parameters():
+
+    def adapter_gradients(m):
+        grads = {}
+        for name, p in m.named_parameters():
             if p.grad is None:
                 continue
             assert ".lora_" in name, f"a base parameter was trained: {name}"
-            ours = name.removeprefix("base_model.model.").replace(".default", "")
-            result[prefix + "grad/" + ours] = p.grad.clone()
-    write(out_path, result)
+            grads[name.removeprefix("base_model.model.").replace(".default", "")] = p.grad.clone()
+        return grads
+
+    write(out_path, forward_backward_record(model, tokens, labels, vocab, adapter_gradients))
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@
 #include "reference/optim/schedules.h"
 #include "reference/trainer/trainer.h"
 #include "tests/core/parity_util.h"
+#include "tests/llm/token_batch.h"
 
 #ifndef MLPERF_SOURCE_DIR
 #error "MLPERF_SOURCE_DIR must point at the repository root"
@@ -54,18 +55,6 @@ DecoderConfig Small(bool fused, core::DType frozen) {
           .frozen_dtype = frozen};
 }
 
-OwnedBatch MakeBatch(const DecoderConfig& c, int64_t batch, uint64_t seed) {
-  OwnedBatch owned;
-  int32_t* tokens = owned.Add({batch, c.seq_len}, core::DType::kI32).as<int32_t>();
-  int32_t* labels = owned.Add({batch, c.seq_len}, core::DType::kI32).as<int32_t>();
-  for (int64_t i = 0; i < batch * c.seq_len; ++i) {
-    tokens[i] = static_cast<int32_t>(core::PhiloxBits(seed, 0, i) % c.vocab_size);
-    labels[i] = static_cast<int32_t>(core::PhiloxBits(seed, 1, i) % c.vocab_size);
-  }
-  owned.batch.count = batch;
-  return owned;
-}
-
 // Adapters (B too, zero at initialisation) and norm scales away from their
 // starting values, so that every path is seen.
 void Perturb(Decoder& model) {
@@ -92,7 +81,7 @@ void RunPeftParity(bool fused) {
   const DecoderConfig c = Small(fused, core::DType::kF32);
   Decoder model(c, 2, 5);
   Perturb(model);
-  const OwnedBatch owned = MakeBatch(c, 2, 7);
+  const OwnedBatch owned = RandomTokenBatch(c, 2, 7);
   const std::string weights = TempPath("lora_w"), adapters = TempPath("lora_a");
   const std::string batch = TempPath("lora_x"), out = TempPath("lora_out");
   ASSERT_TRUE(model.SaveSafetensors(weights).ok());
@@ -152,7 +141,8 @@ TEST(LoraTest, TrainingChangesTheAdaptersAloneAndTheBaseStaysBitForBit) {
           optim::AdamOptions{.weight_decay = 1e-4f, .decoupled = true, .max_grad_norm = 0.3f},
           model.slices()),
       std::make_unique<optim::ConstantRate>(1e-2), {}, *one);
-  for (uint64_t step = 0; step < 3; ++step) trainer.TrainStep(MakeBatch(c, 2, 10 + step).batch);
+  for (uint64_t step = 0; step < 3; ++step)
+    trainer.TrainStep(RandomTokenBatch(c, 2, 10 + step).batch);
   EXPECT_EQ(model.FrozenToHost(), base) << "the frozen base changed";
   const std::vector<float> after = model.ParametersToHost();
   int64_t changed = 0;
@@ -176,7 +166,7 @@ TEST(LoraTest, ABf16BaseComputesAsItsFp32Widening) {
   std::remove(weights.c_str());
   fs::remove_all(adapters, ec);
   EXPECT_EQ(fp32.ParametersToHost(), bf16.ParametersToHost()) << "the adapters round-trip";
-  const OwnedBatch owned = MakeBatch(narrow, 2, 9);
+  const OwnedBatch owned = RandomTokenBatch(narrow, 2, 9);
   EXPECT_EQ(bf16.ForwardTrain(owned.batch), fp32.ForwardTrain(owned.batch));
   EXPECT_EQ(bf16.ToHost(bf16.logits()), fp32.ToHost(fp32.logits()));
   bf16.Backward();
@@ -194,7 +184,7 @@ TEST(LoraTest, RecomputationReplaysTheDropoutMasks) {
   Perturb(kept);
   Perturb(rebuilt);
   for (uint64_t step = 0; step < 2; ++step) {
-    const OwnedBatch owned = MakeBatch(c, 2, 40 + step);
+    const OwnedBatch owned = RandomTokenBatch(c, 2, 40 + step);
     EXPECT_EQ(kept.ForwardTrain(owned.batch), rebuilt.ForwardTrain(owned.batch));
     kept.Backward();
     rebuilt.Backward();
@@ -209,7 +199,7 @@ TEST(LoraTest, DropoutTrainsOnlyAndEvaluationIsTheUndroppedModel) {
   Decoder dropped(c, 2, 5);
   Perturb(plain);
   Perturb(dropped);
-  const OwnedBatch owned = MakeBatch(c, 2, 9);
+  const OwnedBatch owned = RandomTokenBatch(c, 2, 9);
   const MetricSums a = plain.EvaluateBatch(owned.batch), b = dropped.EvaluateBatch(owned.batch);
   EXPECT_EQ(a.numerator, b.numerator);
   EXPECT_NE(plain.ForwardTrain(owned.batch), dropped.ForwardTrain(owned.batch));

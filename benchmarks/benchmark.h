@@ -92,6 +92,12 @@ class BenchmarkSetup {
                                                                  int rank) const = 0;
   // The benchmark's part of the package README (recipe, data, labels).
   virtual std::string ReadmeSection() const = 0;
+  // On every rank after run `run`'s run_stop (untimed): what the benchmark
+  // keeps of the trained model, e.g. the LoRA adapters; nothing by default.
+  // `data_rank`: this process's data-parallel rank.
+  virtual absl::Status AfterRun(const models::Model&, int /*run*/, int /*data_rank*/) const {
+    return absl::OkStatus();
+  }
 
  protected:
   RunPlan plan_;

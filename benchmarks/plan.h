@@ -82,6 +82,10 @@ struct Schedule {
   // With interval_samples: > 1 logs epochs as tokens, samples x this
   // (GPT-3's epoch_num: tokens trained since the starting checkpoint).
   int64_t tokens_per_sample = 1;
+  // Whether the intervals are logged as epoch_start/epoch_stop too; false:
+  // blocks and evaluations only (the LoRA reference's log, which its
+  // oldest ruleset, 4.0.0, needs: there an epoch line needs epoch_num).
+  bool epoch_lines = true;
 
   bool is_eval_epoch(int epoch) const {
     return epoch >= first_eval_epoch && (epoch - first_eval_epoch) % eval_every_epochs == 0;

@@ -33,12 +33,13 @@ std::string BenchmarkRegistry::Names() const {
   return names;
 }
 
-const Benchmark* BenchmarkRegistry::FlagOwner(const std::string& name) const {
+std::vector<const Benchmark*> BenchmarkRegistry::FlagOwners(const std::string& name) const {
+  std::vector<const Benchmark*> owners;
   for (const std::unique_ptr<Benchmark>& b : benchmarks_) {
     const std::vector<std::string>& flags = b->info().flags;
-    if (std::find(flags.begin(), flags.end(), name) != flags.end()) return b.get();
+    if (std::find(flags.begin(), flags.end(), name) != flags.end()) owners.push_back(b.get());
   }
-  return nullptr;
+  return owners;
 }
 
 }  // namespace mlperf::benchmarks

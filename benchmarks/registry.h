@@ -22,8 +22,9 @@ class BenchmarkRegistry {
   // Registered names, in registration order, comma separated: for --help and errors.
   std::string Names() const;
   const std::vector<std::unique_ptr<Benchmark>>& benchmarks() const { return benchmarks_; }
-  // The registered benchmark that declares flag `name` (BenchmarkInfo::flags), or nullptr.
-  const Benchmark* FlagOwner(const std::string& name) const;
+  // The registered benchmarks that declare flag `name` (BenchmarkInfo::flags;
+  // several may share one), in registration order.
+  std::vector<const Benchmark*> FlagOwners(const std::string& name) const;
 
  private:
   std::vector<std::unique_ptr<Benchmark>> benchmarks_;

@@ -10,6 +10,7 @@
 #include "base/files.h"
 #include "base/flags.h"
 #include "fmt/format.h"
+#include "fmt/ranges.h"
 
 ABSL_FLAG(std::string, bench, "", "benchmark to run (see the list above); empty = the default one");
 ABSL_FLAG(bool, list, false, "print the registered benchmarks, one name per line, and exit");
@@ -155,7 +156,8 @@ absl::Status Validate(const RunnerOptions& o) {
 std::vector<std::string_view> BenchmarkFlagNames(const BenchmarkRegistry& registry) {
   std::vector<std::string_view> names;
   for (const std::unique_ptr<benchmarks::Benchmark>& b : registry.benchmarks())
-    for (const std::string& flag : b->info().flags) names.push_back(flag);
+    for (const std::string& flag : b->info().flags)
+      if (std::find(names.begin(), names.end(), flag) == names.end()) names.push_back(flag);
   return names;
 }
 
@@ -247,11 +249,13 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv,
   // A benchmark's own flags reach it as typed; one of another benchmark's is
   // a mistake worth naming.
   for (const std::string& name : parsed->given) {
-    const benchmarks::Benchmark* owner = registry.FlagOwner(name);
-    if (owner == nullptr) continue;
-    if (owner->info().name != o.benchmark) {
-      return absl::InvalidArgumentError(
-          fmt::format("--{}: a flag of {}, not of {}", name, owner->info().name, o.benchmark));
+    const std::vector<const benchmarks::Benchmark*> owners = registry.FlagOwners(name);
+    if (owners.empty()) continue;
+    std::vector<std::string> owner_names;
+    for (const benchmarks::Benchmark* b : owners) owner_names.push_back(b->info().name);
+    if (std::find(owner_names.begin(), owner_names.end(), o.benchmark) == owner_names.end()) {
+      return absl::InvalidArgumentError(fmt::format("--{}: a flag of {}, not of {}", name,
+                                                    fmt::join(owner_names, " and "), o.benchmark));
     }
     o.flags[name] = absl::FindCommandLineFlag(name)->CurrentValue();
   }

@@ -182,8 +182,10 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
       in_block = true;
       block_first = epoch;
     }
-    log.Start(key::kEpochStart, nullptr,
-              schedule.samples_count ? schedule.At(epoch - 1) : schedule.At(epoch));
+    if (schedule.epoch_lines) {
+      log.Start(key::kEpochStart, nullptr,
+                schedule.samples_count ? schedule.At(epoch - 1) : schedule.At(epoch));
+    }
     const Clock::time_point epoch_start = Clock::now();
     for (int64_t step = 0; step < schedule.steps_in(epoch); ++step) {
       for (int m = 0; m < accumulation; ++m) {
@@ -204,7 +206,7 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
     const double samples_per_second =
         static_cast<double>(schedule.steps_in(epoch) * plan.global_batch_size) /
         Seconds(epoch_start);
-    log.End(key::kEpochStop, nullptr, schedule.At(epoch));
+    if (schedule.epoch_lines) log.End(key::kEpochStop, nullptr, schedule.At(epoch));
     log.Event("throughput", samples_per_second, schedule.At(epoch));
     out.epochs = epoch;
     // A log that lost lines (a full disk) ends the run now, not at run_stop.
@@ -250,6 +252,11 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
   out.seconds = Seconds(run_start);
   progress.RunFinished(request.run, out.epochs, out.seconds, reached);
   if (absl::Status s = log.status(); !s.ok()) {
+    out.status = RunStatus::kFailed;
+    out.error = s;
+    return out;
+  }
+  if (absl::Status s = setup.AfterRun(*model, request.run, data_comm.rank()); !s.ok()) {
     out.status = RunStatus::kFailed;
     out.error = s;
   }

@@ -249,6 +249,9 @@ bench bert_step 120 "$bin/bert_gpu_bench" 8 5 fp32,bf16
 # Llama 3.1 8B layers at sequence 8192 against PyTorch's SDPA: tokens/s and
 # model-FLOPs utilisation (issue 45's goal: 1.2x PyTorch, 40% MFU).
 bench llama_layers 150 "$bin/llama_gpu_bench" 4 8192 5 bf16,fp32
+# Llama 2 70B-shaped layers fine-tuned with LoRA at sequence 8192 in bf16
+# against the same step in PyTorch with SDPA (issue 46).
+bench llama2_lora_layers 150 "$bin/llama_gpu_bench" 2 8192 5 bf16 lora
 # bf16 only: fp32 NCDHW's profile alone outlasts the limit (run 4), and the
 # PyTorch peer comes after it.
 bench unet3d_step 240 "$bin/unet3d_gpu_bench" 7 5 auto 128,192,192 bf16

@@ -114,3 +114,8 @@ pip_pinned /usr/bin/python3 zarr 2.18.2 "for /usr/bin/python3"
 # huggingface_hub with transformers) is there.
 PIP_EXTRA=--no-deps pip_pinned /usr/bin/python3 accelerate 0.29.3 "for /usr/bin/python3"
 PIP_EXTRA=--no-deps pip_pinned /usr/bin/python3 peft 0.10.0 "for /usr/bin/python3"
+# pyarrow: the Parquet reader of scripts/convert_govreport.py (the LoRA
+# benchmark's data ships as Parquet; no Parquet library is packaged for the
+# C++ build), and the writer of its tests' Parquet files (a release that
+# runs with Debian's NumPy 1.24).
+pip_pinned /usr/bin/python3 pyarrow 17.0.0 "for /usr/bin/python3"

@@ -10,17 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "absl/flags/flag.h"
+#include "benchmarks/decoder_fit.h"
 #include "benchmarks/llama31_8b/setup.h"
 #include "benchmarks/rcp_recipes.h"
 #include "fmt/format.h"
 #include "reference/kernels/dispatch.h"
-#include "reference/models/decoder_memory.h"
-
-ABSL_FLAG(bool, recompute, false,
-          "llama31_8b: recompute each layer's activations in the backward (Megatron's full "
-          "recomputation), one layer's in memory; the memory plan turns it on by itself where "
-          "only it fits");
 
 namespace mlperf::benchmarks::llama31_8b {
 namespace {
@@ -58,67 +52,6 @@ absl::Status RcpRecipe(int world_size, RunPlan& plan, Recipe& recipe) {
             .warmup_steps = static_cast<int64_t>(
                 std::ceil(*warmup / static_cast<double>(chosen->global_batch_size)))};
   return absl::OkStatus();
-}
-
-// The memory plan of the full model before anything is allocated: what this
-// run_closed runs (the model split over plan.tensor_parallel processes, or
-// whole on each; AdamW's state split over the data-parallel ranks on the
-// CPU, whole on each GPU) against a process's memory (its GPU's, or its
-// share of the host's): as it is, else (or with --recompute) recomputing
-// activations (which sets member.recompute), the rank's batch split into
-// micro-batches where that makes it fit; else refused, naming a layout that
-// would fit.
-absl::Status FitMemory(models::DecoderConfig& member, int world_size, int64_t limit,
-                       RunPlan& plan) {
-  const auto layout = [&](int64_t micro_batch, bool recompute) {
-    return models::DecoderLayout{
-        .tp = plan.tensor_parallel,
-        .dp = world_size,
-        .micro_batch = micro_batch,
-        .distributed_optimizer =
-            plan.options.gpus == 0 && (world_size > 1 || plan.tensor_parallel > 1),
-        .recompute = recompute};
-  };
-  for (const bool recompute : {false, true}) {
-    if (member.recompute && !recompute) continue;  // --recompute
-    RunPlan fitted = plan;
-    if (FitMicroBatch(
-            [&](int64_t b) {
-              return models::PlanDecoderMemory(member, layout(b, recompute)).total();
-            },
-            limit, fitted)
-            .ok()) {
-      plan = std::move(fitted);
-      member.recompute = recompute;
-      return absl::OkStatus();
-    }
-  }
-  constexpr double kGiB = 1 << 30;
-  const models::DecoderPlan ours{.layout = layout(1, false),
-                                 .memory = models::PlanDecoderMemory(member, layout(1, false))};
-  std::vector<models::DecoderPlan> tried;
-  absl::StatusOr<models::DecoderPlan> fits =
-      models::ChooseDecoderLayout(member, plan.processes(), 1, limit, &tried);
-  std::string alternative;
-  if (fits.ok() && plan.options.gpus == 0) {
-    alternative = fmt::format("{} ({:.1f} GiB) fits: pass --tensor_parallel {}",
-                              models::DescribeDecoderPlan(*fits),
-                              static_cast<double>(fits->memory.total()) / kGiB, fits->layout.tp);
-  } else if (!fits.ok()) {
-    alternative = std::string(fits.status().message());
-  } else {
-    alternative = fmt::format(
-        "the plan's first layout that fits is {} ({:.1f} GiB), and the runs split the model on "
-        "the CPU only yet",
-        models::DescribeDecoderPlan(*fits), static_cast<double>(fits->memory.total()) / kGiB);
-  }
-  const int64_t recomputing = models::PlanDecoderMemory(member, layout(1, true)).total();
-  return absl::ResourceExhaustedError(fmt::format(
-      "llama31_8b needs {:.1f} GiB per {} ({}), {:.1f} recomputing activations, one has {:.1f} "
-      "GiB; {}",
-      static_cast<double>(ours.memory.total()) / kGiB, plan.options.gpus > 0 ? "GPU" : "process",
-      models::DescribeDecoderPlan(ours), static_cast<double>(recomputing) / kGiB,
-      static_cast<double>(limit) / kGiB, alternative));
 }
 
 class Llama31Benchmark final : public Benchmark {
@@ -216,8 +149,8 @@ class Llama31Benchmark final : public Benchmark {
     member.recompute =
         options.flags.contains("recompute") && options.flags.at("recompute") == "true";
     if (!plan.small) {
-      if (absl::Status s = FitMemory(
-              member, world_size,
+      if (absl::Status s = FitDecoderMemory(
+              "llama31_8b", member, world_size,
               options.gpus > 0 ? ops::DeviceMemoryTotalBytes() : share.memory_bytes, plan);
           !s.ok())
         return s;

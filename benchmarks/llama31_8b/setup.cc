@@ -4,12 +4,12 @@
 #include <utility>
 
 #include "base/files.h"
+#include "benchmarks/decoder_fit.h"
 #include "benchmarks/readme.h"
 #include "fmt/format.h"
 #include "logging/mllog_keys.h"
 #include "reference/dist/communicator.h"
 #include "reference/optim/adam.h"
-#include "reference/optim/distributed_optimizer.h"
 
 namespace mlperf::benchmarks::llama31_8b {
 
@@ -73,31 +73,16 @@ std::unique_ptr<optim::Optimizer> Llama31Setup::MakeOptimizer(const models::Mode
 
 std::unique_ptr<optim::Optimizer> Llama31Setup::MakeOptimizerFor(
     const models::Model& model, dist::Communicator& data_comm) const {
-  // The distributed optimizer's collectives run on the CPU's communicators
-  // only so far (NCCL's have not run). A tensor-parallel model always takes
-  // it: its clip sums the norm over the tensor-parallel ranks.
-  const auto* decoder = dynamic_cast<const models::Decoder*>(&model);
-  const bool split = decoder != nullptr && decoder->tensor_parallel() > 1;
-  if ((data_comm.world_size() == 1 && !split) || plan_.options.gpus > 0)
-    return MakeOptimizer(model);
-  optim::TensorParallelNorm tensor;
-  if (split) {
-    tensor.comm = decoder->tensor_comm();
-    const std::vector<TensorSlice> slices = model.slices();
-    for (size_t i = 0; i < slices.size(); ++i)
-      if (decoder->parameter_slices()[i].dim < 0) tensor.replicated.push_back(slices[i]);
-  }
-  return std::make_unique<optim::DistributedOptimizer>(
-      data_comm, model.slices(), 1.0f,
-      [](std::vector<TensorSlice> shard) {
+  std::unique_ptr<optim::Optimizer> distributed = DistributedDecoderOptimizer(
+      model, data_comm, plan_.options.gpus > 0, 1.0f, [](std::vector<TensorSlice> shard) {
         return std::make_unique<optim::Adam>(optim::AdamOptions{.beta1 = 0.9f,
                                                                 .beta2 = 0.95f,
                                                                 .epsilon = 1e-5f,
                                                                 .weight_decay = 0.1f,
                                                                 .decoupled = true},
                                              std::move(shard));
-      },
-      std::move(tensor));
+      });
+  return distributed != nullptr ? std::move(distributed) : MakeOptimizer(model);
 }
 
 std::unique_ptr<optim::LearningRateSchedule> Llama31Setup::MakeSchedule() const {

@@ -43,7 +43,12 @@ void CausalSelfAttention::Allocate(const CausalAttentionShape& s, const std::str
       k_lora_.Allocate(rows, s.hidden, kv_width, with_seed(1), name + ".k_proj", arenas, registry);
       v_lora_.Allocate(rows, s.hidden, kv_width, with_seed(2), name + ".v_proj", arenas, registry);
     }
-    o_lora_.Allocate(rows, width, s.hidden, with_seed(3), name + ".o_proj", arenas, registry);
+    LoraParams o = with_seed(3);
+    if (s.all_heads > 0) {
+      o.first_col = s.first_head * s.head_dim;
+      o.full_in = s.all_heads * s.head_dim;
+    }
+    o_lora_.Allocate(rows, width, s.hidden, o, name + ".o_proj", arenas, registry);
   }
   core::Arena& a = *arenas.activations;
   const core::Shape heads{s.batch, s.heads, s.seq, s.head_dim};

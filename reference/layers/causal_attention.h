@@ -36,6 +36,9 @@ struct CausalAttentionShape {
   // plus its index (0 to 3).
   LoraParams lora;
   bool fused_qkv = true;
+  // Under tensor parallelism: this rank's first head of all_heads (o_proj's
+  // adapter reads those heads' columns; 0 all_heads: the rank has them all).
+  int64_t first_head = 0, all_heads = 0;
 };
 
 class CausalSelfAttention {

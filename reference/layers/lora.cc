@@ -41,6 +41,10 @@ void LoraAdapter::Allocate(int64_t rows, int64_t in, int64_t out, const LoraPara
   dx_part_ = acts.Allocate({rows, in});
 }
 
+core::Tensor LoraAdapter::Rows(const core::Tensor& t) const {
+  return core::Tensor(t.data(), {t.numel() / in_, in_}, t.dtype(), t.device());
+}
+
 void LoraAdapter::Forward(const core::Tensor& x, std::span<const core::Tensor> outputs, bool train,
                           bool replay) {
   const int64_t rows = x.numel() / in_, r = p_.rank;
@@ -49,7 +53,8 @@ void LoraAdapter::Forward(const core::Tensor& x, std::span<const core::Tensor> o
   if (dropped_) {
     MLPERF_CHECK(!replay || forwards_ > 0);
     const uint64_t stream = replay ? forwards_ - 1 : forwards_++;
-    ops::DropoutForward(p_.dropout, p_.seed, stream, x, xd_, nullptr);
+    ops::DropoutWindow(p_.dropout, p_.seed, stream, Rows(x), Rows(xd_), p_.first_row,
+                       p_.full_in > 0 ? p_.full_in : in_, p_.first_col);
   }
   Gemm(x, false, true, rows, r, in_, 1.0f, input.f32(), a_.f32(), 0.0f, t_.f32());
   int64_t row = 0;  // of B
@@ -79,7 +84,8 @@ void LoraAdapter::Backward(const core::Tensor& x, std::span<const core::Tensor> 
   if (dx.empty()) return;
   Gemm(x, false, false, rows, in_, r, 1.0f, dt_.f32(), a_.f32(), 0.0f, dx_part_.f32());
   if (dropped_)
-    ops::DropoutBackward(p_.dropout, p_.seed, forwards_ - 1, dx_part_, dx_part_, nullptr);
+    ops::DropoutWindow(p_.dropout, p_.seed, forwards_ - 1, Rows(dx_part_), Rows(dx_part_),
+                       p_.first_row, p_.full_in > 0 ? p_.full_in : in_, p_.first_col);
   ops::Accumulate(dx_part_, dx);
 }
 

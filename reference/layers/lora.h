@@ -23,6 +23,11 @@ struct LoraParams {
   // (seed, the forward's count); 0 in evaluation.
   float dropout = 0.0f;
   uint64_t seed = 0;
+  // Where this rank's input lies in one process's: its first row (a data
+  // shard's, samples x tokens) and its first column of full_in (a
+  // tensor-parallel slice's; 0: the input is whole), so that every layout
+  // draws one process's dropout masks.
+  int64_t first_row = 0, first_col = 0, full_in = 0;
 };
 
 class LoraAdapter {
@@ -46,6 +51,9 @@ class LoraAdapter {
   const core::Tensor& b_grad() const { return db_; }
 
  private:
+  // t as [rows, in], the dropout's window.
+  core::Tensor Rows(const core::Tensor& t) const;
+
   LoraParams p_;
   float scale_ = 1.0f;
   int64_t in_ = 0, out_ = 0;

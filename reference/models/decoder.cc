@@ -240,7 +240,9 @@ void Decoder::Build(const layers::ModelArenas& a) {
                               .rotary = c.learned_positions == 0,
                               .query_block = c.attention_block,
                               .lora = lora,
-                              .fused_qkv = c.lora_fused_qkv},
+                              .fused_qkv = c.lora_fused_qkv,
+                              .first_head = tp_rank_ * (c.heads / tp_),
+                              .all_heads = c.heads},
                              name + ".self_attn", lin, &registry_);
     // q, k, v by output rows, o by input columns (no biases: tensor
     // parallelism with biases is refused); the adapters after them whole.
@@ -432,6 +434,18 @@ void Decoder::Upload(const Batch& batch) {
   }
 }
 
+std::vector<TensorSlice> Decoder::ReplicatedSlices() const {
+  const std::vector<TensorSlice> trainable = slices();
+  std::vector<TensorSlice> whole;
+  size_t k = 0;  // trainable parameters come in registry order
+  for (size_t i = 0; i < registry_.parameters.size(); ++i) {
+    if (!registry_.parameters[i].trainable) continue;
+    if (slices_[i].dim < 0) whole.push_back(trainable[k]);
+    ++k;
+  }
+  return whole;
+}
+
 int64_t Decoder::CountedLabels(const Batch& batch, int64_t samples) const {
   if (batch.inputs.empty()) return samples * config_.seq_len;  // synthetic: every label
   const int32_t* labels = batch.inputs[1].as<int32_t>();
@@ -509,8 +523,43 @@ void Decoder::ForwardTrainAsync(const Batch& batch) {
   Forward(/*train=*/true);
   // The mean over the labels that count (a batch of masked prompts alone:
   // loss and gradients 0).
+  if (config_.sample_mean_loss) {
+    ops::Fill(loss_, 0.0f);
+    SampleLosses(batch, batch_size(), static_cast<float>(batch_size()), /*train=*/true);
+    return;
+  }
   const int64_t counted = CountedLabels(batch, batch_size());
   Losses(static_cast<float>(std::max<int64_t>(1, counted)), logits_, labels_, loss_, dlogits_);
+}
+
+std::vector<std::pair<double, int64_t>> Decoder::SampleLosses(const Batch& batch, int64_t samples,
+                                                              float samples_normalizer,
+                                                              bool train) {
+  const int64_t s = config_.seq_len, vocab = logits_.dim(1);
+  const int32_t* host_labels = batch.inputs.empty() ? nullptr : batch.inputs[1].as<int32_t>();
+  std::vector<std::pair<double, int64_t>> sums;
+  for (int64_t b = 0; b < samples; ++b) {
+    const int64_t counted = host_labels == nullptr
+                                ? s
+                                : std::count_if(host_labels + b * s, host_labels + (b + 1) * s,
+                                                [](int32_t l) { return l != ops::kIgnoreLabel; });
+    const auto rows = [&](const Tensor& t, int64_t width, DType type) {
+      return Tensor(static_cast<char*>(t.data()) + b * s * width * core::DTypeSize(type),
+                    width > 1 ? core::Shape{s, width} : core::Shape{s}, type, device());
+    };
+    const Tensor logits = rows(logits_, vocab, DType::kF32);
+    const Tensor labels = rows(labels_, 1, DType::kI32);
+    const Tensor dlogits = rows(dlogits_, vocab, DType::kF32);
+    const float normalizer =
+        train ? static_cast<float>(std::max<int64_t>(1, counted)) * samples_normalizer : 1.0f;
+    Losses(normalizer, logits, labels, loss_sum_, dlogits);
+    if (train) {
+      ops::Accumulate(loss_sum_, loss_);
+    } else {
+      sums.emplace_back(ToHost(loss_sum_)[0], counted);
+    }
+  }
+  return sums;
 }
 
 void Decoder::Backward() {
@@ -569,6 +618,15 @@ MetricSums Decoder::EvaluateBatch(const Batch& batch) {
   const Tensor logits(logits_.data(), {rows, vocab}, DType::kF32, device());
   const Tensor labels(labels_.data(), {rows}, DType::kI32, device());
   const Tensor dlogits(dlogits_.data(), {rows, vocab}, DType::kF32, device());
+  if (config_.sample_mean_loss) {
+    MetricSums sums;
+    for (const auto& [sum, counted] : SampleLosses(batch, batch.count, 1.0f, /*train=*/false)) {
+      if (counted == 0) continue;  // nothing to summarise: no mean
+      sums.numerator += sum / static_cast<double>(counted);
+      sums.denominator += 1;
+    }
+    return sums;
+  }
   Losses(1.0f, logits, labels, loss_sum_, dlogits);
   return {.numerator = ToHost(loss_sum_)[0],
           .denominator = static_cast<double>(CountedLabels(batch, batch.count))};

@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -87,10 +88,17 @@ struct DecoderConfig {
   // on the attention's projections (lora_fused_qkv: one over q, k and v, the
   // MLPerf reference's qkv_proj, else one each; and o_proj), the base
   // frozen: its linear layers' weights stored in frozen_dtype, the
-  // embedding and norm scales in fp32. lora.seed: the dropout streams'.
+  // embedding and norm scales in fp32. lora.seed: the dropout streams';
+  // lora.first_row: a data-parallel rank's first row in one process's batch
+  // (its first sample x seq_len), so that it draws that process's masks.
   layers::LoraParams lora;
   bool lora_fused_qkv = true;
   core::DType frozen_dtype = core::DType::kBF16;
+  // The loss as the mean over samples of each sample's mean over its counted
+  // labels (transformers' Trainer with one sample per device: the LoRA
+  // reference's), instead of the mean over every counted label of the
+  // batch; the evaluation then sums the samples' means over samples.
+  bool sample_mean_loss = false;
   core::Device device = core::Device::kCpu;
 };
 
@@ -147,7 +155,17 @@ class Decoder final : public Model {
   // rank reads its slices. Every parameter must be there with its whole
   // shape; an error names the file and the tensor, and leaves the model as
   // it was. (decoder_checkpoint.cc)
+  // A layer's q_proj, k_proj and v_proj missing from the checkpoint are
+  // read from its fused self_attn.qkv_proj.weight instead, their rows one
+  // after the other (the MLPerf LoRA reference's fused-qkv Llama 2).
   absl::Status LoadHuggingFace(const std::string& path);
+  // The inverse, as save_pretrained leaves a sharded checkpoint: shards
+  // model-0000K-of-0000N.safetensors of at most about `shard_bytes` each in
+  // `dtype` (F32 or BF16), model.safetensors.index.json and config.json (a
+  // LlamaConfig), in a folder that must not exist yet. The Llama parts on
+  // one rank, without adapters (a base checkpoint).
+  absl::Status SaveHuggingFace(const std::string& dir, core::DType dtype,
+                               int64_t shard_bytes) const;
   // The weights of a Megatron GPT checkpoint in its distributed Zarr form
   // (the GPT-3 reference's: a folder per tensor, the layers' tensors stacked
   // on a first dimension, queries, keys and values in one projection with
@@ -177,7 +195,9 @@ class Decoder final : public Model {
   void ForwardTrainAsync(const Batch& batch) override;
   void Backward() override;
   // The evaluation's log perplexity as sums: the cross-entropy summed over
-  // the first batch.count samples' counted labels, and their count.
+  // the first batch.count samples' counted labels, and their count (with
+  // sample_mean_loss: the samples' mean cross-entropies summed, and the
+  // samples with a counted label).
   MetricSums EvaluateBatch(const Batch& batch) override;
   OwnedBatch SyntheticBatch() const override;
 
@@ -198,6 +218,9 @@ class Decoder final : public Model {
     int64_t first() const { return part * (full / parts); }
   };
   const std::vector<Slice>& parameter_slices() const { return slices_; }
+  // Of slices() (the trainable parameters), those every tensor-parallel
+  // rank holds whole: what a global gradient norm counts once.
+  std::vector<TensorSlice> ReplicatedSlices() const;
   // This rank's slice `s` (of shape `local`) of a whole 1-D or 2-D tensor
   // `full` of shape `whole`.
   static void TakeSlice(const std::vector<float>& full, const core::Shape& whole, const Slice& s,
@@ -227,6 +250,11 @@ class Decoder final : public Model {
     core::Tensor attention_sum, output_sum, swiglu;
   };
 
+  // Tensor `name` of `file` widened into `out` (whole's shape), or its
+  // rows of a fused qkv_proj.weight when `file` has no such tensor.
+  absl::Status ReadWeight(const io::SafetensorsFile& file, const std::string& name,
+                          const core::Shape& whole, std::vector<float>& out) const;
+
   struct MeasureOnly {};
   Decoder(const DecoderConfig& config, int64_t batch_size, int tp, MeasureOnly);
 
@@ -242,6 +270,11 @@ class Decoder final : public Model {
   void AllReduce(const core::Tensor& x) const;
   void Losses(float normalizer, const core::Tensor& logits, const core::Tensor& labels,
               const core::Tensor& loss, const core::Tensor& dlogits);
+  // With sample_mean_loss: sample by sample, each normalised by its own
+  // counted labels times `samples_normalizer`, into loss_sum_'s scalar per
+  // sample; returns each sample's cross-entropy sum and counted labels.
+  std::vector<std::pair<double, int64_t>> SampleLosses(const Batch& batch, int64_t samples,
+                                                       float samples_normalizer, bool train);
   void Upload(const Batch& batch);
   // The labels of the batch's first `samples` samples that are not
   // ops::kIgnoreLabel.

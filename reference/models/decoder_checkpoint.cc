@@ -62,7 +62,37 @@ absl::StatusOr<std::map<std::string, std::string>> WeightMap(const fs::path& pat
   return files;
 }
 
+// A q/k/v projection's name in a fused-qkv checkpoint, "" for any other.
+std::string FusedQkvName(const std::string& name) {
+  for (const char* part : {"q_proj.weight", "k_proj.weight", "v_proj.weight"}) {
+    const std::string suffix = std::string("self_attn.") + part;
+    if (name.size() > suffix.size() && name.ends_with(suffix))
+      return name.substr(0, name.size() - suffix.size()) + "self_attn.qkv_proj.weight";
+  }
+  return "";
+}
+
 }  // namespace
+
+absl::Status Decoder::ReadWeight(const io::SafetensorsFile& file, const std::string& name,
+                                 const core::Shape& whole, std::vector<float>& out) const {
+  const std::string fused = FusedQkvName(name);
+  if (file.tensors().contains(name) || fused.empty() || !file.tensors().contains(fused))
+    return file.CopyToFloats(name, whole, out.data());
+  // Rows q, then k, then v: this projection's rows of the fused weight.
+  const int64_t head_dim = config_.hidden / config_.heads;
+  const int64_t q = config_.heads * head_dim, kv = config_.kv_heads * head_dim;
+  const core::Shape fused_shape({q + 2 * kv, config_.hidden});
+  std::vector<float> all(fused_shape.numel());
+  if (absl::Status s = file.CopyToFloats(fused, fused_shape, all.data()); !s.ok()) return s;
+  const int64_t first_row = name.ends_with("q_proj.weight")   ? 0
+                            : name.ends_with("k_proj.weight") ? q
+                                                              : q + kv;
+  if (whole.numel() != (first_row == 0 ? q : kv) * config_.hidden)
+    return absl::InvalidArgumentError(fmt::format("{}: not a q/k/v projection's shape", name));
+  std::copy_n(all.begin() + first_row * config_.hidden, whole.numel(), out.begin());
+  return absl::OkStatus();
+}
 
 absl::Status Decoder::LoadHuggingFace(const std::string& path) {
   std::string single;
@@ -79,6 +109,7 @@ absl::Status Decoder::LoadHuggingFace(const std::string& path) {
       continue;
     }
     auto it = where->find(name);
+    if (it == where->end()) it = where->find(FusedQkvName(name));
     if (it == where->end())
       return absl::NotFoundError(fmt::format("{}: {} lists no tensor \"{}\"", path, kIndex, name));
     by_file[it->second].push_back(i);
@@ -103,7 +134,7 @@ absl::Status Decoder::LoadHuggingFace(const std::string& path) {
       const Slice& s = slices_[i];
       const core::Shape whole = s.dim < 0 ? value.shape() : value.shape().With(s.dim, s.full);
       std::vector<float> full(whole.numel());
-      if (absl::Status st = shard->CopyToFloats(p.name, whole, full.data()); !st.ok()) return st;
+      if (absl::Status st = ReadWeight(*shard, p.name, whole, full); !st.ok()) return st;
       TakeSlice(full, whole, s, value);
       if (!p.trainable) ops::Cast(value, frozen_views.at(p.name));  // rounded to its type
     }
@@ -111,6 +142,85 @@ absl::Status Decoder::LoadHuggingFace(const std::string& path) {
   ParametersFromHost(params);
   FrozenFromHost(frozen);
   return absl::OkStatus();
+}
+
+absl::Status Decoder::SaveHuggingFace(const std::string& dir, core::DType dtype,
+                                      int64_t shard_bytes) const {
+  const DecoderConfig& c = config_;
+  if (tp_ > 1 || c.lora.rank > 0 || c.layer_norm || c.gelu || c.bias || c.learned_positions > 0)
+    return absl::FailedPreconditionError(
+        "a Hugging Face base checkpoint holds a whole Llama model without adapters");
+  if (dtype != core::DType::kF32 && dtype != core::DType::kBF16)
+    return absl::InvalidArgumentError("a Hugging Face checkpoint is written in F32 or BF16");
+  std::error_code ec;
+  if (fs::exists(dir, ec))
+    return absl::AlreadyExistsError(fmt::format("{}: exists already; nothing is replaced", dir));
+  std::vector<float> params = ParametersToHost(), buffers = BuffersToHost();
+  std::set<std::string> parameters;
+  for (const layers::Parameter& p : registry_.parameters) parameters.insert(p.name);
+  std::vector<io::NamedTensor> named = NamedHostTensors(params, buffers);
+  std::erase_if(named, [&](const io::NamedTensor& t) { return !parameters.contains(t.name); });
+  // Shards in registry order, each closed once it holds shard_bytes.
+  std::deque<std::vector<std::byte>> stored;
+  std::vector<std::vector<io::NamedTensor>> shards(1);
+  int64_t in_shard = 0, total = 0;
+  for (const io::NamedTensor& t : named) {
+    const int64_t bytes = t.tensor.numel() * static_cast<int64_t>(core::DTypeSize(dtype));
+    if (in_shard > 0 && in_shard + bytes > shard_bytes) {
+      shards.emplace_back();
+      in_shard = 0;
+    }
+    std::vector<std::byte>& memory = stored.emplace_back(static_cast<size_t>(bytes));
+    const core::Tensor out(memory.data(), t.tensor.shape(), dtype);
+    ops::Cast(t.tensor, out);
+    shards.back().push_back({t.name, out});
+    in_shard += bytes;
+    total += bytes;
+  }
+  if (!fs::create_directories(dir, ec))
+    return absl::PermissionDeniedError(fmt::format("{}: {}", dir, ec.message()));
+  json::Object weight_map;
+  for (size_t k = 0; k < shards.size(); ++k) {
+    const std::string file =
+        fmt::format("model-{:05d}-of-{:05d}.safetensors", k + 1, shards.size());
+    for (const io::NamedTensor& t : shards[k]) weight_map.emplace_back(t.name, file);
+    if (absl::Status s =
+            io::SaveSafetensors((fs::path(dir) / file).string(), shards[k], {{"format", "pt"}});
+        !s.ok())
+      return s;
+  }
+  json::Object config{{"architectures", json::Array{json::Value("LlamaForCausalLM")}},
+                      {"model_type", "llama"},
+                      {"hidden_act", "silu"},
+                      {"hidden_size", c.hidden},
+                      {"intermediate_size", c.intermediate},
+                      {"num_attention_heads", c.heads},
+                      {"num_hidden_layers", c.layers},
+                      {"num_key_value_heads", c.kv_heads},
+                      {"vocab_size", c.vocab_size},
+                      {"max_position_embeddings", c.seq_len},
+                      {"rms_norm_eps", static_cast<double>(c.norm_epsilon)},
+                      {"rope_theta", c.rope_theta},
+                      {"tie_word_embeddings", c.tie_embeddings},
+                      {"attention_bias", false},
+                      {"torch_dtype", dtype == core::DType::kBF16 ? "bfloat16" : "float32"}};
+  if (c.rope_scaling.factor > 0) {
+    config.emplace_back(
+        "rope_scaling",
+        json::Object{{"rope_type", "llama3"},
+                     {"factor", c.rope_scaling.factor},
+                     {"low_freq_factor", c.rope_scaling.low_freq_factor},
+                     {"high_freq_factor", c.rope_scaling.high_freq_factor},
+                     {"original_max_position_embeddings", c.rope_scaling.original_max_positions}});
+  }
+  const json::Value index(json::Object{{"metadata", json::Object{{"total_size", total}}},
+                                       {"weight_map", std::move(weight_map)}});
+  if (absl::Status s = base::WriteFileAtomically(fs::path(dir) / "config.json",
+                                                 json::Dump(json::Value(std::move(config))) + "\n");
+      !s.ok())
+    return s;
+  // The index last: a folder without it is not a checkpoint.
+  return base::WriteFileAtomically(fs::path(dir) / kIndex, json::Dump(index) + "\n");
 }
 
 }  // namespace mlperf::models

@@ -151,6 +151,17 @@ TEST_F(RunClosed, UsageErrorsExitTwoWithOneLine) {
   // A benchmark's own flag names its owner when given for another.
   EXPECT_NE(RunTool({"--gpu_decode", "--bench", "unet3d"}).output.find("a flag of resnet"),
             std::string::npos);
+  // One several benchmarks share names them all.
+  const Result shared = RunTool({"--recompute", "--bench", "resnet"});
+  EXPECT_EQ(shared.exit_code, 2);
+  EXPECT_NE(shared.output.find("--recompute: a flag of llama2_70b_lora and llama31_8b, not of "
+                               "resnet"),
+            std::string::npos)
+      << shared.output;
+  // The LoRA benchmark's real data needs its base checkpoint.
+  const Result no_base = RunTool({"--bench", "llama2_70b_lora", "--data", "/nonexistent"});
+  EXPECT_EQ(no_base.exit_code, 2);
+  EXPECT_NE(no_base.output.find("needs --base_model DIR"), std::string::npos) << no_base.output;
   // --list: the registered names, one per line, each one the help lists.
   const Result list = RunTool({"--list"});
   EXPECT_EQ(list.exit_code, 0);
@@ -176,8 +187,9 @@ TEST_F(RunClosed, UsageErrorsExitTwoWithOneLine) {
 // when it joined (2026-11-28).
 // The precision keys came later, and the layout keys (tensor_parallelism
 // ..., micro_batch_size, config_filename) later still; they are checked
-// apart (fp32, 1, ...). Llama 3.1 8B's and GPT-3's were recorded when they joined
-// (2026-11-29); GPT-3's includes pre-training its starting checkpoint.
+// apart (fp32, 1, ...). Llama 3.1 8B's, GPT-3's and Llama 2 70B LoRA's were
+// recorded when they joined (2026-11-29); GPT-3's and LoRA's include
+// pre-training their starting checkpoints.
 // The recordings used OpenBLAS's AVX2 kernels; its AVX-512 ones round
 // differently, and training amplifies that, so an AVX-512 machine is asked
 // for the AVX2 kernels here.
@@ -245,27 +257,37 @@ TEST_P(SameSeed, GivesTheRecordedLog) {
 
 INSTANTIATE_TEST_SUITE_P(
     EmbeddedDefaults, SameSeed,
-    ::testing::Values(Recording{"resnet", {0.354, 0.71, 0.584, 0.814}},
-                      Recording{"unet3d",
-                                {0.44689414614722844, 0.5520757493518648, 0.8854650769914899,
-                                 0.9489657084147135}},
-                      Recording{"bert",
-                                {0.017992424242424244, 0.0533008658008658, 0.22564935064935066,
-                                 0.43506493506493504, 0.6248647186147186, 0.8705357142857143}},
-                      Recording{"dlrm_dcnv2",
-                                {0.7109976592408604, 0.7581081758913318, 0.776889023014674,
-                                 0.802553058276145, 0.8356870825816594}},
-                      Recording{"gpt3",
-                                {2.692572593688965,  2.6924054622650146, 2.692256450653076,
-                                 2.692108154296875,  2.6919682025909424, 2.6918251514434814,
-                                 2.6916913986206055, 2.691555976867676,  2.6914217472076416,
-                                 2.6912879943847656, 2.691159248352051,  2.6910347938537598,
-                                 2.6909141540527344, 2.6907925605773926, 2.6906745433807373,
-                                 2.6905531883239746, 2.69043231010437,   2.6903111934661865,
-                                 2.690190315246582,  2.6900699138641357, 2.6899466514587402}},
-                      Recording{"llama31_8b",
-                                {5.296310901641846, 4.759243011474609, 4.2652974128723145,
-                                 3.783155918121338, 3.3138294219970703, 2.87711238861084}}),
+    ::testing::Values(
+        Recording{"resnet", {0.354, 0.71, 0.584, 0.814}},
+        Recording{
+            "unet3d",
+            {0.44689414614722844, 0.5520757493518648, 0.8854650769914899, 0.9489657084147135}},
+        Recording{"bert",
+                  {0.017992424242424244, 0.0533008658008658, 0.22564935064935066,
+                   0.43506493506493504, 0.6248647186147186, 0.8705357142857143}},
+        Recording{"dlrm_dcnv2",
+                  {0.7109976592408604, 0.7581081758913318, 0.776889023014674, 0.802553058276145,
+                   0.8356870825816594}},
+        Recording{"gpt3",
+                  {2.692572593688965,  2.6924054622650146, 2.692256450653076,  2.692108154296875,
+                   2.6919682025909424, 2.6918251514434814, 2.6916913986206055, 2.691555976867676,
+                   2.6914217472076416, 2.6912879943847656, 2.691159248352051,  2.6910347938537598,
+                   2.6909141540527344, 2.6907925605773926, 2.6906745433807373, 2.6905531883239746,
+                   2.69043231010437,   2.6903111934661865, 2.690190315246582,  2.6900699138641357,
+                   2.6899466514587402}},
+        Recording{"llama31_8b",
+                  {5.296310901641846, 4.759243011474609, 4.2652974128723145, 3.783155918121338,
+                   3.3138294219970703, 2.87711238861084}},
+        Recording{
+            "llama2_70b_lora",
+            {1.7731846173604329, 1.5928818384806316, 1.4779151280721028, 1.3578338623046875,
+             1.4794878959655762, 1.3121883869171143, 1.2204353014628093, 1.2239580949147542,
+             1.2568244934082031, 1.1802465915679932, 1.2194493611653645, 1.164229154586792,
+             1.139755646387736,  1.1293595631917317, 1.1134098370869954, 1.2821898460388184,
+             1.1627347469329834, 1.1405017375946045, 1.2101908524831135, 1.1132081349690754,
+             1.0968356132507324, 1.0570721626281738, 1.0415290991465251, 1.0298201243082683,
+             1.0930582682291667, 1.0665157636006672, 1.0132993062337239, 0.9954098065694174,
+             0.9627914428710938, 0.9480117162068685, 0.9747223854064941, 0.9205386638641357}}),
     [](const ::testing::TestParamInfo<Recording>& info) { return info.param.bench; });
 
 TEST_F(RunClosed, RefusesToWriteIntoAPackageWithResults) {

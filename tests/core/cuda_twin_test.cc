@@ -203,6 +203,15 @@ TEST_F(CudaTwinTest, PointwiseOps) {
   EXPECT_EQ(base.ToHost()[0], 56);
   ops::DropoutForward(0.1f, 1234, 0, dx.t(), dy.t(), base.get());
   ExpectClose(dy.ToHost(), y.data, 0.0, "dropout with an offset base");
+  // A window of a larger tensor (a rank's rows and columns): the CPU's masks.
+  std::vector<float> host_in = dx.ToHost(), host_out(1000);
+  ops::DropoutWindow(0.1f, 1234, 56, Tensor(dx.t().data(), {20, 50}, DType::kF32, dx.t().device()),
+                     Tensor(dy.t().data(), {20, 50}, DType::kF32, dy.t().device()), 7, 123, 33);
+  ops::DropoutWindow(0.1f, 1234, 56, Tensor(host_in.data(), {20, 50}, DType::kF32),
+                     Tensor(host_out.data(), {20, 50}, DType::kF32), 7, 123, 33);
+  std::vector<float> device_out = dy.ToHost();
+  device_out.resize(1000);
+  ExpectClose(device_out, host_out, 0.0, "dropout window");
 }
 
 TEST_F(CudaTwinTest, CastsRoundLikeTheHostConversions) {

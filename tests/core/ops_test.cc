@@ -119,6 +119,36 @@ TEST(ElementwiseTest, DropoutMaskIsEachElementsPhiloxUniform) {
   }
 }
 
+// A window of a larger tensor drops what the larger tensor's dropout drops
+// there: whole, it is DropoutForward; a rank's rows (a data shard) and its
+// columns (a tensor-parallel slice, starting inside a Philox block) match
+// the whole tensor's, in place too.
+TEST(ElementwiseTest, DropoutWindowDropsWhatTheWholeTensorDrops) {
+  constexpr int64_t kRows = 9, kCols = 70;
+  Buffer x({kRows, kCols}), whole({kRows, kCols}), y({kRows, kCols});
+  testing::FillRandom(x, 13, 0.5f, 1.5f);
+  ops::DropoutForward(0.1f, 41, 5, x.t(), whole.t());
+  ops::DropoutWindow(0.1f, 41, 5, x.t(), y.t(), 0, kCols, 0);
+  EXPECT_EQ(y.data, whole.data);
+  const auto window = [&](int64_t first_row, int64_t rows, int64_t first_col, int64_t cols) {
+    Buffer part({rows, cols}), out({rows, cols});
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        part[r * cols + c] = x[(first_row + r) * kCols + first_col + c];
+    ops::DropoutWindow(0.1f, 41, 5, part.t(), out.t(), first_row, kCols, first_col);
+    ops::DropoutWindow(0.1f, 41, 5, part.t(), part.t(), first_row, kCols, first_col);
+    EXPECT_EQ(part.data, out.data) << "in place";
+    int64_t wrong = 0;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        wrong += out[r * cols + c] != whole[(first_row + r) * kCols + first_col + c];
+    EXPECT_EQ(wrong, 0) << first_row << " " << first_col;
+  };
+  window(3, 4, 0, kCols);  // rows 3..6
+  window(0, kRows, 35, 35);
+  window(2, 5, 1, 37);  // a column start inside a block
+}
+
 // The eight-block generator gives core::PhiloxBlock's words, also where the
 // block index's low word wraps inside the eight, and for 64-bit seeds and
 // offsets.

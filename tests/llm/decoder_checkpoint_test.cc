@@ -153,5 +153,63 @@ TEST_F(DecoderCheckpointTest, DamagedCheckpointsAreRefusedAndChangeNothing) {
   EXPECT_EQ(model.ParametersToHost(), before);
 }
 
+// Our own writer (the LoRA demonstration's base): shards that load back to
+// the same weights (bf16: their rounding), config.json for transformers, a
+// folder never replaced; and the reference's fused-qkv layout, q, k and v
+// one after the other in self_attn.qkv_proj.weight, reads the same rows.
+TEST(DecoderSaveHuggingFaceTest, ShardsLoadBackAndAFusedQkvReadsTheSameRows) {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("llama_saved_{}", ::getpid());
+  fs::remove_all(dir);
+  const DecoderConfig c = Small();
+  Decoder source(c, 1, 3);
+  const std::vector<float> weights = source.ParametersToHost();
+  ASSERT_TRUE(source.SaveHuggingFace((dir / "f32").string(), core::DType::kF32, 8 << 10).ok());
+  int shards = 0;
+  for (const auto& entry : fs::directory_iterator(dir / "f32"))
+    shards += entry.path().filename().string().starts_with("model-") ? 1 : 0;
+  EXPECT_GE(shards, 2);
+  EXPECT_TRUE(fs::exists(dir / "f32" / "config.json"));
+  EXPECT_EQ(source.SaveHuggingFace((dir / "f32").string(), core::DType::kF32, 8 << 10).code(),
+            absl::StatusCode::kAlreadyExists);
+  Decoder loaded(c, 1, 9);
+  ASSERT_TRUE(loaded.LoadHuggingFace((dir / "f32").string()).ok());
+  EXPECT_EQ(loaded.ParametersToHost(), weights);
+
+  ASSERT_TRUE(source.SaveHuggingFace((dir / "bf16").string(), core::DType::kBF16, 1 << 20).ok());
+  Decoder narrowed(c, 1, 9);
+  ASSERT_TRUE(narrowed.LoadHuggingFace((dir / "bf16").string()).ok());
+  const std::vector<float> rounded = narrowed.ParametersToHost();
+  for (size_t i = 0; i < weights.size(); ++i)
+    ASSERT_NEAR(rounded[i], weights[i], std::abs(weights[i]) * 0x1p-8f) << i;
+
+  // One file of the same weights with each layer's q/k/v fused.
+  std::vector<float> params = source.ParametersToHost(), buffers = source.BuffersToHost();
+  std::vector<io::NamedTensor> named;
+  std::vector<std::vector<float>> fused(c.layers);
+  const int64_t kv_rows = c.kv_heads * (c.hidden / c.heads);
+  for (const io::NamedTensor& t : source.NamedHostTensors(params, buffers)) {
+    const std::string& n = t.name;
+    const size_t at = n.find("self_attn.");
+    const bool projection =
+        at != std::string::npos && n.ends_with("_proj.weight") && !n.ends_with("o_proj.weight");
+    if (!projection) {
+      named.push_back(t);
+      continue;
+    }
+    std::vector<float>& rows = fused[std::stoi(n.substr(std::string("model.layers.").size()))];
+    rows.insert(rows.end(), t.tensor.f32(), t.tensor.f32() + t.tensor.numel());
+    if (n.ends_with("v_proj.weight"))
+      named.push_back(
+          {n.substr(0, at) + "self_attn.qkv_proj.weight",
+           core::Tensor(rows.data(), {c.hidden + 2 * kv_rows, c.hidden}, core::DType::kF32)});
+  }
+  ASSERT_TRUE(io::SaveSafetensors((dir / "fused.safetensors").string(), named).ok());
+  Decoder from_fused(c, 1, 9);
+  const absl::Status read = from_fused.LoadHuggingFace((dir / "fused.safetensors").string());
+  ASSERT_TRUE(read.ok()) << read;
+  EXPECT_EQ(from_fused.ParametersToHost(), weights);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace mlperf::models

@@ -168,9 +168,7 @@ double ClippedStepsError(bool sum_over_tensor_ranks) {
   optim::TensorParallelNorm tensor;
   if (sum_over_tensor_ranks) {
     tensor.comm = &comm;
-    const std::vector<TensorSlice> slices = parallel.slices();
-    for (size_t i = 0; i < slices.size(); ++i)
-      if (parallel.parameter_slices()[i].dim < 0) tensor.replicated.push_back(slices[i]);
+    tensor.replicated = parallel.ReplicatedSlices();
     EXPECT_FALSE(tensor.replicated.empty());
   }
   train::Trainer split(parallel,
@@ -206,12 +204,15 @@ TEST(DecoderTensorParallel, ClipsByTheGlobalNormOverTheTensorRanks) {
 }
 
 // LoRA over a tensor-parallel base (fp32 so that both start from the same
-// weights): the adapters' parts, the loss and their gradients as one
-// process's, for three SGD steps.
+// weights), as the LoRA benchmark trains it (adapter dropout, each sample's
+// mean loss): the adapters' parts, the loss and their gradients as one
+// process's, for three SGD steps (the split o_proj input dropping what the
+// whole one drops).
 void RunLoraTensorParallel(bool fused) {
   dist::Communicator& comm = *g_comm;
   DecoderConfig c = Small(false);
-  c.lora = {.rank = 4, .alpha = 8.0};
+  c.lora = {.rank = 4, .alpha = 8.0, .dropout = 0.1f, .seed = 5};
+  c.sample_mean_loss = true;
   c.lora_fused_qkv = fused;
   c.frozen_dtype = core::DType::kF32;
   const int64_t batch = 2;
@@ -265,6 +266,36 @@ void RunLoraTensorParallel(bool fused) {
   EXPECT_EQ(again.ParametersToHost(), parallel.ParametersToHost());
   // Saving again refuses the folder on every rank.
   EXPECT_EQ(parallel.SaveLoraAdapters(dir).code(), absl::StatusCode::kAlreadyExists);
+  comm.Barrier();
+  std::error_code ec;
+  if (comm.rank() == 0) std::filesystem::remove_all(dir, ec);
+}
+
+// The LoRA benchmark's start: a base checkpoint in Hugging Face shards
+// (bf16) read into a frozen bf16 base, whole and split: the same loss.
+TEST(DecoderTensorParallel, ABf16BaseCheckpointLoadsIntoTheSplitFrozenBase) {
+  dist::Communicator& comm = *g_comm;
+  const DecoderConfig base = Small(false);
+  float pid = static_cast<float>(::getpid());
+  comm.Broadcast(&pid, 1, 0);
+  const std::string dir = (std::filesystem::temp_directory_path() /
+                           ("lora_base_" + std::to_string(static_cast<int64_t>(pid))))
+                              .string();
+  if (comm.rank() == 0) {
+    Decoder pretrained(base, 1, 11);
+    ASSERT_TRUE(pretrained.SaveHuggingFace(dir, core::DType::kBF16, 4 << 10).ok());
+  }
+  comm.Barrier();
+  DecoderConfig c = base;
+  c.lora = {.rank = 4, .alpha = 8.0};
+  Decoder single(c, 2, 7);
+  Decoder parallel(
+      c, 2, Placement{.rank = comm.rank(), .world_size = comm.world_size(), .comm = &comm}, 7);
+  ASSERT_TRUE(single.LoadHuggingFace(dir).ok());
+  ASSERT_TRUE(parallel.LoadHuggingFace(dir).ok());
+  const OwnedBatch owned = RandomTokenBatch(c, 2, 400);
+  const float want = single.ForwardTrain(owned.batch);
+  EXPECT_NEAR(parallel.ForwardTrain(owned.batch), want, 2e-6 * std::fabs(want));
   comm.Barrier();
   std::error_code ec;
   if (comm.rank() == 0) std::filesystem::remove_all(dir, ec);

@@ -21,6 +21,7 @@
 #include "fmt/format.h"
 #include "reference/core/philox.h"
 #include "reference/io/safetensors.h"
+#include "reference/kernels/ops/decoder.h"
 #include "reference/models/decoder.h"
 #include "reference/optim/adam.h"
 #include "reference/optim/schedules.h"
@@ -203,6 +204,57 @@ TEST(LoraTest, DropoutTrainsOnlyAndEvaluationIsTheUndroppedModel) {
   const MetricSums a = plain.EvaluateBatch(owned.batch), b = dropped.EvaluateBatch(owned.batch);
   EXPECT_EQ(a.numerator, b.numerator);
   EXPECT_NE(plain.ForwardTrain(owned.batch), dropped.ForwardTrain(owned.batch));
+}
+
+// The LoRA reference's loss (transformers' Trainer, one sample per device):
+// each sample's mean over its counted labels, averaged over samples; the
+// gradients the average of each sample's alone; the evaluation sums the
+// samples' means. The mean over every counted label weighs them otherwise.
+TEST(LoraTest, SampleMeanLossAveragesEachSamplesMean) {
+  DecoderConfig c = Small(true, core::DType::kF32);
+  c.sample_mean_loss = true;
+  OwnedBatch both = RandomTokenBatch(c, 2, 21);
+  int32_t* labels = both.batch.inputs[1].as<int32_t>();
+  // Sample 0 counts 3 labels, sample 1 all 12 but its first 2.
+  for (int64_t t = 0; t < c.seq_len; ++t) {
+    if (t < 9) labels[t] = ops::kIgnoreLabel;
+    if (t < 2) labels[c.seq_len + t] = ops::kIgnoreLabel;
+  }
+  std::vector<float> sample_losses, mean_gradients;
+  double sample_sum = 0;
+  for (int64_t b = 0; b < 2; ++b) {
+    OwnedBatch one = RandomTokenBatch(c, 1, 0);
+    for (int i = 0; i < 2; ++i)
+      std::copy_n(both.batch.inputs[i].as<int32_t>() + b * c.seq_len, c.seq_len,
+                  one.batch.inputs[i].as<int32_t>());
+    Decoder alone(c, 1, 5);
+    Perturb(alone);
+    sample_losses.push_back(alone.ForwardTrain(one.batch));
+    alone.Backward();
+    const std::vector<float> g = alone.GradientsToHost();
+    mean_gradients.resize(g.size());
+    for (size_t i = 0; i < g.size(); ++i) mean_gradients[i] += 0.5f * g[i];
+    sample_sum += alone.EvaluateBatch(one.batch).numerator;
+  }
+  Decoder together(c, 2, 5);
+  Perturb(together);
+  EXPECT_NEAR(together.ForwardTrain(both.batch), 0.5f * (sample_losses[0] + sample_losses[1]),
+              1e-5f);
+  together.Backward();
+  const std::vector<float> g = together.GradientsToHost();
+  ASSERT_EQ(g.size(), mean_gradients.size());
+  for (size_t i = 0; i < g.size(); ++i)
+    ASSERT_NEAR(g[i], mean_gradients[i], 1e-6f + 1e-4f * std::abs(mean_gradients[i])) << i;
+  const MetricSums sums = together.EvaluateBatch(both.batch);
+  EXPECT_NEAR(sums.numerator, sample_sum, 1e-5);
+  EXPECT_EQ(sums.denominator, 2);
+  // Over every counted label instead: sample 1's ten labels weigh more.
+  c.sample_mean_loss = false;
+  Decoder by_label(c, 2, 5);
+  Perturb(by_label);
+  const float weighted = (3 * sample_losses[0] + 10 * sample_losses[1]) / 13;
+  EXPECT_NEAR(by_label.ForwardTrain(both.batch), weighted, 1e-5f);
+  EXPECT_GT(std::abs(weighted - 0.5f * (sample_losses[0] + sample_losses[1])), 1e-3f);
 }
 
 }  // namespace

@@ -262,6 +262,33 @@ void DropoutBackward(float p, uint64_t seed, uint64_t offset, const Tensor& dy, 
   DropoutForward(p, seed, offset, dy, dx, offset_base);
 }
 
+void DropoutWindow(float p, uint64_t seed, uint64_t offset, const Tensor& x, const Tensor& y,
+                   int64_t first_row, int64_t row_width, int64_t first_col) {
+  const int64_t cols = x.dim(x.shape().rank() - 1), rows = x.numel() / cols;
+  MLPERF_CHECK(x.numel() == y.numel() && p >= 0.0f && p < 1.0f && first_col >= 0 &&
+               first_col + cols <= row_width);
+  const float scale = 1.0f / (1.0f - p);
+  const uint32_t threshold = core::KeepThreshold(p);
+  const float* in = x.f32();
+  float* out = y.f32();
+#pragma omp parallel for if (WorthParallel(x.numel()))
+  for (int64_t r = 0; r < rows; ++r) {
+    // The row's elements in the larger tensor, from the Philox block
+    // holding the first; 32 words (8 blocks) at a time.
+    const uint64_t first = static_cast<uint64_t>((first_row + r) * row_width + first_col);
+    const int64_t skip = static_cast<int64_t>(first % 4);
+    uint32_t bits[32];
+    for (int64_t done = -skip; done < cols; done += 32) {
+      PhiloxBlocks8(seed, offset, static_cast<uint64_t>(static_cast<int64_t>(first) + done) / 4,
+                    bits);
+      for (int64_t j = std::max<int64_t>(0, -done); j < 32 && done + j < cols; ++j) {
+        const int64_t c = done + j;
+        out[r * cols + c] = core::Kept(bits[j], threshold) ? in[r * cols + c] * scale : 0.0f;
+      }
+    }
+  }
+}
+
 void AddInt64(const Tensor& x, int64_t amount) {
   int64_t* p = x.as<int64_t>();
   for (int64_t i = 0; i < x.numel(); ++i) p[i] += amount;
@@ -327,6 +354,7 @@ MLPERF_REGISTER_KERNEL(ScaleBy, Cpu, ScaleBy);
 MLPERF_REGISTER_KERNEL(Fill, Cpu, Fill);
 MLPERF_REGISTER_KERNEL(DropoutForward, Cpu, DropoutForward);
 MLPERF_REGISTER_KERNEL(DropoutBackward, Cpu, DropoutBackward);
+MLPERF_REGISTER_KERNEL(DropoutWindow, Cpu, DropoutWindow);
 MLPERF_REGISTER_KERNEL(AddInt64, Cpu, AddInt64);
 MLPERF_REGISTER_KERNEL(Cast, Cpu, Cast);
 MLPERF_REGISTER_KERNEL(ConcatChannels, Cpu, ConcatChannels);

@@ -290,6 +290,26 @@ void DropoutBackward(float p, uint64_t seed, uint64_t offset, const Tensor& dy, 
   DropoutForward(p, seed, offset, dy, dx, offset_base);
 }
 
+void DropoutWindow(float p, uint64_t seed, uint64_t offset, const Tensor& x, const Tensor& y,
+                   int64_t first_row, int64_t row_width, int64_t first_col) {
+  const long long cols = x.dim(x.shape().rank() - 1);
+  MLPERF_CHECK(x.numel() == y.numel() && p >= 0.0f && p < 1.0f && first_col >= 0 &&
+               first_col + cols <= row_width);
+  const float scale = 1.0f / (1.0f - p);
+  const uint32_t threshold = core::KeepThreshold(p);
+  const void* in = x.data();
+  void* out = y.data();
+  const DType xt = x.dtype(), yt = y.dtype();
+  // A thread per element: its index in the larger tensor picks the Philox
+  // block and the word (the LoRA adapters' inputs: small next to the GEMMs).
+  Launch(x.numel(), [=] __device__(long long i) {
+    const long long r = i / cols, c = i % cols;
+    const uint64_t e = static_cast<uint64_t>((first_row + r) * row_width + first_col + c);
+    const core::Philox4x32 block = core::PhiloxBlock(seed, offset, e / 4);
+    Store(out, yt, i, core::Kept(block.v[e % 4], threshold) ? Load(in, xt, i) * scale : 0.0f);
+  });
+}
+
 void AddInt64(const Tensor& x, int64_t amount) {
   int64_t* p = x.as<int64_t>();
   Launch(x.numel(), [=] __device__(long long i) { p[i] += amount; });
@@ -352,6 +372,7 @@ MLPERF_REGISTER_KERNEL(ScaleBy, Cuda, ScaleBy);
 MLPERF_REGISTER_KERNEL(Fill, Cuda, Fill);
 MLPERF_REGISTER_KERNEL(DropoutForward, Cuda, DropoutForward);
 MLPERF_REGISTER_KERNEL(DropoutBackward, Cuda, DropoutBackward);
+MLPERF_REGISTER_KERNEL(DropoutWindow, Cuda, DropoutWindow);
 MLPERF_REGISTER_KERNEL(AddInt64, Cuda, AddInt64);
 MLPERF_REGISTER_KERNEL(Cast, Cuda, Cast);
 MLPERF_REGISTER_KERNEL(ConcatChannels, Cuda, ConcatChannels);

@@ -45,6 +45,16 @@ inline Op<void(float p, uint64_t seed, uint64_t offset, const core::Tensor& x,
 inline Op<void(float p, uint64_t seed, uint64_t offset, const core::Tensor& dy,
                const core::Tensor& dx, const int64_t* offset_base)>
     DropoutBackward{"DropoutBackward"};
+// Dropout of x [rows, cols] as a window of a larger [*, row_width] tensor
+// whose element (first_row + r, first_col + c) it is: element (r, c) draws
+// the mask of that element's index in the larger tensor (the same stream
+// convention), so that a rank holding part of one process's tensor (a data
+// shard's rows, a tensor-parallel slice's columns) drops what that process
+// drops there. (0, cols, 0) is DropoutForward. Its own backward: the same
+// op on the gradient.
+inline Op<void(float p, uint64_t seed, uint64_t offset, const core::Tensor& x,
+               const core::Tensor& y, int64_t first_row, int64_t row_width, int64_t first_col)>
+    DropoutWindow{"DropoutWindow"};
 // x += amount on each element of an int64 tensor (that step counter).
 inline Op<void(const core::Tensor& x, int64_t amount)> AddInt64{"AddInt64"};
 

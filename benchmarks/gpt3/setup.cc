@@ -4,12 +4,12 @@
 #include <utility>
 
 #include "base/files.h"
+#include "benchmarks/decoder_benchmark.h"
 #include "benchmarks/readme.h"
 #include "fmt/format.h"
 #include "logging/mllog_keys.h"
 #include "reference/dist/communicator.h"
 #include "reference/optim/adam.h"
-#include "reference/trainer/trainer.h"
 
 namespace mlperf::benchmarks::gpt3 {
 
@@ -95,7 +95,6 @@ std::unique_ptr<optim::LearningRateSchedule> Gpt3Setup::MakeSchedule() const {
 
 absl::Status Gpt3Setup::Pretrain(const std::string& dir) const {
   models::Decoder model(member_, demo_.pretrain_batch, demo_.pretrain_seed);
-  std::unique_ptr<dist::Communicator> one = dist::MakeSingleProcessCommunicator();
   // One process, the pre-training's batch, its own steps and rate.
   RunPlan plan = plan_;
   plan.world_size = 1;
@@ -108,24 +107,9 @@ absl::Status Gpt3Setup::Pretrain(const std::string& dir) const {
   absl::StatusOr<std::unique_ptr<DataPipeline>> data =
       OpenTokenPipeline(Tokens(Split::kTrain), Split::kTrain, demo_.pretrain_seed, 0, plan);
   if (!data.ok()) return data.status();
-  train::Trainer trainer(
-      model,
-      std::make_unique<optim::Adam>(
-          optim::AdamOptions{.beta2 = 0.95f, .weight_decay = 0.1f, .max_grad_norm = 1.0f},
-          model.slices()),
-      // Its own schedule: a short warm-up, then a cosine to a tenth.
-      std::make_unique<optim::CosineWithWarmup>(
-          optim::CosineWithWarmupParams{.max_lr = demo_.pretrain_lr,
-                                        .min_lr = demo_.pretrain_lr / 10,
-                                        .warmup_steps = 10,
-                                        .decay_steps = demo_.pretrain_steps}),
-      train::TrainerConfig{}, *one);
-  models::Batch batch;
-  for (int64_t step = 0; step < demo_.pretrain_steps; ++step) {
-    absl::StatusOr<bool> got = (*data)->Next(&batch);
-    if (!got.ok()) return got.status();
-    trainer.TrainStep(batch);
-  }
+  if (absl::Status s = PretrainDecoder(model, **data, demo_.pretrain_steps, demo_.pretrain_lr);
+      !s.ok())
+    return s;
   return model.SaveMegatronGpt(dir);
 }
 

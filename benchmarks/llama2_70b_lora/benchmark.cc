@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "benchmarks/decoder_fit.h"
+#include "benchmarks/decoder_benchmark.h"
 #include "benchmarks/llama2_70b_lora/setup.h"
 #include "benchmarks/rcp_recipes.h"
 #include "fmt/format.h"

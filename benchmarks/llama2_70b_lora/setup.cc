@@ -4,13 +4,12 @@
 #include <utility>
 
 #include "base/files.h"
-#include "benchmarks/decoder_fit.h"
+#include "benchmarks/decoder_benchmark.h"
 #include "benchmarks/readme.h"
 #include "fmt/format.h"
 #include "logging/mllog_keys.h"
 #include "reference/dist/communicator.h"
 #include "reference/optim/adam.h"
-#include "reference/trainer/trainer.h"
 
 namespace mlperf::benchmarks::llama2_70b_lora {
 
@@ -123,7 +122,6 @@ absl::Status LoraSetup::Pretrain(const std::string& dir) const {
   c.lora = {};
   c.sample_mean_loss = false;  // language modelling: every report token alike
   models::Decoder model(c, demo_.pretrain_batch, demo_.pretrain_seed);
-  std::unique_ptr<dist::Communicator> one = dist::MakeSingleProcessCommunicator();
   RunPlan plan = plan_;
   plan.world_size = 1;
   plan.global_batch_size = plan.batch_per_rank = demo_.pretrain_batch;
@@ -131,23 +129,9 @@ absl::Status LoraSetup::Pretrain(const std::string& dir) const {
   absl::StatusOr<std::unique_ptr<DataPipeline>> data =
       OpenGovReportPipeline(Files("pretrain"), /*eval=*/false, demo_.pretrain_seed, 0, plan);
   if (!data.ok()) return data.status();
-  train::Trainer trainer(
-      model,
-      std::make_unique<optim::Adam>(
-          optim::AdamOptions{.beta2 = 0.95f, .weight_decay = 0.1f, .max_grad_norm = 1.0f},
-          model.slices()),
-      std::make_unique<optim::CosineWithWarmup>(
-          optim::CosineWithWarmupParams{.max_lr = demo_.pretrain_lr,
-                                        .min_lr = demo_.pretrain_lr / 10,
-                                        .warmup_steps = 10,
-                                        .decay_steps = demo_.pretrain_steps}),
-      train::TrainerConfig{}, *one);
-  models::Batch batch;
-  for (int64_t step = 0; step < demo_.pretrain_steps; ++step) {
-    absl::StatusOr<bool> got = (*data)->Next(&batch);
-    if (!got.ok()) return got.status();
-    trainer.TrainStep(batch);
-  }
+  if (absl::Status s = PretrainDecoder(model, **data, demo_.pretrain_steps, demo_.pretrain_lr);
+      !s.ok())
+    return s;
   return model.SaveHuggingFace(dir, member_.frozen_dtype, kDemoShardBytes);
 }
 

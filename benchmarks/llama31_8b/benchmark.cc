@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "benchmarks/decoder_fit.h"
+#include "benchmarks/decoder_benchmark.h"
 #include "benchmarks/llama31_8b/setup.h"
 #include "benchmarks/rcp_recipes.h"
 #include "fmt/format.h"

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "base/files.h"
-#include "benchmarks/decoder_fit.h"
+#include "benchmarks/decoder_benchmark.h"
 #include "benchmarks/readme.h"
 #include "fmt/format.h"
 #include "logging/mllog_keys.h"

@@ -270,9 +270,10 @@ class Decoder final : public Model {
   void AllReduce(const core::Tensor& x) const;
   void Losses(float normalizer, const core::Tensor& logits, const core::Tensor& labels,
               const core::Tensor& loss, const core::Tensor& dlogits);
-  // With sample_mean_loss: sample by sample, each normalised by its own
-  // counted labels times `samples_normalizer`, into loss_sum_'s scalar per
-  // sample; returns each sample's cross-entropy sum and counted labels.
+  // With sample_mean_loss, the first `samples` samples one by one. train:
+  // each normalised by its counted labels times `samples_normalizer`, its
+  // loss added to loss_ (returns nothing); else unnormalised, returning
+  // each sample's cross-entropy sum and counted labels.
   std::vector<std::pair<double, int64_t>> SampleLosses(const Batch& batch, int64_t samples,
                                                        float samples_normalizer, bool train);
   void Upload(const Batch& batch);

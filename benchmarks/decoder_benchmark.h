@@ -1,6 +1,7 @@
-// What the decoder LLM benchmarks (llama31_8b, llama2_70b_lora) share: the
-// memory plan of a full model before anything is allocated, and the
-// distributed optimizer over their ranks.
+// What the decoder LLM benchmarks (llama31_8b, gpt3, llama2_70b_lora)
+// share: the memory plan of a full model before anything is allocated, the
+// distributed optimizer over their ranks, and a demonstration's
+// pre-training of its starting checkpoint.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "benchmarks/benchmark.h"
 #include "benchmarks/plan.h"
 #include "reference/dist/communicator.h"
 #include "reference/models/decoder.h"
@@ -35,5 +37,11 @@ std::unique_ptr<optim::Optimizer> DistributedDecoderOptimizer(const models::Mode
                                                               dist::Communicator& data_comm,
                                                               bool gpus, float clip,
                                                               optim::InnerOptimizerFactory shard);
+
+// A demonstration's starting checkpoint, untimed, on this process alone:
+// `model` trained `steps` steps on `data`'s batches by AdamW (0.9/0.95,
+// weight decay 0.1, clipped at global norm 1.0) under a schedule of its own
+// (10 warm-up steps, then a cosine from `lr` to a tenth).
+absl::Status PretrainDecoder(models::Decoder& model, DataPipeline& data, int64_t steps, double lr);
 
 }  // namespace mlperf::benchmarks

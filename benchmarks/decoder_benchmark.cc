@@ -1,4 +1,4 @@
-#include "benchmarks/decoder_fit.h"
+#include "benchmarks/decoder_benchmark.h"
 
 #include <string>
 #include <vector>
@@ -7,6 +7,9 @@
 #include "absl/status/statusor.h"
 #include "fmt/format.h"
 #include "reference/models/decoder_memory.h"
+#include "reference/optim/adam.h"
+#include "reference/optim/schedules.h"
+#include "reference/trainer/trainer.h"
 
 // Shared by the decoder benchmarks that list it (BenchmarkInfo::flags).
 ABSL_FLAG(bool, recompute, false,
@@ -81,6 +84,25 @@ std::unique_ptr<optim::Optimizer> DistributedDecoderOptimizer(const models::Mode
   }
   return std::make_unique<optim::DistributedOptimizer>(data_comm, model.slices(), clip,
                                                        std::move(shard), std::move(tensor));
+}
+
+absl::Status PretrainDecoder(models::Decoder& model, DataPipeline& data, int64_t steps, double lr) {
+  std::unique_ptr<dist::Communicator> one = dist::MakeSingleProcessCommunicator();
+  train::Trainer trainer(
+      model,
+      std::make_unique<optim::Adam>(
+          optim::AdamOptions{.beta2 = 0.95f, .weight_decay = 0.1f, .max_grad_norm = 1.0f},
+          model.slices()),
+      std::make_unique<optim::CosineWithWarmup>(optim::CosineWithWarmupParams{
+          .max_lr = lr, .min_lr = lr / 10, .warmup_steps = 10, .decay_steps = steps}),
+      train::TrainerConfig{}, *one);
+  models::Batch batch;
+  for (int64_t step = 0; step < steps; ++step) {
+    absl::StatusOr<bool> got = data.Next(&batch);
+    if (!got.ok()) return got.status();
+    trainer.TrainStep(batch);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace mlperf::benchmarks

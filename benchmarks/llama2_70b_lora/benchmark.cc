@@ -140,9 +140,13 @@ class LoraBenchmark final : public Benchmark {
           tp, member.kv_heads, member.intermediate, member.vocab_size, tp));
     }
     if (options.batch_per_rank > 0) plan.global_batch_size = options.batch_per_rank * world_size;
-    if (absl::Status s =
-            CompletePlan(options, world_size, share.cores,
-                         fmt::format("generated-govreport-{}", demo.task.Name()), plan);
+    // The cache's folder names the task and the base pre-trained on it.
+    if (absl::Status s = CompletePlan(
+            options, world_size, share.cores,
+            fmt::format("generated-govreport-{}-base-h{}-l{}-i{}-p{}x{}-lr{}-s{}", demo.task.Name(),
+                        member.hidden, member.layers, member.intermediate, demo.pretrain_steps,
+                        demo.pretrain_batch, demo.pretrain_lr, demo.pretrain_seed),
+            plan);
         !s.ok())
       return s;
     std::string base = flag("base_model");

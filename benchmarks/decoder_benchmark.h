@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "benchmarks/benchmark.h"
 #include "benchmarks/plan.h"
+#include "benchmarks/rcp_recipes.h"
 #include "reference/dist/communicator.h"
 #include "reference/models/decoder.h"
 #include "reference/optim/distributed_optimizer.h"
@@ -26,6 +27,17 @@ namespace mlperf::benchmarks {
 // makes it fit; else ResourceExhausted naming a layout that would fit.
 absl::Status FitDecoderMemory(std::string_view benchmark, models::DecoderConfig& member,
                               int world_size, int64_t limit, RunPlan& plan);
+
+// The RCP reference whose batch the closed recipe takes: the smallest batch
+// `world_size` data-parallel ranks divide; else the smallest, its batch
+// rounded up to a multiple of the ranks (the package then needs the
+// bypass). Sets plan.global_batch_size and plan.rcp_batch_size.
+absl::StatusOr<RcpReference> ChooseRcp(std::string_view benchmark, int world_size, RunPlan& plan);
+
+// --tensor_parallel against the model: its key/value heads, SwiGLU width
+// and vocabulary must split over plan.tensor_parallel ranks (a usage
+// error otherwise).
+absl::Status CheckTensorSplit(const models::DecoderConfig& member, const RunPlan& plan);
 
 // Over several data-parallel processes on the CPU, or for a tensor-parallel
 // decoder: the distributed optimizer (the state split over `data_comm`'s

@@ -4,6 +4,7 @@
 
 #include "base/file_lock.h"
 #include "fmt/format.h"
+#include "reference/kernels/dispatch.h"
 
 namespace mlperf::benchmarks {
 
@@ -12,6 +13,9 @@ namespace fs = std::filesystem;
 absl::Status PrepareDataOnce(const BenchmarkSetup& setup,
                              const std::function<void(const std::string&)>& info) {
   const RunPlan& plan = setup.plan();
+  // On the plan's threads: a demonstration's pre-training on every core
+  // beside other processes stalls in OpenMP's barriers.
+  ops::SetHostThreads(plan.compute_threads);
   // Data read where it is: nothing to write, so no lock beside the user's folder.
   if (!plan.demo && plan.data_root == plan.options.data_dir) return setup.PrepareData();
   const fs::path root = plan.data_root;

@@ -13,7 +13,8 @@ namespace mlperf::benchmarks {
 // Writes a demonstration's generated data set, or prepares a raw data set,
 // into the cache (setup.PrepareData) under a lock of its own beside it, so
 // that invocations sharing a cache write it once and the others wait; data
-// read where it is needs neither. `info` hears what happens.
+// read where it is needs neither; on the plan's compute threads (which it
+// leaves set). `info` hears what happens.
 absl::Status PrepareDataOnce(const BenchmarkSetup& setup,
                              const std::function<void(const std::string&)>& info);
 

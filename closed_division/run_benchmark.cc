@@ -192,16 +192,13 @@ int RunBenchmark(const Benchmark& benchmark, const RunnerOptions& options,
   const int runs = plan.runs();
   const PackagePaths paths =
       MakePackagePaths(options.out_dir, options.submitter, plan.system_name, info.name);
-  // The plan's threads from here: a demonstration's untimed pre-training in
-  // the data preparation too, which on all cores beside other processes
-  // stalls in OpenMP's barriers.
-  ops::SetHostThreads(plan.compute_threads);
-  ops::SetHostCopyThreads(plan.compute_threads + plan.loader_threads);
   std::optional<base::FileLock> package_lock;  // held until the invocation ends
   if (int code = PreparePackageAndData(info, setup, paths, comm, report, package_lock);
       code != kExitOk)
     return code;
 
+  ops::SetHostThreads(plan.compute_threads);
+  ops::SetHostCopyThreads(plan.compute_threads + plan.loader_threads);
   runtime::InstallInterruptHandlers();
   ProgressReporter progress(runs, plan.last_epoch(), plan.target, info.metric,
                             comm.rank() == 0 ? stderr : nullptr);

@@ -49,16 +49,11 @@ int FirstEvalEpoch(int64_t global_batch_size) {
 }
 
 absl::Status RcpRecipe(int world_size, RunPlan& plan, Recipe& recipe) {
-  absl::StatusOr<std::vector<RcpReference>> refs =
-      ReadRcpReferences(plan.ruleset, "llama2_70b_lora");
-  if (!refs.ok()) return refs.status();
-  const RcpReference* chosen = SmallestDividing(*refs, world_size);
-  plan.rcp_batch_size = chosen != nullptr;
-  if (chosen == nullptr) chosen = &Smallest(*refs);
-  plan.global_batch_size = (chosen->global_batch_size + world_size - 1) / world_size * world_size;
-  absl::StatusOr<double> lr = chosen->Number("opt_base_learning_rate");
+  absl::StatusOr<RcpReference> rcp = ChooseRcp("llama2_70b_lora", world_size, plan);
+  if (!rcp.ok()) return rcp.status();
+  absl::StatusOr<double> lr = rcp->Number("opt_base_learning_rate");
   if (!lr.ok()) return lr.status();
-  absl::StatusOr<double> steps = chosen->Number("max_steps");
+  absl::StatusOr<double> steps = rcp->Number("max_steps");
   if (!steps.ok()) return steps.status();
   recipe.base_lr = *lr;
   recipe.training_steps = static_cast<int64_t>(*steps);
@@ -132,13 +127,7 @@ class LoraBenchmark final : public Benchmark {
                          member.layers, member.hidden, member.heads, member.lora.rank)
                    : "Llama 2 70B (80 layers, hidden 8192, 64 query / 8 key-value heads) with LoRA "
                      "rank 16 on qkv_proj and o_proj, 8192 tokens";
-    const int tp = plan.tensor_parallel;
-    if (member.kv_heads % tp != 0 || member.intermediate % tp != 0 || member.vocab_size % tp != 0) {
-      return absl::InvalidArgumentError(fmt::format(
-          "--tensor_parallel={}: the model ({} key/value heads, SwiGLU width {}, vocabulary {}) "
-          "does not split over {} ranks",
-          tp, member.kv_heads, member.intermediate, member.vocab_size, tp));
-    }
+    if (absl::Status s = CheckTensorSplit(member, plan); !s.ok()) return s;
     if (options.batch_per_rank > 0) plan.global_batch_size = options.batch_per_rank * world_size;
     // The cache's folder names the task and the base pre-trained on it.
     if (absl::Status s = CompletePlan(

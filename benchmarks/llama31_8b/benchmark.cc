@@ -35,22 +35,16 @@ constexpr int kDemoEvaluations = 40;
 constexpr int64_t kDemoDistinctEval = 16;
 
 absl::Status RcpRecipe(int world_size, RunPlan& plan, Recipe& recipe) {
-  absl::StatusOr<std::vector<RcpReference>> refs = ReadRcpReferences(plan.ruleset, "llama31_8b");
-  if (!refs.ok()) return refs.status();
-  const RcpReference* chosen = SmallestDividing(*refs, world_size);
-  plan.rcp_batch_size = chosen != nullptr;
-  if (chosen == nullptr) chosen = &Smallest(*refs);
-  // Without a dividing RCP batch: the smallest multiple of the processes
-  // at or above the smallest RCP batch (the package then needs the bypass).
-  plan.global_batch_size = (chosen->global_batch_size + world_size - 1) / world_size * world_size;
-  absl::StatusOr<double> lr = chosen->Number("opt_base_learning_rate");
+  absl::StatusOr<RcpReference> rcp = ChooseRcp("llama31_8b", world_size, plan);
+  if (!rcp.ok()) return rcp.status();
+  absl::StatusOr<double> lr = rcp->Number("opt_base_learning_rate");
   if (!lr.ok()) return lr.status();
-  absl::StatusOr<double> warmup = chosen->Number("opt_learning_rate_warmup_samples");
+  absl::StatusOr<double> warmup = rcp->Number("opt_learning_rate_warmup_samples");
   if (!warmup.ok()) return warmup.status();
   recipe = {.base_lr = *lr,
             .end_lr = *lr * 0.1,
             .warmup_steps = static_cast<int64_t>(
-                std::ceil(*warmup / static_cast<double>(chosen->global_batch_size)))};
+                std::ceil(*warmup / static_cast<double>(rcp->global_batch_size)))};
   return absl::OkStatus();
 }
 
@@ -114,13 +108,7 @@ class Llama31Benchmark final : public Benchmark {
                          member.attention_chunk)
                    : "Llama 3.1 8B (32 layers, hidden 4096, 32 query / 8 key-value heads), "
                      "8192 tokens";
-    const int tp = plan.tensor_parallel;
-    if (member.kv_heads % tp != 0 || member.intermediate % tp != 0 || member.vocab_size % tp != 0) {
-      return absl::InvalidArgumentError(fmt::format(
-          "--tensor_parallel={}: the model ({} key/value heads, SwiGLU width {}, vocabulary {}) "
-          "does not split over {} ranks",
-          tp, member.kv_heads, member.intermediate, member.vocab_size, tp));
-    }
+    if (absl::Status s = CheckTensorSplit(member, plan); !s.ok()) return s;
     if (options.batch_per_rank > 0) plan.global_batch_size = options.batch_per_rank * world_size;
     if (absl::Status s =
             CompletePlan(options, world_size, share.cores,

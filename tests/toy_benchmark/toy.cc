@@ -1,5 +1,7 @@
 #include "tests/toy_benchmark/toy.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -15,6 +17,9 @@
 #include "reference/optim/adam.h"
 
 namespace mlperf::toy {
+
+int g_threads_when_preparing = 0;
+int ThreadsWhenPreparing() { return g_threads_when_preparing; }
 
 void Sample(uint64_t id, float* x, int32_t* category, int32_t* label) {
   const int32_t c = static_cast<int32_t>(core::PhiloxBits(7, 0, id) % kClasses);
@@ -273,7 +278,10 @@ class ToySetup final : public benchmarks::BenchmarkSetup {
   std::unique_ptr<eval::Evaluator> MakeEvaluator(models::Model& model) const override {
     return std::make_unique<LogLossEvaluator>(static_cast<ToyModel&>(model));
   }
-  absl::Status PrepareData() const override { return absl::OkStatus(); }
+  absl::Status PrepareData() const override {
+    g_threads_when_preparing = omp_get_max_threads();
+    return absl::OkStatus();
+  }
   absl::Status CheckData() const override { return absl::OkStatus(); }
   absl::StatusOr<std::unique_ptr<benchmarks::DataPipeline>> OpenData(benchmarks::Split split,
                                                                      uint64_t,

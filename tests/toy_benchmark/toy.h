@@ -37,5 +37,8 @@ std::unique_ptr<benchmarks::DataPipeline> ToyPipeline(bool eval, uint64_t first,
                                                       int64_t batch, int rank, int world);
 
 std::unique_ptr<benchmarks::Benchmark> MakeToyBenchmark();
+// The OpenMP threads the toy's last PrepareData ran with (a demonstration's
+// pre-training there must keep to the plan's threads).
+int ThreadsWhenPreparing();
 
 }  // namespace mlperf::toy

@@ -1,10 +1,12 @@
 // The toy benchmark (toy.h), registered from outside benchmarks/, trained
 // by run_closed's loop to its lower-is-better target with AdamW under a
 // cosine schedule, writing complete MLLOG logs in the closed order; its
-// frozen parameter neither trained nor given gradient or optimizer memory.
+// frozen parameter neither trained nor given gradient or optimizer memory;
+// its data prepared on the plan's threads.
 #include "tests/toy_benchmark/toy.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -42,7 +44,10 @@ TEST(ToyBenchmark, TrainsToItsLowerIsBetterTargetThroughRunClosed) {
   options.out_dir = out.string();
   options.seed = 11;
   std::unique_ptr<dist::Communicator> comm = dist::MakeSingleProcessCommunicator();
+  omp_set_num_threads(2);  // more than the plan's one
   ASSERT_EQ(closed::RunBenchmark(*toy, options, {.control = comm.get()}, {.cores = 1}), kExitOk);
+  // The data was prepared on the plan's compute threads already.
+  EXPECT_EQ(ThreadsWhenPreparing(), 1);
 
   const fs::path results = out / "mlperf-suite" / "results" / "toy-demo" / "toy";
   EXPECT_TRUE(fs::exists(out / "mlperf-suite" / "systems" / "toy-demo.json"));

@@ -119,3 +119,7 @@ PIP_EXTRA=--no-deps pip_pinned /usr/bin/python3 peft 0.10.0 "for /usr/bin/python
 # C++ build), and the writer of its tests' Parquet files (a release that
 # runs with Debian's NumPy 1.24).
 pip_pinned /usr/bin/python3 pyarrow 17.0.0 "for /usr/bin/python3"
+# pycocotools: COCOeval, the oracle of the COCO box mAP and its speed peer
+# (Debian packages none). Without its dependencies: matplotlib is only for
+# drawing, and NumPy is Debian's.
+PIP_EXTRA=--no-deps pip_pinned /usr/bin/python3 pycocotools 2.0.8 "for /usr/bin/python3"

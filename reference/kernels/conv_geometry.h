@@ -19,6 +19,10 @@ struct ConvGeometry {
   int64_t stride[3] = {1, 1, 1};
   int64_t pad_begin[3] = {0, 0, 0};
   int64_t pad_end[3] = {0, 0, 0};
+  // Grouped convolution (ResNeXt): channels split into `groups` equal parts,
+  // each output group seeing only its input group. Weights are [out_channels,
+  // in_channels / groups, kD, kH, kW] (PyTorch's order).
+  int64_t groups = 1;
 
   int64_t out(int i) const {
     return (in[i] + pad_begin[i] + pad_end[i] - kernel[i]) / stride[i] + 1;
@@ -26,6 +30,9 @@ struct ConvGeometry {
   int64_t in_spatial() const { return in[0] * in[1] * in[2]; }
   int64_t out_spatial() const { return out(0) * out(1) * out(2); }
   int64_t kernel_volume() const { return kernel[0] * kernel[1] * kernel[2]; }
+  int64_t group_in_channels() const { return in_channels / groups; }
+  int64_t group_out_channels() const { return out_channels / groups; }
+  int64_t weight_elements() const { return out_channels * group_in_channels() * kernel_volume(); }
   // Elements of one image's im2col matrix: [in_channels * kernel_volume, out_spatial].
   int64_t col_elements() const { return in_channels * kernel_volume() * out_spatial(); }
   bool is_pointwise() const {

@@ -22,7 +22,9 @@ std::vector<float> DirectConv(const ConvGeometry& g, const Buffer& x, const Buff
         for (int64_t r = 0; r < g.out(1); ++r)
           for (int64_t s = 0; s < g.out(2); ++s) {
             double acc = 0.0;
-            for (int64_t c = 0; c < g.in_channels; ++c)
+            const int64_t cg = g.group_in_channels();
+            const int64_t c0 = k / g.group_out_channels() * cg;  // the filter's input group
+            for (int64_t c = c0; c < c0 + cg; ++c)
               for (int64_t a = 0; a < g.kernel[0]; ++a)
                 for (int64_t b = 0; b < g.kernel[1]; ++b)
                   for (int64_t e = 0; e < g.kernel[2]; ++e) {
@@ -34,7 +36,7 @@ std::vector<float> DirectConv(const ConvGeometry& g, const Buffer& x, const Buff
                       continue;
                     acc += x.data[((n * g.in_channels + c) * g.in[0] + iz) * g.in[1] * g.in[2] +
                                   iy * g.in[2] + ix] *
-                           w.data[(((k * g.in_channels + c) * g.kernel[0] + a) * g.kernel[1] + b) *
+                           w.data[(((k * cg + c - c0) * g.kernel[0] + a) * g.kernel[1] + b) *
                                       g.kernel[2] +
                                   e];
                   }
@@ -54,7 +56,17 @@ std::vector<ConvCase> Cases() {
   SetSamePadding(&same);  // TF "same": the extra pixel goes at the end
   ConvGeometry asym3d = Conv3d(1, 2, 4, 5, 3, 3, 3, 2, 1);
   asym3d.pad_end[1] = 0;
-  return {{"conv2d_3x3_s1_p1", Conv2d(2, 3, 5, 4, 4, 3, 3, 1, 1)},
+  // ResNeXt's grouped 3x3 (stride 1 and 2) and a grouped pointwise one.
+  ConvGeometry grouped = Conv2d(2, 8, 5, 4, 12, 3, 3, 1, 1),
+               grouped_s2 = Conv2d(2, 6, 7, 6, 6, 3, 3, 2, 1),
+               grouped_1x1 = Conv2d(2, 4, 3, 3, 6, 1, 1, 1, 0);
+  grouped.groups = 4;
+  grouped_s2.groups = 3;
+  grouped_1x1.groups = 2;
+  return {{"grouped_3x3_s1_p1", grouped},
+          {"grouped_3x3_s2_p1", grouped_s2},
+          {"grouped_1x1", grouped_1x1},
+          {"conv2d_3x3_s1_p1", Conv2d(2, 3, 5, 4, 4, 3, 3, 1, 1)},
           {"conv2d_7x7_s2_p3", Conv2d(1, 2, 9, 8, 3, 7, 7, 2, 3)},
           {"conv2d_same_s2", same},
           {"conv2d_1x1", Conv2d(2, 4, 3, 3, 5, 1, 1, 1, 0)},
@@ -75,7 +87,7 @@ TEST(ConvTest, ForwardMatchesDirectLoop) {
   for (const ConvCase& c : Cases()) {
     const ConvGeometry& g = c.g;
     Buffer x({g.batch, g.in_channels, g.in[0], g.in[1], g.in[2]});
-    Buffer w({g.out_channels, g.in_channels, g.kernel[0], g.kernel[1], g.kernel[2]});
+    Buffer w({g.out_channels, g.group_in_channels(), g.kernel[0], g.kernel[1], g.kernel[2]});
     Buffer y({g.batch, g.out_channels, g.out(0), g.out(1), g.out(2)});
     Buffer ws({cpu::ConvWorkspaceElements(g) + 1});
     testing::FillRandom(x, 1);
@@ -91,7 +103,7 @@ TEST(ConvTest, BackwardMatchesFiniteDifferences) {
   for (const ConvCase& c : Cases()) {
     const ConvGeometry& g = c.g;
     Buffer x({g.batch, g.in_channels, g.in[0], g.in[1], g.in[2]});
-    Buffer w({g.out_channels, g.in_channels, g.kernel[0], g.kernel[1], g.kernel[2]});
+    Buffer w({g.out_channels, g.group_in_channels(), g.kernel[0], g.kernel[1], g.kernel[2]});
     Buffer y({g.batch, g.out_channels, g.out(0), g.out(1), g.out(2)});
     Buffer r = y, dx = x, dw = w;
     Buffer ws({cpu::ConvWorkspaceElements(g) + 1});

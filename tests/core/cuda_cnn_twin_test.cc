@@ -65,7 +65,7 @@ void CheckConv(const std::string& name, const ConvGeometry& g, DType dtype, bool
   const std::string what = name + " " + Name(dtype) + (channels_last ? " nhwc" : " nchw");
   const int64_t out_sp[3] = {g.out(0), g.out(1), g.out(2)};
   const int64_t nx = g.batch * g.in_channels * g.in_spatial();
-  const int64_t nw = g.out_channels * g.in_channels * g.kernel_volume();
+  const int64_t nw = g.weight_elements(), cw = g.group_in_channels();
   const int64_t ny = g.batch * g.out_channels * g.out_spatial();
   Floats x = Rounded(Random(nx, 1), dtype), w = Rounded(Random(nw, 2), dtype),
          dy = Rounded(Random(ny, 3), dtype);
@@ -82,13 +82,11 @@ void CheckConv(const std::string& name, const ConvGeometry& g, DType dtype, bool
   };
   // Weights: [K, C, k...] or, channels-last, [K, k..., C].
   const Shape wshape =
-      Is2d(g) ? (channels_last ? Shape{g.out_channels, g.kernel[1], g.kernel[2], g.in_channels}
-                               : Shape{g.out_channels, g.in_channels, g.kernel[1], g.kernel[2]})
-              : (channels_last
-                     ? Shape{g.out_channels, g.kernel[0], g.kernel[1], g.kernel[2], g.in_channels}
-                     : Shape{g.out_channels, g.in_channels, g.kernel[0], g.kernel[1], g.kernel[2]});
-  Dev gw(channels_last ? ToChannelsLast(w, g.out_channels, g.in_channels) : w, wshape, dtype,
-         layout);
+      Is2d(g) ? (channels_last ? Shape{g.out_channels, g.kernel[1], g.kernel[2], cw}
+                               : Shape{g.out_channels, cw, g.kernel[1], g.kernel[2]})
+              : (channels_last ? Shape{g.out_channels, g.kernel[0], g.kernel[1], g.kernel[2], cw}
+                               : Shape{g.out_channels, cw, g.kernel[0], g.kernel[1], g.kernel[2]});
+  Dev gw(channels_last ? ToChannelsLast(w, g.out_channels, cw) : w, wshape, dtype, layout);
   auto gx = act(x, g.in_channels, g.in), gdx = act(Floats(nx), g.in_channels, g.in);
   auto gy = act(Floats(ny), g.out_channels, out_sp), gdy = act(dy, g.out_channels, out_sp);
   Dev gdw(Floats(nw), wshape, dtype, layout);
@@ -101,7 +99,7 @@ void CheckConv(const std::string& name, const ConvGeometry& g, DType dtype, bool
   const double tol = Tolerance(dtype);
   ExpectClose(back(gy->Get(), g.batch, g.out_channels), y, tol, what + " forward");
   ExpectClose(back(gdx->Get(), g.batch, g.in_channels), dx, tol, what + " data grad");
-  ExpectClose(back(gdw.Get(), g.out_channels, g.in_channels), dw, tol, what + " weight grad");
+  ExpectClose(back(gdw.Get(), g.out_channels, cw), dw, tol, what + " weight grad");
 }
 
 std::vector<std::pair<std::string, ConvGeometry>> ConvCases() {
@@ -120,6 +118,17 @@ std::vector<std::pair<std::string, ConvGeometry>> ConvCases() {
 
 TEST_F(CudaCnnTwinTest, ConvolutionsFp32Nchw) {
   for (const auto& [name, g] : ConvCases()) CheckConv(name, g, DType::kF32, false);
+}
+
+// ResNeXt's grouped convolutions (cuDNN's group count): fp32 channels-first
+// and bf16 channels-last against the CPU's channels-first twin.
+TEST_F(CudaCnnTwinTest, GroupedConvolutions) {
+  ConvGeometry s1 = Conv2d(2, 64, 9, 7, 64, 3, 3, 1, 1), s2 = Conv2d(2, 64, 10, 10, 64, 3, 3, 2, 1);
+  s1.groups = s2.groups = 32;
+  for (const auto& [name, g] : {std::pair{"grouped_s1", s1}, std::pair{"grouped_s2", s2}}) {
+    CheckConv(name, g, DType::kF32, false);
+    CheckConv(name, g, DType::kBF16, true);
+  }
 }
 
 TEST_F(CudaCnnTwinTest, ConvolutionsHalfPrecisionChannelsLast) {

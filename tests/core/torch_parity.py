@@ -71,6 +71,9 @@ def main():
 
     grads(lambda x, w: F.conv2d(x, w, stride=2, padding=1), [g("conv2d/x"), g("conv2d/w")],
           g("conv2d/dy"), out, "conv2d/", ["dx", "dw"])
+    for name, stride in (("grouped", 1), ("grouped_s2", 2)):
+        grads(lambda x, w, stride=stride: F.conv2d(x, w, stride=stride, padding=1, groups=32),
+              [g(name + "/x"), g(name + "/w")], g(name + "/dy"), out, name + "/", ["dx", "dw"])
     grads(lambda x, w: F.conv3d(x, w, stride=1, padding=1), [g("conv3d/x"), g("conv3d/w")],
           g("conv3d/dy"), out, "conv3d/", ["dx", "dw"])
     grads(lambda x, w, b: F.conv_transpose3d(x, w, b, stride=2),

@@ -106,6 +106,14 @@ class TorchParityTest : public ::testing::Test {
     Add("conv2d/x", {2, 3, 7, 6}, s++);
     Add("conv2d/w", {4, 3, 3, 3}, s++);
     Add("conv2d/dy", {2, 4, 4, 3}, s++);
+    // ResNeXt50-32x4d's grouped 3x3s: layer1's (128 channels, 32 groups) and
+    // layer2's first, stride 2 (256 channels).
+    Add("grouped/x", {2, 128, 14, 14}, s++);
+    Add("grouped/w", {128, 4, 3, 3}, s++);
+    Add("grouped/dy", {2, 128, 14, 14}, s++);
+    Add("grouped_s2/x", {1, 256, 12, 12}, s++);
+    Add("grouped_s2/w", {256, 8, 3, 3}, s++);
+    Add("grouped_s2/dy", {1, 256, 6, 6}, s++);
     Add("conv3d/x", {1, 2, 4, 3, 5}, s++);
     Add("conv3d/w", {3, 2, 3, 3, 3}, s++);
     Add("conv3d/dy", {1, 3, 4, 3, 5}, s++);
@@ -205,6 +213,12 @@ TEST_F(TorchParityTest, Convolutions) {
             In("conv2d/dy"), expect);
   ConvGeometry g3 = Conv3d(1, 2, 4, 3, 5, 3, 3, 1, 1);
   CheckConv("conv3d/", g3, In("conv3d/x"), In("conv3d/w"), In("conv3d/dy"), expect);
+  ConvGeometry grouped = Conv2d(2, 128, 14, 14, 128, 3, 3, 1, 1);
+  ConvGeometry grouped_s2 = Conv2d(1, 256, 12, 12, 256, 3, 3, 2, 1);
+  grouped.groups = grouped_s2.groups = 32;
+  CheckConv("grouped/", grouped, In("grouped/x"), In("grouped/w"), In("grouped/dy"), expect);
+  CheckConv("grouped_s2/", grouped_s2, In("grouped_s2/x"), In("grouped_s2/w"), In("grouped_s2/dy"),
+            expect);
 }
 
 TEST_F(TorchParityTest, TransposedConv3dWithBias) {

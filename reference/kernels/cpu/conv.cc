@@ -60,22 +60,32 @@ void Im2ColOrCol2Im(const ConvGeometry& g, float* image, float* col) {
 // Also returns whether the activations are channels-last; x and y must agree,
 // and a channels-last tensor must have its channels as the last dimension.
 bool CheckShapes(const ConvGeometry& g, const Tensor& x, const Tensor& w, const Tensor& y) {
+  MLPERF_CHECK(g.groups >= 1 && g.in_channels % g.groups == 0 && g.out_channels % g.groups == 0);
   MLPERF_CHECK(x.numel() == g.batch * g.in_channels * g.in_spatial());
-  MLPERF_CHECK(w.numel() == g.out_channels * g.in_channels * g.kernel_volume());
+  MLPERF_CHECK(w.numel() == g.weight_elements());
   MLPERF_CHECK(y.numel() == g.batch * g.out_channels * g.out_spatial());
   const bool channels_last = SameLayoutFamily(x, y);
   if (channels_last) {
     MLPERF_CHECK(LastDim(x) == g.in_channels && LastDim(y) == g.out_channels);
+    MLPERF_CHECK_MSG(g.groups == 1, "grouped convolutions are channels-first on the CPU");
   }
   return channels_last;
+}
+
+// One group's convolution: its input channels, its filters, its outputs
+// (contiguous per image in channels-first storage).
+ConvGeometry GroupOf(const ConvGeometry& g) {
+  ConvGeometry sub = g;
+  sub.in_channels = g.group_in_channels();
+  sub.out_channels = g.group_out_channels();
+  sub.groups = 1;
+  return sub;
 }
 
 // Pointwise convolutions may be handed an empty workspace.
 float* Scratch(const Tensor& workspace) { return workspace.empty() ? nullptr : workspace.f32(); }
 
-int64_t WeightElements(const ConvGeometry& g) {
-  return g.out_channels * g.in_channels * g.kernel_volume();
-}
+int64_t WeightElements(const ConvGeometry& g) { return g.weight_elements(); }
 
 // Channels-first convs over several images give each OpenMP thread whole
 // images, with its own im2col buffer and single-threaded GEMMs (see
@@ -131,19 +141,23 @@ void ConvForward(const ConvGeometry& g, const Tensor& x, const Tensor& w, const 
     }
     return;
   }
-  const int64_t k = g.in_channels * g.kernel_volume(), p = g.out_spatial();
+  const ConvGeometry sub = GroupOf(g);
+  const int64_t k = sub.in_channels * g.kernel_volume(), p = g.out_spatial();
   const int threads = ImageThreads(g, workspace);
   ForImageShares(threads, g.batch, [&](int64_t n0, int64_t n1, int t) {
     for (int64_t n = n0; n < n1; ++n) {
-      float* xn = x.f32() + n * g.in_channels * g.in_spatial();
-      const float* col = xn;
-      if (!g.is_pointwise()) {
-        Im2ColOrCol2Im<false>(g, xn, workspace.f32() + t * g.col_elements());
-        col = workspace.f32() + t * g.col_elements();
+      for (int64_t group = 0; group < g.groups; ++group) {
+        float* xn = x.f32() + (n * g.in_channels + group * sub.in_channels) * g.in_spatial();
+        const float* col = xn;
+        if (!g.is_pointwise()) {
+          Im2ColOrCol2Im<false>(sub, xn, workspace.f32() + t * g.col_elements());
+          col = workspace.f32() + t * g.col_elements();
+        }
+        float* yn = y.f32() + (n * g.out_channels + group * sub.out_channels) * p;
+        Gemm(false, false, sub.out_channels, p, k, 1.0f, w.f32() + group * sub.weight_elements(),
+             col, 0.0f, yn);
       }
-      float* yn = y.f32() + n * g.out_channels * p;
-      Gemm(false, false, g.out_channels, p, k, 1.0f, w.f32(), col, 0.0f, yn);
-      RoundSpan(round_to, yn, g.out_channels * p);
+      RoundSpan(round_to, y.f32() + n * g.out_channels * p, g.out_channels * p);
     }
   });
 }
@@ -164,21 +178,26 @@ void ConvBackwardData(const ConvGeometry& g, const Tensor& dy, const Tensor& w, 
     }
     return;
   }
-  const int64_t k = g.in_channels * g.kernel_volume(), p = g.out_spatial();
+  const ConvGeometry sub = GroupOf(g);
+  const int64_t k = sub.in_channels * g.kernel_volume(), p = g.out_spatial();
   const int threads = ImageThreads(g, workspace);
   ForImageShares(threads, g.batch, [&](int64_t n0, int64_t n1, int t) {
     for (int64_t n = n0; n < n1; ++n) {
-      float* dxn = dx.f32() + n * g.in_channels * g.in_spatial();
-      const float* dyn = dy.f32() + n * g.out_channels * p;
-      if (g.is_pointwise()) {
-        Gemm(true, false, k, p, g.out_channels, 1.0f, w.f32(), dyn, 0.0f, dxn);
-      } else {
-        float* col = workspace.f32() + t * g.col_elements();
-        Gemm(true, false, k, p, g.out_channels, 1.0f, w.f32(), dyn, 0.0f, col);
-        std::memset(dxn, 0, sizeof(float) * g.in_channels * g.in_spatial());
-        Im2ColOrCol2Im<true>(g, dxn, col);
+      for (int64_t group = 0; group < g.groups; ++group) {
+        float* dxn = dx.f32() + (n * g.in_channels + group * sub.in_channels) * g.in_spatial();
+        const float* dyn = dy.f32() + (n * g.out_channels + group * sub.out_channels) * p;
+        const float* wg = w.f32() + group * sub.weight_elements();
+        if (g.is_pointwise()) {
+          Gemm(true, false, k, p, sub.out_channels, 1.0f, wg, dyn, 0.0f, dxn);
+        } else {
+          float* col = workspace.f32() + t * g.col_elements();
+          Gemm(true, false, k, p, sub.out_channels, 1.0f, wg, dyn, 0.0f, col);
+          std::memset(dxn, 0, sizeof(float) * sub.in_channels * g.in_spatial());
+          Im2ColOrCol2Im<true>(sub, dxn, col);
+        }
       }
-      RoundSpan(round_to, dxn, g.in_channels * g.in_spatial());
+      RoundSpan(round_to, dx.f32() + n * g.in_channels * g.in_spatial(),
+                g.in_channels * g.in_spatial());
     }
   });
 }
@@ -202,7 +221,8 @@ void ConvBackwardWeight(const ConvGeometry& g, const Tensor& x, const Tensor& dy
     if (round_to != core::DType::kF32) RoundToPrecision(round_to, dw, dw);
     return;
   }
-  const int64_t k = g.in_channels * g.kernel_volume(), p = g.out_spatial();
+  const ConvGeometry sub = GroupOf(g);
+  const int64_t k = sub.in_channels * g.kernel_volume(), p = g.out_spatial();
   const int threads = ImageThreads(g, workspace);
   // Thread t > 0 sums its images into its own partial, added to dw at the end.
   auto partial = [&](int t) {
@@ -213,14 +233,17 @@ void ConvBackwardWeight(const ConvGeometry& g, const Tensor& x, const Tensor& dy
     float* acc = partial(t);
     std::fill(acc, acc + WeightElements(g), 0.0f);
     for (int64_t n = n0; n < n1; ++n) {
-      float* xn = x.f32() + n * g.in_channels * g.in_spatial();
-      const float* col = xn;
-      if (!g.is_pointwise()) {
-        Im2ColOrCol2Im<false>(g, xn, workspace.f32() + t * g.col_elements());
-        col = workspace.f32() + t * g.col_elements();
+      for (int64_t group = 0; group < g.groups; ++group) {
+        float* xn = x.f32() + (n * g.in_channels + group * sub.in_channels) * g.in_spatial();
+        const float* col = xn;
+        if (!g.is_pointwise()) {
+          Im2ColOrCol2Im<false>(sub, xn, workspace.f32() + t * g.col_elements());
+          col = workspace.f32() + t * g.col_elements();
+        }
+        Gemm(false, true, sub.out_channels, k, p, 1.0f,
+             dy.f32() + (n * g.out_channels + group * sub.out_channels) * p, col, 1.0f,
+             acc + group * sub.weight_elements());
       }
-      Gemm(false, true, g.out_channels, k, p, 1.0f, dy.f32() + n * g.out_channels * p, col, 1.0f,
-           acc);
     }
   });
   for (int t = 1; t < threads; ++t) {

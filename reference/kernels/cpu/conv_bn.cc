@@ -23,6 +23,7 @@ void ConvBatchNormActForwardInference(const ConvGeometry& g, const Tensor& x, co
   const int64_t k = g.out_channels;
   MLPERF_CHECK(x.numel() == g.batch * g.in_channels * g.in_spatial() &&
                LastDim(x) == g.in_channels);
+  MLPERF_CHECK_MSG(g.groups == 1, "the fused convolution has no groups");
   MLPERF_CHECK(w.numel() == k * g.in_channels * g.kernel_volume());
   MLPERF_CHECK(y.numel() == g.batch * k * g.out_spatial() && LastDim(y) == k);
   MLPERF_CHECK(gamma.numel() == k);

@@ -94,7 +94,7 @@ struct Plan {
     MLPERF_CHECK_MSG(w_t.dtype() == dtype && y_like.dtype() == dtype,
                      "conv: x, w and y must share one dtype");
     MLPERF_CHECK(x_like.numel() == g.batch * g.in_channels * g.in_spatial());
-    MLPERF_CHECK(w_t.numel() == g.out_channels * g.in_channels * g.kernel_volume());
+    MLPERF_CHECK(w_t.numel() == g.weight_elements());
     MLPERF_CHECK(y_like.numel() == g.batch * g.out_channels * g.out_spatial());
     three_d = IsVolume(x_like);
     if (!three_d)
@@ -117,7 +117,7 @@ struct Plan {
     const int64_t out[3] = {run.out(0), run.out(1), run.out(2)};
     SetActivationDesc(y.d, dtype, three_d, x_channels_last, run.batch, run.out_channels, out);
     const int nb = three_d ? 5 : 4;
-    int wdims[5] = {static_cast<int>(run.out_channels), static_cast<int>(run.in_channels)};
+    int wdims[5] = {static_cast<int>(run.out_channels), static_cast<int>(run.group_in_channels())};
     int pad[3], stride[3], dilation[3];
     for (int i = 2; i < nb; ++i) {
       const int axis = 3 - nb + i;
@@ -130,6 +130,7 @@ struct Plan {
         w.d, CudnnType(dtype), w_channels_last ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, nb, wdims));
     CUDNN_CHECK(cudnnSetConvolutionNdDescriptor(conv.d, nb - 2, pad, stride, dilation,
                                                 CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv.d, static_cast<int>(run.groups)));
     // fp32 without TF32 (tight agreement with the CPU twin); tensor cores for
     // half types.
     CUDNN_CHECK(cudnnSetConvolutionMathType(
@@ -152,7 +153,8 @@ struct Plan {
                               w_channels_last,
                               run.batch,
                               run.in_channels,
-                              run.out_channels};
+                              run.out_channels,
+                              run.groups};
     for (int i = 0; i < 3; ++i) {
       k.push_back(run.in[i]);
       k.push_back(run.kernel[i]);
@@ -420,7 +422,7 @@ void ConvForward(const ConvGeometry& g, const Tensor& x, const Tensor& w, const 
                  const Tensor& workspace) {
   if (NeedsChannelsLastFilter(x, w))
     return ConvForward(g, x, Restaged(w, w.dtype(), true, kScratchFilter), y, workspace);
-  if (ConvGraphApi() &&
+  if (g.groups == 1 && ConvGraphApi() &&
       RunConvGraph(GraphCall(ConvGraphCall::kForward, g, x, w), x.data(), w.data(), y.data()))
     return;
   Plan p(g, x, w, y);
@@ -441,7 +443,7 @@ void ConvForward(const ConvGeometry& g, const Tensor& x, const Tensor& w, const 
 bool ConvForwardScaleBiasAct(const ConvGeometry& g, const Tensor& x, const Tensor& w,
                              const float* scale, const float* bias, const Tensor& residual,
                              bool relu, const Tensor& y) {
-  return ConvGraphApi() && ConvEpilogues() &&
+  return g.groups == 1 && ConvGraphApi() && ConvEpilogues() &&
          OnFusedOperands(
              g, x, w, y, residual, [&](const ConvGeometry& fg, const Tensor& fx, const Tensor& fw) {
                ConvGraphCall call = GraphCall(ConvGraphCall::kForward, fg, fx, fw);
@@ -457,8 +459,9 @@ void ConvBackwardData(const ConvGeometry& g, const Tensor& dy, const Tensor& w, 
                       const Tensor& workspace) {
   if (NeedsChannelsLastFilter(dx, w))
     return ConvBackwardData(g, dy, Restaged(w, w.dtype(), true, kScratchFilter), dx, workspace);
-  if (ConvGraphApi() && RunConvGraph(GraphCall(ConvGraphCall::kBackwardData, g, dx, w), dx.data(),
-                                     w.data(), dy.data()))
+  if (g.groups == 1 && ConvGraphApi() &&
+      RunConvGraph(GraphCall(ConvGraphCall::kBackwardData, g, dx, w), dx.data(), w.data(),
+                   dy.data()))
     return;
   Plan p(g, dx, w, dy);
   const std::optional<Choice> c = Choose(kBackwardData, p);
@@ -484,8 +487,9 @@ void ConvBackwardWeight(const ConvGeometry& g, const Tensor& x, const Tensor& dy
     ConvBackwardWeight(g, x, dy, sdw, workspace);
     return CopyStaged(sdw, dw);
   }
-  if (ConvGraphApi() && RunConvGraph(GraphCall(ConvGraphCall::kBackwardFilter, g, x, dw), x.data(),
-                                     dw.data(), dy.data()))
+  if (g.groups == 1 && ConvGraphApi() &&
+      RunConvGraph(GraphCall(ConvGraphCall::kBackwardFilter, g, x, dw), x.data(), dw.data(),
+                   dy.data()))
     return;
   Plan p(g, x, dw, dy);
   const std::optional<Choice> c = Choose(kBackwardFilter, p);

@@ -70,16 +70,6 @@ absl::Status FitDecoderMemory(std::string_view benchmark, models::DecoderConfig&
       static_cast<double>(recomputing) / kGiB, static_cast<double>(limit) / kGiB, alternative));
 }
 
-absl::StatusOr<RcpReference> ChooseRcp(std::string_view benchmark, int world_size, RunPlan& plan) {
-  absl::StatusOr<std::vector<RcpReference>> refs = ReadRcpReferences(plan.ruleset, benchmark);
-  if (!refs.ok()) return refs.status();
-  const RcpReference* chosen = SmallestDividing(*refs, world_size);
-  plan.rcp_batch_size = chosen != nullptr;
-  if (chosen == nullptr) chosen = &Smallest(*refs);
-  plan.global_batch_size = (chosen->global_batch_size + world_size - 1) / world_size * world_size;
-  return *chosen;
-}
-
 absl::Status CheckTensorSplit(const models::DecoderConfig& member, const RunPlan& plan) {
   const int tp = plan.tensor_parallel;
   if (member.kv_heads % tp == 0 && member.intermediate % tp == 0 && member.vocab_size % tp == 0)

@@ -28,12 +28,6 @@ namespace mlperf::benchmarks {
 absl::Status FitDecoderMemory(std::string_view benchmark, models::DecoderConfig& member,
                               int world_size, int64_t limit, RunPlan& plan);
 
-// The RCP reference whose batch the closed recipe takes: the smallest batch
-// `world_size` data-parallel ranks divide; else the smallest, its batch
-// rounded up to a multiple of the ranks (the package then needs the
-// bypass). Sets plan.global_batch_size and plan.rcp_batch_size.
-absl::StatusOr<RcpReference> ChooseRcp(std::string_view benchmark, int world_size, RunPlan& plan);
-
 // --tensor_parallel against the model: its key/value heads, SwiGLU width
 // and vocabulary must split over plan.tensor_parallel ranks (a usage
 // error otherwise).

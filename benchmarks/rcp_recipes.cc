@@ -59,4 +59,14 @@ const RcpReference& Smallest(const std::vector<RcpReference>& refs) {
   });
 }
 
+absl::StatusOr<RcpReference> ChooseRcp(std::string_view benchmark, int world_size, RunPlan& plan) {
+  absl::StatusOr<std::vector<RcpReference>> refs = ReadRcpReferences(plan.ruleset, benchmark);
+  if (!refs.ok()) return refs.status();
+  const RcpReference* chosen = SmallestDividing(*refs, world_size);
+  plan.rcp_batch_size = chosen != nullptr;
+  if (chosen == nullptr) chosen = &Smallest(*refs);
+  plan.global_batch_size = (chosen->global_batch_size + world_size - 1) / world_size * world_size;
+  return *chosen;
+}
+
 }  // namespace mlperf::benchmarks

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "base/json.h"
+#include "benchmarks/plan.h"
 
 namespace mlperf::benchmarks {
 
@@ -31,5 +32,11 @@ absl::StatusOr<std::vector<RcpReference>> ReadRcpReferences(std::string_view rul
 // evenly (null when none does), and the smallest of all.
 const RcpReference* SmallestDividing(const std::vector<RcpReference>& refs, int ranks);
 const RcpReference& Smallest(const std::vector<RcpReference>& refs);
+
+// The RCP reference whose batch the closed recipe takes: the smallest batch
+// `world_size` data-parallel ranks divide; else the smallest, its batch
+// rounded up to a multiple of the ranks (the package then needs the
+// bypass). Sets plan.global_batch_size and plan.rcp_batch_size.
+absl::StatusOr<RcpReference> ChooseRcp(std::string_view benchmark, int world_size, RunPlan& plan);
 
 }  // namespace mlperf::benchmarks

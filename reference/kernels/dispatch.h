@@ -18,6 +18,7 @@
 #include "reference/kernels/device_runtime.h"
 #include "reference/kernels/norm_params.h"
 #include "reference/kernels/ops/attention.h"
+#include "reference/kernels/ops/detection.h"
 #include "reference/kernels/ops/elementwise.h"
 #include "reference/kernels/ops/embedding.h"
 #include "reference/kernels/ops/loss.h"

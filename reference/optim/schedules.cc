@@ -46,4 +46,11 @@ double CosineWithWarmup::At(int64_t step) const {
   return p_.min_lr + (p_.max_lr - p_.min_lr) * 0.5 * (1.0 + std::cos(std::numbers::pi * r));
 }
 
+double LinearWarmupFromFactor::At(int64_t step) const {
+  const int64_t x = step - 1;  // LambdaLR's count of steps taken before this one
+  if (x >= warmup_) return base_;
+  const double alpha = static_cast<double>(x) / static_cast<double>(warmup_);
+  return base_ * (factor_ * (1 - alpha) + alpha);
+}
+
 }  // namespace mlperf::optim

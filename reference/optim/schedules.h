@@ -27,6 +27,21 @@ class ConstantRate final : public LearningRateSchedule {
   double lr_;
 };
 
+// A linear warm-up from factor x base_lr over warmup_steps, then base_lr
+// (torchvision's detection references' warmup_lr_scheduler, RetinaNet's):
+// step s (from 1) of the warm-up runs at base * (factor + (1 - factor) *
+// (s - 1) / warmup).
+class LinearWarmupFromFactor final : public LearningRateSchedule {
+ public:
+  LinearWarmupFromFactor(double base_lr, double factor, int64_t warmup_steps)
+      : base_(base_lr), factor_(factor), warmup_(warmup_steps) {}
+  double At(int64_t step) const override;
+
+ private:
+  double base_, factor_;
+  int64_t warmup_;
+};
+
 // Linear warm-up to base_lr, then polynomial decay to end_lr (the ResNet
 // reference's lars_util.py PolynomialDecayWithWarmup):
 //   step <= warmup: base * step / warmup

@@ -214,6 +214,30 @@ TEST_F(CudaTwinTest, PointwiseOps) {
   ExpectClose(device_out, host_out, 0.0, "dropout window");
 }
 
+// The detector's ops (RetinaNet): nearest resize both ways (doubling and
+// a ratio that is not whole) and the frozen batch norm's gradient.
+TEST_F(CudaTwinTest, DetectionOps) {
+  Buffer x({2, 3, 7, 3}), y({2, 3, 14, 7}), dy({2, 3, 14, 7}), dx({2, 3, 7, 3});
+  testing::FillRandom(x, 1);
+  testing::FillRandom(dy, 2);
+  DeviceCopy<float> gx(x.data, x.shape), gy(y.data, y.shape), gdy(dy.data, dy.shape),
+      gdx(dx.data, dx.shape);
+  ops::UpsampleNearest(x.t(), y.t());
+  ops::UpsampleNearest(gx.t(), gy.t());
+  ExpectClose(gy.ToHost(), y.data, 0.0, "upsample nearest");
+  ops::UpsampleNearestBackward(dy.t(), dx.t());
+  ops::UpsampleNearestBackward(gdy.t(), gdx.t());
+  ExpectClose(gdx.ToHost(), dx.data, 0.0, "upsample nearest backward");
+  Buffer gamma({3}), var({3}), out({2, 3, 14, 7});
+  testing::FillRandom(gamma, 3, 0.5f, 1.5f);
+  testing::FillRandom(var, 4, 0.5f, 2.0f);
+  DeviceCopy<float> ggamma(gamma.data, gamma.shape), gvar(var.data, var.shape),
+      gout(out.data, out.shape);
+  ops::FrozenBatchNormBackward(dy.t(), gamma.t(), var.t(), 1e-5f, out.t());
+  ops::FrozenBatchNormBackward(gdy.t(), ggamma.t(), gvar.t(), 1e-5f, gout.t());
+  ExpectClose(gout.ToHost(), out.data, kF32Tol, "frozen batch norm backward");
+}
+
 TEST_F(CudaTwinTest, CastsRoundLikeTheHostConversions) {
   std::vector<float> x(4096);
   for (size_t i = 0; i < x.size(); ++i)

@@ -1,0 +1,328 @@
+#include "reference/models/retinanet.h"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "base/check.h"
+#include "fmt/format.h"
+#include "reference/core/init.h"
+#include "reference/kernels/dispatch.h"
+
+namespace mlperf::models {
+
+using core::Tensor;
+
+namespace {
+
+bool StartsWith(const std::string& s, const std::string& prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// A tensor's floats on the host: itself on the CPU, else a copy.
+const float* HostFloats(const Tensor& t, std::vector<float>& copy) {
+  if (t.device() == core::Device::kCpu) return t.f32();
+  copy.resize(static_cast<size_t>(t.numel()));
+  ops::CopyBytes(copy.data(), core::Device::kCpu, t.data(), t.device(), t.bytes());
+  return copy.data();
+}
+
+}  // namespace
+
+RetinaNet::RetinaNet(const RetinaNetConfig& config, int64_t batch_size, uint64_t seed)
+    : Model(config.device, batch_size), config_(config) {
+  MLPERF_CHECK(config.num_classes > 0 && config.head_convs >= 1 && config.max_boxes >= 0);
+  AllocateArenas([this](const layers::ModelArenas& arenas) { Build(arenas); });
+  std::vector<detection::FeatureSize> sizes;
+  for (int l = 0; l < ResNeXtFpn::kLevels; ++l)
+    sizes.push_back({backbone_.feature(l).dim(2), backbone_.feature(l).dim(3)});
+  anchors_ = detection::ImageAnchors(detection::RetinaNetAnchorSizes(), config.backbone.image_size,
+                                     config.backbone.image_size, sizes);
+  Initialize(seed);
+}
+
+RetinaNet::~RetinaNet() = default;
+
+void RetinaNet::Build(const layers::ModelArenas& arenas) {
+  const int64_t n = batch_size(), size = config_.backbone.image_size;
+  core::Arena& acts = *arenas.activations;
+  images_ = acts.Allocate({n, 3, size, size}, core::DType::kF32, core::Layout::kNCHW);
+  backbone_.Allocate(config_.backbone, n, arenas, &registry_);
+  const int64_t f = config_.backbone.fpn_channels;
+  const int64_t a = detection::kAnchorsPerCell;
+  cls_convs_.assign(static_cast<size_t>(config_.head_convs), layers::ConvBias());
+  reg_convs_.assign(static_cast<size_t>(config_.head_convs), layers::ConvBias());
+  auto head = [&](std::vector<layers::ConvBias>& convs, layers::ConvBias& final,
+                  const std::string& name, const std::string& final_name, int64_t outputs) {
+    for (size_t i = 0; i < convs.size(); ++i)
+      convs[i].Allocate(f, f, 3, true, fmt::format("{}.conv.{}", name, 2 * i), arenas, &registry_);
+    final.Allocate(f, outputs, 3, false, name + "." + final_name, arenas, &registry_);
+    for (int l = 0; l < ResNeXtFpn::kLevels; ++l) {
+      const Tensor& p = backbone_.feature(l);
+      const ConvGeometry g = Conv2d(n, f, p.dim(2), p.dim(3), f, 3, 3, 1, 1);
+      for (layers::ConvBias& c : convs) c.AddSite(g, arenas);
+      ConvGeometry last = g;
+      last.out_channels = outputs;
+      final.AddSite(last, arenas);
+    }
+  };
+  head(cls_convs_, cls_final_, "head.classification_head", "cls_logits", a * config_.num_classes);
+  head(reg_convs_, reg_final_, "head.regression_head", "bbox_reg", a * 4);
+  for (int l = 0; l < ResNeXtFpn::kLevels; ++l) {
+    dlogits_[l] =
+        acts.Allocate(cls_final_.output(l).shape(), core::DType::kF32, core::Layout::kNCHW);
+    dregression_[l] =
+        acts.Allocate(reg_final_.output(l).shape(), core::DType::kF32, core::Layout::kNCHW);
+    dfeatures_[l] =
+        acts.Allocate(backbone_.feature(l).shape(), core::DType::kF32, core::Layout::kNCHW);
+  }
+  for (Tensor& s : head_scratch_) s = acts.Allocate(cls_convs_[0].output(0).shape());
+  dpart_ = acts.Allocate(backbone_.feature(0).shape());
+  int64_t ws = backbone_.workspace_elements();
+  for (const auto* convs : {&cls_convs_, &reg_convs_})
+    for (const layers::ConvBias& c : *convs) ws = std::max(ws, c.workspace_elements());
+  ws = std::max({ws, cls_final_.workspace_elements(), reg_final_.workspace_elements()});
+  workspace_ = acts.Allocate({std::max<int64_t>(ws, 1)});
+  loss_ = acts.Allocate({1});
+}
+
+void RetinaNet::Initialize(uint64_t seed) {
+  std::vector<float> params(parameters().size(), 0.0f), buffers(this->buffers().size(), 0.0f);
+  const float prior_bias = -std::log((1.0f - 0.01f) / 0.01f);
+  for (size_t i = 0; i < registry_.parameters.size(); ++i) {
+    const layers::Parameter& p = registry_.parameters[i];
+    const core::RngStream rng{.seed = seed, .offset = static_cast<uint64_t>(i)};
+    // A frozen parameter is drawn into its own host copy, then set.
+    std::vector<float> frozen(p.trainable ? 0 : static_cast<size_t>(p.value.numel()));
+    const Tensor value = p.trainable ? HostParameter(p.value, params)
+                                     : Tensor(frozen.data(), p.value.shape(), core::DType::kF32);
+    const core::Shape& s = p.value.shape();
+    if (EndsWith(p.name, ".bias")) {
+      core::FillConstant(value, EndsWith(p.name, "cls_logits.bias") ? prior_bias : 0.0f);
+    } else if (StartsWith(p.name, "backbone.body.")) {
+      core::HeNormal(value, s[0] * s[2] * s[3], rng);  // kaiming_normal_, mode fan_out
+    } else if (StartsWith(p.name, "backbone.fpn.")) {
+      const float bound =
+          std::sqrt(3.0f / static_cast<float>(p.fan_in));  // kaiming_uniform_, a = 1
+      core::FillUniform(value, -bound, bound, rng);
+    } else {
+      core::FillNormal(value, 0.0f, 0.01f, rng);
+    }
+    if (!p.trainable) SetParameter(p, frozen);
+  }
+  for (const layers::NamedBuffer& b : registry_.buffers)
+    core::FillConstant(
+        HostBuffer(b.value, buffers),
+        EndsWith(b.name, ".weight") || EndsWith(b.name, ".running_var") ? 1.0f : 0.0f);
+  ParametersFromHost(params);
+  BuffersFromHost(buffers);
+}
+
+void RetinaNet::Forward(const Batch& batch) {
+  MLPERF_CHECK(!batch.inputs.empty() && batch.inputs[0].numel() == images_.numel());
+  ops::CopyBytes(images_.data(), device(), batch.inputs[0].data(), core::Device::kCpu,
+                 images_.bytes());
+  backbone_.Forward(images_, workspace_);
+  for (int l = 0; l < ResNeXtFpn::kLevels; ++l)
+    for (auto [convs, final] :
+         {std::pair{&cls_convs_, &cls_final_}, std::pair{&reg_convs_, &reg_final_}}) {
+      const Tensor* x = &backbone_.feature(l);
+      for (layers::ConvBias& c : *convs) {
+        c.Forward(l, *x, workspace_);
+        x = &c.output(l);
+      }
+      final->Forward(l, *x, workspace_);
+    }
+}
+
+void RetinaNet::ForwardTrainAsync(const Batch& batch) {
+  MLPERF_CHECK_MSG(batch.inputs.size() == 3, "RetinaNet trains on images, boxes and labels");
+  const int64_t n = batch_size(), m = config_.max_boxes;
+  const Tensor &boxes = batch.inputs[1], &labels = batch.inputs[2];
+  MLPERF_CHECK(boxes.numel() == n * m * 4 && labels.numel() == n * m);
+  targets_.assign(static_cast<size_t>(n), {});
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < m && labels.as<int32_t>()[i * m + j] >= 0; ++j) {
+      const float* b = boxes.f32() + (i * m + j) * 4;
+      targets_[i].boxes.push_back({b[0], b[1], b[2], b[3]});
+      targets_[i].labels.push_back(labels.as<int32_t>()[i * m + j]);
+    }
+  Forward(batch);
+
+  // The loss on the host, image by image, over each level's slice.
+  const bool host = device() == core::Device::kCpu;
+  std::vector<std::vector<float>> copies(4 * ResNeXtFpn::kLevels);
+  std::vector<const float*> logits(ResNeXtFpn::kLevels), regression(ResNeXtFpn::kLevels);
+  std::vector<float*> dlogits(ResNeXtFpn::kLevels), dregression(ResNeXtFpn::kLevels);
+  for (int l = 0; l < ResNeXtFpn::kLevels; ++l) {
+    logits[l] = HostFloats(cls_final_.output(l), copies[4 * l]);
+    regression[l] = HostFloats(reg_final_.output(l), copies[4 * l + 1]);
+    copies[4 * l + 2].resize(host ? 0 : static_cast<size_t>(dlogits_[l].numel()));
+    copies[4 * l + 3].resize(host ? 0 : static_cast<size_t>(dregression_[l].numel()));
+    dlogits[l] = host ? dlogits_[l].f32() : copies[4 * l + 2].data();
+    dregression[l] = host ? dregression_[l].f32() : copies[4 * l + 3].data();
+  }
+  double cls = 0, reg = 0;
+  const int64_t classes = config_.num_classes, a = detection::kAnchorsPerCell;
+  for (int64_t i = 0; i < n; ++i) {
+    std::vector<detection::LevelHead> levels;
+    for (int l = 0; l < ResNeXtFpn::kLevels; ++l) {
+      const int64_t h = cls_final_.output(l).dim(2), w = cls_final_.output(l).dim(3);
+      const int64_t cls_image = a * classes * h * w, reg_image = a * 4 * h * w;
+      levels.push_back({logits[l] + i * cls_image, regression[l] + i * reg_image,
+                        dlogits[l] + i * cls_image, dregression[l] + i * reg_image, h, w});
+    }
+    const detection::ImageLoss loss = detection::RetinaNetImageLoss(
+        levels, anchors_, classes, targets_[i], 1.0f / static_cast<float>(n));
+    cls += loss.classification;
+    reg += loss.regression;
+  }
+  classification_loss_ = cls / static_cast<double>(n);
+  regression_loss_ = reg / static_cast<double>(n);
+  if (!host)
+    for (int l = 0; l < ResNeXtFpn::kLevels; ++l) {
+      ops::CopyBytes(dlogits_[l].data(), device(), dlogits[l], core::Device::kCpu,
+                     dlogits_[l].bytes());
+      ops::CopyBytes(dregression_[l].data(), device(), dregression[l], core::Device::kCpu,
+                     dregression_[l].bytes());
+    }
+  const float total = static_cast<float>(classification_loss_ + regression_loss_);
+  ops::CopyBytes(loss_.data(), device(), &total, core::Device::kCpu, sizeof(float));
+  ++num_batches_tracked_;
+}
+
+void RetinaNet::HeadsBackward(std::vector<layers::ConvBias>& convs, layers::ConvBias& final,
+                              const std::array<Tensor, ResNeXtFpn::kLevels>& dout,
+                              bool first_branch) {
+  for (int l = 0; l < ResNeXtFpn::kLevels; ++l) {
+    const bool accumulate = l > 0;
+    Tensor dy = head_scratch_[0], dx = head_scratch_[1];
+    final.Backward(l, convs.back().output(l), dout[l], dx, workspace_, accumulate);
+    for (size_t i = convs.size(); i-- > 0;) {
+      std::swap(dy, dx);
+      const Tensor& x = i == 0 ? backbone_.feature(l) : convs[i - 1].output(l);
+      // The first conv's input gradient goes to the level's feature gradient.
+      const Tensor into = i > 0 ? dx : first_branch ? dfeatures_[l] : dpart_;
+      convs[i].Backward(l, x, dy, into, workspace_, accumulate);
+    }
+    if (!first_branch) {
+      const Tensor part = layers::ViewAs(dpart_, dfeatures_[l]);
+      ops::Add(dfeatures_[l], part, dfeatures_[l]);
+    }
+  }
+}
+
+void RetinaNet::Backward() {
+  HeadsBackward(cls_convs_, cls_final_, dlogits_, true);
+  HeadsBackward(reg_convs_, reg_final_, dregression_, false);
+  backbone_.Backward(dfeatures_, workspace_);
+  NotifyGradientsReady(0);
+}
+
+MetricSums RetinaNet::EvaluateBatch(const Batch&) {
+  MLPERF_CHECK_MSG(false, "RetinaNet's metric is COCO mAP: evaluate with Detect");
+  return {};
+}
+
+std::vector<detection::Detections> RetinaNet::Detect(const Batch& batch) {
+  Forward(batch);
+  const int64_t classes = config_.num_classes, a = detection::kAnchorsPerCell;
+  std::vector<std::vector<float>> copies(2 * ResNeXtFpn::kLevels);
+  std::vector<detection::Detections> out;
+  std::vector<std::vector<float>> logits(ResNeXtFpn::kLevels), regression(ResNeXtFpn::kLevels);
+  for (int64_t i = 0; i < batch.count; ++i) {
+    std::vector<detection::LevelOutputs> levels;
+    int64_t first = 0;
+    for (int l = 0; l < ResNeXtFpn::kLevels; ++l) {
+      const Tensor &c = cls_final_.output(l), &r = reg_final_.output(l);
+      const int64_t plane = c.dim(2) * c.dim(3);
+      const float* cls = HostFloats(c, copies[2 * l]) + i * a * classes * plane;
+      const float* reg = HostFloats(r, copies[2 * l + 1]) + i * a * 4 * plane;
+      // From [A * K, H, W] to the reference's [H * W * A, K].
+      logits[l].resize(static_cast<size_t>(plane * a * classes));
+      regression[l].resize(static_cast<size_t>(plane * a * 4));
+      for (int64_t ch = 0; ch < a * classes; ++ch)
+        for (int64_t p = 0; p < plane; ++p)
+          logits[l][(p * a + ch / classes) * classes + ch % classes] = cls[ch * plane + p];
+      for (int64_t ch = 0; ch < a * 4; ++ch)
+        for (int64_t p = 0; p < plane; ++p)
+          regression[l][(p * a + ch / 4) * 4 + ch % 4] = reg[ch * plane + p];
+      levels.push_back({logits[l].data(), regression[l].data(),
+                        std::span<const detection::Box>(anchors_).subspan(first, plane * a)});
+      first += plane * a;
+    }
+    out.push_back(detection::Postprocess(levels, classes, config_.backbone.image_size,
+                                         config_.backbone.image_size, config_.postprocess));
+  }
+  return out;
+}
+
+OwnedBatch RetinaNet::SyntheticBatch() const {
+  OwnedBatch b;
+  const int64_t n = batch_size(), size = config_.backbone.image_size, m = config_.max_boxes;
+  const Tensor images = b.Add({n, 3, size, size}, core::DType::kF32);
+  const Tensor boxes = b.Add({n, m, 4}, core::DType::kF32);
+  const Tensor labels = b.Add({n, m}, core::DType::kI32);
+  for (int64_t i = 0; i < images.numel(); ++i) images.f32()[i] = 0.5f;
+  for (int64_t i = 0; i < n * m; ++i) labels.as<int32_t>()[i] = -1;
+  for (int64_t i = 0; i < n && m > 0; ++i) {
+    const float q = static_cast<float>(size) / 4;
+    float* box = boxes.f32() + i * m * 4;
+    box[0] = q, box[1] = q, box[2] = 3 * q, box[3] = 3 * q;
+    labels.as<int32_t>()[i * m] = static_cast<int32_t>(i % config_.num_classes);
+  }
+  b.batch.count = n;
+  return b;
+}
+
+namespace {
+constexpr std::string_view kBody = "backbone.body.";
+}  // namespace
+
+absl::Status RetinaNet::LoadBackbone(const std::string& path) {
+  absl::StatusOr<io::SafetensorsFile> file = io::SafetensorsFile::Read(path);
+  if (!file.ok()) return file.status();
+  std::vector<float> params = ParametersToHost(), buffers = BuffersToHost();
+  std::vector<std::pair<const layers::Parameter*, std::vector<float>>> frozen;
+  auto read = [&](const std::string& name, const Tensor& t, float* dst) -> absl::Status {
+    const std::string stored = name.substr(kBody.size());
+    if (file->tensors().count(stored) == 0)
+      return absl::NotFoundError(fmt::format("{}: no {} (the backbone's {})", path, stored, name));
+    return file->CopyToFloats(stored, t.shape(), dst);
+  };
+  for (const layers::Parameter& p : registry_.parameters) {
+    if (!StartsWith(p.name, std::string(kBody))) continue;
+    if (p.trainable) {
+      const Tensor host = HostParameter(p.value, params);
+      if (absl::Status s = read(p.name, p.value, host.f32()); !s.ok()) return s;
+    } else {
+      frozen.emplace_back(&p, std::vector<float>(static_cast<size_t>(p.value.numel())));
+      if (absl::Status s = read(p.name, p.value, frozen.back().second.data()); !s.ok()) return s;
+    }
+  }
+  for (const layers::NamedBuffer& b : registry_.buffers) {
+    if (!StartsWith(b.name, std::string(kBody))) continue;
+    if (absl::Status s = read(b.name, b.value, HostBuffer(b.value, buffers).f32()); !s.ok())
+      return s;
+  }
+  ParametersFromHost(params);
+  BuffersFromHost(buffers);
+  for (const auto& [p, values] : frozen) SetParameter(*p, values);
+  return absl::OkStatus();
+}
+
+absl::Status RetinaNet::SaveBackbone(const std::string& path) const {
+  std::vector<float> params = ParametersToHost(), buffers = BuffersToHost();
+  std::vector<std::byte> frozen = FrozenToHost();
+  std::vector<io::NamedTensor> body;
+  for (io::NamedTensor& t : NamedHostTensors(params, buffers, &frozen))
+    if (StartsWith(t.name, std::string(kBody)))
+      body.push_back({t.name.substr(kBody.size()), t.tensor});
+  return io::SaveSafetensors(path, body);
+}
+
+}  // namespace mlperf::models

@@ -11,7 +11,9 @@
 # A package follows one round's rules. Each benchmark goes into the package
 # of DEMO_RULESET (4.0.0 by default, the last round that accepted ResNet-50,
 # 3D U-Net, BERT and DLRM-dcnv2 together) when that round accepted it, else
-# into the package of DEMO_NEWER_RULESET (6.1.0 by default: Llama 3.1 8B).
+# into the package of DEMO_NEWER_RULESET (6.1.0 by default: Llama 3.1 8B),
+# else of DEMO_MIDDLE_RULESET (5.1.0 by default: RetinaNet, which no round
+# after 5.1 runs).
 # Every invocation writes new packages under out/demo/; nothing is overwritten.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +21,7 @@ scripts/install_deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release > /dev/null
 cmake --build build -j "$(nproc)" --target run_closed compliance_check
 
-rulesets=("${DEMO_RULESET:-4.0.0}" "${DEMO_NEWER_RULESET:-6.1.0}")
+rulesets=("${DEMO_RULESET:-4.0.0}" "${DEMO_NEWER_RULESET:-6.1.0}" "${DEMO_MIDDLE_RULESET:-5.1.0}")
 out="out/demo/$(date +%Y%m%d-%H%M%S)"
 for bench in $(build/bin/run_closed --list); do
   done_bench=""

@@ -1,0 +1,88 @@
+// RetinaNet's training step on the CPU, ours against torchvision's in the
+// same run (bench/retinanet/retinanet_torch_bench.py under /usr/bin/python3):
+//
+//   retinanet_step_bench [image] [batch] [steps]
+//       the reference's widths (ResNeXt50-32x4d with frozen batch norms,
+//       layer2-4 training, FPN 256, 264 classes): forward, loss and backward
+//       of random images with two boxes each; the median of `steps` after one
+//       warm-up (defaults 384 2 3).
+//
+// --no-torch skips the peer. Threads: OMP_NUM_THREADS (the peer gets the same).
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "fmt/format.h"
+#include "reference/models/retinanet.h"
+
+#ifndef MLPERF_SOURCE_DIR
+#error "MLPERF_SOURCE_DIR must point at the repository root"
+#endif
+
+using namespace mlperf;
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args;
+  bool torch = true;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--no-torch") == 0) {
+      torch = false;
+    } else {
+      args.emplace_back(argv[i]);
+    }
+  }
+  const int64_t image = args.size() > 0 ? std::stoll(args[0]) : 384;
+  const int64_t batch = args.size() > 1 ? std::stoll(args[1]) : 2;
+  const int steps = args.size() > 2 ? std::stoi(args[2]) : 3;
+  models::RetinaNetConfig config;
+  config.backbone.image_size = image;
+  config.max_boxes = 2;
+  models::RetinaNet model(config, batch, 1);
+  models::OwnedBatch owned;
+  const core::Tensor images = owned.Add({batch, 3, image, image}, core::DType::kF32);
+  const core::Tensor boxes = owned.Add({batch, 2, 4}, core::DType::kF32);
+  const core::Tensor labels = owned.Add({batch, 2}, core::DType::kI32);
+  for (int64_t i = 0; i < images.numel(); ++i)
+    images.f32()[i] = static_cast<float>((i * 2654435761u) % 1000) / 500.0f - 1.0f;
+  const float box[2][4] = {{10, 20, 200, 180}, {100, 120, 300, 330}};
+  for (int64_t i = 0; i < batch; ++i)
+    for (int j = 0; j < 2; ++j) {
+      std::copy(box[j], box[j] + 4, boxes.f32() + (i * 2 + j) * 4);
+      labels.as<int32_t>()[i * 2 + j] = j == 0 ? 3 : 7;
+    }
+  owned.batch.count = batch;
+  std::vector<double> times;
+  for (int step = 0; step <= steps; ++step) {
+    const auto start = std::chrono::steady_clock::now();
+    model.ForwardTrain(owned.batch);
+    model.Backward();
+    if (step > 0)
+      times.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(times.begin(), times.end());
+  const double ours = times[times.size() / 2];
+  fmt::print("RetinaNet step, {} x {}, batch {}, {} threads\n", image, image, batch,
+             omp_get_max_threads());
+  fmt::print("ours (channels-first)      {:8.3f} s\n", ours);
+  if (!torch) return 0;
+  const std::string cmd =
+      fmt::format("/usr/bin/python3 {}/bench/retinanet/retinanet_torch_bench.py {} {} {} {}",
+                  MLPERF_SOURCE_DIR, omp_get_max_threads(), image, batch, steps);
+  FILE* peer = popen(cmd.c_str(), "r");
+  char name[64];
+  double seconds = 0;
+  while (peer != nullptr && std::fscanf(peer, "%63s %lf", name, &seconds) == 2)
+    fmt::print("torchvision ({:13s}) {:8.3f} s  (ours {:.2f}x)\n", name, seconds, seconds / ours);
+  if (peer == nullptr || pclose(peer) != 0) {
+    std::fprintf(stderr, "retinanet_step_bench: the peer failed: %s\n", cmd.c_str());
+    return 1;
+  }
+  return 0;
+}

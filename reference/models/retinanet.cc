@@ -166,8 +166,10 @@ void RetinaNet::ForwardTrainAsync(const Batch& batch) {
     dlogits[l] = host ? dlogits_[l].f32() : copies[4 * l + 2].data();
     dregression[l] = host ? dregression_[l].f32() : copies[4 * l + 3].data();
   }
-  double cls = 0, reg = 0;
   const int64_t classes = config_.num_classes, a = detection::kAnchorsPerCell;
+  // Images in parallel (each writes its own gradient slices), summed in order.
+  std::vector<detection::ImageLoss> losses(static_cast<size_t>(n));
+#pragma omp parallel for schedule(dynamic)
   for (int64_t i = 0; i < n; ++i) {
     std::vector<detection::LevelHead> levels;
     for (int l = 0; l < ResNeXtFpn::kLevels; ++l) {
@@ -176,8 +178,11 @@ void RetinaNet::ForwardTrainAsync(const Batch& batch) {
       levels.push_back({logits[l] + i * cls_image, regression[l] + i * reg_image,
                         dlogits[l] + i * cls_image, dregression[l] + i * reg_image, h, w});
     }
-    const detection::ImageLoss loss = detection::RetinaNetImageLoss(
-        levels, anchors_, classes, targets_[i], 1.0f / static_cast<float>(n));
+    losses[i] = detection::RetinaNetImageLoss(levels, anchors_, classes, targets_[i],
+                                              1.0f / static_cast<float>(n));
+  }
+  double cls = 0, reg = 0;
+  for (const detection::ImageLoss& loss : losses) {
     cls += loss.classification;
     reg += loss.regression;
   }

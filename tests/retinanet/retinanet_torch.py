@@ -1,5 +1,7 @@
 """The oracle of retinanet_parity_test: torchvision's RetinaNet pieces on the
-weights and inputs the test wrote (safetensors IN: the model's state dict
+weights and inputs the test wrote (at the reference's stem width 64 the body
+is torchvision's ResNet; at another, the same layers built from its
+Bottleneck, as ResNet builds them) (safetensors IN: the model's state dict
 under the reference's names, "input/images", "input/boxes", "input/labels",
 "config/*"), in fp32 on the CPU. Writes OUT: the two losses, the gradient
 of every trainable parameter (under the reference's names), and each
@@ -13,6 +15,7 @@ from torchvision.models.detection.anchor_utils import AnchorGenerator
 from torchvision.models.detection.backbone_utils import BackboneWithFPN
 from torchvision.models.detection.image_list import ImageList
 from torchvision.models.detection.retinanet import RetinaNet
+from torch import nn
 from torchvision.models.resnet import Bottleneck, ResNet
 from torchvision.ops.feature_pyramid_network import LastLevelP6P7
 from torchvision.ops.misc import FrozenBatchNorm2d
@@ -30,14 +33,41 @@ def torch_name(name):
                   lambda m: f"_head.conv.{int(m.group(1)) // 2}.0.", name)
 
 
+class Body(nn.Module):
+    """torchvision's ResNet at stem width `stem` (stage s: planes stem * 2^s)."""
+
+    def __init__(self, stem, blocks, groups, width_per_group):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, stem, 7, 2, 3, bias=False)
+        self.bn1 = FrozenBatchNorm2d(stem)
+        self.relu = nn.ReLU(inplace=True)
+        self.maxpool = nn.MaxPool2d(3, 2, 1)
+        inplanes = stem
+        for i, n in enumerate(blocks):
+            planes, stride = stem << i, 1 if i == 0 else 2
+            down = nn.Sequential(nn.Conv2d(inplanes, planes * 4, 1, stride, bias=False),
+                                 FrozenBatchNorm2d(planes * 4))
+            layers = [Bottleneck(inplanes, planes, stride, down, groups, width_per_group,
+                                 norm_layer=FrozenBatchNorm2d)]
+            layers += [Bottleneck(planes * 4, planes, groups=groups, base_width=width_per_group,
+                                  norm_layer=FrozenBatchNorm2d) for _ in range(1, n)]
+            setattr(self, f"layer{i + 1}", nn.Sequential(*layers))
+            inplanes = planes * 4
+
+
 def main():
     t = read(sys.argv[1])
     cfg = {k.split("/", 1)[1]: int(v.item()) for k, v in t.items() if k.startswith("config/")}
     blocks = [cfg["blocks0"], cfg["blocks1"], cfg["blocks2"], cfg["blocks3"]]
-    body = ResNet(Bottleneck, blocks, groups=cfg["groups"], width_per_group=cfg["width_per_group"],
-                  norm_layer=FrozenBatchNorm2d)
+    stem, fpn = cfg["stem"], cfg["fpn"]
+    if stem == 64:
+        body = ResNet(Bottleneck, blocks, groups=cfg["groups"],
+                      width_per_group=cfg["width_per_group"], norm_layer=FrozenBatchNorm2d)
+    else:
+        body = Body(stem, blocks, cfg["groups"], cfg["width_per_group"])
     backbone = BackboneWithFPN(body, {"layer2": "0", "layer3": "1", "layer4": "2"},
-                               [512, 1024, 2048], 256, extra_blocks=LastLevelP6P7(256, 256))
+                               [stem * 8, stem * 16, stem * 32], fpn,
+                               extra_blocks=LastLevelP6P7(fpn, fpn))
     anchors = AnchorGenerator(SIZES, ((0.5, 1.0, 2.0),) * len(SIZES))
     model = RetinaNet(backbone, cfg["classes"], anchor_generator=anchors)
     weights = {torch_name(k): v for k, v in t.items() if not k.split("/")[0] in ("input", "config")}

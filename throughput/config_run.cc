@@ -79,7 +79,7 @@ absl::StatusOr<std::unique_ptr<benchmarks::BenchmarkSetup>> ConfigureFor(
   if (options.data != DataMode::kSynthetic) {
     const bool train = options.mode == Mode::kTrain;
     const int64_t samples = train ? plan.train_samples : plan.eval_samples / plan.world_size;
-    const int64_t per_step = train ? plan.global_batch_size : config.batch;
+    const int64_t per_step = train ? plan.global_batch_size : plan.batch_per_rank;
     const int64_t available = samples / per_step;
     const int needed = train ? options.iters : std::max(options.iters, options.warmup);
     if (needed > available) {

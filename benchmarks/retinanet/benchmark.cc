@@ -136,6 +136,21 @@ class RetinaNetBenchmark final : public Benchmark {
                      .first_eval_epoch = 1,
                      .eval_every_epochs = 1,
                      .last_epoch = epochs};
+    // The CPU's memory is known (a GPU's is left to the device): the rank's
+    // batch in as few micro-batches as fit, the optimizer's two moments and
+    // the pipeline's images beside the model.
+    if (options.gpus == 0) {
+      const int64_t image_bytes = 3 * member.backbone.image_size * member.backbone.image_size * 4;
+      const int64_t state = 2 * models::RetinaNet::ArenaBytes(member, 1);
+      if (absl::Status s = FitMicroBatch(
+              [&](int64_t batch) {
+                return models::RetinaNet::ArenaBytes(member, batch) + state +
+                       2 * batch * image_bytes;
+              },
+              share.memory_bytes, plan);
+          !s.ok())
+        return s;
+    }
     std::string data = plan.data_root;
     return std::make_unique<RetinaNetSetup>(std::move(plan), recipe, std::move(member),
                                             std::move(data), std::move(backbone), std::move(demo));

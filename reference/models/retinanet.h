@@ -43,8 +43,13 @@ class RetinaNet final : public Model {
   // normalised), boxes [batch, max_boxes, 4] fp32 (x1, y1, x2, y2 in the
   // input's frame) and labels [batch, max_boxes] int32 (0-based classes; a
   // negative label ends an image's boxes). Detection needs the images only.
+  // A batch without inputs is the last one again.
   RetinaNet(const RetinaNetConfig& config, int64_t batch_size, uint64_t seed = 0);
   ~RetinaNet() override;
+
+  // Bytes of every arena of a model of `config` at `batch_size`, allocating
+  // nothing (the memory plan).
+  static int64_t ArenaBytes(const RetinaNetConfig& config, int64_t batch_size);
 
   const RetinaNetConfig& config() const { return config_; }
 
@@ -64,7 +69,9 @@ class RetinaNet final : public Model {
   // Classification plus box loss of the batch, as the reference sums them.
   void ForwardTrainAsync(const Batch& batch) override;
   void Backward() override;
-  // COCO mAP is no ratio of sums: its evaluator calls Detect. Refused.
+  // An inference pass (run_benchmark's): Detect, and the detections' count
+  // over the images. COCO mAP is no ratio of sums; its evaluator gathers
+  // Detect's detections.
   MetricSums EvaluateBatch(const Batch& batch) override;
   // Mid-grey images with one box each.
   OwnedBatch SyntheticBatch() const override;
@@ -82,6 +89,8 @@ class RetinaNet final : public Model {
   const std::vector<detection::Box>& anchors() const { return anchors_; }
 
  private:
+  struct MeasureOnly {};
+  RetinaNet(const RetinaNetConfig& config, int64_t batch_size, MeasureOnly);
   void Build(const layers::ModelArenas& arenas);
   void Forward(const Batch& batch);
   // One head's backward over the levels; the first branch sets the
@@ -100,6 +109,7 @@ class RetinaNet final : public Model {
   core::Tensor dpart_;
   std::vector<detection::ImageTargets> targets_;
   double classification_loss_ = 0, regression_loss_ = 0;
+  int64_t measured_bytes_ = 0;
 };
 
 }  // namespace mlperf::models

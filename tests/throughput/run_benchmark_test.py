@@ -252,6 +252,12 @@ def case_usage(tool, tmp):
             fails.append(f"{why}: measured something")
         elif why.startswith("broken") and broken not in lines[0]:
             fails.append(f"{why}: the error does not name {broken}: {lines}")
+    # Inference on generated data at the recipe's own batch (no -b): measured.
+    r = run(tool, SMALL + ["--generated", "--mode", "infer", "-w", "1", "-i", "2", "-r", "1",
+                           "--cache_dir", os.path.join(tmp, "cache")], tmp)
+    if r.returncode != 0 or "samples/s" not in r.stdout:
+        fails.append(f"generated inference at the recipe's batch: exit {r.returncode}, "
+                     f"stderr {r.stderr.strip().splitlines()[-1:]}")
     return fails
 
 

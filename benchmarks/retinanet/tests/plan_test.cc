@@ -6,6 +6,7 @@
 // errors.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <map>
 #include <string>
 
@@ -17,8 +18,9 @@ std::unique_ptr<Benchmark> MakeBenchmark();
 
 namespace {
 
-absl::StatusOr<std::unique_ptr<BenchmarkSetup>> Configure(const RunnerOptions& o, int world) {
-  return MakeBenchmark()->Configure(o, world, {.cores = 2, .memory_bytes = 0});
+absl::StatusOr<std::unique_ptr<BenchmarkSetup>> Configure(const RunnerOptions& o, int world,
+                                                          int64_t memory_bytes = 0) {
+  return MakeBenchmark()->Configure(o, world, {.cores = 2, .memory_bytes = memory_bytes});
 }
 
 RunnerOptions OpenImages() {
@@ -90,6 +92,21 @@ TEST(RetinaNetPlan, TheDemonstrationIsASmallMemberOnGeneratedShapes) {
   EXPECT_EQ(s.member().num_classes, 3);
   EXPECT_LT(s.member().backbone.image_size, 800);
   EXPECT_NE(s.ReadmeSection().find("generated"), std::string::npos);
+}
+
+// One CPU process of 20 GiB: the reference's 800 x 800 model does not take
+// the RCP batch of 256 at once, so its micro-batches accumulate (the memory
+// plan measured from the model's arenas, nothing allocated).
+TEST(RetinaNetPlan, OneCpuProcessAccumulatesTheRcpBatch) {
+  absl::StatusOr<std::unique_ptr<BenchmarkSetup>> setup =
+      Configure(OpenImages(), 1, int64_t{20} << 30);
+  ASSERT_TRUE(setup.ok()) << setup.status();
+  const RunPlan& plan = (*setup)->plan();
+  EXPECT_EQ(plan.global_batch_size, 256);
+  EXPECT_GT(plan.gradient_accumulation_steps, 1);
+  EXPECT_EQ(plan.batch_per_rank * plan.gradient_accumulation_steps, 256);
+  std::printf("micro-batch %lld, %d accumulation steps\n",
+              static_cast<long long>(plan.batch_per_rank), plan.gradient_accumulation_steps);
 }
 
 TEST(RetinaNetPlan, AnotherOptimizerIsAUsageError) {

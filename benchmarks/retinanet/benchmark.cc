@@ -12,8 +12,9 @@
 #include "fmt/format.h"
 
 ABSL_FLAG(std::string, backbone, "",
-          "retinanet: the ImageNet-trained ResNeXt50-32x4d body the runs start from, torchvision's "
-          "state dict as safetensors (scripts/convert_backbone.py converts the reference's .pth)");
+          "retinanet: the ImageNet-trained ResNeXt50-32x4d body the runs start from: torchvision's "
+          "state dict, the .pth the reference downloads (resnext50_32x4d-7cdf4587.pth) or "
+          "safetensors");
 
 namespace mlperf::benchmarks::retinanet {
 namespace {

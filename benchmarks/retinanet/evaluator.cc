@@ -1,6 +1,7 @@
 #include "benchmarks/retinanet/evaluator.h"
 
 #include <cstdio>
+#include <string>
 
 #include "base/check.h"
 #include "reference/eval/coco_map.h"

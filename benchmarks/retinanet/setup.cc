@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <utility>
 
+#include "base/check.h"
 #include "base/files.h"
 #include "benchmarks/readme.h"
 #include "benchmarks/retinanet/evaluator.h"

@@ -2,11 +2,13 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "base/check.h"
 #include "fmt/format.h"
 #include "reference/core/init.h"
+#include "reference/io/torch_checkpoint.h"
 #include "reference/kernels/dispatch.h"
 
 namespace mlperf::models {
@@ -310,15 +312,26 @@ constexpr std::string_view kBody = "backbone.body.";
 }  // namespace
 
 absl::Status RetinaNet::LoadBackbone(const std::string& path) {
-  absl::StatusOr<io::SafetensorsFile> file = io::SafetensorsFile::Read(path);
-  if (!file.ok()) return file.status();
+  // PyTorch's own file (the reference's download), or safetensors.
+  std::optional<io::TorchCheckpoint> torch;
+  std::optional<io::SafetensorsFile> safetensors;
+  if (io::LooksLikeTorchCheckpoint(path)) {
+    absl::StatusOr<io::TorchCheckpoint> file = io::TorchCheckpoint::Read(path);
+    if (!file.ok()) return file.status();
+    torch = std::move(*file);
+  } else {
+    absl::StatusOr<io::SafetensorsFile> file = io::SafetensorsFile::Read(path);
+    if (!file.ok()) return file.status();
+    safetensors = std::move(*file);
+  }
   std::vector<float> params = ParametersToHost(), buffers = BuffersToHost();
   std::vector<std::pair<const layers::Parameter*, std::vector<float>>> frozen;
   auto read = [&](const std::string& name, const Tensor& t, float* dst) -> absl::Status {
     const std::string stored = name.substr(kBody.size());
-    if (file->tensors().count(stored) == 0)
+    if ((torch ? torch->tensors().count(stored) : safetensors->tensors().count(stored)) == 0)
       return absl::NotFoundError(fmt::format("{}: no {} (the backbone's {})", path, stored, name));
-    return file->CopyToFloats(stored, t.shape(), dst);
+    return torch ? torch->CopyToFloats(stored, t.shape(), dst)
+                 : safetensors->CopyToFloats(stored, t.shape(), dst);
   };
   for (const layers::Parameter& p : registry_.parameters) {
     if (!StartsWith(p.name, std::string(kBody))) continue;

@@ -60,9 +60,10 @@ class RetinaNet final : public Model {
   void Initialize(uint64_t seed) override;
   // The backbone's body from a checkpoint under torchvision's ResNet names
   // ("conv1.weight", "layer1.0.bn1.running_var", ...: the reference's
-  // ImageNet-trained resnext50_32x4d state dict, as safetensors; "fc.*" and
-  // "num_batches_tracked" are ignored). Every body tensor must be there, in
-  // its shape; a failed load changes nothing.
+  // ImageNet-trained resnext50_32x4d state dict, PyTorch's own .pth as the
+  // reference downloads it, or safetensors; "fc.*" and "num_batches_tracked"
+  // are ignored). Every body tensor must be there, in its shape; a failed
+  // load changes nothing.
   absl::Status LoadBackbone(const std::string& path);
   // The body under those names.
   absl::Status SaveBackbone(const std::string& path) const;

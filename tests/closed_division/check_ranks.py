@@ -2,8 +2,8 @@
 mpirun with more: every invocation must reach the target (run_stop status
 success) and log the same evaluation values as one process, up to the
 rounding of sums taken over several ranks, and the tensor parallelism it
-ran with. Under mpirun the pre-flight runs first (--preflight) and reports
-the links and bus bandwidths.
+ran with. Under mpirun the pre-flight runs first (--preflight, its
+comparison of the ranks off) and reports the links and bus bandwidths.
 
 usage: check_ranks.py RUN_CLOSED MPIEXEC BENCH RANKS TOLERANCE [FIRST]
   RANKS: comma-separated process counts, e.g. 1,2,4 (1 runs without mpirun);
@@ -51,7 +51,10 @@ def main():
             out = os.path.join(tmp, f"np{spec}")
             prefix = [] if n == 1 else [mpiexec, "--allow-run-as-root", "--oversubscribe",
                                         "--mca", "rtc_hwloc_vmhole", "none", "-np", str(n)]
-            preflight = [] if n == 1 else ["--preflight"]
+            # The pre-flight runs and reports; its slow-rank comparison is off
+            # (--preflight_min 0): on one busy machine a rank's link measure is
+            # noise (multinode_test judges it across namespace nodes).
+            preflight = [] if n == 1 else ["--preflight", "--preflight_min", "0"]
             tensor = [] if t == 1 else ["--tensor_parallel", str(t)]
             # One cache: the generated data (and a starting checkpoint) made once.
             cmd = prefix + [tool, "--bench", bench, "--runs", "1", "--seed", "21", "--out", out,

@@ -154,13 +154,12 @@ void Accumulate(const std::vector<ImageResult>& images, int max_dets, double* pr
     }
     recall[t] = nd > 0 ? rc[nd - 1] : 0;
     for (int64_t i = nd - 1; i > 0; --i) pr[i - 1] = std::max(pr[i - 1], pr[i]);
+    std::fill(precision + t * kR, precision + (t + 1) * kR, 0.0);  // past the last recall: 0
     for (int r = 0; r < kR; ++r) {
       const auto it = std::lower_bound(rc.begin(), rc.end(), kRecallThresholds[r]);
-      if (it == rc.end()) break;  // the rest stay 0
+      if (it == rc.end()) break;
       precision[t * kR + r] = pr[it - rc.begin()];
     }
-    for (int r = 0; r < kR; ++r)
-      if (precision[t * kR + r] < 0) precision[t * kR + r] = 0;
   }
 }
 

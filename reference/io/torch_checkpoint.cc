@@ -384,14 +384,14 @@ absl::StatusOr<std::map<std::string, ZipEntry>> ZipDirectory(const std::string& 
   };
   auto u32 = [&](size_t at) { return u16(at) | u16(at + 2) << 16; };
   if (b.size() < 22) return Bad(path, "a zip too short for its directory");
+  // The end record sits in the last 22 + 65,535 bytes (its comment's most).
   size_t eocd = std::string_view::npos;
-  for (size_t at = b.size() - 22; at + 1 > 0 && b.size() - at <= 22 + 65535; --at) {
+  const size_t lowest = b.size() > 22 + 65535 ? b.size() - 22 - 65535 : 0;
+  for (size_t at = b.size() - 22 + 1; at-- > lowest;)
     if (u32(at) == 0x06054b50) {
       eocd = at;
       break;
     }
-    if (at == 0) break;
-  }
   if (eocd == std::string_view::npos) return Bad(path, "no zip directory");
   const uint32_t count = u16(eocd + 10), dir = u32(eocd + 16);
   if (dir == 0xFFFFFFFFu || count == 0xFFFF)

@@ -20,8 +20,6 @@ ConvGeometry Conv(int64_t n, int64_t c, int64_t size, int64_t k, int64_t kernel,
   return g;
 }
 
-int64_t Elements(const Tensor& t) { return t.numel(); }
-
 }  // namespace
 
 void ResNeXtFpn::Allocate(const ResNeXtFpnConfig& config, int64_t batch,
@@ -37,7 +35,7 @@ void ResNeXtFpn::Allocate(const ResNeXtFpnConfig& config, int64_t batch,
   size = pool_.out(1);
   pooled_ = arenas.activations->Allocate({batch, config.stem_width, size, size}, core::DType::kF32,
                                          core::Layout::kNCHW);
-  int64_t largest = std::max(Elements(stem_.output()), Elements(pooled_));
+  int64_t largest = std::max(stem_.output().numel(), pooled_.numel());
 
   blocks_.clear();
   blocks_.reserve(static_cast<size_t>(config.blocks[0] + config.blocks[1] + config.blocks[2] +
@@ -69,7 +67,7 @@ void ResNeXtFpn::Allocate(const ResNeXtFpnConfig& config, int64_t batch,
         block.down.Allocate(Conv(batch, channels, size, out, 1, stride), false, trains,
                             name + "downsample.0", name + "downsample.1", arenas, registry);
       for (const Tensor* t : {&block.conv1.output(), &block.conv2.output(), &block.conv3.output()})
-        largest = std::max(largest, Elements(*t));
+        largest = std::max(largest, t->numel());
       channels = out;
       size = out_size;
       input = block.conv3.output();

@@ -17,14 +17,6 @@ using core::Tensor;
 
 namespace {
 
-bool StartsWith(const std::string& s, const std::string& prefix) {
-  return s.compare(0, prefix.size(), prefix) == 0;
-}
-bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // A tensor's floats on the host: itself on the CPU, else a copy.
 const float* HostFloats(const Tensor& t, std::vector<float>& copy) {
   if (t.device() == core::Device::kCpu) return t.f32();
@@ -114,11 +106,11 @@ void RetinaNet::Initialize(uint64_t seed) {
     const Tensor value = p.trainable ? HostParameter(p.value, params)
                                      : Tensor(frozen.data(), p.value.shape(), core::DType::kF32);
     const core::Shape& s = p.value.shape();
-    if (EndsWith(p.name, ".bias")) {
-      core::FillConstant(value, EndsWith(p.name, "cls_logits.bias") ? prior_bias : 0.0f);
-    } else if (StartsWith(p.name, "backbone.body.")) {
+    if (p.name.ends_with(".bias")) {
+      core::FillConstant(value, p.name.ends_with("cls_logits.bias") ? prior_bias : 0.0f);
+    } else if (p.name.starts_with("backbone.body.")) {
       core::HeNormal(value, s[0] * s[2] * s[3], rng);  // kaiming_normal_, mode fan_out
-    } else if (StartsWith(p.name, "backbone.fpn.")) {
+    } else if (p.name.starts_with("backbone.fpn.")) {
       const float bound =
           std::sqrt(3.0f / static_cast<float>(p.fan_in));  // kaiming_uniform_, a = 1
       core::FillUniform(value, -bound, bound, rng);
@@ -130,7 +122,7 @@ void RetinaNet::Initialize(uint64_t seed) {
   for (const layers::NamedBuffer& b : registry_.buffers)
     core::FillConstant(
         HostBuffer(b.value, buffers),
-        EndsWith(b.name, ".weight") || EndsWith(b.name, ".running_var") ? 1.0f : 0.0f);
+        b.name.ends_with(".weight") || b.name.ends_with(".running_var") ? 1.0f : 0.0f);
   ParametersFromHost(params);
   BuffersFromHost(buffers);
 }
@@ -259,17 +251,23 @@ std::vector<detection::Detections> RetinaNet::Detect(const Batch& batch) {
   // A batch without inputs is the last one again: all of it.
   const int64_t count = batch.inputs.empty() ? batch_size() : batch.count;
   const int64_t classes = config_.num_classes, a = detection::kAnchorsPerCell;
+  // The heads' outputs on the host once (copies on a device), then per image.
   std::vector<std::vector<float>> copies(2 * ResNeXtFpn::kLevels);
+  std::vector<const float*> cls_host(ResNeXtFpn::kLevels), reg_host(ResNeXtFpn::kLevels);
+  for (int l = 0; l < ResNeXtFpn::kLevels; ++l) {
+    cls_host[l] = HostFloats(cls_final_.output(l), copies[2 * l]);
+    reg_host[l] = HostFloats(reg_final_.output(l), copies[2 * l + 1]);
+  }
   std::vector<detection::Detections> out;
   std::vector<std::vector<float>> logits(ResNeXtFpn::kLevels), regression(ResNeXtFpn::kLevels);
   for (int64_t i = 0; i < count; ++i) {
     std::vector<detection::LevelOutputs> levels;
     int64_t first = 0;
     for (int l = 0; l < ResNeXtFpn::kLevels; ++l) {
-      const Tensor &c = cls_final_.output(l), &r = reg_final_.output(l);
+      const Tensor& c = cls_final_.output(l);
       const int64_t plane = c.dim(2) * c.dim(3);
-      const float* cls = HostFloats(c, copies[2 * l]) + i * a * classes * plane;
-      const float* reg = HostFloats(r, copies[2 * l + 1]) + i * a * 4 * plane;
+      const float* cls = cls_host[l] + i * a * classes * plane;
+      const float* reg = reg_host[l] + i * a * 4 * plane;
       // From [A * K, H, W] to the reference's [H * W * A, K].
       logits[l].resize(static_cast<size_t>(plane * a * classes));
       regression[l].resize(static_cast<size_t>(plane * a * 4));
@@ -334,7 +332,7 @@ absl::Status RetinaNet::LoadBackbone(const std::string& path) {
                  : safetensors->CopyToFloats(stored, t.shape(), dst);
   };
   for (const layers::Parameter& p : registry_.parameters) {
-    if (!StartsWith(p.name, std::string(kBody))) continue;
+    if (!p.name.starts_with(kBody)) continue;
     if (p.trainable) {
       const Tensor host = HostParameter(p.value, params);
       if (absl::Status s = read(p.name, p.value, host.f32()); !s.ok()) return s;
@@ -344,7 +342,7 @@ absl::Status RetinaNet::LoadBackbone(const std::string& path) {
     }
   }
   for (const layers::NamedBuffer& b : registry_.buffers) {
-    if (!StartsWith(b.name, std::string(kBody))) continue;
+    if (!b.name.starts_with(kBody)) continue;
     if (absl::Status s = read(b.name, b.value, HostBuffer(b.value, buffers).f32()); !s.ok())
       return s;
   }
@@ -359,8 +357,7 @@ absl::Status RetinaNet::SaveBackbone(const std::string& path) const {
   std::vector<std::byte> frozen = FrozenToHost();
   std::vector<io::NamedTensor> body;
   for (io::NamedTensor& t : NamedHostTensors(params, buffers, &frozen))
-    if (StartsWith(t.name, std::string(kBody)))
-      body.push_back({t.name.substr(kBody.size()), t.tensor});
+    if (t.name.starts_with(kBody)) body.push_back({t.name.substr(kBody.size()), t.tensor});
   return io::SaveSafetensors(path, body);
 }
 

@@ -1,7 +1,7 @@
 // The detector's ops and loss against finite differences and their
 // definitions: nearest resize (PyTorch's indices, its adjoint), the frozen
-// batch norm's gradient, and the focal + L1 loss's gradient with ignored,
-// background and foreground anchors.
+// batch norm's gradient, and the focal + L1 loss's gradient (two boxes
+// matched among two levels' anchors).
 #include <gtest/gtest.h>
 
 #include <cmath>

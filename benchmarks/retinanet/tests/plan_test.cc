@@ -73,8 +73,8 @@ TEST(RetinaNetPlan, OpenImagesUsesTheRcpRecipeAndLogsEveryClosedKeyOnce) {
   const auto schedule = s.MakeSchedule();
   const int64_t w = plan.schedule.steps_per_epoch;
   EXPECT_DOUBLE_EQ(schedule->At(1), 1e-4 * 1e-3);
-  EXPECT_DOUBLE_EQ(schedule->At(w / 2 + 1),
-                   1e-4 * (1e-3 * (1 - 0.5 * (w / 2 * 2) / w) + 0.5 * (w / 2 * 2) / w));
+  const double alpha = static_cast<double>(w / 2) / static_cast<double>(w);
+  EXPECT_DOUBLE_EQ(schedule->At(w / 2 + 1), 1e-4 * (1e-3 * (1 - alpha) + alpha));
   EXPECT_DOUBLE_EQ(schedule->At(w + 1), 1e-4);
   EXPECT_LT(schedule->At(w), 1e-4);
 }

@@ -7,7 +7,8 @@
 //       of random images with two boxes each; the median of `steps` after one
 //       warm-up (defaults 384 2 3).
 //
-// --no-torch skips the peer. Threads: OMP_NUM_THREADS (the peer gets the same).
+// --no-torch skips the peer; --im2col also times our step with Winograd's
+// 3x3 path switched off (conv_winograd.h). Threads: OMP_NUM_THREADS (the peer gets the same).
 #include <omp.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "fmt/format.h"
+#include "reference/kernels/cpu/conv_winograd.h"
 #include "reference/models/retinanet.h"
 
 #ifndef MLPERF_SOURCE_DIR
@@ -29,10 +31,12 @@ using namespace mlperf;
 
 int main(int argc, char** argv) {
   std::vector<std::string> args;
-  bool torch = true;
+  bool torch = true, im2col = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--no-torch") == 0) {
       torch = false;
+    } else if (std::strcmp(argv[i], "--im2col") == 0) {
+      im2col = true;
     } else {
       args.emplace_back(argv[i]);
     }
@@ -57,20 +61,29 @@ int main(int argc, char** argv) {
       labels.as<int32_t>()[i * 2 + j] = j == 0 ? 3 : 7;
     }
   owned.batch.count = batch;
-  std::vector<double> times;
-  for (int step = 0; step <= steps; ++step) {
-    const auto start = std::chrono::steady_clock::now();
-    model.ForwardTrain(owned.batch);
-    model.Backward();
-    if (step > 0)
-      times.push_back(
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
-  std::sort(times.begin(), times.end());
-  const double ours = times[times.size() / 2];
+  auto median_step = [&] {
+    std::vector<double> times;
+    for (int step = 0; step <= steps; ++step) {
+      const auto start = std::chrono::steady_clock::now();
+      model.ForwardTrain(owned.batch);
+      model.Backward();
+      if (step > 0)
+        times.push_back(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    std::sort(times.begin(), times.end());
+    return times[times.size() / 2];
+  };
+  const double ours = median_step();
   fmt::print("RetinaNet step, {} x {}, batch {}, {} threads\n", image, image, batch,
              omp_get_max_threads());
   fmt::print("ours (channels-first)      {:8.3f} s\n", ours);
+  if (im2col) {
+    cpu::winograd::SetEnabled(false);
+    const double plain = median_step();
+    cpu::winograd::SetEnabled(true);
+    fmt::print("ours without Winograd      {:8.3f} s  (Winograd {:.2f}x)\n", plain, plain / ours);
+  }
   if (!torch) return 0;
   const std::string cmd =
       fmt::format("/usr/bin/python3 {}/bench/retinanet/retinanet_torch_bench.py {} {} {} {}",

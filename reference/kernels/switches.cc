@@ -34,6 +34,8 @@ constexpr Definition kDefinitions[] = {
      "dense layers without cuBLASLt's bias epilogues"},
     {"MLPERF_CUDNN_LOG", nullptr, &KernelSwitches::cudnn_log, "cuDNN algorithm choices on stderr"},
     {"MLPERF_CPU_AMX", "0", &KernelSwitches::cpu_amx, "bf16 GEMMs without AMX tiles"},
+    {"MLPERF_CPU_WINOGRAD", "0", &KernelSwitches::cpu_winograd,
+     "CPU 3x3 convolutions through im2col rather than Winograd's F(4x4, 3x3)"},
 };
 
 bool Away(const Definition& d) {

@@ -20,6 +20,7 @@ struct KernelSwitches {
   bool gemm_epilogues = true;     // MLPERF_GEMM_EPILOGUES=0: no cuBLASLt bias epilogues
   bool cudnn_log = false;         // MLPERF_CUDNN_LOG=1: algorithm choices on stderr
   bool cpu_amx = true;            // MLPERF_CPU_AMX=0: no AMX tiles for bf16 GEMMs
+  bool cpu_winograd = true;       // MLPERF_CPU_WINOGRAD=0: 3x3 convolutions through im2col
 };
 
 // Read from the environment on first use.

@@ -85,7 +85,9 @@ void ResNeXtFpn::Allocate(const ResNeXtFpnConfig& config, int64_t batch,
   }
   for (int i = 0; i < 3; ++i) {
     layer_[i].Allocate(f, f, 3, false, fmt::format("{}layer_blocks.{}", fpn, i), arenas, registry);
-    layer_[i].AddSite(Conv(batch, f, c_[i].dim(2), f, 3, 1), arenas);
+    ConvGeometry g = Conv(batch, f, c_[i].dim(2), f, 3, 1);
+    g.winograd = true;  // as the heads' (retinanet.cc)
+    layer_[i].AddSite(g, arenas);
   }
   p6_.Allocate(f, f, 3, false, fpn + "extra_blocks.p6", arenas, registry);
   p6_.AddSite(Conv(batch, f, c_[2].dim(2), f, 3, 2), arenas);

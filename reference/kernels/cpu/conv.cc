@@ -8,6 +8,7 @@
 
 #include "reference/kernels/cpu/blas_threads.h"
 #include "reference/kernels/cpu/conv_nhwc.h"
+#include "reference/kernels/cpu/conv_winograd.h"
 #include "reference/kernels/cpu/elementwise.h"
 #include "reference/kernels/cpu/gemm.h"
 #include "reference/kernels/cpu/layout.h"
@@ -115,13 +116,20 @@ void ForImageShares(int threads, int64_t batch, Body body) {
   }
 }
 
+// Winograd where it computes g and the caller's workspace holds it (one
+// sized by ConvWorkspaceElements does).
+bool UseWinograd(const ConvGeometry& g, const Tensor& workspace) {
+  return winograd::Applies(g) && workspace.numel() >= winograd::WorkspaceElements(g);
+}
+
 }  // namespace
 
 int64_t ConvWorkspaceElements(const ConvGeometry& g, core::Layout layout) {
   if (IsChannelsLast(layout)) return nhwc::ConvWorkspaceElements(g);
   if (g.is_pointwise()) return 0;
   const int64_t threads = std::min<int64_t>(omp_get_max_threads(), g.batch);
-  return threads * g.col_elements() + (threads - 1) * WeightElements(g);
+  return std::max(threads * g.col_elements() + (threads - 1) * WeightElements(g),
+                  winograd::WorkspaceElements(g));
 }
 
 void ConvForward(const ConvGeometry& g, const Tensor& x, const Tensor& w, const Tensor& y,
@@ -139,6 +147,11 @@ void ConvForward(const ConvGeometry& g, const Tensor& x, const Tensor& w, const 
       nhwc::ConvForward(g, x.f32(), w.f32(), y.f32(), Scratch(workspace), workspace.numel(),
                         round_to);
     }
+    return;
+  }
+  if (UseWinograd(g, workspace)) {
+    winograd::Forward(g, x.f32(), w.f32(), y.f32(), workspace.f32());
+    RoundSpan(round_to, y.f32(), y.numel());
     return;
   }
   const ConvGeometry sub = GroupOf(g);
@@ -176,6 +189,11 @@ void ConvBackwardData(const ConvGeometry& g, const Tensor& dy, const Tensor& w, 
       nhwc::ConvBackwardData(g, dy.f32(), w.f32(), dx.f32(), Scratch(workspace), workspace.numel(),
                              round_to);
     }
+    return;
+  }
+  if (UseWinograd(g, workspace)) {
+    winograd::BackwardData(g, dy.f32(), w.f32(), dx.f32(), workspace.f32());
+    RoundSpan(round_to, dx.f32(), dx.numel());
     return;
   }
   const ConvGeometry sub = GroupOf(g);
@@ -218,6 +236,11 @@ void ConvBackwardWeight(const ConvGeometry& g, const Tensor& x, const Tensor& dy
       nhwc::ConvBackwardWeight(g, x.f32(), dy.f32(), dw.f32(), Scratch(workspace),
                                workspace.numel());
     }
+    if (round_to != core::DType::kF32) RoundToPrecision(round_to, dw, dw);
+    return;
+  }
+  if (UseWinograd(g, workspace)) {
+    winograd::BackwardWeight(g, x.f32(), dy.f32(), dw.f32(), workspace.f32());
     if (round_to != core::DType::kF32) RoundToPrecision(round_to, dw, dw);
     return;
   }

@@ -25,7 +25,7 @@ mapfile -t tests < <(ctest --test-dir "$build" -L gpu --show-only=json-v1 |
 [[ ${#tests[@]} -gt 0 ]] || die "no gpu-labelled tests in $build"
 tools=()
 for name in gpu_ops_bench resnet_gpu_bench bert_gpu_bench unet3d_gpu_bench dlrm_bench llama_gpu_bench \
-  datasets_loader_bench \
+  retinanet_step_bench datasets_loader_bench \
   run_closed run_benchmark compliance_check describe_system; do
   [[ -x $build/bin/$name ]] || die "$build/bin/$name is missing"
   tools+=("$build/bin/$name")

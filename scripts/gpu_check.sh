@@ -222,6 +222,9 @@ bench describe_system 20 bash -c '"$1/describe_system" --gpus "$(nvidia-smi -L |
   -o "$2/system.json" && cat "$2/system.json" &&
   { "$3" -m mlperf_logging.system_desc_checker --log_output "$2/sdc.log" "$2/system.json" training 6.1.0 || true; }' \
   _ "$bin" "$work" "$MLPERF_PYTHON"
+# RetinaNet's step at the reference's widths, 800 x 800, 8 images (the RCP
+# batch of 256 over 32 GPUs) in bf16, against torchvision under AMP.
+bench retinanet_step 240 "$bin/retinanet_step_bench" 800 8 5 --cuda
 # The GPU data path end to end: nvJPEG and the device resample feed training.
 bench run_closed_gpu_decode 60 "$bin/run_closed" --gpus 1 --runs 1 --precision bf16 --gpu_decode \
   --out "$work/pkg_gpu_decode"

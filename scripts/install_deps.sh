@@ -123,3 +123,6 @@ pip_pinned /usr/bin/python3 pyarrow 17.0.0 "for /usr/bin/python3"
 # (Debian packages none). Without its dependencies: matplotlib is only for
 # drawing, and NumPy is Debian's.
 PIP_EXTRA=--no-deps pip_pinned /usr/bin/python3 pycocotools 2.0.8 "for /usr/bin/python3"
+# ml_dtypes: the field's float8_e4m3fn / float8_e5m2, the oracle of the FP8
+# conversions (Debian packages none; NumPy is Debian's).
+PIP_EXTRA=--no-deps pip_pinned /usr/bin/python3 ml_dtypes 0.4.1 "for /usr/bin/python3"

@@ -7,10 +7,8 @@
 #include "base/check.h"
 
 namespace mlperf::detection {
-namespace {
 
-// Indices by decreasing score, ties in index order.
-std::vector<int64_t> ByScore(std::span<const float> scores) {
+std::vector<int64_t> ScoreOrder(std::span<const float> scores) {
   std::vector<int64_t> order(scores.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
@@ -18,12 +16,24 @@ std::vector<int64_t> ByScore(std::span<const float> scores) {
   return order;
 }
 
-}  // namespace
+std::vector<int64_t> WalkSuppression(std::span<const int64_t> order,
+                                     std::span<const uint64_t> mask) {
+  const size_t n = order.size(), words = (n + 63) / 64;
+  MLPERF_CHECK(mask.size() == n * words);
+  std::vector<uint64_t> removed(words, 0);
+  std::vector<int64_t> keep;
+  for (size_t r = 0; r < n; ++r) {
+    if ((removed[r / 64] >> (r % 64)) & 1) continue;
+    keep.push_back(order[r]);
+    for (size_t w = r / 64; w < words; ++w) removed[w] |= mask[r * words + w];
+  }
+  return keep;
+}
 
 std::vector<int64_t> Nms(std::span<const Box> boxes, std::span<const float> scores,
                          double iou_threshold) {
   MLPERF_CHECK(boxes.size() == scores.size());
-  const std::vector<int64_t> order = ByScore(scores);
+  const std::vector<int64_t> order = ScoreOrder(scores);
   std::vector<float> areas(boxes.size());
   for (size_t i = 0; i < boxes.size(); ++i)
     areas[i] = (boxes[i].x2 - boxes[i].x1) * (boxes[i].y2 - boxes[i].y1);
@@ -49,7 +59,8 @@ std::vector<int64_t> Nms(std::span<const Box> boxes, std::span<const float> scor
 }
 
 std::vector<int64_t> BatchedNms(std::span<const Box> boxes, std::span<const float> scores,
-                                std::span<const int64_t> classes, double iou_threshold) {
+                                std::span<const int64_t> classes, double iou_threshold,
+                                const NmsFn& nms) {
   MLPERF_CHECK(boxes.size() == scores.size() && boxes.size() == classes.size());
   if (boxes.empty()) return {};
   if (boxes.size() * 4 > 4000) {
@@ -66,7 +77,7 @@ std::vector<int64_t> BatchedNms(std::span<const Box> boxes, std::span<const floa
         sub_boxes.push_back(boxes[i]);
         sub_scores.push_back(scores[i]);
       }
-      for (int64_t k : Nms(sub_boxes, sub_scores, iou_threshold)) kept[idx[k]] = 1;
+      for (int64_t k : nms(sub_boxes, sub_scores, iou_threshold)) kept[idx[k]] = 1;
     }
     std::vector<int64_t> keep;
     for (size_t i = 0; i < boxes.size(); ++i)
@@ -83,7 +94,7 @@ std::vector<int64_t> BatchedNms(std::span<const Box> boxes, std::span<const floa
     shifted[i] = {boxes[i].x1 + offset, boxes[i].y1 + offset, boxes[i].x2 + offset,
                   boxes[i].y2 + offset};
   }
-  return Nms(shifted, scores, iou_threshold);
+  return nms(shifted, scores, iou_threshold);
 }
 
 }  // namespace mlperf::detection

@@ -9,7 +9,7 @@
 namespace mlperf::detection {
 
 Detections Postprocess(std::span<const LevelOutputs> levels, int64_t classes, int64_t image_h,
-                       int64_t image_w, const PostprocessConfig& config) {
+                       int64_t image_w, const PostprocessConfig& config, const NmsFn& nms) {
   const BoxCoder coder;
   Detections all;
   std::vector<int64_t> candidates;
@@ -41,7 +41,8 @@ Detections Postprocess(std::span<const LevelOutputs> levels, int64_t classes, in
       all.labels.push_back(flat % classes);
     }
   }
-  std::vector<int64_t> keep = BatchedNms(all.boxes, all.scores, all.labels, config.nms_threshold);
+  std::vector<int64_t> keep =
+      BatchedNms(all.boxes, all.scores, all.labels, config.nms_threshold, nms);
   if (static_cast<int64_t>(keep.size()) > config.detections_per_image)
     keep.resize(config.detections_per_image);
   Detections out;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "reference/detection/boxes.h"
+#include "reference/detection/nms.h"
 
 namespace mlperf::detection {
 
@@ -34,8 +35,10 @@ struct Detections {
   std::vector<int64_t> labels;  // 0-based class
 };
 
-// In the frame of the network's input (image_h x image_w).
+// In the frame of the network's input (image_h x image_w); `nms` as
+// BatchedNms takes it.
 Detections Postprocess(std::span<const LevelOutputs> levels, int64_t classes, int64_t image_h,
-                       int64_t image_w, const PostprocessConfig& config = {});
+                       int64_t image_w, const PostprocessConfig& config = {},
+                       const NmsFn& nms = Nms);
 
 }  // namespace mlperf::detection

@@ -7,9 +7,11 @@
 
 #include "base/check.h"
 #include "fmt/format.h"
+#include "reference/core/arena.h"
 #include "reference/core/init.h"
 #include "reference/io/torch_checkpoint.h"
 #include "reference/kernels/dispatch.h"
+#include "reference/kernels/ops/detection.h"
 
 namespace mlperf::models {
 
@@ -23,6 +25,31 @@ const float* HostFloats(const Tensor& t, std::vector<float>& copy) {
   copy.resize(static_cast<size_t>(t.numel()));
   ops::CopyBytes(copy.data(), core::Device::kCpu, t.data(), t.device(), t.bytes());
   return copy.data();
+}
+
+// NMS with its suppression matrix built on `device` (ops::NmsMask), walked
+// on the host: the CPU's indices (the kernels are twins).
+std::vector<int64_t> DeviceNms(core::Device device, std::span<const detection::Box> boxes,
+                               std::span<const float> scores, double iou_threshold) {
+  const std::vector<int64_t> order = detection::ScoreOrder(scores);
+  const auto n = static_cast<int64_t>(order.size()), words = (n + 63) / 64;
+  if (n == 0) return {};
+  std::vector<float> sorted(static_cast<size_t>(4 * n));
+  for (int64_t r = 0; r < n; ++r) {
+    const detection::Box& b = boxes[order[r]];
+    sorted[4 * r] = b.x1;
+    sorted[4 * r + 1] = b.y1;
+    sorted[4 * r + 2] = b.x2;
+    sorted[4 * r + 3] = b.y2;
+  }
+  core::Arena arena(device, static_cast<size_t>(4 * n + 2 * n * words) * 4 + 1024);
+  const Tensor on_device = arena.Allocate({n, 4});
+  const Tensor mask = arena.Allocate({n, words}, core::DType::kI64);
+  ops::CopyBytes(on_device.data(), device, sorted.data(), core::Device::kCpu, on_device.bytes());
+  ops::NmsMask(on_device, iou_threshold, mask);
+  std::vector<uint64_t> host(static_cast<size_t>(n * words));
+  ops::CopyBytes(host.data(), core::Device::kCpu, mask.data(), device, mask.bytes());
+  return detection::WalkSuppression(order, host);
 }
 
 }  // namespace
@@ -284,8 +311,16 @@ std::vector<detection::Detections> RetinaNet::Detect(const Batch& batch) {
                         std::span<const detection::Box>(anchors_).subspan(first, plane * a)});
       first += plane * a;
     }
+    // On a GPU the NMS's suppression matrix is built there (the reference
+    // runs torchvision's CUDA NMS); on the CPU the plain loop.
+    const detection::NmsFn nms =
+        device() == core::Device::kCpu
+            ? detection::NmsFn(detection::Nms)
+            : [this](std::span<const detection::Box> b, std::span<const float> s, double t) {
+                return DeviceNms(device(), b, s, t);
+              };
     out.push_back(detection::Postprocess(levels, classes, config_.backbone.image_size,
-                                         config_.backbone.image_size, config_.postprocess));
+                                         config_.backbone.image_size, config_.postprocess, nms));
   }
   return out;
 }

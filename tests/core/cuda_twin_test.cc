@@ -11,6 +11,7 @@
 
 #include "fmt/format.h"
 #include "reference/core/dtype.h"
+#include "reference/core/philox.h"
 #include "reference/kernels/cpu/elementwise.h"
 #include "reference/kernels/cpu/gemm.h"
 #include "reference/kernels/cpu/linear.h"
@@ -24,6 +25,7 @@
 #include "reference/kernels/cuda/softmax.h"
 #include "reference/kernels/dispatch.h"
 #include "reference/kernels/ops/attention.h"
+#include "reference/kernels/ops/detection.h"
 #include "reference/kernels/ops/loss.h"
 #include "reference/kernels/ops/optimizer.h"
 #include "reference/kernels/ops/softmax.h"
@@ -236,6 +238,31 @@ TEST_F(CudaTwinTest, DetectionOps) {
   ops::FrozenBatchNormBackward(dy.t(), gamma.t(), var.t(), 1e-5f, out.t());
   ops::FrozenBatchNormBackward(gdy.t(), ggamma.t(), gvar.t(), 1e-5f, gout.t());
   ExpectClose(gout.ToHost(), out.data, kF32Tol, "frozen batch norm backward");
+}
+
+// NMS's suppression matrix, bit for bit: 300 boxes (five words a row, the
+// last partial) in clusters, at two thresholds.
+TEST_F(CudaTwinTest, NmsMask) {
+  const int64_t n = 300, words = 5;
+  std::vector<float> boxes;
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = 30.0f * static_cast<float>(i % 6) + 6.0f * core::PhiloxUniform(9, 0, 3 * i),
+                y = 25.0f * static_cast<float>(i % 4) + 6.0f * core::PhiloxUniform(9, 0, 3 * i + 1),
+                w = 8.0f + 16.0f * core::PhiloxUniform(9, 0, 3 * i + 2);
+    boxes.insert(boxes.end(), {x, y, x + w, y + 0.7f * w});
+  }
+  DeviceCopy<float> gboxes(boxes, {n, 4});
+  for (const double threshold : {0.4, 0.6}) {
+    std::vector<int64_t> mask(n * words);
+    ops::NmsMask(Tensor(boxes.data(), core::Shape{n, 4}, DType::kF32), threshold,
+                 Tensor(mask.data(), core::Shape{n, words}, DType::kI64));
+    DeviceCopy<int64_t> gmask(std::vector<int64_t>(n * words, -1), {n, words}, DType::kI64);
+    ops::NmsMask(gboxes.t(), threshold, gmask.t());
+    EXPECT_EQ(gmask.ToHost(), mask) << "threshold " << threshold;
+    int64_t set = 0;
+    for (int64_t m : mask) set += m != 0;
+    EXPECT_GT(set, 0);  // the boxes do overlap
+  }
 }
 
 TEST_F(CudaTwinTest, CastsRoundLikeTheHostConversions) {

@@ -2,6 +2,8 @@
 // (tests/retinanet/detection_oracle.py): IoU, the box coder, the
 // reference's anchors, the matcher, NMS (plain and per class on both of
 // batched_nms' paths) and the post-processing of one image's head outputs.
+#include "reference/kernels/ops/detection.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +14,8 @@
 #include <vector>
 
 #include "fmt/format.h"
+#include "reference/core/philox.h"
+#include "reference/core/tensor.h"
 #include "reference/detection/anchors.h"
 #include "reference/detection/boxes.h"
 #include "reference/detection/matcher.h"
@@ -163,6 +167,48 @@ TEST(Nms, SuppressesOnlyAboveTheThresholdAndWithinAClass) {
   EXPECT_EQ(Nms(boxes, scores, 0.5), (std::vector<int64_t>{0, 1}));
   const std::vector<int64_t> classes = {0, 0, 1};
   EXPECT_EQ(BatchedNms(boxes, scores, classes, 0.5), (std::vector<int64_t>{0, 1, 2}));
+}
+
+// NMS through the suppression matrix (ops::NmsMask's CPU kernel, the twin
+// of the GPU's, walked on the host) keeps Nms's indices: clustered boxes
+// with tied scores at three thresholds, and per class on both of
+// batched_nms' paths.
+std::vector<int64_t> MatrixNms(std::span<const Box> boxes, std::span<const float> scores,
+                               double threshold) {
+  const std::vector<int64_t> order = ScoreOrder(scores);
+  const auto n = static_cast<int64_t>(boxes.size()), words = (n + 63) / 64;
+  std::vector<float> sorted;
+  for (int64_t i : order)
+    sorted.insert(sorted.end(), {boxes[i].x1, boxes[i].y1, boxes[i].x2, boxes[i].y2});
+  std::vector<uint64_t> mask(static_cast<size_t>(n * words), ~uint64_t{0});
+  ops::NmsMask(core::Tensor(sorted.data(), core::Shape{n, 4}, core::DType::kF32), threshold,
+               core::Tensor(mask.data(), core::Shape{n, words}, core::DType::kI64));
+  return WalkSuppression(order, mask);
+}
+
+TEST(Nms, ASuppressionMatrixWalkedGivesTheSameIndices) {
+  for (const int64_t n : {1, 64, 130, 1500}) {
+    std::vector<Box> boxes;
+    std::vector<float> scores;
+    std::vector<int64_t> classes;
+    for (int64_t i = 0; i < n; ++i) {
+      // Clusters of boxes around a few centres; scores with ties.
+      const float u = core::PhiloxUniform(5, 0, 4 * i), v = core::PhiloxUniform(5, 0, 4 * i + 1);
+      const float cx = 40.0f * static_cast<float>(i % 7) + 8.0f * u,
+                  cy = 30.0f * static_cast<float>(i % 5) + 8.0f * v;
+      const float w = 10.0f + 20.0f * core::PhiloxUniform(5, 0, 4 * i + 2);
+      boxes.push_back({cx, cy, cx + w, cy + 0.8f * w});
+      scores.push_back(std::round(100.0f * core::PhiloxUniform(5, 0, 4 * i + 3)) / 100.0f);
+      classes.push_back(i % 3);
+    }
+    for (const double threshold : {0.3, 0.5, 0.7}) {
+      EXPECT_EQ(MatrixNms(boxes, scores, threshold), Nms(boxes, scores, threshold))
+          << n << " boxes at " << threshold;
+      EXPECT_EQ(BatchedNms(boxes, scores, classes, threshold, MatrixNms),
+                BatchedNms(boxes, scores, classes, threshold))
+          << n << " boxes at " << threshold;
+    }
+  }
 }
 
 }  // namespace

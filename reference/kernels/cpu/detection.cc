@@ -1,7 +1,9 @@
 // CPU kernels of ops/detection.h.
 #include "reference/kernels/ops/detection.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "base/check.h"
@@ -74,8 +76,35 @@ void FrozenBatchNormBackward(const Tensor& dy, const Tensor& weight, const Tenso
     }
 }
 
+void NmsMask(const Tensor& boxes, double iou_threshold, const Tensor& mask) {
+  const int64_t n = boxes.numel() / 4, words = (n + 63) / 64;
+  MLPERF_CHECK(boxes.numel() == 4 * n && boxes.dtype() == core::DType::kF32);
+  MLPERF_CHECK(mask.numel() == n * words && mask.dtype() == core::DType::kI64);
+  const float* b = boxes.f32();
+  uint64_t* m = static_cast<uint64_t*>(mask.data());
+#pragma omp parallel for if (WorthParallel(n * n))
+  for (int64_t i = 0; i < n; ++i) {
+    const float* p = b + 4 * i;
+    const float area_p = (p[2] - p[0]) * (p[3] - p[1]);
+    for (int64_t w = 0; w < words; ++w) {
+      uint64_t bits = 0;
+      for (int64_t j = std::max(i + 1, 64 * w); j < std::min(n, 64 * w + 64); ++j) {
+        const float* q = b + 4 * j;
+        const float area_q = (q[2] - q[0]) * (q[3] - q[1]);
+        const float width = std::max(0.0f, std::min(p[2], q[2]) - std::max(p[0], q[0]));
+        const float height = std::max(0.0f, std::min(p[3], q[3]) - std::max(p[1], q[1]));
+        const float inter = width * height;
+        const float overlap = inter / (area_p + area_q - inter);
+        if (static_cast<double>(overlap) > iou_threshold) bits |= uint64_t{1} << (j % 64);
+      }
+      m[i * words + w] = bits;
+    }
+  }
+}
+
 }  // namespace
 
+MLPERF_REGISTER_KERNEL(NmsMask, Cpu, NmsMask);
 MLPERF_REGISTER_KERNEL(UpsampleNearest, Cpu, UpsampleNearest);
 MLPERF_REGISTER_KERNEL(UpsampleNearestBackward, Cpu, UpsampleNearestBackward);
 MLPERF_REGISTER_KERNEL(FrozenBatchNormBackward, Cpu, FrozenBatchNormBackward);

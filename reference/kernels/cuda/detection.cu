@@ -58,6 +58,46 @@ __global__ void FrozenBnBackwardKernel(const float* dy, const float* weight, con
   }
 }
 
+// One block of 64 threads per (row block, column block) of the matrix: the
+// column block's boxes in shared memory, each thread its row's word. The
+// products and sums are rounded one by one (no fused multiply-add), as the
+// CPU twin rounds them.
+__global__ void NmsMaskKernel(const float* boxes, long long n, double iou_threshold,
+                              unsigned long long* mask, long long words) {
+  __shared__ float column[64 * 4];
+  const long long first = blockIdx.x * 64LL, i = blockIdx.y * 64LL + threadIdx.x;
+  const long long count = n - first < 64 ? n - first : 64;
+  if (threadIdx.x < count)
+    for (int k = 0; k < 4; ++k) column[threadIdx.x * 4 + k] = boxes[(first + threadIdx.x) * 4 + k];
+  __syncthreads();
+  if (i >= n) return;
+  const float* p = boxes + 4 * i;
+  const float area_p = __fmul_rn(p[2] - p[0], p[3] - p[1]);
+  unsigned long long bits = 0;
+  for (long long c = 0; c < count; ++c) {
+    if (first + c <= i) continue;
+    const float* q = column + 4 * c;
+    const float area_q = __fmul_rn(q[2] - q[0], q[3] - q[1]);
+    const float width = fmaxf(0.0f, fminf(p[2], q[2]) - fmaxf(p[0], q[0]));
+    const float height = fmaxf(0.0f, fminf(p[3], q[3]) - fmaxf(p[1], q[1]));
+    const float inter = __fmul_rn(width, height);
+    const float overlap = __fdiv_rn(inter, __fsub_rn(__fadd_rn(area_p, area_q), inter));
+    if (static_cast<double>(overlap) > iou_threshold) bits |= 1ULL << c;
+  }
+  mask[i * words + blockIdx.x] = bits;
+}
+
+void NmsMask(const Tensor& boxes, double iou_threshold, const Tensor& mask) {
+  const long long n = boxes.numel() / 4, words = (n + 63) / 64;
+  MLPERF_CHECK(boxes.numel() == 4 * n && boxes.dtype() == core::DType::kF32);
+  MLPERF_CHECK(mask.numel() == n * words && mask.dtype() == core::DType::kI64);
+  if (n == 0) return;
+  NmsMaskKernel<<<dim3(static_cast<unsigned>(words), static_cast<unsigned>(words)), 64, 0,
+                  Stream()>>>(boxes.f32(), n, iou_threshold,
+                              static_cast<unsigned long long*>(mask.data()), words);
+  CUDA_CHECK_LAUNCH();
+}
+
 void UpsampleNearest(const Tensor& x, const Tensor& y) {
   MLPERF_CHECK(x.shape().rank() == 4 && y.shape().rank() == 4 && x.dim(0) == y.dim(0) &&
                x.dim(1) == y.dim(1));
@@ -87,6 +127,7 @@ void FrozenBatchNormBackward(const Tensor& dy, const Tensor& weight, const Tenso
 
 }  // namespace
 
+MLPERF_REGISTER_KERNEL(NmsMask, Cuda, NmsMask);
 MLPERF_REGISTER_KERNEL(UpsampleNearest, Cuda, UpsampleNearest);
 MLPERF_REGISTER_KERNEL(UpsampleNearestBackward, Cuda, UpsampleNearestBackward);
 MLPERF_REGISTER_KERNEL(FrozenBatchNormBackward, Cuda, FrozenBatchNormBackward);

@@ -21,5 +21,12 @@ inline Op<void(const core::Tensor& dy, const core::Tensor& dx)> UpsampleNearestB
 inline Op<void(const core::Tensor& dy, const core::Tensor& weight, const core::Tensor& running_var,
                float epsilon, const core::Tensor& dx)>
     FrozenBatchNormBackward{"FrozenBatchNormBackward"};
+// The suppression matrix of non-maximum suppression over boxes [n, 4] fp32
+// (x1, y1, x2, y2) in the order NMS visits them: bit j % 64 of mask[i, j /
+// 64] (int64 [n, ceil(n / 64)]) is set when j > i and their IoU, in fp32 as
+// detection::Nms computes it, is above the threshold. The host walks it
+// (detection::WalkSuppression).
+inline Op<void(const core::Tensor& boxes, double iou_threshold, const core::Tensor& mask)> NmsMask{
+    "NmsMask"};
 
 }  // namespace mlperf::ops

@@ -89,6 +89,12 @@ absl::StatusOr<std::unique_ptr<BenchmarkSetup>> Benchmark::Configure(
         tp, world_size, tp));
   }
   plan.tensor_parallel = tp;
+  if (options.precision == "fp8" && !i.fp8) {
+    return absl::InvalidArgumentError(fmt::format(
+        "precision fp8: {} has no FP8 layers (FP8 runs the transformer blocks' linear layers "
+        "of BERT and the decoders); use fp32, bf16 or fp16",
+        i.name));
+  }
   return ConfigureFor(std::move(plan), world_size / tp, share);
 }
 

@@ -125,6 +125,8 @@ struct BenchmarkInfo {
   bool attention = false;
   // Whether its model splits over tensor-parallel ranks (--tensor_parallel).
   bool tensor_parallel = false;
+  // Whether its model has FP8 linear layers (--precision fp8).
+  bool fp8 = false;
   // The benchmark --bench means when it is not given.
   bool is_default = false;
   // Flags of its own on run_closed's command line: ABSL_FLAG definitions in

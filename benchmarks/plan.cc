@@ -88,9 +88,9 @@ absl::Status CompletePlan(const RunnerOptions& options, int world_size, int core
     plan.loader_threads = std::max(1, cores - 1);
   }
   if (options.threads > 0) plan.compute_threads = options.threads;
-  if (!PrecisionFromName(options.precision, &plan.precision)) {
+  if (!PrecisionFromName(options.precision, &plan.precision, &plan.fp8)) {
     return absl::InvalidArgumentError(
-        fmt::format("precision {}: expected fp32, bf16 or fp16", options.precision));
+        fmt::format("precision {}: expected fp32, bf16, fp16 or fp8", options.precision));
   }
   plan.cuda_graph = options.cuda_graph;
   if (!options.system.empty()) {
@@ -119,10 +119,11 @@ absl::Status FitMicroBatch(const std::function<int64_t(int64_t)>& bytes_for_batc
       static_cast<double>(memory_bytes) / (1 << 30)));
 }
 
-bool PrecisionFromName(std::string_view name, core::DType* out) {
+bool PrecisionFromName(std::string_view name, core::DType* out, bool* fp8) {
+  *fp8 = name == "fp8";
   if (name == "fp32")
     *out = core::DType::kF32;
-  else if (name == "bf16")
+  else if (name == "bf16" || name == "fp8")
     *out = core::DType::kBF16;
   else if (name == "fp16")
     *out = core::DType::kF16;
@@ -131,7 +132,8 @@ bool PrecisionFromName(std::string_view name, core::DType* out) {
   return true;
 }
 
-std::string_view MlperfPrecisionName(core::DType precision) {
+std::string_view MlperfPrecisionName(core::DType precision, bool fp8) {
+  if (fp8) return "fp8";
   switch (precision) {
     case core::DType::kBF16:
       return "bfloat16";

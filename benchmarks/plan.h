@@ -40,7 +40,8 @@ struct RunnerOptions {
   std::string optimizer;  // "" = the benchmark's default
   int threads = 0;        // compute threads per process; 0 = chosen from the cores per process
   // The compute precision of the GEMM-class ops (reference/kernels/precision.h):
-  // "fp32", "bf16" or "fp16".
+  // "fp32", "bf16", "fp16", or "fp8" (bf16 with the transformer blocks'
+  // linear layers in FP8, where the benchmark has them: BenchmarkInfo::fp8).
   std::string precision = "fp32";
   // Record each training step as a CUDA graph (TrainerConfig::cuda_graph).
   bool cuda_graph = false;
@@ -145,8 +146,9 @@ struct RunPlan {
   // Whether an RCP exists for the batch size (else the package needs
   // --rcp-bypass and says so).
   bool rcp_batch_size = false;
-  // options.precision, parsed by CompletePlan.
+  // options.precision, parsed by CompletePlan (fp8: bf16 and fp8 set).
   core::DType precision = core::DType::kF32;
+  bool fp8 = false;
   bool cuda_graph = false;  // options.cuda_graph
 
   // The last epoch this invocation trains: the schedule's, or --max_epochs.
@@ -183,11 +185,12 @@ absl::Status CompletePlan(const RunnerOptions& options, int world_size, int core
 absl::Status FitMicroBatch(const std::function<int64_t(int64_t)>& bytes_for_batch,
                            int64_t memory_bytes, RunPlan& plan);
 
-// "fp32", "bf16" or "fp16" to the compute precision; false for anything else.
-bool PrecisionFromName(std::string_view name, core::DType* out);
+// "fp32", "bf16", "fp16" or "fp8" to the compute precision (fp8: bf16, and
+// *fp8 set); false for anything else.
+bool PrecisionFromName(std::string_view name, core::DType* out, bool* fp8);
 // The name of a compute precision as MLPerf's precision keys spell it
-// (lowest_numerical_precision_in_*: "fp32", "bfloat16", "fp16").
-std::string_view MlperfPrecisionName(core::DType precision);
+// (lowest_numerical_precision_in_*: "fp32", "bfloat16", "fp16", "fp8").
+std::string_view MlperfPrecisionName(core::DType precision, bool fp8 = false);
 
 // The package README's paragraph saying that no RCP exists for the plan's
 // batch size, so the checkers need --rcp-bypass ("" when one exists).

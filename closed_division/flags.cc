@@ -54,7 +54,8 @@ ABSL_FLAG(std::string, optimizer, "",
           "docs/run_closed.md); empty = its default");
 ABSL_FLAG(std::string, precision, "fp32",
           "arithmetic of convolutions, linear layers and attention products: fp32, bf16 or fp16 "
-          "(fp32 master weights, optimizer, norms and losses; fp16 adds dynamic loss scaling)");
+          "(fp32 master weights, optimizer, norms and losses; fp16 adds dynamic loss scaling), "
+          "or fp8: bf16 with the transformer blocks' linear layers in FP8 (BERT, the decoders)");
 ABSL_FLAG(bool, cuda_graph, false,
           "with --gpus: record each training step once as a CUDA graph and replay it (one "
           "launch per step instead of one per kernel)");
@@ -143,9 +144,10 @@ absl::Status Validate(const RunnerOptions& o) {
        {std::pair<const char*, const std::string&>{"out", o.out_dir}, {"cache_dir", o.cache_dir}}) {
     if (absl::Status s = base::CheckFolderOrAbsent(flag, dir); !dir.empty() && !s.ok()) return s;
   }
-  if (core::DType precision; !benchmarks::PrecisionFromName(o.precision, &precision)) {
+  core::DType precision;
+  if (bool fp8; !benchmarks::PrecisionFromName(o.precision, &precision, &fp8)) {
     return absl::InvalidArgumentError(
-        fmt::format("--precision={}: expected fp32, bf16 or fp16", o.precision));
+        fmt::format("--precision={}: expected fp32, bf16, fp16 or fp8", o.precision));
   }
   if (o.cuda_graph && o.gpus == 0)
     return absl::InvalidArgumentError("--cuda_graph: CUDA graphs need --gpus (the CPU has none)");

@@ -58,9 +58,12 @@ std::string PackageReadme(const BenchmarkSetup& setup, const std::string& org_di
           : fmt::format(
                 "Precision: {} at the convolutions, linear layers and attention products "
                 "(rounded inputs and outputs, fp32 accumulation{}); fp32 master weights, "
-                "optimizer, norms and losses. The rounding is emulated on fp32 storage.\n\n",
-                plan.options.precision,
-                plan.precision == core::DType::kF16 ? ", dynamic loss scaling" : "");
+                "optimizer, norms and losses. The rounding is emulated on fp32 storage.{}\n\n",
+                plan.fp8 ? "bf16" : plan.options.precision,
+                plan.precision == core::DType::kF16 ? ", dynamic loss scaling" : "",
+                plan.fp8 ? " The transformer blocks' linear layers multiply FP8 (E4M3 inputs "
+                           "and weights, E5M2 gradients, delayed per-tensor scaling)."
+                         : "");
   return setup.ReadmeSection() + precision + "Check with:\n\n```sh\n" +
          CheckCommands(plan, org_dir) + "```\n";
 }

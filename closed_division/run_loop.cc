@@ -69,7 +69,7 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
                    ProgressReporter& progress) {
   const RunPlan& plan = setup.plan();
   const Schedule& schedule = plan.schedule;
-  const ops::PrecisionScope precision(plan.precision);
+  const ops::PrecisionScope precision(plan.precision, plan.fp8);
   RunOutcome out;
   const bool writer = comm.rank() == 0;
   absl::StatusOr<std::unique_ptr<mllog::Logger>> created =
@@ -87,10 +87,14 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
   log.Event(key::kSeed, static_cast<int64_t>(request.seed));
   for (const auto& [name, value] : setup.Hyperparameters()) log.Event(name, value);
   // The precision keys of the newer rulesets (optional there, unknown to
-  // older ones, which ignore them). Gradients are all-reduced in fp32.
-  const std::string linear(benchmarks::MlperfPrecisionName(plan.precision));
-  log.Event(key::kLowestNumericalPrecisionInLinear, linear);
-  if (info.attention) log.Event(key::kLowestNumericalPrecisionInAttn, linear);
+  // older ones, which ignore them). Gradients are all-reduced in fp32;
+  // under fp8 attention's products stay bf16.
+  log.Event(key::kLowestNumericalPrecisionInLinear,
+            std::string(benchmarks::MlperfPrecisionName(plan.precision, plan.fp8)));
+  if (info.attention) {
+    log.Event(key::kLowestNumericalPrecisionInAttn,
+              std::string(benchmarks::MlperfPrecisionName(plan.precision)));
+  }
   log.Event(key::kLowestNumericalPrecisionInComm, std::string("fp32"));
   // The layout keys (required from 6.1.0, optional before): data parallel,
   // the model whole on each process or split over plan.tensor_parallel of

@@ -267,8 +267,13 @@ std::string SystemDescriptionJson(const benchmarks::RunPlan& plan) {
   // How the kernels were chosen (reference/kernels/switches.h).
   const std::string switches = ops::SwitchNotes();
   const std::string precision =
-      fmt::format("convolutions and linear layers in {}{}, fp32 master weights", o.precision,
-                  plan.precision == core::DType::kF16 ? " with dynamic loss scaling" : "");
+      plan.fp8
+          ? std::string(
+                "convolutions and linear layers in bf16, the transformer blocks' "
+                "linear layers in FP8 (E4M3/E5M2, delayed scaling), fp32 master "
+                "weights")
+          : fmt::format("convolutions and linear layers in {}{}, fp32 master weights", o.precision,
+                        plan.precision == core::DType::kF16 ? " with dynamic loss scaling" : "");
   return SystemDescriptionText(DescribeSystem({
       .submitter = o.submitter,
       .system_name = plan.demo

@@ -249,6 +249,11 @@ bench run_benchmark_comm 60 "$bin/run_benchmark" --comm --device gpu --maxbytes 
 # (nvJPEG): whether it can feed the GPU.
 bench loader 90 "$bin/datasets_loader_bench" --batches 80 --dir "$work/loader" --device
 bench bert_step 120 "$bin/bert_gpu_bench" 8 5 fp32,bf16
+# FP8 against bf16 on the same GPU (issue 51): BERT-Large's training step at
+# NVIDIA's per-GPU batch of 48 rows, its encoder layers' linear layers on
+# cuBLASLt's FP8 kernels, recorded, on synthetic data.
+bench bert_fp8 150 "$bin/run_benchmark" --device gpu --bench bert --size full --synthetic \
+  --mode train -b 48 --dtype bf16,fp8 --cuda_graph -w 3 -i 10 -r 3 --json "$work/bert_fp8.json"
 # Llama 3.1 8B layers at sequence 8192 against PyTorch's SDPA: tokens/s and
 # model-FLOPs utilisation (issue 45's goal: 1.2x PyTorch, 40% MFU).
 bench llama_layers 150 "$bin/llama_gpu_bench" 4 8192 5 bf16,fp32

@@ -110,7 +110,7 @@ ConfigResult RunConfig(const benchmarks::Benchmark& benchmark, const BenchOption
       ConfigureFor(benchmark, options, config, world, share);
   if (!AllOk(control, setup.ok())) return fail(setup.status());
   const benchmarks::RunPlan& plan = (*setup)->plan();
-  const ops::PrecisionScope precision(plan.precision);
+  const ops::PrecisionScope precision(plan.precision, plan.fp8);
   const bool synthetic = options.data == DataMode::kSynthetic;
   // Synthetic data needs no loader: every core of the process computes.
   ops::SetHostThreads(synthetic && !options.gpu

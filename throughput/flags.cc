@@ -24,7 +24,8 @@ ABSL_FLAG(std::string, devices, "1",
 ABSL_FLAG(std::string, batch_sizes, "",
           "batch sizes per device, comma separated (-b); empty = the closed recipe's batch for "
           "one process");
-ABSL_FLAG(std::string, dtype, "fp32", "precisions, comma separated: fp32, bf16, fp16");
+ABSL_FLAG(std::string, dtype, "fp32",
+          "precisions, comma separated: fp32, bf16, fp16, fp8 (bf16 with FP8 linear layers)");
 ABSL_FLAG(int, warmup, 20, "untimed steps before the measured ones (-w)");
 ABSL_FLAG(int, iters, 100, "measured steps per repeat (-i)");
 ABSL_FLAG(int, repeats, 7, "measured repeats per configuration; the median is the headline (-r)");
@@ -236,7 +237,7 @@ absl::Status Validate(const BenchOptions& o) {
 std::string UsageText(const benchmarks::BenchmarkRegistry& registry) {
   std::string text =
       "Usage: run_benchmark [--bench NAME] [--mode train|infer] [-n 1,2,4,8] [-b 32,64,128]\n"
-      "                     [--dtype fp32,bf16,fp16] [-w 20] [-i 100] [-r 7]\n"
+      "                     [--dtype fp32,bf16,fp16,fp8] [-w 20] [-i 100] [-r 7]\n"
       "                     [--data DIR | --synthetic | --generated] [--size full|small]\n"
       "                     [--device cpu|gpu] [--cuda_graph] [--tensor_parallel T]\n"
       "                     [-o report.json]\n"
@@ -304,9 +305,10 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
   o.batch_sizes = *batches;
   o.dtypes.clear();
   for (absl::string_view d : absl::StrSplit(absl::GetFlag(FLAGS_dtype), ',')) {
-    if (d != "fp32" && d != "bf16" && d != "fp16") {
-      return absl::InvalidArgumentError(fmt::format(
-          "--dtype={}: expected fp32, bf16 or fp16 (comma separated)", absl::GetFlag(FLAGS_dtype)));
+    if (d != "fp32" && d != "bf16" && d != "fp16" && d != "fp8") {
+      return absl::InvalidArgumentError(
+          fmt::format("--dtype={}: expected fp32, bf16, fp16 or fp8 (comma separated)",
+                      absl::GetFlag(FLAGS_dtype)));
     }
     if (std::find(o.dtypes.begin(), o.dtypes.end(), d) == o.dtypes.end())
       o.dtypes.emplace_back(d.data(), d.size());

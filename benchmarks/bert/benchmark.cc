@@ -44,7 +44,8 @@ class BertBenchmark final : public Benchmark {
                                        .summary = "BERT-Large on Wikipedia",
                                        .metric = "masked-LM accuracy",
                                        .train_samples_at_stop = true,
-                                       .attention = true};
+                                       .attention = true,
+                                       .fp8 = true};
     return info;
   }
 

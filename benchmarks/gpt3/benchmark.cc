@@ -28,7 +28,8 @@ class Gpt3Benchmark final : public Benchmark {
         .summary = "GPT-3 175B on C4, from the reference's checkpoint",
         .metric = "log perplexity",
         .train_samples_at_stop = true,
-        .attention = true};
+        .attention = true,
+        .fp8 = true};
     return info;
   }
 

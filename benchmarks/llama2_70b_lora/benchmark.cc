@@ -68,6 +68,7 @@ class LoraBenchmark final : public Benchmark {
                                        .metric = "eval loss",
                                        .attention = true,
                                        .tensor_parallel = true,
+                                       .fp8 = true,
                                        .flags = {"base_model", "recompute", "save_adapters"}};
     return info;
   }

@@ -57,6 +57,7 @@ class Llama31Benchmark final : public Benchmark {
                                        .train_samples_at_stop = true,
                                        .attention = true,
                                        .tensor_parallel = true,
+                                       .fp8 = true,
                                        .flags = {"recompute"}};
     return info;
   }

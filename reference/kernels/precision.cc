@@ -7,19 +7,21 @@
 #include "base/check.h"
 #include "reference/kernels/cpu/elementwise.h"
 #include "reference/kernels/cpu/gemm.h"
+#include "reference/kernels/ops/elementwise.h"
+#include "reference/kernels/ops/fp8.h"
 #include "reference/kernels/precision_operands.h"
 #include "reference/kernels/switches.h"
 
 #ifdef MLPERF_HAVE_CUDA
 #include "reference/kernels/cuda/context.h"
 #include "reference/kernels/cuda/elementwise.h"
-#include "reference/kernels/ops/elementwise.h"
 #endif
 
 namespace mlperf::ops {
 namespace {
 
 core::DType g_precision = core::DType::kF32;
+bool g_fp8_linears = false;
 
 bool Reduced(core::DType precision) {
   return precision == core::DType::kBF16 || precision == core::DType::kF16;
@@ -48,16 +50,31 @@ std::string_view PrecisionName(core::DType precision) {
   }
 }
 
-PrecisionScope::PrecisionScope(core::DType precision) : previous_(g_precision) {
+bool Fp8Linears() { return g_fp8_linears; }
+
+PrecisionScope::PrecisionScope(core::DType precision, bool fp8_linears)
+    : previous_(g_precision), previous_fp8_(g_fp8_linears) {
   MLPERF_CHECK_MSG(precision == core::DType::kF32 || Reduced(precision),
                    "compute precision must be fp32, bf16 or fp16");
+  MLPERF_CHECK_MSG(!fp8_linears || precision == core::DType::kBF16,
+                   "FP8 linear layers run with bf16 elsewhere");
   g_precision = precision;
+  g_fp8_linears = fp8_linears;
   cpu::SetBf16Operands(precision == core::DType::kBF16);
 }
 
 PrecisionScope::~PrecisionScope() {
   g_precision = previous_;
+  g_fp8_linears = previous_fp8_;
   cpu::SetBf16Operands(previous_ == core::DType::kBF16);
+}
+
+void ResetFp8Scaling(const core::Tensor& state) {
+  MLPERF_CHECK(state.numel() == kFp8StateFloats && state.dtype() == core::DType::kF32);
+  ops::Fill(state, 0.0f);
+  ops::Fill(
+      core::Tensor(state.f32() + kFp8ScaleAt, {2 * kFp8Roles}, core::DType::kF32, state.device()),
+      1.0f);
 }
 
 void RoundToPrecision(core::DType precision, const core::Tensor& src, const core::Tensor& dst) {

@@ -39,17 +39,24 @@ core::DType ComputePrecision();
 // "fp32", "bf16" or "fp16" (the flags' names), for messages.
 std::string_view PrecisionName(core::DType precision);
 
-// Sets the compute precision until destroyed (then the previous one comes
-// back). Not for concurrent use: one training loop per process sets it.
+// Whether the models build their transformer blocks' linear layers in FP8
+// (ops/fp8.h): --precision fp8, which is bf16 everywhere else (attention's
+// products included), as Transformer Engine's FP8 recipe runs.
+bool Fp8Linears();
+
+// Sets the compute precision (and FP8 linear layers, with bf16 only) until
+// destroyed (then the previous ones come back). Not for concurrent use: one
+// training loop per process sets it.
 class PrecisionScope {
  public:
-  explicit PrecisionScope(core::DType precision);
+  explicit PrecisionScope(core::DType precision, bool fp8_linears = false);
   ~PrecisionScope();
   PrecisionScope(const PrecisionScope&) = delete;
   PrecisionScope& operator=(const PrecisionScope&) = delete;
 
  private:
   core::DType previous_;
+  bool previous_fp8_;
 };
 
 // Whether the models store activations in the precision's own type on a

@@ -3,6 +3,7 @@
 #include "base/check.h"
 #include "reference/kernels/composite.h"
 #include "reference/kernels/dispatch.h"
+#include "reference/kernels/precision.h"
 
 namespace mlperf::layers {
 
@@ -13,9 +14,9 @@ void SelfAttention::Allocate(int64_t batch, int64_t seq, int64_t hidden, int64_t
   hidden_ = hidden;
   const int64_t rows = batch * seq;
   qkv_.Allocate(rows, hidden, 3 * hidden, Activation::kNone, name + ".qkv", arenas, registry,
-                stored);
-  out_.Allocate(rows, hidden, hidden, Activation::kNone, name + ".output", arenas, registry,
-                stored);
+                stored, true, ops::Fp8Linears());
+  out_.Allocate(rows, hidden, hidden, Activation::kNone, name + ".output", arenas, registry, stored,
+                true, ops::Fp8Linears());
   const core::Shape head_shape{batch, heads, seq, hidden / heads};
   core::Arena& a = *arenas.activations;
   for (core::Tensor* t : {&q_, &k_, &v_, &context_, &dq_, &dk_, &dv_, &dcontext_})

@@ -6,6 +6,7 @@
 #include "reference/kernels/dispatch.h"
 #include "reference/kernels/ops/attention.h"
 #include "reference/kernels/ops/decoder.h"
+#include "reference/kernels/precision.h"
 
 namespace mlperf::layers {
 
@@ -18,14 +19,15 @@ void CausalSelfAttention::Allocate(const CausalAttentionShape& s, const std::str
   const core::DType f32 = core::DType::kF32;
   rotary_ = s.rotary;
   query_block_ = s.query_block;
+  const bool fp8 = ops::Fp8Linears();
   q_.Allocate(rows, s.hidden, width, Activation::kNone, name + ".q_proj", arenas, registry, f32,
-              s.bias);
+              s.bias, fp8);
   k_.Allocate(rows, s.hidden, kv_width, Activation::kNone, name + ".k_proj", arenas, registry, f32,
-              s.bias);
+              s.bias, fp8);
   v_.Allocate(rows, s.hidden, kv_width, Activation::kNone, name + ".v_proj", arenas, registry, f32,
-              s.bias);
+              s.bias, fp8);
   o_.Allocate(rows, width, s.hidden, Activation::kNone, name + ".o_proj", arenas, registry, f32,
-              s.bias);
+              s.bias, fp8);
   lora_ = s.lora.rank > 0;
   fused_qkv_ = s.fused_qkv;
   if (lora_) {

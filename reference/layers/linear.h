@@ -18,10 +18,12 @@ class Linear {
   // rows: samples per call (the batch). Registers name.weight and, unless
   // `with_bias` is false (Llama's projections), name.bias. `stored`: the
   // output's type (and GELU's input's), fp32 or, with no activation or GELU,
-  // a reduced one (kernels/precision.h).
+  // a reduced one (kernels/precision.h). `fp8`: its GEMMs run in FP8
+  // (kernels/ops/fp8.h) with a scaling state registered as the buffer
+  // name.fp8_scaling (a transformer block's layers under --precision fp8).
   void Allocate(int64_t rows, int64_t in_features, int64_t out_features, Activation activation,
                 const std::string& name, const ModelArenas& arenas, ParameterRegistry* registry,
-                core::DType stored = core::DType::kF32, bool with_bias = true);
+                core::DType stored = core::DType::kF32, bool with_bias = true, bool fp8 = false);
   void Forward(const core::Tensor& x);
   // dy: gradient of output(), consumed (it becomes the pre-activation
   // gradient). dx: the input gradient, skipped when empty (first layer).
@@ -34,6 +36,7 @@ class Linear {
   Activation activation_ = Activation::kNone;
   // z_: the pre-activation output, kept for GELU's backward.
   core::Tensor w_, b_, dw_, db_, z_, y_;
+  core::Tensor fp8_;  // the FP8 scaling state; empty: the GEMMs of the precision
 };
 
 }  // namespace mlperf::layers

@@ -72,6 +72,9 @@ struct ParameterRegistry {
   std::vector<Parameter> parameters;
   std::vector<NamedBuffer> buffers;
   std::vector<std::string> batch_norms;  // prefixes, for num_batches_tracked
+  // The FP8 linear layers' scaling states (also among the buffers), which
+  // the trainer updates after each step (kernels/ops/fp8.h).
+  std::vector<core::Tensor> fp8_scaling;
 };
 
 // Carves a parameter of `shape` (this rank's shard of a sharded one) and its

@@ -104,9 +104,10 @@ void Bert::Build(const layers::ModelArenas& a) {
     layer.attention_norm.Allocate(rows_, c.hidden, eps, name + ".attention.output.LayerNorm", a,
                                   &registry_);
     layer.intermediate.Allocate(rows_, c.hidden, c.intermediate, layers::Activation::kGelu,
-                                name + ".intermediate.dense", a, &registry_, stored_);
+                                name + ".intermediate.dense", a, &registry_, stored_, true,
+                                ops::Fp8Linears());
     layer.output.Allocate(rows_, c.intermediate, c.hidden, layers::Activation::kNone,
-                          name + ".output.dense", a, &registry_, stored_);
+                          name + ".output.dense", a, &registry_, stored_, true, ops::Fp8Linears());
     layer.output_norm.Allocate(rows_, c.hidden, eps, name + ".output.LayerNorm", a, &registry_);
     layer.attention_sum = acts.Allocate({rows_, c.hidden});
     layer.output_sum = acts.Allocate({rows_, c.hidden});

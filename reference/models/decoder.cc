@@ -11,6 +11,7 @@
 #include "reference/dist/communicator.h"
 #include "reference/kernels/dispatch.h"
 #include "reference/kernels/ops/decoder.h"
+#include "reference/kernels/precision.h"
 
 namespace mlperf::models {
 
@@ -194,6 +195,7 @@ void Decoder::Build(const layers::ModelArenas& a) {
   const DecoderConfig& c = config_;
   const float eps = c.norm_epsilon;
   const DType f32 = DType::kF32;
+  const bool fp8 = ops::Fp8Linears();  // the blocks' linear layers in FP8 (--precision fp8)
   const int64_t head_dim = c.hidden / c.heads, vocab = c.vocab_size / tp_;
   const int64_t inter = c.intermediate / tp_;
   core::Arena& acts = *a.activations;
@@ -278,20 +280,20 @@ void Decoder::Build(const layers::ModelArenas& a) {
                                        name + ".post_attention_layernorm", base, &registry_);
     if (c.gelu) {
       layer.fc_in.Allocate(rows_, c.hidden, inter, layers::Activation::kGelu, name + ".mlp.fc_in",
-                           lin, &registry_, f32, c.bias);
+                           lin, &registry_, f32, c.bias, fp8);
       SliceLast(0, c.intermediate);
       layer.fc_out.Allocate(rows_, inter, c.hidden, layers::Activation::kNone, name + ".mlp.fc_out",
-                            lin, &registry_, f32, c.bias);
+                            lin, &registry_, f32, c.bias, fp8);
       SliceLast(1, c.intermediate);
     } else {
       layer.gate.Allocate(rows_, c.hidden, inter, layers::Activation::kNone,
-                          name + ".mlp.gate_proj", lin, &registry_, f32, c.bias);
+                          name + ".mlp.gate_proj", lin, &registry_, f32, c.bias, fp8);
       SliceLast(0, c.intermediate);
       layer.up.Allocate(rows_, c.hidden, inter, layers::Activation::kNone, name + ".mlp.up_proj",
-                        lin, &registry_, f32, c.bias);
+                        lin, &registry_, f32, c.bias, fp8);
       SliceLast(0, c.intermediate);
       layer.down.Allocate(rows_, inter, c.hidden, layers::Activation::kNone,
-                          name + ".mlp.down_proj", lin, &registry_, f32, c.bias);
+                          name + ".mlp.down_proj", lin, &registry_, f32, c.bias, fp8);
       SliceLast(1, c.intermediate);
       layer.swiglu = acts.Allocate({rows_, inter});
     }

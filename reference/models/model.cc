@@ -238,8 +238,12 @@ absl::Status Model::LoadSafetensors(const std::string& path) {
   // Loaded into host copies first: a failed load leaves the model as it was.
   std::vector<float> params = ParametersToHost(), buffers = BuffersToHost();
   std::vector<std::byte> frozen = FrozenToHost();
-  for (const io::NamedTensor& t : NamedHostTensors(params, buffers, &frozen))
+  for (const io::NamedTensor& t : NamedHostTensors(params, buffers, &frozen)) {
+    // FP8 scaling states are optional: a file from a run in another precision
+    // leaves them as they are (a new layer's).
+    if (t.name.ends_with(".fp8_scaling") && file->tensors().count(t.name) == 0) continue;
     if (absl::Status s = copy(t.name, t.tensor); !s.ok()) return s;
+  }
   // Optional: files from older torch versions or other tools may lack it.
   if (!registry_.batch_norms.empty()) {
     const std::string counter = registry_.batch_norms.front() + ".num_batches_tracked";

@@ -157,6 +157,8 @@ class Model {
   std::vector<std::string> parameter_names() const;
   const std::vector<layers::Parameter>& parameter_tensors() const { return registry_.parameters; }
   const std::vector<layers::NamedBuffer>& buffer_tensors() const { return registry_.buffers; }
+  // The FP8 linear layers' scaling states (kernels/ops/fp8.h), among the buffers.
+  const std::vector<core::Tensor>& fp8_scaling() const { return registry_.fp8_scaling; }
 
   // Training forward passes so far (PyTorch's BN num_batches_tracked).
   int64_t num_batches_tracked() const { return num_batches_tracked_; }

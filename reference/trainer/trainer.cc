@@ -8,6 +8,7 @@
 #include "fmt/format.h"
 #include "reference/io/safetensors.h"
 #include "reference/kernels/dispatch.h"
+#include "reference/kernels/ops/fp8.h"
 #include "reference/kernels/precision.h"
 
 namespace mlperf::train {
@@ -68,6 +69,11 @@ Trainer::Trainer(models::Model& model, std::unique_ptr<optim::Optimizer> optimiz
     loss_scale_ = arena.Allocate({scaled});
     growth_tracker_ = arena.AllocateZeroed({scaled}, core::DType::kI32);
     found_inf_ = arena.AllocateZeroed({scaled});
+    const int64_t amaxes = comm.world_size() > 1
+                               ? ops::kFp8Roles * static_cast<int64_t>(model.fp8_scaling().size())
+                               : 0;
+    fp8_amax_ = arena.Allocate({amaxes});
+    fp8_gathered_ = arena.Allocate({amaxes * comm.world_size()});
   };
   core::Arena measuring = core::Arena::Measuring(model.device());
   carve(measuring);
@@ -277,6 +283,32 @@ void Trainer::UpdateParameters() {
   if (config_.dynamic_loss_scaling)
     ops::UpdateLossScale(device, config_.loss_scale_params, loss_scale_.f32(),
                          growth_tracker_.as<int32_t>(), found_inf);
+  UpdateFp8Scaling();
+}
+
+void Trainer::UpdateFp8Scaling() {
+  const std::vector<core::Tensor>& states = model_.fp8_scaling();
+  if (states.empty()) return;
+  if (comm_.world_size() == 1) {
+    for (const core::Tensor& s : states) ops::Fp8UpdateScaling(s, s.f32() + ops::kFp8AmaxAt, 0, 1);
+    return;
+  }
+  // Every rank scales alike (as Transformer Engine reduces amaxes over the
+  // data-parallel group): each layer's amaxes gathered from all ranks.
+  const core::Device device = model_.device();
+  const int64_t n = static_cast<int64_t>(states.size()), row = ops::kFp8Roles * n;
+  for (int64_t i = 0; i < n; ++i) {
+    ops::CopyBytes(fp8_amax_.f32() + ops::kFp8Roles * i, device,
+                   states[static_cast<size_t>(i)].f32() + ops::kFp8AmaxAt, device,
+                   ops::kFp8Roles * sizeof(float));
+  }
+  if (on_device()) ops::StreamWaitsFor(comm_stream_, ops::ComputeStream());
+  comm_.AllGather(fp8_amax_.data(), fp8_gathered_.data(), row * sizeof(float));
+  if (on_device()) ops::StreamWaitsFor(ops::ComputeStream(), comm_stream_);
+  for (int64_t i = 0; i < n; ++i) {
+    ops::Fp8UpdateScaling(states[static_cast<size_t>(i)], fp8_gathered_.f32() + ops::kFp8Roles * i,
+                          row, comm_.world_size());
+  }
 }
 
 void Trainer::WarmUp(int steps) {

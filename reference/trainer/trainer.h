@@ -160,6 +160,8 @@ class Trainer {
   // After the all-reduce: unscaling (fp16), the optimizer and the loss
   // scale's update.
   void UpdateParameters();
+  // The FP8 layers' scales after a step, from the amaxes of every rank.
+  void UpdateFp8Scaling();
 
   models::Model& model_;
   std::unique_ptr<optim::Optimizer> optimizer_;
@@ -176,6 +178,8 @@ class Trainer {
   core::Tensor loss_scale_, growth_tracker_, found_inf_;
   core::Tensor grad_sum_, loss_sum_;
   core::Tensor lr_;  // the step's rate on the device
+  // This rank's FP8 amaxes (3 a layer) and every rank's, gathered.
+  core::Tensor fp8_amax_, fp8_gathered_;
   ops::Stream comm_stream_;
   size_t next_bucket_ = 0;  // buckets_[0, next_bucket_) were sent this step
   int64_t step_ = 0;

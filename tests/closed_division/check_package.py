@@ -16,7 +16,7 @@ With --results-db: results_db ingests the package and stores the verdict,
 score and runs compliance_check gives.
 
 usage: check_package.py RUN_CLOSED COMPLIANCE_CHECK [--bench NAME] [--mpi MPIEXEC --nodes N]
-                        [--precision fp32|bf16|fp16] [--results-db RESULTS_DB]
+                        [--precision fp32|bf16|fp16|fp8] [--results-db RESULTS_DB]
 """
 import glob
 import json
@@ -97,7 +97,7 @@ def main():
         want = sorted(f"result_{i}.txt" for i in range(runs))
         if logs != want:
             failures.append(f"result files {logs}, wanted {want}")
-        logged = {"fp32": "fp32", "bf16": "bfloat16", "fp16": "fp16"}[precision]
+        logged = {"fp32": "fp32", "bf16": "bfloat16", "fp16": "fp16", "fp8": "fp8"}[precision]
         for name in logs:
             with open(os.path.join(result_dir, name)) as f:
                 values = [json.loads(line.split(":::MLLOG", 1)[1])["value"] for line in f

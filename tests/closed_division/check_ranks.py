@@ -5,7 +5,7 @@ rounding of sums taken over several ranks, and the tensor parallelism it
 ran with. Under mpirun the pre-flight runs first (--preflight, its
 comparison of the ranks off) and reports the links and bus bandwidths.
 
-usage: check_ranks.py RUN_CLOSED MPIEXEC BENCH RANKS TOLERANCE [FIRST]
+usage: check_ranks.py RUN_CLOSED MPIEXEC BENCH RANKS TOLERANCE [FIRST] [--precision P]
   RANKS: comma-separated process counts, e.g. 1,2,4 (1 runs without mpirun);
          NtT runs N processes as groups of T tensor-parallel ranks (4t2); a
          trailing r adds the benchmark flag --recompute (2t2r)
@@ -13,6 +13,7 @@ usage: check_ranks.py RUN_CLOSED MPIEXEC BENCH RANKS TOLERANCE [FIRST]
   FIRST: compare only the first FIRST evaluations (default all): over many
          steps Adam amplifies summation-order differences (a gradient near
          zero steps by its sign), so a long run's later evaluations part
+  --precision: run_closed's --precision for every invocation (default fp32)
 """
 import glob
 import json
@@ -39,9 +40,15 @@ def evaluations(log):
 
 
 def main():
-    tool, mpiexec, bench, ranks, tolerance = sys.argv[1:6]
+    args = sys.argv[1:]
+    precision = "fp32"
+    if "--precision" in args:
+        at = args.index("--precision")
+        precision = args[at + 1]
+        del args[at:at + 2]
+    tool, mpiexec, bench, ranks, tolerance = args[:5]
     tolerance = float(tolerance)
-    first = int(sys.argv[6]) if len(sys.argv) > 6 else None
+    first = int(args[5]) if len(args) > 5 else None
     failures, runs = [], {}
     with tempfile.TemporaryDirectory() as tmp:
         for spec in ranks.split(","):
@@ -58,6 +65,7 @@ def main():
             tensor = [] if t == 1 else ["--tensor_parallel", str(t)]
             # One cache: the generated data (and a starting checkpoint) made once.
             cmd = prefix + [tool, "--bench", bench, "--runs", "1", "--seed", "21", "--out", out,
+                            "--precision", precision,
                             "--cache_dir", os.path.join(tmp, "cache"),
                             *preflight, *tensor, *(["--recompute"] if recompute else [])]
             print("+", " ".join(cmd), flush=True)

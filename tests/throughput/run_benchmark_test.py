@@ -169,7 +169,8 @@ def case_infer(tool, tmp):
 
 
 def case_precision(tool, tmp):
-    """Every precision is measured (bf16 and fp16 are emulated: fp32 storage)."""
+    """Every precision is measured (bf16 and fp16 are emulated: fp32 storage);
+    fp8 where the model has FP8 layers (BERT, the decoders)."""
     r = run(tool, SMALL + ["--dtype", "fp32,bf16,fp16", "-b", "8", "-w", "2", "-i", "6", "-r", "2",
                            "-o", "p.json"], tmp)
     if r.returncode != 0:
@@ -181,6 +182,17 @@ def case_precision(tool, tmp):
     for c in rep["configurations"]:
         if c["status"] == "ok" and not c["throughput"]["median"] > 0:
             fails.append(f"{c['dtype']}: throughput {c['throughput']['median']}")
+    for bench in ("bert", "llama31_8b"):
+        r = run(tool, SMALL + ["--bench", bench, "--dtype", "bf16,fp8", "-b", "2", "-w", "1",
+                               "-i", "3", "-r", "1", "-o", "f.json"], tmp)
+        if r.returncode != 0:
+            fails.append(f"{bench} fp8: exit {r.returncode}: {r.stderr.strip()[-300:]}")
+            continue
+        rep = json.load(open(os.path.join(tmp, "f.json")))
+        got = sorted((c["dtype"], c["status"], c["throughput"]["median"] > 0)
+                     for c in rep["configurations"])
+        if got != [("bf16", "ok", True), ("fp8", "ok", True)]:
+            fails.append(f"{bench}: configurations {got}")
     return fails
 
 
@@ -217,7 +229,8 @@ def case_usage(tool, tmp):
         (["-w", "10", "-i", "10"], "warm-up not below iterations"),
         (["-w", "20", "-i", "5"], "warm-up above iterations"),
         (["-i", "0"], "no measured steps"),
-        (["--dtype", "fp8"], "unknown precision"),
+        (["--dtype", "fp6"], "unknown precision"),
+        (["--dtype", "fp8"], "FP8 for a model without FP8 layers"),
         (["-n", "0"], "zero devices"),
         (["-b", "8,x"], "bad batch list"),
         (["--mode", "serve"], "unknown mode"),

@@ -36,6 +36,31 @@ inline float RoundToHalf(float x) {
   return std::bit_cast<float>(r);
 }
 
+// x scaled into FP8 and rounded there, kept in fp32: E4M3 (3 mantissa bits,
+// normals from 2^-6, largest 448) or E5M2 (2 bits, from 2^-14, largest
+// 57344), nearest even, saturating at the largest finite value as FP8
+// GEMMs' scaled casts do; NaN stays a NaN. core/fp8.h's conversion
+// (saturate = true) and back, bit for bit (tested), branch-free as above.
+template <int kMantissa, int kMinExponent, uint32_t kLargestBits>
+inline float RoundToFp8Saturated(float x) {
+  constexpr int kShift = 23 - kMantissa;
+  constexpr uint32_t kMinNormalBits = static_cast<uint32_t>(127 + kMinExponent) << 23;
+  // Subnormals are multiples of 2^(kMinExponent - kMantissa), scaled to
+  // integers (below 2^kMantissa) and rounded by adding and subtracting 1.5 * 2^23.
+  constexpr float kUp = static_cast<float>(1u << (kMantissa - kMinExponent));
+  const uint32_t u = std::bit_cast<uint32_t>(x);
+  const uint32_t sign = u & 0x80000000u, abs = u & 0x7fffffffu;
+  const uint32_t normal =
+      (abs + ((1u << (kShift - 1)) - 1) + ((abs >> kShift) & 1u)) & ~((1u << kShift) - 1);
+  const float t = std::bit_cast<float>(abs) * kUp;
+  const uint32_t subnormal = std::bit_cast<uint32_t>(((t + 12582912.0f) - 12582912.0f) / kUp);
+  uint32_t r = abs < kMinNormalBits ? subnormal : normal;
+  r = r > kLargestBits ? kLargestBits : r;  // Inf too
+  return std::bit_cast<float>(abs > 0x7f800000u ? (u | 0x00400000u) : (r | sign));
+}
+inline float RoundToE4m3Saturated(float x) { return RoundToFp8Saturated<3, -6, 0x43e00000u>(x); }
+inline float RoundToE5m2Saturated(float x) { return RoundToFp8Saturated<2, -14, 0x47600000u>(x); }
+
 // x rounded to bf16, as its bits (bf16 storage), and such bits as fp32:
 // branch-free like RoundToBf16, for loops that read and write bf16 tensors.
 inline uint16_t Bf16Bits(float x) {

@@ -40,6 +40,10 @@ class DataPipeline {
   // The next batch; its tensors stay valid until the next call.
   virtual absl::StatusOr<bool> Next(models::Batch* batch) = 0;
   virtual void StartEval() = 0;
+  // Training: the samples in global batches [first, first + n) over all
+  // ranks, where batches hold a varying number (packed rows); -1 where
+  // every global batch holds global_batch_size / accumulation steps.
+  virtual int64_t GlobalSamples(int64_t /*first*/, int64_t /*n*/) const { return -1; }
 };
 
 // One hyperparameter line of the log (key and value), between seed and init_stop.
@@ -87,6 +91,10 @@ class BenchmarkSetup {
   // complete (files, kinds, counts), so that a bad --data fails in seconds,
   // not after the initialisation.
   virtual absl::Status CheckData() const = 0;
+  // Then on every process, before its runs (untimed): what each needs to
+  // read the checked data (BERT's packing of its samples); errors are the
+  // data's.
+  virtual absl::Status PrepareProcess() const { return absl::OkStatus(); }
   // Opened after run_start: the data set is first touched on the clock.
   virtual absl::StatusOr<std::unique_ptr<DataPipeline>> OpenData(Split split, uint64_t seed,
                                                                  int rank) const = 0;

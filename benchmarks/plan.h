@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "base/json.h"
@@ -87,6 +88,10 @@ struct Schedule {
   // blocks and evaluations only (the LoRA reference's log, which its
   // oldest ruleset, 4.0.0, needs: there an epoch line needs epoch_num).
   bool epoch_lines = true;
+  // Samples trained through each epoch (index 0: none) where the data says
+  // (packed rows hold a varying number: DataPipeline::GlobalSamples); the
+  // run loop fills it for its run. Empty: steps x samples_per_step.
+  std::vector<int64_t> trained;
 
   bool is_eval_epoch(int epoch) const {
     return epoch >= first_eval_epoch && (epoch - first_eval_epoch) % eval_every_epochs == 0;
@@ -99,6 +104,8 @@ struct Schedule {
   int64_t steps_in(int epoch) const { return steps_through(epoch) - steps_through(epoch - 1); }
   // What the logs call epoch `epoch` (epoch_num, first_epoch_num).
   int64_t logged(int epoch) const {
+    if (interval_samples > 0 && epoch < static_cast<int>(trained.size()))
+      return trained[static_cast<size_t>(epoch)] * tokens_per_sample;
     if (interval_samples > 0) return steps_through(epoch) * samples_per_step * tokens_per_sample;
     return log_samples ? epoch * samples_per_epoch : epoch;
   }

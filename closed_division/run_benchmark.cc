@@ -156,7 +156,18 @@ int PreparePackageAndData(const BenchmarkInfo& info, const BenchmarkSetup& setup
   }
   float code = status.ok() ? 0.0f : static_cast<float>(refusal);
   comm.Broadcast(&code, 1, 0);
-  return static_cast<int>(code);
+  if (code != 0.0f) return static_cast<int>(code);
+  // Every process, from the checked data; any failure ends them all.
+  const absl::Status prepared = setup.PrepareProcess();
+  if (!prepared.ok() && comm.rank() == 0) report.Error(std::string(prepared.message()));
+  if (!prepared.ok() && comm.rank() != 0) {
+    std::fprintf(stderr, "run_closed: [rank %d] %s\n", comm.rank(),
+                 std::string(prepared.message()).c_str());
+  }
+  float failed = prepared.ok() ? 0.0f : 1.0f;
+  comm.AllReduceSum(&failed, 1);
+  if (failed != 0.0f && comm.rank() == 0) created.Undo(package_lock, out);
+  return failed != 0.0f ? kExitUsage : 0;
 }
 
 }  // namespace

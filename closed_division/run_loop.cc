@@ -68,7 +68,8 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
                    const RunRequest& request, dist::Communicator& comm,
                    ProgressReporter& progress) {
   const RunPlan& plan = setup.plan();
-  const Schedule& schedule = plan.schedule;
+  // This run's copy: packed rows fill in the samples each epoch trains.
+  Schedule schedule = plan.schedule;
   const ops::PrecisionScope precision(plan.precision, plan.fp8);
   RunOutcome out;
   const bool writer = comm.rank() == 0;
@@ -158,6 +159,15 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
 
   const int last_epoch = plan.last_epoch();
   const int accumulation = plan.gradient_accumulation_steps;
+  if ((*train)->GlobalSamples(0, 1) >= 0) {
+    schedule.trained.assign(1, 0);
+    for (int e = 1; e <= last_epoch; ++e) {
+      schedule.trained.push_back(
+          schedule.trained.back() +
+          (*train)->GlobalSamples(schedule.steps_through(e - 1) * accumulation,
+                                  schedule.steps_in(e) * accumulation));
+    }
+  }
   std::vector<models::Batch> micro_batches(static_cast<size_t>(accumulation));
   // With accumulation each micro-batch needs its own memory: the pipeline's
   // batch is only valid until its next call, so those are copied.
@@ -207,9 +217,10 @@ RunOutcome RunOnce(const BenchmarkInfo& info, const BenchmarkSetup& setup,
       }
     }
     ops::Synchronize(model->device());  // the epoch's steps done, for its time
-    const double samples_per_second =
-        static_cast<double>(schedule.steps_in(epoch) * plan.global_batch_size) /
-        Seconds(epoch_start);
+    const int64_t trained = schedule.trained.empty()
+                                ? schedule.steps_in(epoch) * plan.global_batch_size
+                                : schedule.logged(epoch) - schedule.logged(epoch - 1);
+    const double samples_per_second = static_cast<double>(trained) / Seconds(epoch_start);
     if (schedule.epoch_lines) log.End(key::kEpochStop, nullptr, schedule.At(epoch));
     log.Event("throughput", samples_per_second, schedule.At(epoch));
     out.epochs = epoch;

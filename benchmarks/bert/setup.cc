@@ -1,5 +1,7 @@
 #include "benchmarks/bert/setup.h"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <utility>
 
@@ -20,10 +22,14 @@ constexpr uint64_t kDemoCheckpointSeed = 28252;
 
 class BertPipeline final : public DataPipeline {
  public:
-  BertPipeline(std::unique_ptr<bert_data::BertLoader> loader, bert_data::PretrainingShape shape)
-      : loader_(std::move(loader)), shape_(shape) {}
+  BertPipeline(std::unique_ptr<bert_data::BertLoader> loader, bert_data::PretrainingShape shape,
+               int64_t packed_sequences)
+      : loader_(std::move(loader)), shape_(shape), packed_sequences_(packed_sequences) {}
   int64_t size() const override { return loader_->size(); }
   void StartEval() override { loader_->StartEval(); }
+  int64_t GlobalSamples(int64_t first, int64_t n) const override {
+    return packed_sequences_ > 0 ? loader_->GlobalSamples(first, n) : -1;
+  }
   absl::StatusOr<bool> Next(models::Batch* batch) override {
     bert_data::BertBatch b;
     absl::StatusOr<bool> got = loader_->Next(&b);
@@ -33,6 +39,20 @@ class BertPipeline final : public DataPipeline {
       return core::Tensor(const_cast<void*>(static_cast<const void*>(data)), shape, dtype);
     };
     batch->count = b.count;
+    if (packed_sequences_ > 0) {
+      const int64_t k = packed_sequences_;
+      batch->inputs = {view(b.input_ids, {n, s}, core::DType::kI32),
+                       view(b.segment_ids, {n, s}, core::DType::kI32),
+                       view(b.input_mask, {n, s}, core::DType::kF32),
+                       view(b.positions, {n, s}, core::DType::kI32),
+                       view(b.masked_lm_positions, {n, p}, core::DType::kI32),
+                       view(b.masked_lm_ids, {n, p}, core::DType::kI32),
+                       view(b.masked_lm_weights, {n, p}, core::DType::kF32),
+                       view(b.next_sentence_positions, {n, k}, core::DType::kI32),
+                       view(b.next_sentence_labels, {n, k}, core::DType::kI32),
+                       view(b.next_sentence_weights, {n, k}, core::DType::kF32)};
+      return true;
+    }
     batch->inputs = {view(b.input_ids, {n, s}, core::DType::kI32),
                      view(b.segment_ids, {n, s}, core::DType::kI32),
                      view(b.input_mask, {n, s}, core::DType::kF32),
@@ -46,6 +66,7 @@ class BertPipeline final : public DataPipeline {
  private:
   std::unique_ptr<bert_data::BertLoader> loader_;
   bert_data::PretrainingShape shape_;
+  int64_t packed_sequences_;
 };
 
 }  // namespace
@@ -67,7 +88,14 @@ models::BertConfig BertSetup::ModelConfig(core::Device device) const {
 
 std::unique_ptr<models::Model> BertSetup::MakeModel(const models::Placement& placement,
                                                     uint64_t seed) const {
-  return std::make_unique<models::Bert>(ModelConfig(placement.device), plan_.batch_per_rank, seed);
+  return std::make_unique<models::Bert>(ModelConfig(placement.device), Rows(plan_.batch_per_rank),
+                                        seed);
+}
+
+int64_t BertSetup::Rows(int64_t samples) const {
+  const auto rows =
+      static_cast<int64_t>(std::ceil(static_cast<double>(samples) / samples_per_row_));
+  return std::max<int64_t>(1, rows);
 }
 
 absl::Status BertSetup::LoadStartingCheckpoint(models::Model& model) const {
@@ -122,6 +150,25 @@ absl::Status BertSetup::CheckData() const {
   return checkpoint.ok() ? absl::OkStatus() : checkpoint.status();
 }
 
+absl::Status BertSetup::PrepareProcess() const {
+  if (member_.packed_sequences == 0 || packs_ != nullptr) return absl::OkStatus();
+  absl::StatusOr<bert_data::BertFiles> files = bert_data::ListBertData(plan_.data_root);
+  if (!files.ok()) return files.status();
+  // Every training sample read once (through the index CheckData wrote).
+  absl::StatusOr<bert_data::Packs> packs = bert_data::PackBertSamples(
+      files->train, Shape(),
+      {.seq_len = member_.seq_len,
+       .max_predictions = member_.max_predictions,
+       .max_sequences = member_.packed_sequences},
+      plan_.loader_threads, bert_data::BertIndexFile(IndexDir(), /*train=*/true));
+  if (!packs.ok()) return packs.status();
+  const auto samples =
+      std::count_if(packs->members.begin(), packs->members.end(), [](int32_t m) { return m >= 0; });
+  samples_per_row_ = static_cast<double>(samples) / static_cast<double>(packs->rows());
+  packs_ = std::make_shared<const bert_data::Packs>(*std::move(packs));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<DataPipeline>> BertSetup::OpenData(Split split, uint64_t seed,
                                                                   int rank) const {
   absl::StatusOr<bert_data::BertFiles> files = bert_data::ListBertData(plan_.data_root);
@@ -129,7 +176,9 @@ absl::StatusOr<std::unique_ptr<DataPipeline>> BertSetup::OpenData(Split split, u
   bert_data::BertLoaderOptions o;
   o.files = split == Split::kTrain ? files->train : files->eval;
   o.train = split == Split::kTrain;
-  o.batch_size = static_cast<int>(plan_.batch_per_rank);
+  o.batch_size = static_cast<int>(Rows(plan_.batch_per_rank));
+  o.packed_sequences = member_.packed_sequences;
+  o.packs = packs_;
   o.rank = rank;
   o.world_size = plan_.world_size;
   o.seed = seed;
@@ -138,7 +187,7 @@ absl::StatusOr<std::unique_ptr<DataPipeline>> BertSetup::OpenData(Split split, u
   o.index_file = bert_data::BertIndexFile(IndexDir(), o.train);
   absl::StatusOr<std::unique_ptr<bert_data::BertLoader>> loader = bert_data::BertLoader::Open(o);
   if (!loader.ok()) return loader.status();
-  return std::make_unique<BertPipeline>(std::move(*loader), Shape());
+  return std::make_unique<BertPipeline>(std::move(*loader), Shape(), member_.packed_sequences);
 }
 
 absl::Status BertSetup::FitMicroBatch(int64_t memory_bytes) {
@@ -146,8 +195,8 @@ absl::Status BertSetup::FitMicroBatch(int64_t memory_bytes) {
   const models::BertConfig config = ModelConfig(core::Device::kCpu);
   const int64_t state = 3 * 4 * models::Bert::ParameterCount(config);
   return benchmarks::FitMicroBatch(
-      [&](int64_t batch) { return models::Bert::ArenaBytes(config, batch) + state; }, memory_bytes,
-      plan_);
+      [&](int64_t batch) { return models::Bert::ArenaBytes(config, Rows(batch)) + state; },
+      memory_bytes, plan_);
 }
 
 std::string BertSetup::ReadmeSection() const {

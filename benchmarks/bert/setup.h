@@ -38,6 +38,9 @@ class BertSetup final : public BenchmarkSetup {
   }
   absl::Status PrepareData() const override;
   absl::Status CheckData() const override;
+  // Packed rows: the training samples packed (each read once for its
+  // length and masked-LM slots), for the model's rows and the loaders.
+  absl::Status PrepareProcess() const override;
   absl::StatusOr<std::unique_ptr<DataPipeline>> OpenData(Split split, uint64_t seed,
                                                          int rank) const override;
   std::string ReadmeSection() const override;
@@ -49,6 +52,11 @@ class BertSetup final : public BenchmarkSetup {
 
  private:
   models::BertConfig ModelConfig(core::Device device) const;
+  // The model's rows for a batch of `samples`: packed, as many rows as hold
+  // that many samples on average (the training set's samples per packed
+  // row, known once CheckData packed it; NVIDIA's data packs about two a
+  // row: 48 rows for 96), else one a row.
+  int64_t Rows(int64_t samples) const;
   std::string IndexDir() const;
   datasets::bert::PretrainingShape Shape() const;
 
@@ -56,6 +64,10 @@ class BertSetup final : public BenchmarkSetup {
   models::BertConfig member_;
   std::string checkpoint_;
   datasets::bert::GeneratedBertOptions generated_;
+  // Packed rows: the training samples' packing, made by CheckData (before
+  // the clock) and read by every run's loader.
+  mutable std::shared_ptr<const datasets::bert::Packs> packs_;
+  mutable double samples_per_row_ = 1.0;
 };
 
 }  // namespace mlperf::benchmarks::bert

@@ -47,8 +47,9 @@ absl::Status CheckOptions(const GeneratedBertOptions& o) {
 }  // namespace
 
 std::string GeneratedBertOptions::Name() const {
-  return fmt::format("themes{}-v{}-s{}-p{}-t{}x{}-e{}-seed{}", kGeneratorVersion, vocab_size,
-                     seq_len, max_predictions, train_samples, train_shards, eval_samples, seed);
+  return fmt::format("themes{}-v{}-s{}-p{}-t{}x{}-e{}-seed{}{}", kGeneratorVersion, vocab_size,
+                     seq_len, max_predictions, train_samples, train_shards, eval_samples, seed,
+                     min_symbols > 0 ? fmt::format("-min{}", min_symbols) : "");
 }
 
 GeneratedLanguage MakeGeneratedLanguage(const GeneratedBertOptions& o) {
@@ -73,7 +74,9 @@ PretrainingExample GenerateBertSample(const GeneratedBertOptions& o, const Gener
                                       bool train, int64_t index) {
   Draws draws{o.seed, (train ? 0 : kEvalStream) + static_cast<uint64_t>(index)};
   const int64_t symbols = o.vocab_size - kFirstSymbolId;
-  const int64_t max_len = o.seq_len - 3, min_len = std::max<int64_t>(6, max_len / 2);
+  const int64_t max_len = o.seq_len - 3;
+  const int64_t min_len =
+      std::max<int64_t>(6, o.min_symbols > 0 ? std::min(o.min_symbols, max_len) : max_len / 2);
   const int64_t len = min_len + draws.Below(max_len - min_len + 1);
   const int64_t len_a = 3 + draws.Below(len - 5);
 

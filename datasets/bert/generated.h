@@ -47,6 +47,9 @@ struct GeneratedBertOptions {
   int train_shards = 4;
   int64_t eval_samples = 2000;
   uint64_t seed = 1;  // fixes the language (P) and every sample
+  // The fewest symbols a sample holds (at least 6); 0: (seq_len - 3) / 2,
+  // as above (samples of under half a row, for packing, need fewer).
+  int64_t min_symbols = 0;
 
   // A folder name that changes with every option (the cache key).
   std::string Name() const;

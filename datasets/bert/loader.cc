@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "base/parallel_for.h"
+#include "datasets/bert/packing.h"
 #include "datasets/index_cache.h"
 #include "datasets/shuffle.h"
 #include "datasets/tfrecord.h"
@@ -18,6 +19,8 @@
 
 namespace mlperf::datasets::bert {
 namespace {
+
+const Packs kNoPacks;
 
 struct File {
   std::string path;
@@ -29,7 +32,9 @@ struct File {
 struct Slot {
   std::vector<int32_t> input_ids, segment_ids, positions, ids, labels;
   std::vector<float> mask, weights;
-  int64_t count = 0, epoch = 0;
+  int64_t count = 0, epoch = 0, samples = 0;
+  // Packed mode: the rows built from the samples above (k per row).
+  PackedBertBatch packed{0, {}};
 
   Slot(int64_t batch, const PretrainingShape& shape)
       : input_ids(static_cast<size_t>(batch * shape.seq_len)),
@@ -57,6 +62,23 @@ struct Slot {
     *r.next_sentence_label = 0;
   }
   void Publish(BertBatch* b) const {
+    b->count = count;
+    b->samples = samples;
+    b->epoch = epoch;
+    if (packed.rows > 0) {
+      b->input_ids = packed.input_ids.data();
+      b->segment_ids = packed.segment_ids.data();
+      b->input_mask = packed.input_mask.data();
+      b->positions = packed.positions.data();
+      b->masked_lm_positions = packed.masked_lm_positions.data();
+      b->masked_lm_ids = packed.masked_lm_ids.data();
+      b->masked_lm_weights = packed.masked_lm_weights.data();
+      b->next_sentence_positions = packed.next_sentence_positions.data();
+      b->next_sentence_labels = packed.next_sentence_labels.data();
+      b->next_sentence_weights = packed.next_sentence_weights.data();
+      b->batch_size = packed.rows;
+      return;
+    }
     b->input_ids = input_ids.data();
     b->segment_ids = segment_ids.data();
     b->input_mask = mask.data();
@@ -65,8 +87,6 @@ struct Slot {
     b->masked_lm_weights = weights.data();
     b->next_sentence_labels = labels.data();
     b->batch_size = static_cast<int64_t>(labels.size());
-    b->count = count;
-    b->epoch = epoch;
   }
 };
 
@@ -89,7 +109,34 @@ class BertLoader::Impl {
     batches_ = opt_.train ? BertSamplesPerEpoch(total_, opt_.world_size, opt_.batch_size) /
                                 (int64_t{opt_.world_size} * opt_.batch_size)
                           : (per_rank + opt_.batch_size - 1) / opt_.batch_size;
-    for (int i = 0; i < 2; ++i) slots_.emplace_back(opt_.batch_size, opt_.shape);
+    // Packed: each slot reads k samples a row, then packs them.
+    const int64_t k = std::max<int64_t>(opt_.packed_sequences, 1);
+    const int64_t read = opt_.train ? opt_.batch_size * k : opt_.batch_size;
+    for (int i = 0; i < 2; ++i) {
+      slots_.emplace_back(read, opt_.shape);
+      if (opt_.packed_sequences > 0)
+        slots_.back().packed = PackedBertBatch(opt_.batch_size, Limits());
+    }
+  }
+
+  // The packed rows take the samples' place in the epochs.
+  void UsePacks() { batches_ = packs_.rows() / (int64_t{opt_.world_size} * opt_.batch_size); }
+
+  int64_t GlobalSamples(int64_t first, int64_t n) const {
+    const int64_t global = int64_t{opt_.world_size} * opt_.batch_size;
+    if (opt_.packed_sequences == 0) return n * global;
+    int64_t total = 0, epoch = -1;
+    std::vector<int64_t> perm;
+    for (int64_t g = first; g < first + n; ++g) {
+      if (g / batches_ != epoch) {
+        epoch = g / batches_;
+        perm = EpochPermutation(packs_.rows(), opt_.seed, epoch);
+      }
+      for (int64_t j = 0; j < global; ++j)
+        total += static_cast<int64_t>(
+            packs_.row(perm[static_cast<size_t>((g % batches_) * global + j)]).size());
+    }
+    return total;
   }
 
   ~Impl() {
@@ -160,22 +207,57 @@ class BertLoader::Impl {
   }
 
   // Global batch `seq` of the stream: epoch seq / batches_, and within it
-  // the permutation's positions rank + k * world for this rank's k.
+  // the permutation's positions rank + k * world for this rank's k (of
+  // samples, or packed: of rows, whose samples are read, then packed).
   absl::Status FillTrain(int64_t seq, Slot& slot) {
     const int64_t epoch = seq / batches_;
+    const bool packed = opt_.packed_sequences > 0;
     if (epoch != perm_epoch_) {
-      perm_ = EpochPermutation(total_, opt_.seed, epoch);
+      perm_ = EpochPermutation(packed ? packs_.rows() : total_, opt_.seed, epoch);
       perm_epoch_ = epoch;
     }
     const int64_t first = (seq % batches_) * opt_.batch_size;
+    if (packed) return FillPackedTrain(first, epoch, slot);
     std::vector<int64_t> samples(static_cast<size_t>(opt_.batch_size));
     for (int64_t i = 0; i < opt_.batch_size; ++i) {
       samples[static_cast<size_t>(i)] =
           perm_[static_cast<size_t>(opt_.rank + (first + i) * opt_.world_size)];
     }
-    slot.count = opt_.batch_size;
+    slot.count = slot.samples = opt_.batch_size;
     slot.epoch = epoch;
     return Fill(samples, slot);
+  }
+
+  PackingLimits Limits() const {
+    return {.seq_len = opt_.shape.seq_len,
+            .max_predictions = opt_.shape.max_predictions,
+            .max_sequences = opt_.packed_sequences};
+  }
+
+  // This rank's rows of the global batch from position `first`: their
+  // samples read (k slots a row, -1 unused), then written packed.
+  absl::Status FillPackedTrain(int64_t first, int64_t epoch, Slot& slot) {
+    const int64_t k = opt_.packed_sequences;
+    std::vector<int64_t> samples(static_cast<size_t>(opt_.batch_size * k), -1);
+    std::vector<std::span<const int32_t>> rows(static_cast<size_t>(opt_.batch_size));
+    for (int64_t i = 0; i < opt_.batch_size; ++i) {
+      rows[i] = packs_.row(perm_[static_cast<size_t>(opt_.rank + (first + i) * opt_.world_size)]);
+      for (size_t q = 0; q < rows[i].size(); ++q)
+        samples[i * k + static_cast<int64_t>(q)] = rows[i][q];
+    }
+    if (absl::Status s = Fill(samples, slot); !s.ok()) return s;
+    slot.packed = PackedBertBatch(opt_.batch_size, Limits());
+    slot.samples = 0;
+    for (int64_t i = 0; i < opt_.batch_size; ++i) {
+      std::vector<PretrainingRow> members;
+      for (size_t q = 0; q < rows[i].size(); ++q)
+        members.push_back(slot.Row(i * k + static_cast<int64_t>(q), opt_.shape));
+      slot.packed.Fill(i, members, opt_.shape);
+      slot.samples += static_cast<int64_t>(members.size());
+    }
+    slot.count = opt_.batch_size;
+    slot.epoch = epoch;
+    return absl::OkStatus();
   }
 
   // Evaluation batch `b` of this rank: samples rank + k * world.
@@ -187,8 +269,16 @@ class BertLoader::Impl {
       samples[static_cast<size_t>(i)] = index < total_ ? index : -1;
       if (index < total_) ++slot.count;
     }
+    slot.samples = slot.count;
     slot.epoch = 0;
-    return Fill(samples, slot);
+    if (absl::Status s = Fill(samples, slot); !s.ok() || opt_.packed_sequences == 0) return s;
+    // Packed layout, one sample a row (padding rows stay empty).
+    slot.packed = PackedBertBatch(opt_.batch_size, Limits());
+    for (int64_t i = 0; i < slot.count; ++i) {
+      const PretrainingRow row = slot.Row(i, opt_.shape);
+      slot.packed.Fill(i, std::span(&row, 1), opt_.shape);
+    }
+    return absl::OkStatus();
   }
 
   BertLoaderOptions opt_;
@@ -199,6 +289,8 @@ class BertLoader::Impl {
   std::vector<Slot> slots_;
   int64_t perm_epoch_ = -1;
   std::vector<int64_t> perm_;
+  // Packed training rows (given; none unpacked).
+  const Packs& packs_ = opt_.packs != nullptr ? *opt_.packs : kNoPacks;
   std::future<absl::Status> pending_;  // the prefetched batch next_, if any
 };
 
@@ -244,7 +336,26 @@ absl::StatusOr<std::unique_ptr<BertLoader>> BertLoader::Open(const BertLoaderOpt
     }
     return first_error;
   }
-  return std::unique_ptr<BertLoader>(new BertLoader(std::make_unique<Impl>(o, std::move(files))));
+  if (o.train && o.packed_sequences > 0 &&
+      (o.packs == nullptr || o.packs->max_sequences != o.packed_sequences ||
+       std::count_if(o.packs->members.begin(), o.packs->members.end(),
+                     [](int32_t m) { return m >= 0; }) != total)) {
+    for (File& f : files) ::close(f.fd);
+    return absl::InvalidArgumentError(
+        fmt::format("{}: packed rows need the packing of these {} samples (PackBertSamples)",
+                    o.files.front(), total));
+  }
+  auto impl = std::make_unique<Impl>(o, std::move(files));
+  if (o.train && o.packed_sequences > 0) {
+    impl->UsePacks();
+    if (impl->batches() == 0) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}: {} training samples pack into too few rows for one batch of {} rows "
+                      "on each of {} ranks",
+                      o.files.front(), total, o.batch_size, o.world_size));
+    }
+  }
+  return std::unique_ptr<BertLoader>(new BertLoader(std::move(impl)));
 }
 
 BertLoader::BertLoader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -252,6 +363,38 @@ BertLoader::~BertLoader() = default;
 int64_t BertLoader::size() const { return impl_->size(); }
 int64_t BertLoader::batches_per_epoch() const { return impl_->batches(); }
 void BertLoader::StartEval() { impl_->StartEval(); }
+int64_t BertLoader::GlobalSamples(int64_t first, int64_t n) const {
+  return impl_->GlobalSamples(first, n);
+}
+
+absl::StatusOr<Packs> PackBertSamples(const std::vector<std::string>& files,
+                                      const PretrainingShape& shape, const PackingLimits& limits,
+                                      int threads, const std::string& index_file) {
+  // One pass as an evaluation over the files, 1024 samples a batch.
+  absl::StatusOr<std::unique_ptr<BertLoader>> all = BertLoader::Open({.files = files,
+                                                                      .train = false,
+                                                                      .batch_size = 1024,
+                                                                      .shape = shape,
+                                                                      .threads = threads,
+                                                                      .index_file = index_file});
+  if (!all.ok()) return all.status();
+  std::vector<SampleSize> sizes;
+  BertBatch b;
+  while (true) {
+    absl::StatusOr<bool> got = (*all)->Next(&b);
+    if (!got.ok()) return got.status();
+    if (!*got) break;
+    for (int64_t i = 0; i < b.count; ++i) {
+      SampleSize size;
+      for (int64_t t = 0; t < shape.seq_len; ++t)
+        size.tokens += b.input_mask[i * shape.seq_len + t] != 0.0f;
+      for (int64_t m = 0; m < shape.max_predictions; ++m)
+        size.predictions += b.masked_lm_weights[i * shape.max_predictions + m] != 0.0f;
+      sizes.push_back(size);
+    }
+  }
+  return PackSamples(sizes, limits);
+}
 absl::StatusOr<bool> BertLoader::Next(BertBatch* batch) { return impl_->Next(batch); }
 
 }  // namespace mlperf::datasets::bert

@@ -22,6 +22,12 @@
 // to the masked-LM sums) and `count` says how many rows are real. Over all
 // ranks each evaluation sample is scored exactly once per pass.
 //
+// Packed rows (packed_sequences k > 0; batch_size then counts rows): the
+// training samples packed once (PackBertSamples below, given in `packs`)
+// take the samples' place above:
+// epoch e is EpochPermutation(rows, seed, e), rank r takes rows r, r + W,
+// ... An evaluation batch holds one sample a row, in the packed layout.
+//
 // Batches are pure functions of (files, seed, rank, world size, batch): the
 // thread count only changes the speed.
 #pragma once
@@ -34,6 +40,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "datasets/bert/data_files.h"
+#include "datasets/bert/packing.h"
 #include "datasets/bert/pretraining_example.h"
 
 namespace mlperf::datasets::bert {
@@ -52,6 +59,10 @@ struct BertLoaderOptions {
   // that Open reads instead of walking every file when it is current (else
   // it walks them and rewrites it); "" always walks.
   std::string index_file;
+  // > 0: packed rows of up to this many samples (see above); training
+  // needs the rows of the files' samples in `packs`.
+  int64_t packed_sequences = 0;
+  std::shared_ptr<const Packs> packs;
 };
 
 // One batch in models::Bert's input order, host memory owned by the loader,
@@ -63,10 +74,15 @@ struct BertBatch {
   const int32_t* masked_lm_positions = nullptr;   // [batch, max_predictions]
   const int32_t* masked_lm_ids = nullptr;         // [batch, max_predictions]
   const float* masked_lm_weights = nullptr;       // [batch, max_predictions]
-  const int32_t* next_sentence_labels = nullptr;  // [batch]
-  int64_t batch_size = 0;                         // rows in the arrays (always options.batch_size)
-  int64_t count = 0;  // real samples (evaluation's last batch may be padded)
-  int64_t epoch = 0;  // training: 0-based epoch of the batch
+  const int32_t* next_sentence_labels = nullptr;  // [batch] ([batch, k] packed)
+  // Packed rows only: input_mask holds each token's sample (1..k), and
+  const int32_t* positions = nullptr;                // [batch, seq], restarting per sample
+  const int32_t* next_sentence_positions = nullptr;  // [batch, k]
+  const float* next_sentence_weights = nullptr;      // [batch, k]
+  int64_t batch_size = 0;  // rows in the arrays (always options.batch_size)
+  int64_t count = 0;       // real rows (evaluation's last batch may be padded)
+  int64_t samples = 0;     // samples in them (count, unless packed)
+  int64_t epoch = 0;       // training: 0-based epoch of the batch
 };
 
 class BertLoader {
@@ -83,6 +99,9 @@ class BertLoader {
   int64_t batches_per_epoch() const;
   // Evaluation: the pass starts again with this rank's first sample.
   void StartEval();
+  // Training: samples in global batches [first, first + n) over all ranks
+  // (packed rows hold a varying number).
+  int64_t GlobalSamples(int64_t first, int64_t n) const;
   // Training never runs out; evaluation returns false after this rank's
   // batches. A record that fails its CRC or parse is an error naming the file
   // and the record's byte offset.
@@ -94,6 +113,12 @@ class BertLoader {
   explicit BertLoader(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// Every sample of `files` read (on `threads`) for its tokens and masked-LM
+// slots and packed into rows (packing.h); errors as Open's.
+absl::StatusOr<Packs> PackBertSamples(const std::vector<std::string>& files,
+                                      const PretrainingShape& shape, const PackingLimits& limits,
+                                      int threads, const std::string& index_file);
 
 // Training samples per epoch over all ranks under the sampling above.
 int64_t BertSamplesPerEpoch(int64_t samples, int world_size, int batch_size);

@@ -17,6 +17,9 @@ struct AttentionParams {
   // A decoder's causal mask (ops::CausalMask) on the scores; the fp32 path
   // only.
   bool causal = false;
+  // Packed rows: the mask holds each token's sequence (ops::AddSequenceMask)
+  // rather than 0/1 for padding; the fp32 path only.
+  bool packed = false;
   // On a CUDA device under bf16/fp16: keep the tensors that feed the batched
   // GEMMs in that type (cuda/attention_typed.h; the same values). Ignored
   // elsewhere.

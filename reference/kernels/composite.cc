@@ -46,7 +46,7 @@ void ConvTransposeBackwardWeight(const ConvGeometry& g, const Tensor& x, const T
 void AttentionForward(const AttentionParams& p, const Tensor& q, const Tensor& k, const Tensor& v,
                       const Tensor& mask, const Tensor& probs, const Tensor& out,
                       const Tensor& workspace) {
-  if (p.typed && !p.causal && InPrecisionType(q))
+  if (p.typed && !p.causal && !p.packed && InPrecisionType(q))
     return MLPERF_CUDA_TWIN(
         AttentionForwardTyped(p, ComputePrecision(), q, k, v, mask, probs, out, workspace));
   const int64_t b = q.dim(0), h = q.dim(1), t = q.dim(2), d = q.dim(3);
@@ -57,7 +57,8 @@ void AttentionForward(const AttentionParams& p, const Tensor& q, const Tensor& k
   const Tensor scores = View(workspace, {b, h, t, t});
   GemmStridedBatched(device, false, true, t, t, d, scale, q.f32(), t * d, k.f32(), t * d, 0.0f,
                      scores.f32(), t * t, bh);
-  if (!mask.empty()) AddKeyPaddingMask(scores, mask);
+  if (!mask.empty() && p.packed) AddSequenceMask(scores, mask);
+  if (!mask.empty() && !p.packed) AddKeyPaddingMask(scores, mask);
   if (p.causal) CausalMask(scores);
   SoftmaxForward(scores.Reshaped({bh * t, t}), probs.Reshaped({bh * t, t}));
   const float* attn = probs.f32();
@@ -73,7 +74,7 @@ void AttentionForward(const AttentionParams& p, const Tensor& q, const Tensor& k
 void AttentionBackward(const AttentionParams& p, const Tensor& q, const Tensor& k, const Tensor& v,
                        const Tensor& probs, const Tensor& dout, const Tensor& dq, const Tensor& dk,
                        const Tensor& dv, const Tensor& workspace) {
-  if (p.typed && !p.causal && InPrecisionType(q))
+  if (p.typed && !p.causal && !p.packed && InPrecisionType(q))
     return MLPERF_CUDA_TWIN(
         AttentionBackwardTyped(p, ComputePrecision(), q, k, v, probs, dout, dq, dk, dv, workspace));
   const int64_t b = q.dim(0), h = q.dim(1), t = q.dim(2), d = q.dim(3);

@@ -36,22 +36,28 @@ Bert::Bert(const BertConfig& config, int64_t batch_size, uint64_t seed)
                config.hidden % config.heads == 0);
   MLPERF_CHECK(config.seq_len > 0 && config.seq_len <= config.max_positions);
   MLPERF_CHECK(config.max_predictions > 0 && config.max_predictions <= config.seq_len);
+  MLPERF_CHECK(config.packed_sequences >= 0 && config.packed_sequences <= config.seq_len);
   rows_ = batch_size * config.seq_len;
   predictions_ = batch_size * config.max_predictions;
+  sentences_ = batch_size * std::max<int64_t>(config.packed_sequences, 1);
   AllocateArenas([this](const layers::ModelArenas& arenas) { Build(arenas); });
-  // Constant index inputs: each row's position, each sample's first row.
-  std::vector<int32_t> positions(rows_), first(batch_size);
-  for (int64_t r = 0; r < rows_; ++r) positions[r] = static_cast<int32_t>(r % config.seq_len);
-  for (int64_t b = 0; b < batch_size; ++b) first[b] = static_cast<int32_t>(b * config.seq_len);
-  ops::CopyBytes(position_ids_.data(), device(), positions.data(), core::Device::kCpu,
-                 position_ids_.bytes());
-  ops::CopyBytes(first_rows_.data(), device(), first.data(), core::Device::kCpu,
-                 first_rows_.bytes());
+  // Unpacked, constant index inputs: each row's position, each sample's
+  // first row (packed rows bring both).
+  if (config.packed_sequences == 0) {
+    std::vector<int32_t> positions(rows_), first(batch_size);
+    for (int64_t r = 0; r < rows_; ++r) positions[r] = static_cast<int32_t>(r % config.seq_len);
+    for (int64_t b = 0; b < batch_size; ++b) first[b] = static_cast<int32_t>(b * config.seq_len);
+    ops::CopyBytes(position_ids_.data(), device(), positions.data(), core::Device::kCpu,
+                   position_ids_.bytes());
+    ops::CopyBytes(first_rows_.data(), device(), first.data(), core::Device::kCpu,
+                   first_rows_.bytes());
+  }
   host_rows_.resize(predictions_);
+  host_first_.resize(sentences_);
   if (device() != core::Device::kCpu) {
     size_t bytes = 0;
-    for (const Tensor* t :
-         {&ids_, &segment_ids_, &mask_, &mlm_rows_, &mlm_ids_, &mlm_weights_, &nsp_labels_})
+    for (const Tensor* t : {&ids_, &segment_ids_, &mask_, &mlm_rows_, &mlm_ids_, &mlm_weights_,
+                            &nsp_labels_, &position_ids_, &first_rows_, &nsp_weights_})
       bytes += t->bytes();
     staging_ = std::make_unique<UploadStaging>(bytes);
   }
@@ -65,6 +71,7 @@ Bert::Bert(const BertConfig& config, int64_t batch_size, MeasureOnly)
   config_.device = core::Device::kCpu;
   rows_ = batch_size * config.seq_len;
   predictions_ = batch_size * config.max_predictions;
+  sentences_ = batch_size * std::max<int64_t>(config.packed_sequences, 1);
   measured_bytes_ = static_cast<int64_t>(
       MeasureArenas(core::Device::kCpu, [this](const layers::ModelArenas& a) { Build(a); }));
 }
@@ -99,8 +106,9 @@ void Bert::Build(const layers::ModelArenas& a) {
   for (int64_t l = 0; l < c.layers; ++l) {
     Layer& layer = layers_[l];
     const std::string name = "bert.encoder.layer." + std::to_string(l);
+    // Packed rows' attention runs the fp32 core (AttentionParams::packed).
     layer.attention.Allocate(batch, c.seq_len, c.hidden, c.heads, name + ".attention", a,
-                             &registry_, stored_);
+                             &registry_, c.packed_sequences > 0 ? DType::kF32 : stored_);
     layer.attention_norm.Allocate(rows_, c.hidden, eps, name + ".attention.output.LayerNorm", a,
                                   &registry_);
     layer.intermediate.Allocate(rows_, c.hidden, c.intermediate, layers::Activation::kGelu,
@@ -112,8 +120,8 @@ void Bert::Build(const layers::ModelArenas& a) {
     layer.attention_sum = acts.Allocate({rows_, c.hidden});
     layer.output_sum = acts.Allocate({rows_, c.hidden});
   }
-  pooler_.Allocate(batch, c.hidden, c.hidden, layers::Activation::kTanh, "bert.pooler.dense", a,
-                   &registry_);
+  pooler_.Allocate(sentences_, c.hidden, c.hidden, layers::Activation::kTanh, "bert.pooler.dense",
+                   a, &registry_);
   transform_.Allocate(predictions_, c.hidden, c.hidden, layers::Activation::kGelu,
                       "cls.predictions.transform.dense", a, &registry_);
   transform_norm_.Allocate(predictions_, c.hidden, eps, "cls.predictions.transform.LayerNorm", a,
@@ -123,7 +131,7 @@ void Bert::Build(const layers::ModelArenas& a) {
       a, &registry_, {c.vocab_size}, {.name = "cls.predictions.bias", .bias = true});
   mlm_bias_ = bias.value;
   dmlm_bias_ = bias.grad;
-  nsp_.Allocate(batch, c.hidden, 2, layers::Activation::kNone, "cls.seq_relationship", a,
+  nsp_.Allocate(sentences_, c.hidden, 2, layers::Activation::kNone, "cls.seq_relationship", a,
                 &registry_);
 
   ids_ = acts.Allocate({rows_}, DType::kI32);
@@ -132,17 +140,18 @@ void Bert::Build(const layers::ModelArenas& a) {
   mlm_rows_ = acts.Allocate({predictions_}, DType::kI32);
   mlm_ids_ = acts.Allocate({predictions_}, DType::kI32);
   mlm_weights_ = acts.Allocate({predictions_});
-  nsp_labels_ = acts.Allocate({batch}, DType::kI32);
+  nsp_labels_ = acts.Allocate({sentences_}, DType::kI32);
+  nsp_weights_ = acts.Allocate({c.packed_sequences > 0 ? sentences_ : 0});
   position_ids_ = acts.Allocate({rows_}, DType::kI32);
-  first_rows_ = acts.Allocate({batch}, DType::kI32);
+  first_rows_ = acts.Allocate({sentences_}, DType::kI32);
   embedding_sum_ = acts.Allocate({rows_, c.hidden});
   embedding_out_ = acts.Allocate({rows_, c.hidden});
-  first_tokens_ = acts.Allocate({batch, c.hidden});
+  first_tokens_ = acts.Allocate({sentences_, c.hidden});
   gathered_ = acts.Allocate({predictions_, c.hidden});
   mlm_logits_ = acts.Allocate({predictions_, c.vocab_size});
   mlm_argmax_ = acts.Allocate({predictions_}, DType::kI32);
   dmlm_logits_ = acts.Allocate({predictions_, c.vocab_size});
-  dnsp_logits_ = acts.Allocate({batch, 2});
+  dnsp_logits_ = acts.Allocate({sentences_, 2});
   mlm_loss_ = acts.Allocate({1});
   nsp_loss_ = acts.Allocate({1});
   loss_ = acts.Allocate({1});
@@ -151,7 +160,7 @@ void Bert::Build(const layers::ModelArenas& a) {
   dtmp_ = acts.Allocate({rows_, c.hidden}, stored_);
   dintermediate_ = acts.Allocate({rows_, c.intermediate}, stored_);
   for (Tensor* t : {&dgathered_, &dtransform_}) *t = acts.Allocate({predictions_, c.hidden});
-  for (Tensor* t : {&dpooled_, &dfirst_}) *t = acts.Allocate({batch, c.hidden});
+  for (Tensor* t : {&dpooled_, &dfirst_}) *t = acts.Allocate({sentences_, c.hidden});
 }
 
 void Bert::Initialize(uint64_t seed) {
@@ -174,30 +183,52 @@ void Bert::Initialize(uint64_t seed) {
 
 void Bert::Upload(const Batch& batch) {
   if (batch.inputs.empty()) return;  // the batch already on the device
-  MLPERF_CHECK_MSG(batch.inputs.size() == kBertInputs, "BERT takes 7 inputs per batch");
-  const Tensor* targets[kBertInputs] = {&ids_,     &segment_ids_, &mask_,      &mlm_rows_,
+  const bool packed = config_.packed_sequences > 0;
+  const size_t count = packed ? kBertPackedInputs : kBertInputs;
+  MLPERF_CHECK_MSG(batch.inputs.size() == count, packed ? "packed BERT takes 10 inputs per batch"
+                                                        : "BERT takes 7 inputs per batch");
+  // Where each input goes, in the order of kBertInputs / kBertPackedInputs.
+  std::vector<const Tensor*> targets = {&ids_,     &segment_ids_, &mask_,      &mlm_rows_,
                                         &mlm_ids_, &mlm_weights_, &nsp_labels_};
-  for (int i = 0; i < kBertInputs; ++i)
+  if (packed) {
+    targets = {&ids_,     &segment_ids_, &mask_,       &position_ids_, &mlm_rows_,
+               &mlm_ids_, &mlm_weights_, &first_rows_, &nsp_labels_,   &nsp_weights_};
+  }
+  for (size_t i = 0; i < count; ++i)
     MLPERF_CHECK_MSG(batch.inputs[i].bytes() == targets[i]->bytes() &&
                          batch.inputs[i].dtype() == targets[i]->dtype(),
                      "a BERT input has the wrong size or type");
-  // Positions within a sample become rows of the [batch * seq] token rows.
-  const int32_t* positions = batch.inputs[3].as<int32_t>();
-  for (int64_t i = 0; i < predictions_; ++i) {
-    MLPERF_CHECK(positions[i] >= 0 && positions[i] < config_.seq_len);
-    host_rows_[i] =
-        static_cast<int32_t>(i / config_.max_predictions * config_.seq_len) + positions[i];
+  // Positions within a row become rows of the [batch * seq] token rows: the
+  // masked tokens', and packed, each sequence's first token's.
+  const auto to_rows = [&](const Tensor& in, int64_t per_row, std::vector<int32_t>& rows) {
+    const int32_t* positions = in.as<int32_t>();
+    for (size_t i = 0; i < rows.size(); ++i) {
+      MLPERF_CHECK_MSG(positions[i] >= 0 && positions[i] < config_.seq_len,
+                       "a BERT position lies outside its row");
+      rows[i] =
+          static_cast<int32_t>(static_cast<int64_t>(i) / per_row * config_.seq_len) + positions[i];
+    }
+  };
+  std::vector<const void*> sources(count);
+  for (size_t i = 0; i < count; ++i) sources[i] = batch.inputs[i].data();
+  const size_t mlm = packed ? 4 : 3;
+  to_rows(batch.inputs[mlm], config_.max_predictions, host_rows_);
+  sources[mlm] = host_rows_.data();
+  if (packed) {
+    const int32_t* positions = batch.inputs[3].as<int32_t>();
+    for (int64_t i = 0; i < rows_; ++i)
+      MLPERF_CHECK_MSG(positions[i] >= 0 && positions[i] < config_.max_positions,
+                       "a packed BERT position is past the position table");
+    to_rows(batch.inputs[7], config_.packed_sequences, host_first_);
+    sources[7] = host_first_.data();
   }
-  const void* sources[kBertInputs] = {
-      batch.inputs[0].data(), batch.inputs[1].data(), batch.inputs[2].data(), host_rows_.data(),
-      batch.inputs[4].data(), batch.inputs[5].data(), batch.inputs[6].data()};
   if (device() == core::Device::kCpu) {
-    for (int i = 0; i < kBertInputs; ++i)
+    for (size_t i = 0; i < count; ++i)
       std::memcpy(targets[i]->data(), sources[i], targets[i]->bytes());
     return;
   }
-  UploadStaging::Part parts[kBertInputs];
-  for (int i = 0; i < kBertInputs; ++i)
+  std::vector<UploadStaging::Part> parts(count);
+  for (size_t i = 0; i < count; ++i)
     parts[i] = {targets[i]->data(), sources[i], targets[i]->bytes()};
   staging_->Upload(device(), parts);
 }
@@ -241,7 +272,8 @@ void Bert::Forward(bool training) {
     const AttentionParams attention{.dropout = training ? c.attention_dropout : 0.0f,
                                     .seed = dropout_seed_,
                                     .offset = static_cast<uint64_t>(site),
-                                    .offset_base = dropout_base_.as<int64_t>()};
+                                    .offset_base = dropout_base_.as<int64_t>(),
+                                    .packed = c.packed_sequences > 0};
     layer.attention.Forward(*h, mask_, attention);
     Dropout(c.hidden_dropout, site + 1, training, layer.attention.output(), layer.attention_sum);
     ops::Accumulate(*h, layer.attention_sum);
@@ -253,7 +285,7 @@ void Bert::Forward(bool training) {
     layer.output_norm.Forward(layer.output_sum);
     h = &layer.output_norm.output();
   }
-  // Next sentence: the pooler on each sample's first token.
+  // Next sentence: the pooler on each sample's (packed: sequence's) first token.
   ops::EmbeddingForward(first_rows_, *h, first_tokens_);
   pooler_.Forward(first_tokens_);
   nsp_.Forward(pooler_.output());
@@ -266,6 +298,12 @@ void Bert::Forward(bool training) {
 
 void Bert::Losses() {
   ops::MaskedLmLoss(mlm_logits_, mlm_ids_, mlm_weights_, mlm_loss_, dmlm_logits_);
+  // Packed: the mean over the real sequences (unused slots weigh 0), with
+  // the masked-LM loss's sum(w) + 1e-5 (1e-7 from a plain mean at 100).
+  if (config_.packed_sequences > 0) {
+    ops::MaskedLmLoss(nsp_.output(), nsp_labels_, nsp_weights_, nsp_loss_, dnsp_logits_);
+    return ops::Add(mlm_loss_, nsp_loss_, loss_);
+  }
   ops::SoftmaxCrossEntropy(0.0f, static_cast<float>(batch_size()), nsp_.output(), nsp_labels_,
                            nsp_loss_, dnsp_logits_);
   ops::Add(mlm_loss_, nsp_loss_, loss_);
@@ -357,10 +395,15 @@ OwnedBatch Bert::SyntheticBatch() const {
   int32_t* ids = owned.Add({n, s}, DType::kI32).as<int32_t>();
   int32_t* segments = owned.Add({n, s}, DType::kI32).as<int32_t>();
   float* mask = owned.Add({n, s}, DType::kF32).f32();
+  // Packed: two sequences a row (of up to packed_sequences), halves of it.
+  const int64_t k = c.packed_sequences, half = s / 2;
+  if (k > 0) {
+    int32_t* row_positions = owned.Add({n, s}, DType::kI32).as<int32_t>();
+    for (int64_t i = 0; i < n * s; ++i) row_positions[i] = static_cast<int32_t>((i % s) % half);
+  }
   int32_t* positions = owned.Add({n, p}, DType::kI32).as<int32_t>();
   int32_t* labels = owned.Add({n, p}, DType::kI32).as<int32_t>();
   float* weights = owned.Add({n, p}, DType::kF32).f32();
-  int32_t* next = owned.Add({n}, DType::kI32).as<int32_t>();
   auto draw = [](uint64_t stream, int64_t i, int64_t bound) {
     return static_cast<int32_t>(core::PhiloxBits(0x5eed, stream, static_cast<uint64_t>(i)) %
                                 static_cast<uint64_t>(bound));
@@ -369,13 +412,31 @@ OwnedBatch Bert::SyntheticBatch() const {
     ids[i] = draw(0, i, c.vocab_size);
     segments[i] = (i % s) >= s / 2 ? 1 : 0;
     mask[i] = 1.0f;
+    if (k > 0) {
+      segments[i] = (i % s) % half >= half / 2 ? 1 : 0;
+      mask[i] = (i % s) < half || k == 1 ? 1.0f : 2.0f;
+    }
   }
   for (int64_t i = 0; i < n * p; ++i) {
     positions[i] = static_cast<int32_t>(i % p);
     labels[i] = draw(1, i, c.vocab_size);
     weights[i] = 1.0f;
   }
-  for (int64_t i = 0; i < n; ++i) next[i] = draw(2, i, 2);
+  if (k == 0) {
+    int32_t* next = owned.Add({n}, DType::kI32).as<int32_t>();
+    for (int64_t i = 0; i < n; ++i) next[i] = draw(2, i, 2);
+    owned.batch.count = n;
+    return owned;
+  }
+  int32_t* first = owned.Add({n, k}, DType::kI32).as<int32_t>();
+  int32_t* next_labels = owned.Add({n, k}, DType::kI32).as<int32_t>();
+  float* next_weights = owned.Add({n, k}, DType::kF32).f32();
+  for (int64_t i = 0; i < n * k; ++i) {
+    const bool used = i % k < std::min<int64_t>(k, 2);
+    first[i] = static_cast<int32_t>(i % k == 1 ? half : 0);
+    next_labels[i] = draw(2, i, 2);
+    next_weights[i] = used ? 1.0f : 0.0f;
+  }
   owned.batch.count = n;
   return owned;
 }

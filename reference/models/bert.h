@@ -35,7 +35,11 @@ struct BertConfig {
   int64_t max_positions = 512;
   int64_t type_vocab = 2;
   int64_t seq_len = 512;         // tokens per sample (<= max_positions)
-  int64_t max_predictions = 76;  // masked-LM slots per sample
+  int64_t max_predictions = 76;  // masked-LM slots per sample (per row when packed)
+  // > 0: packed rows (NVIDIA's MLPerf BERT: 3), each holding up to this many
+  // sequences that attend only to themselves, their positions restarting,
+  // and a next-sentence prediction each; 0: one sample a row.
+  int64_t packed_sequences = 0;
   float hidden_dropout = 0.1f;
   float attention_dropout = 0.1f;
   float layer_norm_epsilon = 1e-12f;
@@ -51,6 +55,15 @@ struct BertConfig {
 //   masked_lm_weights          fp32  [batch, max_predictions] (0 for unused slots)
 //   next_sentence_labels       int32 [batch] (0: B follows A, 1: random B)
 inline constexpr int kBertInputs = 7;
+// Packed rows (BertConfig::packed_sequences = k), in this order:
+//   input_ids, segment_ids     int32 [batch, seq]
+//   input_mask                 fp32  [batch, seq] (each token's sequence: 1..k; 0 padding)
+//   positions                  int32 [batch, seq] (restarting at each sequence)
+//   masked_lm_positions, masked_lm_ids, masked_lm_weights  as above, per row
+//   next_sentence_positions    int32 [batch, k] (each sequence's first token)
+//   next_sentence_labels       int32 [batch, k]
+//   next_sentence_weights      fp32  [batch, k] (1 per sequence, 0 for unused slots)
+inline constexpr int kBertPackedInputs = 10;
 
 class Bert final : public Model {
  public:
@@ -83,7 +96,8 @@ class Bert final : public Model {
   // Inference-mode forward (no dropout) and both losses, for tests.
   float ForwardInference(const Batch& batch);
   const core::Tensor& mlm_logits() const { return mlm_logits_; }    // [batch * predictions, vocab]
-  const core::Tensor& nsp_logits() const { return nsp_.output(); }  // [batch, 2]
+  // [batch, 2]; packed: [batch * packed_sequences, 2]
+  const core::Tensor& nsp_logits() const { return nsp_.output(); }
   const core::Tensor& mlm_loss() const { return mlm_loss_; }
   const core::Tensor& nsp_loss() const { return nsp_loss_; }
 
@@ -124,6 +138,7 @@ class Bert final : public Model {
   // pre-training heads stay fp32.
   core::DType stored_ = core::DType::kF32;
   int64_t rows_ = 0, predictions_ = 0;
+  int64_t sentences_ = 0;       // next-sentence predictions per batch
   int64_t measured_bytes_ = 0;  // MeasureOnly
   // Dropout streams: from this seed and the training forwards so far
   // (num_batches_tracked, which the trainer's warm-up restores). Site s of
@@ -144,12 +159,13 @@ class Bert final : public Model {
   // the [batch * seq] token rows, first_rows_ each sample's first token.
   core::Tensor ids_, segment_ids_, mask_, mlm_rows_, mlm_ids_, mlm_weights_, nsp_labels_;
   core::Tensor position_ids_, first_rows_;
+  core::Tensor nsp_weights_;  // packed rows only
   core::Tensor embedding_sum_, embedding_out_, first_tokens_, gathered_, mlm_logits_;
   core::Tensor mlm_argmax_;  // int32 [predictions]: evaluation's predicted ids
   core::Tensor mlm_loss_, nsp_loss_, dmlm_logits_, dnsp_logits_;
   core::Tensor dh_, ds_, dtmp_, dintermediate_, dgathered_, dtransform_, dpooled_, dfirst_;
   std::unique_ptr<UploadStaging> staging_;  // a CUDA model's per-step uploads
-  std::vector<int32_t> host_rows_;
+  std::vector<int32_t> host_rows_, host_first_;
 };
 
 }  // namespace mlperf::models

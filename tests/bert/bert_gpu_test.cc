@@ -51,9 +51,10 @@ benchmarks::bert::Recipe Lamb(int64_t warmup_steps) {
           .weight_decay = 0.01};
 }
 
-TEST(BertGpuTest, LossesLogitsAndEveryGradientMatchTheCpu) {
-  SKIP_WITHOUT_DEVICE();
-  Bert cpu_model(Small(core::Device::kCpu), 4), gpu_model(Small(core::Device::kCuda), 4);
+void ExpectStepMatchesTheCpu(int64_t packed_sequences) {
+  BertConfig cpu = Small(core::Device::kCpu), gpu = Small(core::Device::kCuda);
+  cpu.packed_sequences = gpu.packed_sequences = packed_sequences;
+  Bert cpu_model(cpu, 4), gpu_model(gpu, 4);
   cpu_model.Initialize(3);
   gpu_model.Initialize(3);
   ASSERT_EQ(cpu_model.ParametersToHost(), gpu_model.ParametersToHost());
@@ -69,6 +70,17 @@ TEST(BertGpuTest, LossesLogitsAndEveryGradientMatchTheCpu) {
   gpu_model.Backward();
   testing::ExpectGradientsClose(gpu_model.GradientsToHost(), cpu_model.GradientsToHost(),
                                 cpu_model.slices(), cpu_model.parameter_names(), 1e-3, 1e-3);
+}
+
+TEST(BertGpuTest, LossesLogitsAndEveryGradientMatchTheCpu) {
+  SKIP_WITHOUT_DEVICE();
+  ExpectStepMatchesTheCpu(0);
+}
+
+// Packed rows (two sequences a row, the sequence mask on the device).
+TEST(BertGpuTest, PackedRowsMatchTheCpu) {
+  SKIP_WITHOUT_DEVICE();
+  ExpectStepMatchesTheCpu(3);
 }
 
 // The step recorded as a CUDA graph (TrainerConfig::cuda_graph) and

@@ -8,6 +8,10 @@ embeddings as in both models), runs one batch and writes the masked-LM logits
 at the masked positions, the next-sentence logits, the reference's losses
 (sum(w * nll) / (sum(w) + 1e-5) and the mean next-sentence cross-entropy) and
 every parameter gradient under our names, in fp32 and in fp64 (prefix f64/).
+A batch with `positions` holds packed rows: each token attends to its own
+sequence's tokens (a 3-D attention mask from the sequence ids in
+input_mask), positions restart, and the pooler and next-sentence head run on
+each sequence's first token, the loss sum(w * nll) / (sum(w) + 1e-5).
 Run with /usr/bin/python3 (Debian's python3-torch, transformers from pip).
 
 usage: bert_parity.py WEIGHTS BATCH OUTPUT VOCAB HIDDEN LAYERS HEADS INTERMEDIATE POSITIONS
@@ -53,24 +57,44 @@ def our_gradients(model, layers):
     return grads
 
 
+def weighted_nll(logits, labels, weights):
+    nll = -F.log_softmax(logits, dim=-1).gather(1, labels.unsqueeze(1)).squeeze(1)
+    return (weights * nll).sum() / (weights.sum() + 1e-5)
+
+
 def run(model, batch, dtype):
     model = model.to(dtype)
     model.zero_grad()
-    mask = batch["input_mask"].long()
-    out = model(input_ids=batch["input_ids"].long(), token_type_ids=batch["segment_ids"].long(),
-                attention_mask=mask)
+    packed = "positions" in batch
+    if packed:
+        ids = batch["input_mask"]
+        mask = (ids[:, :, None] == ids[:, None, :]).long()
+        out = model(input_ids=batch["input_ids"].long(),
+                    token_type_ids=batch["segment_ids"].long(), attention_mask=mask,
+                    position_ids=batch["positions"].long(), output_hidden_states=True)
+    else:
+        mask = batch["input_mask"].long()
+        out = model(input_ids=batch["input_ids"].long(),
+                    token_type_ids=batch["segment_ids"].long(), attention_mask=mask)
     positions = batch["masked_lm_positions"].long()
     rows = torch.arange(positions.shape[0]).unsqueeze(1).expand_as(positions)
     mlm = out.prediction_logits[rows, positions].reshape(-1, out.prediction_logits.shape[-1])
     labels = batch["masked_lm_ids"].long().reshape(-1)
     weights = batch["masked_lm_weights"].reshape(-1).to(dtype)
-    nll = -F.log_softmax(mlm, dim=-1).gather(1, labels.unsqueeze(1)).squeeze(1)
-    mlm_loss = (weights * nll).sum() / (weights.sum() + 1e-5)
-    nsp_loss = F.cross_entropy(out.seq_relationship_logits,
-                               batch["next_sentence_labels"].long().reshape(-1))
+    mlm_loss = weighted_nll(mlm, labels, weights)
+    if packed:
+        first = batch["next_sentence_positions"].long()
+        rows = torch.arange(first.shape[0]).unsqueeze(1).expand_as(first)
+        pooled = torch.tanh(model.bert.pooler.dense(out.hidden_states[-1][rows, first]))
+        nsp = model.cls.seq_relationship(pooled).reshape(-1, 2)
+        nsp_loss = weighted_nll(nsp, batch["next_sentence_labels"].long().reshape(-1),
+                                batch["next_sentence_weights"].reshape(-1).to(dtype))
+    else:
+        nsp = out.seq_relationship_logits
+        nsp_loss = F.cross_entropy(nsp, batch["next_sentence_labels"].long().reshape(-1))
     loss = mlm_loss + nsp_loss
     loss.backward()
-    return {"mlm_logits": mlm, "nsp_logits": out.seq_relationship_logits,
+    return {"mlm_logits": mlm, "nsp_logits": nsp,
             "mlm_loss": mlm_loss.reshape(1), "nsp_loss": nsp_loss.reshape(1),
             "loss": loss.reshape(1)}
 

@@ -4,7 +4,10 @@
 // lengths, unused masked-LM slots of weight 0), dropout off. The masked-LM
 // and next-sentence logits and both losses agree within fp32 tolerance, and
 // every parameter gradient is about as close to the fp64 result as
-// PyTorch's own fp32 one. Skips where PyTorch or transformers is missing.
+// PyTorch's own fp32 one. Packed rows (one to three sequences a row, each
+// attending only to itself) against transformers given the same rows as a
+// 3-D attention mask and restarting positions. Skips where PyTorch or
+// transformers is missing.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -77,6 +80,63 @@ OwnedBatch MakeBatch(const BertConfig& c, int64_t batch) {
   return owned;
 }
 
+// Packed rows: row b holds 1 + b % 3 sequences of different lengths (the
+// last one leaving padding), positions restarting, two segments each,
+// masked slots spread over the sequences, a next-sentence slot per sequence
+// and unused slots (weight 0) after them.
+OwnedBatch MakePackedBatch(const BertConfig& c, int64_t batch) {
+  const int64_t s = c.seq_len, p = c.max_predictions, k = c.packed_sequences;
+  OwnedBatch owned;
+  int32_t* ids = owned.Add({batch, s}, core::DType::kI32).as<int32_t>();
+  int32_t* segments = owned.Add({batch, s}, core::DType::kI32).as<int32_t>();
+  float* mask = owned.Add({batch, s}, core::DType::kF32).f32();
+  int32_t* position = owned.Add({batch, s}, core::DType::kI32).as<int32_t>();
+  int32_t* mlm_positions = owned.Add({batch, p}, core::DType::kI32).as<int32_t>();
+  int32_t* labels = owned.Add({batch, p}, core::DType::kI32).as<int32_t>();
+  float* weights = owned.Add({batch, p}, core::DType::kF32).f32();
+  int32_t* first = owned.Add({batch, k}, core::DType::kI32).as<int32_t>();
+  int32_t* next = owned.Add({batch, k}, core::DType::kI32).as<int32_t>();
+  float* next_weights = owned.Add({batch, k}, core::DType::kF32).f32();
+  auto draw = [](uint64_t stream, int64_t i, int64_t bound) {
+    return static_cast<int64_t>(core::PhiloxBits(67, stream, static_cast<uint64_t>(i)) %
+                                static_cast<uint64_t>(bound));
+  };
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t sequences = 1 + b % 3;
+    int64_t start = 0;
+    for (int64_t q = 0; q < k; ++q) {
+      const int64_t i = b * k + q;
+      const bool real = q < sequences;
+      // Lengths 9, 7, ... leaving padding after the last.
+      const int64_t length = real ? 9 - 2 * q : 0;
+      first[i] = real ? static_cast<int32_t>(start) : 0;
+      next[i] = real ? static_cast<int32_t>(draw(2, i, 2)) : 0;
+      next_weights[i] = real ? 1.0f : 0.0f;
+      for (int64_t t = start; t < start + length; ++t) {
+        ids[b * s + t] = static_cast<int32_t>(draw(0, b * s + t, c.vocab_size));
+        segments[b * s + t] = t - start >= length / 2 ? 1 : 0;
+        mask[b * s + t] = static_cast<float>(q + 1);
+        position[b * s + t] = static_cast<int32_t>(t - start);
+      }
+      start += length;
+    }
+    for (int64_t t = start; t < s; ++t) {
+      ids[b * s + t] = segments[b * s + t] = position[b * s + t] = 0;
+      mask[b * s + t] = 0.0f;
+    }
+    const int64_t used = std::min<int64_t>(p, 2 * sequences);
+    for (int64_t m = 0; m < p; ++m) {
+      const int64_t i = b * p + m;
+      const bool real = m < used;
+      mlm_positions[i] = real ? static_cast<int32_t>(1 + m * ((start - 1) / used)) : 0;
+      labels[i] = real ? static_cast<int32_t>(draw(1, i, c.vocab_size)) : 0;
+      weights[i] = real ? 1.0f : 0.0f;
+    }
+  }
+  owned.batch.count = batch;
+  return owned;
+}
+
 void RunParity(const BertConfig& config, int64_t batch, double median_ratio = 2.0) {
   if (!testing::PythonHas("torch, transformers"))
     GTEST_SKIP() << "PyTorch or transformers is missing for /usr/bin/python3 "
@@ -97,12 +157,26 @@ void RunParity(const BertConfig& config, int64_t batch, double median_ratio = 2.
   }
   model.ParametersFromHost(params);
 
-  const OwnedBatch owned = MakeBatch(config, batch);
-  const char* names[kBertInputs] = {"input_ids",           "segment_ids",   "input_mask",
+  const bool packed = config.packed_sequences > 0;
+  const OwnedBatch owned = packed ? MakePackedBatch(config, batch) : MakeBatch(config, batch);
+  std::vector<const char*> names = {"input_ids",           "segment_ids",   "input_mask",
                                     "masked_lm_positions", "masked_lm_ids", "masked_lm_weights",
                                     "next_sentence_labels"};
+  if (packed) {
+    names = {"input_ids",
+             "segment_ids",
+             "input_mask",
+             "positions",
+             "masked_lm_positions",
+             "masked_lm_ids",
+             "masked_lm_weights",
+             "next_sentence_positions",
+             "next_sentence_labels",
+             "next_sentence_weights"};
+  }
   std::vector<io::NamedTensor> batch_tensors;
-  for (int i = 0; i < kBertInputs; ++i) batch_tensors.push_back({names[i], owned.batch.inputs[i]});
+  for (size_t i = 0; i < names.size(); ++i)
+    batch_tensors.push_back({names[i], owned.batch.inputs[i]});
   const std::string weights = TempPath("bert_parity_w"), batch_file = TempPath("bert_parity_x");
   const std::string out = TempPath("bert_parity_out");
   ASSERT_TRUE(model.SaveSafetensors(weights).ok());
@@ -163,6 +237,13 @@ BertConfig Small() {
 }
 
 TEST(BertParityTest, SmallMemberMatchesTransformers) { RunParity(Small(), 3); }
+
+TEST(BertParityTest, PackedRowsMatchTransformersWithAThreeDimensionalMask) {
+  BertConfig c = Small();
+  c.packed_sequences = 3;
+  c.max_predictions = 6;
+  RunParity(c, 4);
+}
 
 TEST(BertParityTest, BertLargeHasItsParameterCount) {
   // references.md 4.1: about 336.2 M with the heads, embeddings tied.

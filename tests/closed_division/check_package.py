@@ -10,13 +10,14 @@ benchmark (its rules in quality_targets/), so any registered benchmark runs.
 With --mpi MPIEXEC --nodes N: the package on N network-namespace nodes of one
 rank each (tests/multinode/netns_cluster.py), its system description stating
 N nodes; without root (no namespaces) on one process, saying so. With --precision: the runs train in that precision
-(and must still reach the target), and every log says so.
+(and must still reach the target), and every log says so. With --bench-flag NAME: run_closed gets --NAME (a
+boolean flag of the benchmark's, e.g. bert's packed).
 
 With --results-db: results_db ingests the package and stores the verdict,
 score and runs compliance_check gives.
 
 usage: check_package.py RUN_CLOSED COMPLIANCE_CHECK [--bench NAME] [--mpi MPIEXEC --nodes N]
-                        [--precision fp32|bf16|fp16|fp8] [--results-db RESULTS_DB]
+                        [--precision fp32|bf16|fp16|fp8] [--bench-flag NAME] [--results-db RESULTS_DB]
 """
 import glob
 import json
@@ -71,6 +72,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "out")
         cmd = [run_closed, "--bench", bench, "--out", out, "--precision", precision]
+        if options.get("--bench-flag"):  # a boolean flag of the benchmark's own
+            cmd.append("--" + options["--bench-flag"])
         if nodes:
             sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                             "multinode"))

@@ -86,8 +86,9 @@ class CudaTwinTest : public ::testing::Test {
 
 constexpr double kF32Tol = 1e-5;
 
-// The attention layout steps: a pure permutation and an exact mask add; a
-// head narrower than a warp and one wider, a partial block of tokens.
+// The attention layout steps: a pure permutation and exact mask adds (key
+// padding, packed sequences); a head narrower than a warp and one wider, a
+// partial block of tokens.
 TEST_F(CudaTwinTest, AttentionHeadsAndKeyMask) {
   struct Dims {
     int64_t t, d;
@@ -113,6 +114,12 @@ TEST_F(CudaTwinTest, AttentionHeadsAndKeyMask) {
     ops::AddKeyPaddingMask(scores.t(), mask.t());
     ops::AddKeyPaddingMask(gscores.t(), gmask.t());
     EXPECT_EQ(gscores.ToHost(), scores.data) << at;
+    // Packed rows: sequence ids 1, 2, 3 and padding 0 (AddSequenceMask).
+    for (int64_t i = 0; i < b * t; ++i) mask[i] = static_cast<float>((i % t) * 4 / t);
+    DeviceCopy<float> gids(mask.data, mask.shape);
+    ops::AddSequenceMask(scores.t(), mask.t());
+    ops::AddSequenceMask(gscores.t(), gids.t());
+    EXPECT_EQ(gscores.ToHost(), scores.data) << at << " sequence mask";
   }
 }
 

@@ -19,6 +19,19 @@ void AddKeyPaddingMask(const core::Tensor& scores, const core::Tensor& mask) {
         s[(i * t + r) * t + c] += (1.0f - m[(i / h) * t + c]) * -10000.0f;
 }
 
+void AddSequenceMask(const core::Tensor& scores, const core::Tensor& mask) {
+  const int64_t b = scores.dim(0), h = scores.dim(1), t = scores.dim(2);
+  MLPERF_CHECK(scores.dim(3) == t && mask.numel() == b * t);
+  float* s = scores.f32();
+  const float* m = mask.f32();
+#pragma omp parallel for if (WorthParallel(scores.numel()))
+  for (int64_t i = 0; i < b * h; ++i) {
+    const float* ids = m + (i / h) * t;
+    for (int64_t r = 0; r < t; ++r)
+      for (int64_t c = 0; c < t; ++c) s[(i * t + r) * t + c] += ids[c] == ids[r] ? 0.0f : -10000.0f;
+  }
+}
+
 void CausalMask(const core::Tensor& scores) {
   const int64_t rows = scores.dim(2), keys = scores.dim(3), before = keys - rows;
   MLPERF_CHECK(before >= 0);
@@ -67,6 +80,7 @@ void MergeHeads(const core::Tensor& heads, const core::Tensor& rows, int64_t col
 }
 
 MLPERF_REGISTER_KERNEL(AddKeyPaddingMask, Cpu, AddKeyPaddingMask);
+MLPERF_REGISTER_KERNEL(AddSequenceMask, Cpu, AddSequenceMask);
 MLPERF_REGISTER_KERNEL(CausalMask, Cpu, CausalMask);
 MLPERF_REGISTER_KERNEL(SplitHeads, Cpu, SplitHeads);
 MLPERF_REGISTER_KERNEL(MergeHeads, Cpu, MergeHeads);

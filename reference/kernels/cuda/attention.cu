@@ -16,6 +16,16 @@ __global__ void AddKeyMask(float* scores, const float* mask, int64_t rows_per_sa
     row[key] += (1.0f - keys[key]) * -10000.0f;
 }
 
+// As AddKeyMask: -10000 where the key's sequence is not the query's.
+__global__ void SequenceMaskRow(float* scores, const float* mask, int64_t rows_per_sample,
+                                int64_t seq) {
+  float* row = scores + blockIdx.x * seq;
+  const float* ids = mask + blockIdx.x / rows_per_sample * seq;
+  const float own = ids[blockIdx.x % seq];
+  for (int64_t key = threadIdx.x; key < seq; key += blockDim.x)
+    row[key] += ids[key] == own ? 0.0f : -10000.0f;
+}
+
 // A block per row of scores ([rows, keys] matrices, the last `rows` queries
 // of `keys`); keys after the query get -inf.
 __global__ void CausalRow(float* scores, int64_t rows, int64_t keys) {
@@ -78,6 +88,15 @@ void AddKeyPaddingMask(const core::Tensor& scores, const core::Tensor& mask) {
   CUDA_CHECK_LAUNCH();
 }
 
+void AddSequenceMask(const core::Tensor& scores, const core::Tensor& mask) {
+  const int64_t b = scores.dim(0), h = scores.dim(1), t = scores.dim(2);
+  MLPERF_CHECK(scores.dim(3) == t && mask.numel() == b * t);
+  if (scores.numel() == 0) return;
+  SequenceMaskRow<<<static_cast<unsigned>(b * h * t), 256, 0, Stream()>>>(scores.f32(), mask.f32(),
+                                                                          h * t, t);
+  CUDA_CHECK_LAUNCH();
+}
+
 void CausalMask(const core::Tensor& scores) {
   const int64_t rows = scores.dim(2), keys = scores.dim(3);
   MLPERF_CHECK(keys >= rows);
@@ -88,6 +107,7 @@ void CausalMask(const core::Tensor& scores) {
 }
 
 MLPERF_REGISTER_KERNEL(AddKeyPaddingMask, Cuda, AddKeyPaddingMask);
+MLPERF_REGISTER_KERNEL(AddSequenceMask, Cuda, AddSequenceMask);
 MLPERF_REGISTER_KERNEL(CausalMask, Cuda, CausalMask);
 MLPERF_REGISTER_KERNEL(SplitHeads, Cuda, SplitHeads);
 MLPERF_REGISTER_KERNEL(MergeHeads, Cuda, MergeHeads);

@@ -14,6 +14,13 @@ namespace mlperf::ops {
 inline Op<void(const core::Tensor& scores, const core::Tensor& mask)> AddKeyPaddingMask{
     "AddKeyPaddingMask"};
 
+// Packed rows (several sequences in one row, each attending only to itself):
+// scores[b, h, q, key] += -10000 unless mask[b, key] == mask[b, q]; mask:
+// [batch, seq] fp32, each token's sequence (1, 2, ...; 0 for padding, which
+// attends to padding, so no row is empty).
+inline Op<void(const core::Tensor& scores, const core::Tensor& mask)> AddSequenceMask{
+    "AddSequenceMask"};
+
 // Decoders' causal mask: scores[b, h, q, key] = -inf where key > q, so the
 // softmax gives those keys exactly 0. scores: [batch, heads, seq, seq], or
 // [batch, heads, rows, keys] for the last `rows` queries of `keys` (a block

@@ -133,14 +133,19 @@ def main():
         if "PACKAGE CHECKER FOUND NO ERRORS, SUCCESS" not in text:
             failures.append("official package_checker found errors:\n" +
                             "\n".join(l for l in text.splitlines() if "ERROR" in l))
-        # The checker must be able to fail: a package missing a run does.
-        os.remove(os.path.join(copy, os.path.relpath(result_dir, org), f"result_{runs - 1}.txt"))
-        os.remove(log)
-        run([sys.executable, "-m", "mlperf_logging.package_checker", copy, "training",
-             ruleset, "--rcp-bypass", "--log_output", log], cwd=tmp)
-        with open(log) as f:
-            if "PACKAGE CHECKER FOUND NO ERRORS" in f.read():
-                failures.append(f"official package_checker accepted a package with {runs - 1} runs")
+        # The checker must be able to fail: a package missing a run does. A
+        # property of the official tool, checked on ResNet's packages only
+        # (the others' tests skip its second pass, for CI time).
+        if bench == "resnet":
+            os.remove(os.path.join(copy, os.path.relpath(result_dir, org),
+                                   f"result_{runs - 1}.txt"))
+            os.remove(log)
+            run([sys.executable, "-m", "mlperf_logging.package_checker", copy, "training",
+                 ruleset, "--rcp-bypass", "--log_output", log], cwd=tmp)
+            with open(log) as f:
+                if "PACKAGE CHECKER FOUND NO ERRORS" in f.read():
+                    failures.append(
+                        f"official package_checker accepted a package with {runs - 1} runs")
     for f in failures:
         print("FAIL:", f)
     print("ok" if not failures else f"{len(failures)} failure(s)")

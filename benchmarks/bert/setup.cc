@@ -162,9 +162,7 @@ absl::Status BertSetup::PrepareProcess() const {
        .max_sequences = member_.packed_sequences},
       plan_.loader_threads, bert_data::BertIndexFile(IndexDir(), /*train=*/true));
   if (!packs.ok()) return packs.status();
-  const auto samples =
-      std::count_if(packs->members.begin(), packs->members.end(), [](int32_t m) { return m >= 0; });
-  samples_per_row_ = static_cast<double>(samples) / static_cast<double>(packs->rows());
+  samples_per_row_ = static_cast<double>(packs->samples()) / static_cast<double>(packs->rows());
   packs_ = std::make_shared<const bert_data::Packs>(*std::move(packs));
   return absl::OkStatus();
 }

@@ -125,16 +125,17 @@ class BertLoader::Impl {
   int64_t GlobalSamples(int64_t first, int64_t n) const {
     const int64_t global = int64_t{opt_.world_size} * opt_.batch_size;
     if (opt_.packed_sequences == 0) return n * global;
-    int64_t total = 0, epoch = -1;
-    std::vector<int64_t> perm;
+    int64_t total = 0;
     for (int64_t g = first; g < first + n; ++g) {
-      if (g / batches_ != epoch) {
-        epoch = g / batches_;
-        perm = EpochPermutation(packs_.rows(), opt_.seed, epoch);
+      // Its own permutation, kept between calls (the training thread may
+      // be drawing perm_ at the same time).
+      if (g / batches_ != counted_epoch_) {
+        counted_epoch_ = g / batches_;
+        counted_perm_ = EpochPermutation(packs_.rows(), opt_.seed, counted_epoch_);
       }
       for (int64_t j = 0; j < global; ++j)
         total += static_cast<int64_t>(
-            packs_.row(perm[static_cast<size_t>((g % batches_) * global + j)]).size());
+            packs_.row(counted_perm_[static_cast<size_t>((g % batches_) * global + j)]).size());
     }
     return total;
   }
@@ -289,6 +290,8 @@ class BertLoader::Impl {
   std::vector<Slot> slots_;
   int64_t perm_epoch_ = -1;
   std::vector<int64_t> perm_;
+  mutable int64_t counted_epoch_ = -1;  // GlobalSamples' permutation
+  mutable std::vector<int64_t> counted_perm_;
   // Packed training rows (given; none unpacked).
   const Packs& packs_ = opt_.packs != nullptr ? *opt_.packs : kNoPacks;
   std::future<absl::Status> pending_;  // the prefetched batch next_, if any
@@ -338,8 +341,7 @@ absl::StatusOr<std::unique_ptr<BertLoader>> BertLoader::Open(const BertLoaderOpt
   }
   if (o.train && o.packed_sequences > 0 &&
       (o.packs == nullptr || o.packs->max_sequences != o.packed_sequences ||
-       std::count_if(o.packs->members.begin(), o.packs->members.end(),
-                     [](int32_t m) { return m >= 0; }) != total)) {
+       o.packs->samples() != total)) {
     for (File& f : files) ::close(f.fd);
     return absl::InvalidArgumentError(
         fmt::format("{}: packed rows need the packing of these {} samples (PackBertSamples)",
@@ -385,12 +387,8 @@ absl::StatusOr<Packs> PackBertSamples(const std::vector<std::string>& files,
     if (!got.ok()) return got.status();
     if (!*got) break;
     for (int64_t i = 0; i < b.count; ++i) {
-      SampleSize size;
-      for (int64_t t = 0; t < shape.seq_len; ++t)
-        size.tokens += b.input_mask[i * shape.seq_len + t] != 0.0f;
-      for (int64_t m = 0; m < shape.max_predictions; ++m)
-        size.predictions += b.masked_lm_weights[i * shape.max_predictions + m] != 0.0f;
-      sizes.push_back(size);
+      sizes.push_back(SizeOf(b.input_mask + i * shape.seq_len,
+                             b.masked_lm_weights + i * shape.max_predictions, shape));
     }
   }
   return PackSamples(sizes, limits);

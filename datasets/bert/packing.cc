@@ -8,11 +8,12 @@
 
 namespace mlperf::datasets::bert {
 
-SampleSize SizeOf(const PretrainingRow& unpacked, const PretrainingShape& shape) {
+SampleSize SizeOf(const float* input_mask, const float* masked_lm_weights,
+                  const PretrainingShape& shape) {
   SampleSize size;
-  for (int64_t t = 0; t < shape.seq_len; ++t) size.tokens += unpacked.input_mask[t] != 0.0f;
+  for (int64_t t = 0; t < shape.seq_len; ++t) size.tokens += input_mask[t] != 0.0f;
   for (int64_t m = 0; m < shape.max_predictions; ++m)
-    size.predictions += unpacked.masked_lm_weights[m] != 0.0f;
+    size.predictions += masked_lm_weights[m] != 0.0f;
   return size;
 }
 
@@ -21,6 +22,10 @@ std::span<const int32_t> Packs::row(int64_t r) const {
   int64_t n = 0;
   while (n < max_sequences && first[n] >= 0) ++n;
   return {first, static_cast<size_t>(n)};
+}
+
+int64_t Packs::samples() const {
+  return std::count_if(members.begin(), members.end(), [](int32_t m) { return m >= 0; });
 }
 
 Packs PackSamples(std::span<const SampleSize> sizes, const PackingLimits& limits) {

@@ -35,7 +35,11 @@ struct SampleSize {
   int32_t tokens = 0;
   int32_t predictions = 0;
 };
-SampleSize SizeOf(const PretrainingRow& unpacked, const PretrainingShape& shape);
+SampleSize SizeOf(const float* input_mask, const float* masked_lm_weights,
+                  const PretrainingShape& shape);
+inline SampleSize SizeOf(const PretrainingRow& unpacked, const PretrainingShape& shape) {
+  return SizeOf(unpacked.input_mask, unpacked.masked_lm_weights, shape);
+}
 
 // The rows, in the order they were opened: row r's samples (indices into
 // the sizes, longest first) at members[r * max_sequences + i], -1 after
@@ -47,6 +51,7 @@ struct Packs {
     return max_sequences > 0 ? static_cast<int64_t>(members.size()) / max_sequences : 0;
   }
   std::span<const int32_t> row(int64_t r) const;  // its samples, without the -1s
+  int64_t samples() const;                        // over all rows
 };
 Packs PackSamples(std::span<const SampleSize> sizes, const PackingLimits& limits);
 

@@ -104,7 +104,8 @@ TEST_F(RunClosed, UsageErrorsExitTwoWithOneLine) {
       {"--runs", "many"},
       {"--submitter", "a/b"},
       {"--optimizer", "adam"},
-      {"--precision", "fp8"},
+      {"--precision", "fp6"},
+      {"--precision", "fp8"},  // resnet has no FP8 layers
       {"--cuda_graph"},
       {"--gpu_decode"},
       {"--gpu_decode", "--gpus", "1", "--bench", "unet3d"},

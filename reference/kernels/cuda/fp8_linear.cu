@@ -22,6 +22,7 @@
 #include "reference/kernels/cuda/device_util.cuh"
 #include "reference/kernels/cuda/elementwise.h"
 #include "reference/kernels/cuda/gemm.h"
+#include "reference/kernels/cuda/gemm_epilogue.h"
 #include "reference/kernels/cuda/linear.h"
 #include "reference/kernels/ops/elementwise.h"
 #include "reference/kernels/ops/fp8.h"
@@ -135,17 +136,6 @@ struct Plan {
   size_t workspace = 0;
 };
 
-constexpr size_t kMaxWorkspace = size_t{32} << 20;
-
-cublasLtHandle_t Handle() {
-  thread_local cublasLtHandle_t handle = [] {
-    cublasLtHandle_t h = nullptr;
-    CUBLAS_CHECK(cublasLtCreate(&h));
-    return h;
-  }();
-  return handle;
-}
-
 // Column-major, D^T [n, m] = A^T B with A = Y stored [k, n] and B = X
 // stored [k, m]: the row-major D [m, n] = X Y^T of the callers.
 const Plan& PlanFor(const Key& key) {
@@ -173,10 +163,10 @@ const Plan& PlanFor(const Key& key) {
   cublasLtMatmulPreference_t pref = nullptr;
   CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
   CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                    &kMaxWorkspace, sizeof(kMaxWorkspace)));
+                                                    &kLtMaxWorkspace, sizeof(kLtMaxWorkspace)));
   cublasLtMatmulHeuristicResult_t result{};
   int returned = 0;
-  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(Handle(), p.op, p.a, p.b, p.d, p.d,
+  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(LtHandle(), p.op, p.a, p.b, p.d, p.d,
                                                                pref, 1, &result, &returned);
   CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
   p.ok = status == CUBLAS_STATUS_SUCCESS && returned > 0;
@@ -206,7 +196,7 @@ bool LtGemm(long long m, long long n, long long k, Operand x, Operand y, const v
   }
   void* workspace = p.workspace > 0 ? Scratch(p.workspace, kScratchWorkspace) : nullptr;
   const float one = 1.0f, zero = 0.0f;
-  CUBLAS_CHECK(cublasLtMatmul(Handle(), p.op, &one, y.codes, p.a, x.codes, p.b, &zero, d, p.d, d,
+  CUBLAS_CHECK(cublasLtMatmul(LtHandle(), p.op, &one, y.codes, p.a, x.codes, p.b, &zero, d, p.d, d,
                               p.d, &p.algo, workspace, p.workspace, Stream()));
   return true;
 }

@@ -47,17 +47,7 @@ struct Plan {
   size_t workspace = 0;
 };
 
-constexpr size_t kMaxWorkspace = size_t{32} << 20;  // what NVIDIA suggests for Hopper
 constexpr uint32_t kAlignment = 16;
-
-cublasLtHandle_t Handle() {
-  thread_local cublasLtHandle_t handle = [] {
-    cublasLtHandle_t h = nullptr;
-    CUBLAS_CHECK(cublasLtCreate(&h));
-    return h;
-  }();
-  return handle;
-}
 
 const Plan& PlanFor(const Key& key) {
   thread_local std::map<Key, Plan> plans;
@@ -79,7 +69,7 @@ const Plan& PlanFor(const Key& key) {
   cublasLtMatmulPreference_t pref = nullptr;
   CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
   CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                    &kMaxWorkspace, sizeof(kMaxWorkspace)));
+                                                    &kLtMaxWorkspace, sizeof(kLtMaxWorkspace)));
   for (cublasLtMatmulPreferenceAttributes_t a :
        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
@@ -88,7 +78,7 @@ const Plan& PlanFor(const Key& key) {
   int returned = 0;
   // An epilogue this cuBLASLt does not offer for these types is a status,
   // not an error: the unfused kernels serve.
-  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(Handle(), p.op, p.a, p.b, p.c, p.c,
+  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(LtHandle(), p.op, p.a, p.b, p.c, p.c,
                                                                pref, 1, &result, &returned);
   CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
   p.ok = status == CUBLAS_STATUS_SUCCESS && returned > 0;
@@ -111,13 +101,22 @@ bool Run(const Key& key, const void* a, const void* b, void* d, void* bias) {
       cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
   void* workspace = p.workspace > 0 ? Scratch(p.workspace, kScratchWorkspace) : nullptr;
   const float one = 1.0f, zero = 0.0f;
-  CUBLAS_CHECK(cublasLtMatmul(Handle(), p.op, &one, a, p.a, b, p.b, &zero, d, p.c, d, p.c, &p.algo,
-                              workspace, p.workspace, Stream()));
+  CUBLAS_CHECK(cublasLtMatmul(LtHandle(), p.op, &one, a, p.a, b, p.b, &zero, d, p.c, d, p.c,
+                              &p.algo, workspace, p.workspace, Stream()));
   ++g_runs;
   return true;
 }
 
 }  // namespace
+
+cublasLtHandle_t LtHandle() {
+  thread_local cublasLtHandle_t handle = [] {
+    cublasLtHandle_t h = nullptr;
+    CUBLAS_CHECK(cublasLtCreate(&h));
+    return h;
+  }();
+  return handle;
+}
 
 // Row-major y [rows, out] is column-major y^T [out, rows] = w (x^T): A = w
 // stored [in, out] column-major, transposed; B = x stored [in, rows]. The

@@ -12,11 +12,19 @@
 // kernels.
 #pragma once
 
+#include <cublasLt.h>
+
+#include <cstddef>
 #include <cstdint>
 
 #include "reference/core/dtype.h"
 
 namespace mlperf::cuda {
+
+// This thread's cuBLASLt handle, and the workspace its GEMMs may take (what
+// NVIDIA suggests for Hopper); shared with the FP8 GEMMs (fp8_linear.cu).
+cublasLtHandle_t LtHandle();
+inline constexpr size_t kLtMaxWorkspace = size_t{32} << 20;
 
 // x: [rows, in], w: [out, in] (both of `operands`), y: [rows, out] and bias:
 // [out] of `y_type` (fp32, or the operands' reduced type), row-major.
